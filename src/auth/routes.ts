@@ -1,0 +1,119 @@
+/**
+ * Authorization-server routes: flow A (groups, setups, token), JWKS, userinfo and discovery metadata.
+ */
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import type { AppContext } from '../server/context.ts';
+import { ErrorBody } from '../server/schemas.ts';
+import { certificateUser } from './client-certificate.ts';
+import { requireToken } from './authenticate.ts';
+import { grantHandlers, tokenEndpoint } from './token-endpoint.ts';
+
+const TokenResponseSchema = Type.Object({
+  access_token: Type.String(),
+  token_type: Type.Literal('Bearer'),
+  expires_in: Type.Integer(),
+  scope: Type.String(),
+  group: Type.String(),
+  setup: Type.String(),
+  refresh_token: Type.Optional(Type.String()),
+  issued_token_type: Type.Optional(Type.String()),
+});
+
+const TokenQuery = Type.Object(
+  {
+    grant_type: Type.Optional(Type.String({ description: 'client_credentials (flow A) or another supported grant' })),
+    group: Type.Optional(Type.String({ description: 'flow A: the group the token is for' })),
+    setup: Type.Optional(Type.String({ description: 'flow A: the setup the token is for' })),
+    scope: Type.Optional(Type.String()),
+  },
+  { additionalProperties: true },
+);
+
+/** RFC 8414 §2 metadata, listing only what this server implements. */
+export function authorizationServerMetadata(ctx: AppContext): Record<string, unknown> {
+  const base = ctx.publicUrl;
+  return {
+    issuer: ctx.tokens.issuer,
+    token_endpoint: `${base}/oauth2/token`,
+    jwks_uri: `${base}/oauth2/jwks`,
+    userinfo_endpoint: `${base}/oauth2/userinfo`,
+    grant_types_supported: [...grantHandlers.keys()],
+    response_types_supported: [],
+    token_endpoint_auth_methods_supported: ['tls_client_auth'],
+    scopes_supported: ['wlcg.groups'],
+    claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'jti', 'client_id', 'scope', 'group', 'setup', 'preferred_username', 'email', 'wlcg.ver', 'wlcg.groups'],
+    subject_types_supported: ['public'],
+    id_token_signing_alg_values_supported: [ctx.config.tokens.algorithm],
+    dirigo_groups_endpoint: `${base}/oauth2/groups`,
+    dirigo_setups_endpoint: `${base}/oauth2/setups`,
+    service_documentation: `${base}/docs`,
+  };
+}
+
+export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+  const tags = ['OAuth 2.0'];
+
+  app.get(
+    '/oauth2/groups',
+    {
+      schema: {
+        tags,
+        summary: 'Groups the presented certificate may ask tokens for',
+        response: { 200: Type.Object({ groups: Type.Array(Type.String()) }), 401: ErrorBody },
+      },
+    },
+    async (request) => ({ groups: [...certificateUser(ctx, request).user.groups] }),
+  );
+
+  app.get(
+    '/oauth2/setups',
+    {
+      schema: {
+        tags,
+        summary: 'Setups the presented certificate may ask tokens for',
+        response: { 200: Type.Object({ setups: Type.Array(Type.String()) }), 401: ErrorBody },
+      },
+    },
+    async (request) => {
+      certificateUser(ctx, request);
+      return { setups: [...ctx.registry.setups] };
+    },
+  );
+
+  const tokenSchema = {
+    tags,
+    summary: 'Token endpoint (RFC 6749 §3.2)',
+    querystring: TokenQuery,
+    response: { 200: TokenResponseSchema, 400: ErrorBody, 401: ErrorBody },
+  };
+  app.get('/oauth2/token', { schema: tokenSchema }, (request, reply) => tokenEndpoint(ctx, request, reply));
+  app.post('/oauth2/token', { schema: tokenSchema }, (request, reply) => tokenEndpoint(ctx, request, reply));
+
+  app.get('/oauth2/jwks', { schema: { tags, summary: 'JSON Web Key Set (RFC 7517)' } }, async (_request, reply) => {
+    reply.header('cache-control', 'public, max-age=300');
+    return ctx.keys.jwks();
+  });
+
+  const userinfo = async (request: import('fastify').FastifyRequest) => {
+    const p = request.principal!;
+    const user = ctx.registry.user(p.username)!;
+    return {
+      sub: p.claims.sub,
+      preferred_username: user.name,
+      ...(user.email ? { email: user.email } : {}),
+      group: p.group,
+      setup: p.setup,
+      groups: [...user.groups],
+      properties: [...p.properties],
+      'wlcg.groups': p.claims['wlcg.groups'],
+    };
+  };
+  const userinfoSchema = { tags, summary: 'Who the access token speaks for (OpenID Connect Core §5.3)', security: [{ bearer: [] }] };
+  app.get('/oauth2/userinfo', { schema: userinfoSchema, preHandler: requireToken(ctx) }, userinfo);
+  app.post('/oauth2/userinfo', { schema: userinfoSchema, preHandler: requireToken(ctx) }, userinfo);
+
+  for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration']) {
+    app.get(path, { schema: { tags, summary: 'Authorization server metadata (RFC 8414)' } }, async () => authorizationServerMetadata(ctx));
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * `GET|POST /oauth2/token` (RFC 6749 §3.2; SPEC also allows GET with query parameters). Each grant type is
+ * a handler in one table; the endpoint parses parameters, picks the handler and answers per §5.1/§5.2.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { InvalidRequest, UnsupportedGrantType } from '../server/errors.ts';
+import type { AppContext } from '../server/context.ts';
+import { clientCredentialsGrant } from './grants/client-credentials.ts';
+
+export type TokenParameters = Readonly<Record<string, string>>;
+
+export interface TokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  scope: string;
+  group: string;
+  setup: string;
+  refresh_token?: string;
+  issued_token_type?: string;
+}
+
+export type GrantHandler = (
+  ctx: AppContext,
+  params: TokenParameters,
+  request: FastifyRequest,
+) => Promise<TokenResponse>;
+
+export const grantHandlers = new Map<string, GrantHandler>([['client_credentials', clientCredentialsGrant]]);
+
+/**
+ * Token-request parameters from the query (GET) or the form body (POST). A parameter may appear once
+ * (§3.2); empty values count as omitted (§3.1).
+ */
+export function tokenParameters(request: FastifyRequest): Record<string, string> {
+  const out: Record<string, string> = {};
+  const add = (key: string, value: unknown) => {
+    if (Array.isArray(value)) throw new InvalidRequest(`parameter ${key} is given more than once`);
+    if (typeof value !== 'string' || value === '') return;
+    if (key in out) throw new InvalidRequest(`parameter ${key} is given more than once`);
+    out[key] = value;
+  };
+  for (const [k, v] of Object.entries((request.query ?? {}) as Record<string, unknown>)) add(k, v);
+  if (request.method === 'POST' && request.body && typeof request.body === 'object') {
+    for (const [k, v] of Object.entries(request.body as Record<string, unknown>)) add(k, v);
+  }
+  return out;
+}
+
+export async function tokenEndpoint(ctx: AppContext, request: FastifyRequest, reply: FastifyReply): Promise<TokenResponse> {
+  // RFC 6749 §5.1: token responses must not be cached.
+  reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+  const params = tokenParameters(request);
+  const grantType = params.grant_type;
+  if (!grantType) throw new UnsupportedGrantType('grant_type is required');
+  const handler = grantHandlers.get(grantType);
+  if (!handler) throw new UnsupportedGrantType(`grant_type ${grantType} is not supported`);
+  return handler(ctx, params, request);
+}

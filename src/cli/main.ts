@@ -1,0 +1,48 @@
+/**
+ * `dirigo <command>`: one table of commands, each in its own module. A command returns the exit code.
+ */
+import { serveCommand, initCommand } from './serve.ts';
+import { tokenCommand } from './token.ts';
+import { adminCommand } from './admin.ts';
+import { CliError } from './output.ts';
+
+export type Command = (argv: string[]) => Promise<number>;
+
+const commands: Record<string, { run: Command; summary: string }> = {
+  serve: { run: serveCommand, summary: 'start the HTTPS service (bootstraps the data dir on first start)' },
+  init: { run: initCommand, summary: 'bootstrap the data dir without serving' },
+  token: { run: tokenCommand, summary: 'obtain an access token with a certificate (flow A)' },
+  admin: { run: adminCommand, summary: 'administration: keys rotate' },
+};
+
+function usage(): string {
+  const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
+  return `usage: dirigo <command> [options]\n\ncommands:\n${lines.join('\n')}\n\nRun 'dirigo <command> --help' for a command's options.\n`;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(usage());
+    return name ? 0 : 2;
+  }
+  const command = commands[name];
+  if (!command) {
+    process.stderr.write(`dirigo: unknown command '${name}'\n\n${usage()}`);
+    return 2;
+  }
+  try {
+    return await command.run(rest);
+  } catch (err) {
+    if (err instanceof CliError) {
+      process.stderr.write(`dirigo ${name}: ${err.message}\n`);
+      return err.exitCode;
+    }
+    if (err instanceof Error && (err as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+      process.stderr.write(`dirigo ${name}: ${err.message}\n`);
+      return 2;
+    }
+    process.stderr.write(`dirigo ${name}: ${(err as Error).stack ?? String(err)}\n`);
+    return 1;
+  }
+}

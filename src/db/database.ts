@@ -1,0 +1,62 @@
+/**
+ * One Kysely instance per process, on SQLite (node:sqlite, the embedded default) or PostgreSQL.
+ * The migration set is shared by both dialects and applied at start.
+ */
+import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
+import pg from 'pg';
+import { nodeSqliteDialect } from './node-sqlite.ts';
+import type { Database } from './schema.ts';
+import { migrations } from './migrations.ts';
+
+export type Dialect = 'sqlite' | 'postgres';
+export type Db = Kysely<Database>;
+
+// int8 (count(*), bigserial) as JavaScript numbers: job ids and counts stay far below 2^53.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export interface OpenDatabaseOptions {
+  /** PostgreSQL only: the schema to use (tests isolate themselves in one each). */
+  schema?: string;
+  poolSize?: number;
+}
+
+export interface OpenDatabase {
+  db: Db;
+  dialect: Dialect;
+}
+
+export function openDatabase(url: string, options: OpenDatabaseOptions = {}): OpenDatabase {
+  if (url.startsWith('sqlite:')) {
+    return { db: new Kysely<Database>({ dialect: nodeSqliteDialect(url.slice('sqlite:'.length)) }), dialect: 'sqlite' };
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+  });
+  // An idle client that loses its server must not crash the process; the next query reports it.
+  pool.on('error', () => {});
+  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres' };
+}
+
+export async function migrate(db: Db): Promise<void> {
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async (): Promise<Record<string, Migration>> => migrations },
+    allowUnorderedMigrations: true,
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error');
+    throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message}`);
+  }
+}
+
+export async function pingDatabase(db: Db): Promise<void> {
+  await sql`select 1`.execute(db);
+}
+
+/** Current time as stored in every time column: ISO 8601 UTC with milliseconds, sortable as text. */
+export function nowIso(): string {
+  return new Date().toISOString();
+}

@@ -1,0 +1,10 @@
+/**
+ * Every migration of every domain, keyed by a name that sorts in application order. One set serves SQLite
+ * and PostgreSQL: migrations use Kysely's schema builder and portable types only.
+ */
+import type { Migration } from 'kysely';
+import { authMigrations } from '../auth/migrations.ts';
+
+export const migrations: Record<string, Migration> = {
+  ...authMigrations,
+};

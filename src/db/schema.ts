@@ -1,0 +1,7 @@
+/**
+ * The database as Kysely sees it: each domain declares its own tables next to its store and they are
+ * joined here. Times are ISO 8601 UTC text on both dialects.
+ */
+import type { AuthTables } from '../auth/tables.ts';
+
+export interface Database extends AuthTables {}

@@ -1,0 +1,83 @@
+/**
+ * Who exists: users (by name and by certificate DN), groups with their members and properties, and setups.
+ * Built once from the frozen configuration; lookups are O(1).
+ */
+import type { Config, GroupConfig, UserConfig } from '../server/config.ts';
+
+/** Group properties that grant privileges (DESIGN "Identity and tokens"). */
+export const Property = {
+  JobAdministrator: 'JobAdministrator',
+  JobMonitor: 'JobMonitor',
+  JobSharing: 'JobSharing',
+  CatalogueAdministrator: 'CatalogueAdministrator',
+  Pilot: 'Pilot',
+} as const;
+
+export interface RegistryUser {
+  name: string;
+  dns: readonly string[];
+  email: string | undefined;
+  passwordHash: string | undefined;
+  groups: readonly string[];
+}
+
+export class Registry {
+  readonly #users = new Map<string, RegistryUser>();
+  readonly #byDn = new Map<string, RegistryUser>();
+  readonly #groups = new Map<string, GroupConfig>();
+  readonly setups: readonly string[];
+
+  constructor(config: Pick<Config, 'registry'>) {
+    const membership = new Map<string, string[]>();
+    for (const g of config.registry.groups) {
+      this.#groups.set(g.name, g);
+      for (const m of g.members) membership.set(m, [...(membership.get(m) ?? []), g.name]);
+    }
+    for (const u of config.registry.users as readonly UserConfig[]) {
+      const user: RegistryUser = {
+        name: u.name,
+        dns: u.dns,
+        email: u.email,
+        passwordHash: u.passwordHash,
+        groups: membership.get(u.name) ?? [],
+      };
+      this.#users.set(u.name, user);
+      for (const dn of u.dns) this.#byDn.set(dn, user);
+    }
+    this.setups = config.registry.setups;
+  }
+
+  user(name: string): RegistryUser | undefined {
+    return this.#users.get(name);
+  }
+
+  userByDn(dn: string): RegistryUser | undefined {
+    return this.#byDn.get(dn);
+  }
+
+  users(): RegistryUser[] {
+    return [...this.#users.values()];
+  }
+
+  group(name: string): GroupConfig | undefined {
+    return this.#groups.get(name);
+  }
+
+  isMember(user: string, group: string): boolean {
+    return this.#groups.get(group)?.members.includes(user) ?? false;
+  }
+
+  hasSetup(setup: string): boolean {
+    return this.setups.includes(setup);
+  }
+
+  /** Properties of `group`; empty for an unknown group. */
+  properties(group: string): readonly string[] {
+    return this.#groups.get(group)?.properties ?? [];
+  }
+
+  /** Members of groups carrying `property` (for example, every Pilot). */
+  groupsWithProperty(property: string): string[] {
+    return [...this.#groups.values()].filter((g) => g.properties.includes(property)).map((g) => g.name);
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * A real Dirigo service for tests: HTTPS on port 0 with the test PKI, on SQLite (a temp file) or on
+ * PostgreSQL (a schema of its own), with a registry of test users and groups.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent, request, type Dispatcher } from 'undici';
+import { loadConfig } from '../../src/server/config.ts';
+import { createContext, type AppContext } from '../../src/server/context.ts';
+import { startServer, type StartedServer } from '../../src/server/server.ts';
+import { userDn } from '../../src/pki/dev-ca.ts';
+import { POSTGRES_URL, createPostgresSchema, type TestDialect } from './dialects.ts';
+import { testPki, TEST_USERS, type TestPki } from './pki.ts';
+
+export const TEST_SETUP = 'Dirigo-Test';
+
+/** The registry every test service starts with; `extra` config is merged over the whole config. */
+export function testRegistry() {
+  return {
+    users: TEST_USERS.map((name) => ({ name, dns: [userDn(name)], email: `${name}@test.example` })),
+    groups: [
+      { name: 'dirigo_user', members: ['alice', 'bob', 'carol'], properties: [] },
+      { name: 'dirigo_prod', members: ['alice', 'carol'], properties: ['JobSharing'] },
+      { name: 'dirigo_admin', members: ['admin'], properties: ['JobAdministrator', 'CatalogueAdministrator'] },
+      { name: 'dirigo_monitor', members: ['carol'], properties: ['JobMonitor'] },
+      { name: 'dirigo_pilot', members: ['pilot'], properties: ['Pilot'] },
+    ],
+    setups: [TEST_SETUP, 'Dirigo-Other'],
+  };
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+  text: string;
+  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+export interface RequestOptions {
+  method?: Dispatcher.HttpMethod;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  json?: unknown;
+  token?: string;
+  /** Send a client certificate: a test user's name, or explicit PEMs. */
+  as?: string | { cert: string; key: string };
+}
+
+export interface TestService {
+  url: string;
+  ctx: AppContext;
+  server: StartedServer;
+  pki: TestPki;
+  dataDir: string;
+  dialect: TestDialect;
+  request(path: string, options?: RequestOptions): Promise<HttpResponse>;
+  /** A flow A token for `user` in `group`. */
+  token(user: string, group?: string, setup?: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface TestServiceOptions {
+  dialect: TestDialect;
+  /** Merged over the default test config (shallow per top-level key). */
+  config?: Record<string, unknown>;
+  logLevel?: string;
+}
+
+export async function startTestService(options: TestServiceOptions): Promise<TestService> {
+  const pki = await testPki();
+  const dataDir = mkdtempSync(join(tmpdir(), 'dirigo-test-'));
+  const pgSchema = options.dialect === 'postgres' ? await createPostgresSchema() : undefined;
+  const config = loadConfig({
+    dataDir,
+    env: {},
+    object: {
+      server: { host: '127.0.0.1', port: 0 },
+      tls: { cert: pki.server.cert, key: pki.server.key, caDir: pki.trustedDir },
+      database: { url: pgSchema ? POSTGRES_URL : 'sqlite:dirigo.db' },
+      registry: testRegistry(),
+      logging: { level: options.logLevel ?? 'silent' },
+      ...options.config,
+    },
+  });
+  const ctx = await createContext(config, pgSchema ? { schema: pgSchema.schema, poolSize: 5 } : {});
+  const server = await startServer(ctx);
+  const agents = new Map<string, Agent>();
+  const agentFor = (as: RequestOptions['as']): Agent => {
+    const key = typeof as === 'string' ? as : as ? as.cert : '';
+    let agent = agents.get(key);
+    if (!agent) {
+      const identity = typeof as === 'string' ? { cert: pki.users[as]!.certPem, key: pki.users[as]!.keyPem } : as;
+      agent = new Agent({ connect: { ca: pki.ca.certPem, ...(identity ?? {}) } });
+      agents.set(key, agent);
+    }
+    return agent;
+  };
+
+  const service: TestService = {
+    url: server.url,
+    ctx,
+    server,
+    pki,
+    dataDir,
+    dialect: options.dialect,
+    async request(path, opts = {}) {
+      const headers: Record<string, string> = { ...opts.headers };
+      let body = opts.body;
+      if (opts.json !== undefined) {
+        headers['content-type'] = 'application/json';
+        body = JSON.stringify(opts.json);
+      }
+      if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+      const res = await request(server.url + path, { method: opts.method ?? 'GET', headers, body, dispatcher: agentFor(opts.as) });
+      const buf = Buffer.from(await res.body.arrayBuffer());
+      const text = buf.toString('utf8');
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+      return { status: res.statusCode, headers: res.headers, body: buf, text, json };
+    },
+    async token(user, group = 'dirigo_user', setup = TEST_SETUP) {
+      const res = await service.request(`/oauth2/token?grant_type=client_credentials&group=${group}&setup=${setup}`, { as: user });
+      if (res.status !== 200) throw new Error(`token for ${user}/${group}: ${res.status} ${res.text}`);
+      return res.json.access_token as string;
+    },
+    async close() {
+      await Promise.all([...agents.values()].map((a) => a.close()));
+      await server.close();
+      await pgSchema?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return service;
+}
