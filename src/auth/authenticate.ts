@@ -3,7 +3,7 @@
  * (§2.1, scheme case-insensitive) or the `access_token` query parameter (§2.3), never both.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AuthenticationRequired, InvalidRequest, InvalidToken } from '../server/errors.ts';
+import { AuthenticationRequired, InsufficientPrivileges, InvalidRequest, InvalidToken } from '../server/errors.ts';
 import type { AppContext } from '../server/context.ts';
 import type { AccessTokenClaims } from './tokens.ts';
 
@@ -78,4 +78,37 @@ export function requireToken(ctx: AppContext) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     await authenticate(ctx, request, reply);
   };
+}
+
+/** WLCG token profile capabilities (WLCG Common JWT Profiles §3.3) that the job and catalogue routes check. */
+export type Capability = 'compute.read' | 'compute.create' | 'compute.modify' | 'compute.cancel' | 'storage.read' | 'storage.modify' | 'storage.create';
+
+const CAPABILITY_PREFIXES = ['compute.', 'storage.'];
+
+/** True when the token names capabilities at all; such a token is limited to them. */
+export function hasCapabilityScopes(principal: Principal): boolean {
+  return principal.scopes.some((s) => CAPABILITY_PREFIXES.some((p) => s.startsWith(p)));
+}
+
+/**
+ * Whether the token allows `capability` (on `path` for storage capabilities, where `storage.read:/a`
+ * covers `/a` and everything below it). Tokens without capability scopes carry the user's group rights.
+ */
+export function allowsCapability(principal: Principal, capability: Capability, path?: string): boolean {
+  if (!hasCapabilityScopes(principal)) return true;
+  return principal.scopes.some((scope) => {
+    if (!capability.startsWith('storage.')) return scope === capability;
+    const [name, prefix = '/'] = scope.split(/:(.*)/s, 2) as [string, string | undefined];
+    if (name !== capability) return false;
+    if (path === undefined) return true;
+    const base = prefix.endsWith('/') ? prefix.slice(0, -1) : prefix;
+    return base === '' || path === base || path.startsWith(`${base}/`);
+  });
+}
+
+/** @throws InsufficientPrivileges naming the missing scope (RFC 6750 §3.1 insufficient_scope). */
+export function requireCapability(principal: Principal, capability: Capability, path?: string): void {
+  if (!allowsCapability(principal, capability, path)) {
+    throw new InsufficientPrivileges(`the token's scopes do not include ${capability}${path ? ` for ${path}` : ''}`);
+  }
 }
