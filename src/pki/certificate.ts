@@ -53,9 +53,12 @@ export interface ParsedCertificate {
   /** Subject in the DIRAC/Globus form `/O=Dirigo/OU=Users/CN=alice`. */
   subjectDn: string;
   issuerDn: string;
-  /** The DER of each RDN of the subject, in order. */
-  subjectRdns: Buffer[];
-  issuerRdns: Buffer[];
+  /**
+   * Each RDN of the subject as `oid=value` attributes, in order. Compared by value, not by DER, so that a
+   * proxy made by OpenSSL (UTF8String) extends a certificate made elsewhere (PrintableString).
+   */
+  subjectRdns: string[][];
+  issuerRdns: string[][];
   isCa: boolean;
   caPathLength: number | undefined;
   /** Key usage bits (RFC 5280 §4.2.1.3) or undefined when the extension is absent. */
@@ -84,8 +87,8 @@ export function parseCertificate(input: X509Certificate | Buffer | string): Pars
     x509,
     subjectDn: formatDn(subject),
     issuerDn: formatDn(issuer),
-    subjectRdns: children(subject).map((r) => Buffer.from(r.raw)),
-    issuerRdns: children(issuer).map((r) => Buffer.from(r.raw)),
+    subjectRdns: nameRdns(subject),
+    issuerRdns: nameRdns(issuer),
     isCa: false,
     caPathLength: undefined,
     keyUsage: undefined,
@@ -156,9 +159,18 @@ export function formatDn(name: DerNode): string {
     .join('');
 }
 
-/** True when `rdn` (DER of one RDN) is a single commonName attribute, as RFC 3820 §3.4 requires. */
-export function isSingleCommonName(rdn: Buffer): boolean {
-  const set = readNode(rdn);
-  const atvs = children(set);
-  return atvs.length === 1 && decodeOid(children(atvs[0]!)[0]!) === OID.commonName;
+function nameRdns(name: DerNode): string[][] {
+  return children(name).map((rdn) =>
+    children(rdn)
+      .map((atv) => {
+        const [type, val] = children(atv);
+        return `${decodeOid(type!)}=${decodeString(val!)}`;
+      })
+      .sort(),
+  );
+}
+
+/** True when `rdn` is a single commonName attribute, as RFC 3820 §3.4 requires of a proxy's last RDN. */
+export function isSingleCommonName(rdn: string[]): boolean {
+  return rdn.length === 1 && rdn[0]!.startsWith(`${OID.commonName}=`);
 }

@@ -161,8 +161,8 @@ function checkProxy(proxy: ParsedCertificate, issuer: ParsedCertificate): void {
   }
 }
 
-function sameRdns(a: Buffer[], b: Buffer[]): boolean {
-  return a.length === b.length && a.every((r, i) => r.equals(b[i]!));
+function sameRdns(a: string[][], b: string[][]): boolean {
+  return a.length === b.length && a.every((rdn, i) => rdn.length === b[i]!.length && rdn.every((atv, j) => atv === b[i]![j]));
 }
 
 export function splitPem(text: string): string[] {

@@ -52,22 +52,30 @@ export function slashDnToName(dn: string): x509.JsonName {
     });
 }
 
-export async function createCa(dn: string, validDays = 3650): Promise<CertificateAuthority> {
+/** A root CA, or an intermediate CA when `parent` is given. */
+export async function createCa(dn: string, validDays = 3650, parent?: CertificateAuthority): Promise<CertificateAuthority> {
   const keys = await generateKeys();
   const now = Date.now();
-  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+  const common = {
     serialNumber: serial(),
-    name: slashDnToName(dn),
     notBefore: new Date(now - DAY),
     notAfter: new Date(now + validDays * DAY),
-    keys,
     signingAlgorithm: ALGORITHM,
     extensions: [
-      new x509.BasicConstraintsExtension(true, 0, true),
+      new x509.BasicConstraintsExtension(true, parent ? 0 : 1, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     ],
-  });
+  };
+  const cert = parent
+    ? await x509.X509CertificateGenerator.create({
+        ...common,
+        subject: slashDnToName(dn),
+        issuer: parent.cert.subject,
+        publicKey: keys.publicKey,
+        signingKey: parent.keys.privateKey,
+      })
+    : await x509.X509CertificateGenerator.createSelfSigned({ ...common, name: slashDnToName(dn), keys });
   return { cert, keys, certPem: cert.toString('pem') + '\n', keyPem: await keyPem(keys.privateKey) };
 }
 
