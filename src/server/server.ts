@@ -20,7 +20,13 @@ export interface StartedServer {
   close(): Promise<void>;
 }
 
-export async function buildServer(ctx: AppContext, options: { logLevel?: string } = {}): Promise<DirigoServer> {
+export interface ServerOptions {
+  logLevel?: string;
+  /** Where log lines go (default stdout); tests capture them to prove secrets are redacted. */
+  logStream?: NodeJS.WritableStream;
+}
+
+export async function buildServer(ctx: AppContext, options: ServerOptions = {}): Promise<DirigoServer> {
   const { config } = ctx;
   const app = Fastify({
     https: {
@@ -34,7 +40,7 @@ export async function buildServer(ctx: AppContext, options: { logLevel?: string 
       minVersion: 'TLSv1.2',
       maxHeaderSize: config.server.maxHeaderSize,
     },
-    logger: loggerOptions(options.logLevel ?? config.logging.level),
+    logger: loggerOptions(options.logLevel ?? config.logging.level, options.logStream),
     bodyLimit: config.server.bodyLimit,
     routerOptions: { maxParamLength: 4096 },
     return503OnClosing: true,
@@ -64,7 +70,7 @@ export async function buildServer(ctx: AppContext, options: { logLevel?: string 
   return app;
 }
 
-export async function startServer(ctx: AppContext, options: { logLevel?: string } = {}): Promise<StartedServer> {
+export async function startServer(ctx: AppContext, options: ServerOptions = {}): Promise<StartedServer> {
   const app = await buildServer(ctx, options);
   const { host, port } = ctx.config.server;
   await app.listen({ host, port });

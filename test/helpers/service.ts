@@ -66,6 +66,7 @@ export interface TestServiceOptions {
   /** Merged over the default test config (shallow per top-level key). */
   config?: Record<string, unknown>;
   logLevel?: string;
+  logStream?: NodeJS.WritableStream;
 }
 
 export async function startTestService(options: TestServiceOptions): Promise<TestService> {
@@ -85,7 +86,7 @@ export async function startTestService(options: TestServiceOptions): Promise<Tes
     },
   });
   const ctx = await createContext(config, pgSchema ? { schema: pgSchema.schema, poolSize: 5 } : {});
-  const server = await startServer(ctx);
+  const server = await startServer(ctx, { logStream: options.logStream });
   const agents = new Map<string, Agent>();
   const agentFor = (as: RequestOptions['as']): Agent => {
     const key = typeof as === 'string' ? as : as ? as.cert : '';
