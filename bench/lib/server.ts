@@ -1,0 +1,64 @@
+/**
+ * Starts `dirigo serve` as a separate process (so the load generator does not share its event loop) on
+ * a fresh embedded-default data dir, optionally on PostgreSQL, and stops it afterwards.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface BenchServer {
+  url: string;
+  dataDir: string;
+  child: ChildProcess;
+  ca: Buffer;
+  user(name: string): { cert: Buffer; key: Buffer };
+  stop(): Promise<void>;
+}
+
+const DIRIGO = join(import.meta.dirname, '..', '..', 'bin', 'dirigo.js');
+
+export async function startBenchServer(options: { env?: Record<string, string>; args?: string[]; dataDir?: string } = {}): Promise<BenchServer> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'dirigo-bench-'));
+  const child = spawn(process.execPath, [DIRIGO, 'serve', '--data-dir', dataDir, '--port', '0', ...(options.args ?? [])], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...options.env },
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /Dirigo serving (https:\/\/\S+)/.exec(out);
+      if (m && out.includes('API docs')) {
+        // Keep draining stdout (request logs) so the server never blocks on a full pipe.
+        child.stdout!.removeAllListeners('data');
+        child.stdout!.resume();
+        resolve(m[1]!);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`dirigo serve exited with ${code}: ${out}`)));
+  });
+  const pki = join(dataDir, 'pki');
+  return {
+    url,
+    dataDir,
+    child,
+    ca: readFileSync(join(pki, 'ca.crt')),
+    user: (name) => ({ cert: readFileSync(join(pki, 'users', `${name}.crt`)), key: readFileSync(join(pki, 'users', `${name}.key`)) }),
+    async stop() {
+      child.removeAllListeners('exit');
+      await new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      });
+      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** CPU seconds (user+system) used so far by a process, from /proc. */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
