@@ -20,4 +20,80 @@ export const authMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '2026_11_22_0501_auth_oauth_grants': {
+    async up(db: Kysely<unknown>) {
+      const t = 'varchar(32)';
+      await db.schema
+        .createTable('oauth_grants')
+        .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('client_id', 'varchar(128)', (c) => c.notNull())
+        .addColumn('username', 'varchar(64)', (c) => c.notNull())
+        .addColumn('group_name', 'varchar(64)', (c) => c.notNull())
+        .addColumn('setup', 'varchar(64)', (c) => c.notNull())
+        .addColumn('scope', 'text', (c) => c.notNull())
+        .addColumn('created_at', t, (c) => c.notNull())
+        .addColumn('revoked_at', t)
+        .execute();
+      await db.schema
+        .createTable('oauth_codes')
+        .addColumn('code_hash', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('client_id', 'varchar(128)', (c) => c.notNull())
+        .addColumn('username', 'varchar(64)', (c) => c.notNull())
+        .addColumn('group_name', 'varchar(64)', (c) => c.notNull())
+        .addColumn('setup', 'varchar(64)', (c) => c.notNull())
+        .addColumn('scope', 'text', (c) => c.notNull())
+        .addColumn('redirect_uri', 'text')
+        .addColumn('code_challenge', 'varchar(128)')
+        .addColumn('code_challenge_method', 'varchar(16)')
+        .addColumn('expires_at', t, (c) => c.notNull())
+        .addColumn('used_at', t)
+        .addColumn('grant_id', 'varchar(64)')
+        .execute();
+      await db.schema
+        .createTable('oauth_refresh_tokens')
+        .addColumn('token_hash', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('grant_id', 'varchar(64)', (c) => c.notNull())
+        .addColumn('client_id', 'varchar(128)', (c) => c.notNull())
+        .addColumn('expires_at', t, (c) => c.notNull())
+        .addColumn('created_at', t, (c) => c.notNull())
+        .addColumn('used_at', t)
+        .addColumn('revoked_at', t)
+        .execute();
+      await db.schema.createIndex('oauth_refresh_tokens_grant').on('oauth_refresh_tokens').column('grant_id').execute();
+      await db.schema
+        .createTable('oauth_device_codes')
+        .addColumn('device_code_hash', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('user_code', 'varchar(16)', (c) => c.notNull().unique())
+        .addColumn('client_id', 'varchar(128)', (c) => c.notNull())
+        .addColumn('scope', 'text', (c) => c.notNull())
+        .addColumn('status', 'varchar(16)', (c) => c.notNull())
+        .addColumn('username', 'varchar(64)')
+        .addColumn('group_name', 'varchar(64)')
+        .addColumn('setup', 'varchar(64)')
+        .addColumn('interval_seconds', 'integer', (c) => c.notNull())
+        .addColumn('last_polled_at', t)
+        .addColumn('expires_at', t, (c) => c.notNull())
+        .addColumn('created_at', t, (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('oauth_sessions')
+        .addColumn('id_hash', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('csrf', 'varchar(64)', (c) => c.notNull())
+        .addColumn('username', 'varchar(64)')
+        .addColumn('auth_method', 'varchar(32)')
+        .addColumn('auth_time', t)
+        .addColumn('created_at', t, (c) => c.notNull())
+        .addColumn('expires_at', t, (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('oauth_interactions')
+        .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('session_hash', 'varchar(64)', (c) => c.notNull())
+        .addColumn('kind', 'varchar(16)', (c) => c.notNull())
+        .addColumn('payload', 'text', (c) => c.notNull())
+        .addColumn('expires_at', t, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('revoked_tokens_revoked_at').on('revoked_tokens').column('revoked_at').execute();
+    },
+  },
 };

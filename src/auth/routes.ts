@@ -8,6 +8,9 @@ import { ErrorBody } from '../server/schemas.ts';
 import { certificateUser } from './client-certificate.ts';
 import { requireToken } from './authenticate.ts';
 import { grantHandlers, tokenEndpoint } from './token-endpoint.ts';
+import { oauthRoutes } from './oauth-routes.ts';
+import { CLIENT_AUTH_METHODS } from './client-auth.ts';
+import { SCOPES_SUPPORTED } from './scopes.ts';
 
 const TokenResponseSchema = Type.Object({
   access_token: Type.String(),
@@ -33,16 +36,28 @@ const TokenQuery = Type.Object(
 /** RFC 8414 §2 metadata, listing only what this server implements. */
 export function authorizationServerMetadata(ctx: AppContext): Record<string, unknown> {
   const base = ctx.publicUrl;
+  const secretMethods = CLIENT_AUTH_METHODS.filter((m) => m !== 'none');
   return {
     issuer: ctx.tokens.issuer,
+    authorization_endpoint: `${base}/oauth2/auth`,
     token_endpoint: `${base}/oauth2/token`,
-    jwks_uri: `${base}/oauth2/jwks`,
+    device_authorization_endpoint: `${base}/oauth2/device`,
+    revocation_endpoint: `${base}/oauth2/revoke`,
+    introspection_endpoint: `${base}/oauth2/introspect`,
     userinfo_endpoint: `${base}/oauth2/userinfo`,
+    jwks_uri: `${base}/oauth2/jwks`,
     grant_types_supported: [...grantHandlers.keys()],
-    response_types_supported: [],
-    token_endpoint_auth_methods_supported: ['tls_client_auth'],
-    scopes_supported: ['wlcg.groups'],
-    claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'jti', 'client_id', 'scope', 'group', 'setup', 'preferred_username', 'email', 'wlcg.ver', 'wlcg.groups'],
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    code_challenge_methods_supported: ['S256'],
+    // tls_client_auth: flow A, where the user's certificate authenticates the request.
+    token_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS, 'tls_client_auth'],
+    revocation_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
+    introspection_endpoint_auth_methods_supported: secretMethods,
+    // RFC 9207 §3: the authorization response carries iss.
+    authorization_response_iss_parameter_supported: true,
+    scopes_supported: SCOPES_SUPPORTED,
+    claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'nbf', 'jti', 'client_id', 'scope', 'group', 'setup', 'preferred_username', 'email', 'wlcg.ver', 'wlcg.groups', 'grant_id'],
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: [ctx.config.tokens.algorithm],
     dirigo_groups_endpoint: `${base}/oauth2/groups`,
@@ -53,6 +68,7 @@ export function authorizationServerMetadata(ctx: AppContext): Record<string, unk
 
 export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   const tags = ['OAuth 2.0'];
+  await app.register(oauthRoutes, { ctx });
 
   app.get(
     '/oauth2/groups',

@@ -4,7 +4,9 @@
  */
 import type { Migration } from 'kysely';
 import { authMigrations } from '../auth/migrations.ts';
+import { registryMigrations } from '../registry/migrations.ts';
 
 export const migrations: Record<string, Migration> = {
   ...authMigrations,
+  ...registryMigrations,
 };

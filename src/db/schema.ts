@@ -3,5 +3,6 @@
  * joined here. Times are ISO 8601 UTC text on both dialects.
  */
 import type { AuthTables } from '../auth/tables.ts';
+import type { RegistryTables } from '../registry/tables.ts';
 
-export interface Database extends AuthTables {}
+export interface Database extends AuthTables, RegistryTables {}

@@ -1,0 +1,74 @@
+/**
+ * Client authentication at the token, device, revocation and introspection endpoints (RFC 6749 §2.3):
+ * `client_secret_basic` (§2.3.1, form-urlencoded id and secret in HTTP Basic), `client_secret_post`
+ * (secret in the body) and `none` (public clients identify themselves with `client_id`, RFC 6749 §3.2.1).
+ * Exactly one method per request (§2.3). Checks run in order; the first failing one answers.
+ */
+import type { FastifyRequest } from 'fastify';
+import { InvalidClient, InvalidRequest } from '../server/errors.ts';
+import type { AppContext } from '../server/context.ts';
+import type { OAuthClient } from '../registry/clients.ts';
+import { oauth } from './services.ts';
+
+export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';
+export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'none'];
+
+export interface AuthenticatedClient {
+  client: OAuthClient;
+  method: ClientAuthMethod;
+}
+
+const BASIC_CHALLENGE = 'Basic realm="dirigo", charset="UTF-8"';
+
+function formDecode(s: string): string {
+  try {
+    return decodeURIComponent(s.replace(/\+/g, ' '));
+  } catch {
+    throw new InvalidClient('the Basic credentials are not form-urlencoded (RFC 6749 §2.3.1)', BASIC_CHALLENGE);
+  }
+}
+
+interface Presented {
+  method: ClientAuthMethod;
+  clientId: string | undefined;
+  secret: string | undefined;
+}
+
+function presented(request: FastifyRequest, params: Readonly<Record<string, string>>): Presented {
+  const header = request.headers.authorization;
+  const basic = header && /^basic /i.test(header) ? header.slice(6).trim() : undefined;
+  // §2.3.1: the secret must not travel in the request URI.
+  const query = request.query as Record<string, unknown> | undefined;
+  if (query && 'client_secret' in query) throw new InvalidRequest('client_secret must not be sent in the URL (RFC 6749 §2.3.1)');
+  if (basic !== undefined) {
+    if (params.client_secret !== undefined) throw new InvalidRequest('use one client authentication method, not both Basic and client_secret (RFC 6749 §2.3)');
+    const decoded = Buffer.from(basic, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon === -1) throw new InvalidClient('the Basic credentials are malformed', BASIC_CHALLENGE);
+    const clientId = formDecode(decoded.slice(0, colon));
+    if (params.client_id !== undefined && params.client_id !== clientId) throw new InvalidRequest('client_id differs from the Basic credentials');
+    return { method: 'client_secret_basic', clientId, secret: formDecode(decoded.slice(colon + 1)) };
+  }
+  if (params.client_secret !== undefined) return { method: 'client_secret_post', clientId: params.client_id, secret: params.client_secret };
+  return { method: 'none', clientId: params.client_id, secret: undefined };
+}
+
+/**
+ * Authenticates the calling client.
+ * @throws InvalidClient (401) for an unknown client or wrong secret; a confidential client must present
+ * its secret, a public one must not have one.
+ */
+export async function authenticateClient(ctx: AppContext, request: FastifyRequest, params: Readonly<Record<string, string>>): Promise<AuthenticatedClient> {
+  const p = presented(request, params);
+  const challenge = p.method === 'client_secret_basic' ? BASIC_CHALLENGE : undefined;
+  if (!p.clientId) throw new InvalidClient('client authentication failed: client_id is required', challenge);
+  const client = await oauth(ctx).clients.get(p.clientId);
+  if (!client) throw new InvalidClient('client authentication failed: unknown client', challenge);
+  if (p.method === 'none') {
+    if (client.type === 'confidential') throw new InvalidClient(`client ${client.clientId} is confidential and must authenticate`, BASIC_CHALLENGE);
+    return { client, method: 'none' };
+  }
+  if (client.type === 'public') throw new InvalidClient(`client ${client.clientId} is public and has no secret`, challenge);
+  if (!(await oauth(ctx).clients.verifySecret(client, p.secret ?? ''))) throw new InvalidClient('client authentication failed: wrong secret', challenge);
+  return { client, method: p.method };
+}

@@ -1,0 +1,252 @@
+/**
+ * The browser side: the interaction page (login, then consent), the login and consent forms, and the
+ * device verification page (RFC 8628 §3.3). Every POST checks the session's CSRF token first.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { AppContext } from '../server/context.ts';
+import { withParams, type AuthorizeRequest } from './authorize.ts';
+import { certificateLoginUser, loginProviders, passwordLogin } from './login.ts';
+import { consentBody, deviceEntryBody, errorPage, loginBody, sendPage } from './pages.ts';
+import { describeScope } from './scopes.ts';
+import { csrfMatches, type BrowserSession } from './sessions.ts';
+import { oauth } from './services.ts';
+import { normaliseUserCode } from './store.ts';
+
+/** A device approval waiting for login and consent. */
+interface DeviceInteraction {
+  userCode: string;
+  clientId: string;
+  scope: string[];
+}
+
+const FORM_LIMIT = 16 * 1024;
+const Form = Type.Object({}, { additionalProperties: Type.Union([Type.String(), Type.Array(Type.String())]) });
+const tags = ['OAuth 2.0 pages'];
+
+function field(body: unknown, name: string): string | undefined {
+  const v = (body as Record<string, unknown> | undefined)?.[name];
+  return typeof v === 'string' ? v : undefined;
+}
+
+function originOf(uri: string): string {
+  const url = new URL(uri);
+  return url.origin === 'null' ? url.protocol : url.origin;
+}
+
+const EXPIRED = 'This sign-in request has expired or was started in another browser. Go back to the application and start again.';
+
+/** A POSTed form's session, if its CSRF token is right; otherwise answers 403 and returns undefined. */
+async function checkedSession(ctx: AppContext, request: FastifyRequest, reply: FastifyReply): Promise<BrowserSession | undefined> {
+  const session = await oauth(ctx).sessions.current(request);
+  if (!session || !csrfMatches(session, field(request.body, 'csrf'))) {
+    errorPage(reply, 403, 'Request refused', 'The form was missing its security token or the token was wrong. Reload the page and try again.');
+    return undefined;
+  }
+  return session;
+}
+
+async function clientName(ctx: AppContext, clientId: string): Promise<string> {
+  return (await oauth(ctx).clients.get(clientId))?.name ?? clientId;
+}
+
+async function showInteraction(ctx: AppContext, reply: FastifyReply, request: FastifyRequest, session: BrowserSession, id: string, error?: { message: string; status: number; username?: string }) {
+  const interaction = await oauth(ctx).sessions.interaction<AuthorizeRequest | DeviceInteraction>(session, id);
+  if (!interaction) return errorPage(reply, 400, 'Sign-in expired', EXPIRED);
+  const clientId = interaction.payload.clientId;
+  const name = await clientName(ctx, clientId);
+  const user = session.username ? ctx.registry.user(session.username) : undefined;
+  if (!user) {
+    const cert = certificateLoginUser(ctx, request);
+    return sendPage(
+      reply,
+      'Sign in',
+      loginBody({
+        interaction: id,
+        csrf: session.csrf,
+        clientName: name,
+        certificate: cert ? { username: cert.user.name, dn: cert.dn } : undefined,
+        providers: loginProviders(ctx),
+        error: error?.message,
+        username: error?.username,
+      }),
+      { status: error?.status ?? 200 },
+    );
+  }
+  if (user.groups.length === 0) return errorPage(reply, 403, 'No group', `${user.name} belongs to no group, so no token can be issued.`);
+  const pending = interaction.payload;
+  const isAuthorize = interaction.kind === 'authorize';
+  const preferred = isAuthorize ? (pending as AuthorizeRequest) : undefined;
+  return sendPage(
+    reply,
+    'Authorize access',
+    consentBody({
+      interaction: id,
+      csrf: session.csrf,
+      clientName: name,
+      clientId,
+      username: user.name,
+      scopes: pending.scope.map((s) => ({ scope: s, text: describeScope(s) })),
+      groups: user.groups,
+      setups: ctx.registry.setups,
+      group: preferred?.group,
+      setup: preferred?.setup,
+      device: !isAuthorize,
+    }),
+    { formTargets: isAuthorize ? [originOf((pending as AuthorizeRequest).redirectUri)] : [] },
+  );
+}
+
+/**
+ * Signs the browser in as `username` and continues the interaction. Upstream login providers call this
+ * from their callback once they know who the user is.
+ */
+export async function completeLogin(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, interactionId: string, username: string, method: string): Promise<FastifyReply> {
+  const { sessions } = oauth(ctx);
+  const session = await sessions.ensure(request, reply);
+  await sessions.signIn(reply, session, username, method);
+  return reply.redirect(`/oauth2/interaction/${encodeURIComponent(interactionId)}`, 303);
+}
+
+export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+  const { sessions, limiter, store } = oauth(ctx);
+  const formRoute = { bodyLimit: FORM_LIMIT };
+
+  app.get<{ Params: { id: string } }>(
+    '/oauth2/interaction/:id',
+    { schema: { tags, summary: 'Login or consent page of a pending authorization', params: Type.Object({ id: Type.String({ maxLength: 64 }) }) } },
+    async (request, reply) => {
+      const session = await sessions.current(request);
+      if (!session) return errorPage(reply, 400, 'Sign-in expired', EXPIRED);
+      return showInteraction(ctx, reply, request, session, request.params.id);
+    },
+  );
+
+  app.post('/oauth2/login', { ...formRoute, schema: { tags, summary: 'Password login form', body: Form } }, async (request, reply) => {
+    const session = await checkedSession(ctx, request, reply);
+    if (!session) return reply;
+    const id = field(request.body, 'interaction') ?? '';
+    const username = (field(request.body, 'username') ?? '').slice(0, 128);
+    const password = field(request.body, 'password') ?? '';
+    const keys = [`user:${username.toLowerCase()}`, `addr:${request.ip}`];
+    const wait = limiter.retryAfter(keys);
+    if (wait > 0) {
+      reply.header('retry-after', String(wait));
+      return showInteraction(ctx, reply, request, session, id, { message: `Too many failed sign-in attempts. Try again in ${wait} seconds.`, status: 429, username });
+    }
+    const user = username && password ? await passwordLogin(ctx, username, password) : undefined;
+    if (!user) {
+      limiter.fail(keys);
+      return showInteraction(ctx, reply, request, session, id, { message: 'Wrong user name or password.', status: 401, username });
+    }
+    limiter.succeed([`user:${username.toLowerCase()}`]);
+    if (!(await sessions.interaction(session, id))) return errorPage(reply, 400, 'Sign-in expired', EXPIRED);
+    await sessions.signIn(reply, session, user.name, 'password');
+    return reply.redirect(`/oauth2/interaction/${encodeURIComponent(id)}`, 303);
+  });
+
+  app.post('/oauth2/login/certificate', { ...formRoute, schema: { tags, summary: 'Login with the TLS client certificate', body: Form } }, async (request, reply) => {
+    const session = await checkedSession(ctx, request, reply);
+    if (!session) return reply;
+    const id = field(request.body, 'interaction') ?? '';
+    const cert = certificateLoginUser(ctx, request);
+    if (!cert) return showInteraction(ctx, reply, request, session, id, { message: 'Your browser presented no certificate of a registered user.', status: 401 });
+    if (!(await sessions.interaction(session, id))) return errorPage(reply, 400, 'Sign-in expired', EXPIRED);
+    await sessions.signIn(reply, session, cert.user.name, 'x509');
+    return reply.redirect(`/oauth2/interaction/${encodeURIComponent(id)}`, 303);
+  });
+
+  app.post<{ Params: { provider: string } }>(
+    '/oauth2/login/:provider',
+    { ...formRoute, schema: { tags, summary: 'Login through an upstream identity provider', body: Form } },
+    async (request, reply) => {
+      const session = await checkedSession(ctx, request, reply);
+      if (!session) return reply;
+      const provider = loginProviders(ctx).find((p) => p.id === request.params.provider);
+      if (!provider) return errorPage(reply, 404, 'Unknown provider', 'This sign-in method is not available.');
+      const id = field(request.body, 'interaction') ?? '';
+      if (!(await sessions.interaction(session, id))) return errorPage(reply, 400, 'Sign-in expired', EXPIRED);
+      await provider.start(ctx, request, reply, id);
+      return reply;
+    },
+  );
+
+  app.post('/oauth2/consent', { ...formRoute, schema: { tags, summary: 'Consent form: allow or deny', body: Form } }, async (request, reply) => {
+    const session = await checkedSession(ctx, request, reply);
+    if (!session) return reply;
+    const id = field(request.body, 'interaction') ?? '';
+    const interaction = await sessions.interaction<AuthorizeRequest | DeviceInteraction>(session, id);
+    if (!interaction) return errorPage(reply, 400, 'Sign-in expired', EXPIRED);
+    const user = session.username ? ctx.registry.user(session.username) : undefined;
+    if (!user) return showInteraction(ctx, reply, request, session, id);
+    const decision = field(request.body, 'decision');
+    const group = field(request.body, 'group') ?? '';
+    const setup = field(request.body, 'setup') ?? '';
+    if (decision !== 'allow' && decision !== 'deny') return errorPage(reply, 400, 'Invalid answer', 'Choose Allow or Deny.');
+    if (decision === 'allow' && !ctx.registry.isMember(user.name, group)) return errorPage(reply, 400, 'Invalid group', `${user.name} is not a member of the group '${group}'.`);
+    if (decision === 'allow' && !ctx.registry.hasSetup(setup)) return errorPage(reply, 400, 'Invalid setup', `There is no setup '${setup}'.`);
+    if (!(await sessions.finishInteraction(id))) return errorPage(reply, 400, 'Already answered', 'This request was already answered.');
+
+    if (interaction.kind === 'device') {
+      const p = interaction.payload as DeviceInteraction;
+      const ok = await store.decideDeviceCode(p.userCode, decision === 'allow' ? { approved: true, username: user.name, group, setup } : { approved: false });
+      if (!ok) return errorPage(reply, 400, 'Code expired', 'The code has expired or was already used. Start again on your device.');
+      return sendPage(
+        reply,
+        decision === 'allow' ? 'Device authorized' : 'Access denied',
+        decision === 'allow'
+          ? `<p role="status">You may return to your device: it is now signed in as ${user.name} in ${group}.</p>`
+          : '<p role="status">The device was not given access.</p>',
+      );
+    }
+    const p = interaction.payload as AuthorizeRequest;
+    const iss = ctx.tokens.issuer;
+    if (decision === 'deny') {
+      return reply.redirect(withParams(p.redirectUri, { error: 'access_denied', error_description: 'the user denied the request', state: p.state, iss }), 303);
+    }
+    const code = await store.createCode({
+      clientId: p.clientId,
+      username: user.name,
+      group,
+      setup,
+      scope: p.scope.join(' '),
+      redirectUri: p.redirectUriGiven ? p.redirectUri : null,
+      codeChallenge: p.codeChallenge ?? null,
+      codeChallengeMethod: p.codeChallengeMethod ?? null,
+    });
+    // RFC 6749 §4.1.2 with RFC 9207 iss; 303 so the browser does not repeat the POST (RFC 9700 §4.12).
+    return reply.redirect(withParams(p.redirectUri, { code, state: p.state, iss }), 303);
+  });
+
+  // RFC 8628 §3.3: the verification URI, optionally with the code filled in (§3.3.1).
+  app.get<{ Querystring: { user_code?: string } }>(
+    '/oauth2/device',
+    { schema: { tags, summary: 'Device verification page (RFC 8628 §3.3)', querystring: Type.Object({ user_code: Type.Optional(Type.String({ maxLength: 32 })) }) } },
+    async (request, reply) => {
+      const session = await sessions.ensure(request, reply);
+      return sendPage(reply, 'Connect a device', deviceEntryBody(session.csrf, request.query.user_code));
+    },
+  );
+
+  app.post('/oauth2/device/verify', { ...formRoute, schema: { tags, summary: 'Device code entry form', body: Form } }, async (request, reply) => {
+    const session = await checkedSession(ctx, request, reply);
+    if (!session) return reply;
+    const entered = field(request.body, 'user_code') ?? '';
+    const keys = [`addr:${request.ip}`];
+    const wait = limiter.retryAfter(keys);
+    if (wait > 0) {
+      reply.header('retry-after', String(wait));
+      return sendPage(reply, 'Connect a device', deviceEntryBody(session.csrf, entered, `Too many wrong codes. Try again in ${wait} seconds.`), { status: 429 });
+    }
+    const userCode = normaliseUserCode(entered);
+    const row = userCode ? await store.findUserCode(userCode) : undefined;
+    if (!row || row.status !== 'pending' || row.expires_at < new Date().toISOString()) {
+      limiter.fail(keys);
+      return sendPage(reply, 'Connect a device', deviceEntryBody(session.csrf, entered, 'That code is unknown, expired or already used.'), { status: 400 });
+    }
+    const payload: DeviceInteraction = { userCode: row.user_code, clientId: row.client_id, scope: row.scope ? row.scope.split(' ') : [] };
+    const id = await sessions.createInteraction(session, 'device', payload);
+    return reply.redirect(`/oauth2/interaction/${id}`, 303);
+  });
+
+}

@@ -1,0 +1,131 @@
+/**
+ * Server-rendered pages of the authorization server: login, consent, device verification and errors.
+ * Plain HTML forms (no JavaScript), one inline stylesheet allowed by its hash in a strict
+ * Content-Security-Policy, labelled fields, and a CSRF token in every form.
+ */
+import { createHash } from 'node:crypto';
+import type { FastifyReply } from 'fastify';
+
+const STYLE = `body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f4f5f7;color:#1b1f24}
+main{max-width:28rem;margin:3rem auto;background:#fff;padding:2rem;border-radius:8px;box-shadow:0 1px 4px #0002}
+h1{font-size:1.4rem;margin-top:0}label{display:block;margin:.8rem 0 .2rem;font-weight:600}
+input,select{width:100%;box-sizing:border-box;padding:.5rem;font:inherit;border:1px solid #888;border-radius:4px}
+button{font:inherit;padding:.55rem 1.2rem;margin:1rem .5rem 0 0;border-radius:4px;border:1px solid #1d4ed8;background:#1d4ed8;color:#fff;cursor:pointer}
+button.secondary{background:#fff;color:#1d4ed8}.error{color:#b00020;font-weight:600}.code{font:700 1.6rem monospace;letter-spacing:.2rem}
+ul{padding-left:1.2rem}hr{margin:1.5rem 0;border:0;border-top:1px solid #ddd}small{color:#555}`;
+
+const STYLE_HASH = `sha256-${createHash('sha256').update(STYLE).digest('base64')}`;
+
+/** HTML-escapes text and attribute values. */
+export function esc(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}
+
+export interface PageOptions {
+  status?: number;
+  /** Extra origins a form on this page may end up at (a consent form redirects to the client). */
+  formTargets?: string[];
+}
+
+/** Sends a complete page with the security headers every page carries. */
+export function sendPage(reply: FastifyReply, title: string, body: string, options: PageOptions = {}): FastifyReply {
+  const formAction = ["'self'", ...(options.formTargets ?? [])].join(' ');
+  return reply
+    .code(options.status ?? 200)
+    .type('text/html; charset=utf-8')
+    .header(
+      'content-security-policy',
+      `default-src 'none'; style-src '${STYLE_HASH}'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
+    )
+    .header('x-frame-options', 'DENY')
+    .header('x-content-type-options', 'nosniff')
+    .header('referrer-policy', 'no-referrer')
+    .header('cache-control', 'no-store')
+    .send(
+      `<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
+        `<title>${esc(title)} · Dirigo</title><style>${STYLE}</style></head>\n<body><main>\n<h1>${esc(title)}</h1>\n${body}\n</main></body></html>\n`,
+    );
+}
+
+export function errorPage(reply: FastifyReply, status: number, title: string, message: string): FastifyReply {
+  return sendPage(reply, title, `<p class="error" role="alert">${esc(message)}</p>`, { status });
+}
+
+const hidden = (name: string, value: string) => `<input type="hidden" name="${esc(name)}" value="${esc(value)}">`;
+
+export interface LoginView {
+  interaction: string;
+  csrf: string;
+  clientName: string;
+  certificate: { username: string; dn: string } | undefined;
+  providers: readonly { id: string; label: string }[];
+  error?: string;
+  username?: string;
+}
+
+export function loginBody(v: LoginView): string {
+  const parts = [`<p><strong>${esc(v.clientName)}</strong> asks to act for you. Sign in to continue.</p>`];
+  if (v.error) parts.push(`<p class="error" role="alert">${esc(v.error)}</p>`);
+  if (v.certificate) {
+    parts.push(
+      `<form method="post" action="/oauth2/login/certificate">${hidden('csrf', v.csrf)}${hidden('interaction', v.interaction)}` +
+        `<p>Your browser presented the certificate <small>${esc(v.certificate.dn)}</small>.</p>` +
+        `<button type="submit">Continue as ${esc(v.certificate.username)}</button></form><hr>`,
+    );
+  }
+  parts.push(
+    `<form method="post" action="/oauth2/login">${hidden('csrf', v.csrf)}${hidden('interaction', v.interaction)}` +
+      `<label for="username">User name</label><input id="username" name="username" autocomplete="username" required value="${esc(v.username ?? '')}">` +
+      `<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>` +
+      `<button type="submit">Sign in</button></form>`,
+  );
+  for (const p of v.providers) {
+    parts.push(
+      `<hr><form method="post" action="/oauth2/login/${esc(p.id)}">${hidden('csrf', v.csrf)}${hidden('interaction', v.interaction)}` +
+        `<button type="submit" class="secondary">Sign in with ${esc(p.label)}</button></form>`,
+    );
+  }
+  return parts.join('\n');
+}
+
+export interface ConsentView {
+  interaction: string;
+  csrf: string;
+  clientName: string;
+  clientId: string;
+  username: string;
+  scopes: { scope: string; text: string }[];
+  groups: readonly string[];
+  setups: readonly string[];
+  group?: string;
+  setup?: string;
+  device?: boolean;
+}
+
+export function consentBody(v: ConsentView): string {
+  const options = (values: readonly string[], selected?: string) =>
+    values.map((x) => `<option value="${esc(x)}"${x === selected ? ' selected' : ''}>${esc(x)}</option>`).join('');
+  const asks = v.scopes.length
+    ? v.scopes.map((s) => `<li>${esc(s.text)} <small>(${esc(s.scope)})</small></li>`).join('')
+    : '<li>act for you with the rights of the group you choose</li>';
+  return [
+    `<p><strong>${esc(v.clientName)}</strong> <small>(${esc(v.clientId)})</small> asks to act for <strong>${esc(v.username)}</strong>${v.device ? ' on a device' : ''}. It asks to:</p>`,
+    `<ul>${asks}</ul>`,
+    `<form method="post" action="/oauth2/consent">${hidden('csrf', v.csrf)}${hidden('interaction', v.interaction)}`,
+    `<label for="group">Group</label><select id="group" name="group">${options(v.groups, v.group)}</select>`,
+    `<label for="setup">Setup</label><select id="setup" name="setup">${options(v.setups, v.setup)}</select>`,
+    `<button type="submit" name="decision" value="allow">Allow</button>`,
+    `<button type="submit" name="decision" value="deny" class="secondary">Deny</button></form>`,
+    `<p><small>Signed in as ${esc(v.username)}.</small></p>`,
+  ].join('\n');
+}
+
+export function deviceEntryBody(csrf: string, userCode: string | undefined, error?: string): string {
+  return [
+    '<p>Enter the code shown on your device.</p>',
+    error ? `<p class="error" role="alert">${esc(error)}</p>` : '',
+    `<form method="post" action="/oauth2/device/verify">${hidden('csrf', csrf)}`,
+    `<label for="user_code">Code</label><input id="user_code" name="user_code" class="code" autocomplete="off" autocapitalize="characters" required placeholder="XXXX-XXXX" value="${esc(userCode ?? '')}">`,
+    '<button type="submit">Continue</button></form>',
+  ].join('\n');
+}

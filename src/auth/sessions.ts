@@ -1,0 +1,135 @@
+/**
+ * Browser sessions for the login, consent and device pages: a random cookie value
+ * (`__Host-` prefix: Secure, Path=/, no Domain), HttpOnly, SameSite=Lax; the database keeps its SHA-256
+ * and an anti-CSRF token that every form must echo. Signing in replaces the session id (fixation).
+ */
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Db } from '../db/database.ts';
+import { nowIso } from '../db/database.ts';
+import { hashToken, randomToken } from './store.ts';
+import type { OAuthSessionTable } from './tables.ts';
+
+export const SESSION_COOKIE = '__Host-dirigo-session';
+const ANONYMOUS_LIFETIME_S = 3600;
+
+export interface BrowserSession {
+  idHash: string;
+  csrf: string;
+  username: string | null;
+  authMethod: string | null;
+  authTime: string | null;
+}
+
+function toSession(row: OAuthSessionTable): BrowserSession {
+  return { idHash: row.id_hash, csrf: row.csrf, username: row.username, authMethod: row.auth_method, authTime: row.auth_time };
+}
+
+/** The value of cookie `name` in the request, if any. */
+export function readCookie(request: FastifyRequest, name: string): string | undefined {
+  const header = request.headers.cookie;
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+function setCookie(reply: FastifyReply, value: string, maxAge: number): void {
+  reply.header('set-cookie', `${SESSION_COOKIE}=${value}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=${maxAge}`);
+}
+
+/** Constant-time comparison of a submitted CSRF token with the session's. */
+export function csrfMatches(session: BrowserSession, submitted: unknown): boolean {
+  if (typeof submitted !== 'string') return false;
+  const a = Buffer.from(session.csrf);
+  const b = Buffer.from(submitted);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export class SessionStore {
+  readonly #db: Db;
+  readonly #lifetime: number;
+
+  constructor(db: Db, lifetimeSeconds: number) {
+    this.#db = db;
+    this.#lifetime = lifetimeSeconds;
+  }
+
+  /** The request's live session, or undefined. */
+  async current(request: FastifyRequest): Promise<BrowserSession | undefined> {
+    const value = readCookie(request, SESSION_COOKIE);
+    if (!value || value.length > 100) return undefined;
+    const row = await this.#db.selectFrom('oauth_sessions').selectAll().where('id_hash', '=', hashToken(value)).executeTakeFirst();
+    if (!row || row.expires_at < nowIso()) return undefined;
+    return toSession(row);
+  }
+
+  /** The live session, or a new anonymous one (with its cookie set on the reply). */
+  async ensure(request: FastifyRequest, reply: FastifyReply): Promise<BrowserSession> {
+    return (await this.current(request)) ?? this.#create(reply, null, null, ANONYMOUS_LIFETIME_S);
+  }
+
+  async #create(reply: FastifyReply, username: string | null, method: string | null, lifetime: number): Promise<BrowserSession> {
+    const value = randomToken();
+    const row: OAuthSessionTable = {
+      id_hash: hashToken(value),
+      csrf: randomToken(),
+      username,
+      auth_method: method,
+      auth_time: username ? nowIso() : null,
+      created_at: nowIso(),
+      expires_at: new Date(Date.now() + lifetime * 1000).toISOString(),
+    };
+    await this.#db.insertInto('oauth_sessions').values(row).execute();
+    setCookie(reply, value, lifetime);
+    return toSession(row);
+  }
+
+  /**
+   * Signs the browser in: a new session id and CSRF token replace the old ones. Pending interactions move
+   * to the new session.
+   */
+  async signIn(reply: FastifyReply, old: BrowserSession, username: string, method: string): Promise<BrowserSession> {
+    const fresh = await this.#create(reply, username, method, this.#lifetime);
+    await this.#db.updateTable('oauth_interactions').set({ session_hash: fresh.idHash }).where('session_hash', '=', old.idHash).execute();
+    await this.#db.deleteFrom('oauth_sessions').where('id_hash', '=', old.idHash).execute();
+    return fresh;
+  }
+
+  async signOut(reply: FastifyReply, session: BrowserSession): Promise<void> {
+    await this.#db.deleteFrom('oauth_sessions').where('id_hash', '=', session.idHash).execute();
+    setCookie(reply, '', 0);
+  }
+
+  // --- pending interactions (an authorization request or device approval waiting for login/consent) ---
+
+  async createInteraction(session: BrowserSession, kind: 'authorize' | 'device', payload: unknown): Promise<string> {
+    const id = randomToken();
+    await this.#db
+      .insertInto('oauth_interactions')
+      .values({ id, session_hash: session.idHash, kind, payload: JSON.stringify(payload), expires_at: new Date(Date.now() + 600_000).toISOString() })
+      .execute();
+    return id;
+  }
+
+  /** The interaction if it belongs to `session` and is still live. */
+  async interaction<T>(session: BrowserSession, id: string): Promise<{ kind: 'authorize' | 'device'; payload: T } | undefined> {
+    const row = await this.#db.selectFrom('oauth_interactions').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!row || row.session_hash !== session.idHash || row.expires_at < nowIso()) return undefined;
+    return { kind: row.kind as 'authorize' | 'device', payload: JSON.parse(row.payload) as T };
+  }
+
+  /** Consumes the interaction; false when it was already finished (double submit). */
+  async finishInteraction(id: string): Promise<boolean> {
+    const res = await this.#db.deleteFrom('oauth_interactions').where('id', '=', id).executeTakeFirst();
+    return Number(res.numDeletedRows) === 1;
+  }
+
+  async purge(): Promise<void> {
+    const now = nowIso();
+    await this.#db.deleteFrom('oauth_sessions').where('expires_at', '<', now).execute();
+    await this.#db.deleteFrom('oauth_interactions').where('expires_at', '<', now).execute();
+  }
+}

@@ -1,0 +1,279 @@
+/**
+ * Database state of the authorization server, shared by every instance: grants, authorization codes,
+ * refresh tokens and device codes. Only SHA-256 hashes of codes and refresh tokens are stored. State
+ * changes that race (redeeming a code, rotating a refresh token, issuing a device code's tokens) are
+ * conditional updates, so exactly one request wins.
+ */
+import { createHash, randomBytes, randomInt, randomUUID } from 'node:crypto';
+import type { Db } from '../db/database.ts';
+import { nowIso } from '../db/database.ts';
+import type { OAuthCodeTable, OAuthDeviceCodeTable, OAuthGrantTable, OAuthRefreshTokenTable } from './tables.ts';
+import { grantRevocationKey, type RevocationList } from './revocation.ts';
+
+/** SHA-256, base64url: what the tables store instead of the secret value. */
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token).digest('base64url');
+}
+
+/** 256 random bits, base64url (RFC 6749 §10.10: guessing must be infeasible). */
+export function randomToken(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/** RFC 8628 §6.1: letters without vowels (no words) and without look-alikes. */
+export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
+
+export function generateUserCode(): string {
+  let out = '';
+  for (let i = 0; i < 8; i++) out += USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)];
+  return out;
+}
+
+/** `xxxx-xxxx`, `XXXX XXXX` → `XXXXXXXX`; undefined when it cannot be a user code. */
+export function normaliseUserCode(input: string): string | undefined {
+  const code = input.toUpperCase().replace(/[\s-]/g, '');
+  if (code.length !== 8) return undefined;
+  for (const ch of code) if (!USER_CODE_ALPHABET.includes(ch)) return undefined;
+  return code;
+}
+
+export function formatUserCode(code: string): string {
+  return `${code.slice(0, 4)}-${code.slice(4)}`;
+}
+
+export interface GrantData {
+  clientId: string;
+  username: string;
+  group: string;
+  setup: string;
+  scope: string;
+}
+
+export type Grant = OAuthGrantTable;
+export type CodeRow = OAuthCodeTable;
+export type RefreshRow = OAuthRefreshTokenTable;
+export type DeviceRow = OAuthDeviceCodeTable;
+
+export interface StoreLifetimes {
+  code: number;
+  refresh: number;
+  device: number;
+  /** Access-token lifetime: how long a revoked grant's tokens must stay on the revocation list. */
+  access: number;
+}
+
+export class OAuthStore {
+  readonly #db: Db;
+  readonly #revocations: RevocationList;
+  readonly #life: StoreLifetimes;
+
+  constructor(db: Db, revocations: RevocationList, lifetimes: StoreLifetimes) {
+    this.#db = db;
+    this.#revocations = revocations;
+    this.#life = lifetimes;
+  }
+
+  get lifetimes(): StoreLifetimes {
+    return this.#life;
+  }
+
+  // --- authorization codes (RFC 6749 §4.1.2) ---
+
+  async createCode(data: GrantData & { redirectUri: string | null; codeChallenge: string | null; codeChallengeMethod: string | null }): Promise<string> {
+    const code = randomToken();
+    await this.#db
+      .insertInto('oauth_codes')
+      .values({
+        code_hash: hashToken(code),
+        client_id: data.clientId,
+        username: data.username,
+        group_name: data.group,
+        setup: data.setup,
+        scope: data.scope,
+        redirect_uri: data.redirectUri,
+        code_challenge: data.codeChallenge,
+        code_challenge_method: data.codeChallengeMethod,
+        expires_at: new Date(Date.now() + this.#life.code * 1000).toISOString(),
+        used_at: null,
+        grant_id: null,
+      })
+      .execute();
+    return code;
+  }
+
+  async findCode(code: string): Promise<CodeRow | undefined> {
+    return this.#db.selectFrom('oauth_codes').selectAll().where('code_hash', '=', hashToken(code)).executeTakeFirst();
+  }
+
+  /**
+   * Redeems a code once: creates its grant and first refresh token. Returns undefined when another request
+   * redeemed it first (a replay; the caller revokes the grant, RFC 6749 §4.1.2).
+   */
+  async redeemCode(row: CodeRow, withRefresh: boolean): Promise<{ grant: Grant; refreshToken: string | undefined } | undefined> {
+    return this.#db.transaction().execute(async (trx) => {
+      const now = nowIso();
+      const res = await trx.updateTable('oauth_codes').set({ used_at: now }).where('code_hash', '=', row.code_hash).where('used_at', 'is', null).executeTakeFirst();
+      if (Number(res.numUpdatedRows) !== 1) return undefined;
+      const grant = await this.#insertGrant(trx, { clientId: row.client_id, username: row.username, group: row.group_name, setup: row.setup, scope: row.scope });
+      await trx.updateTable('oauth_codes').set({ grant_id: grant.id }).where('code_hash', '=', row.code_hash).execute();
+      const refreshToken = withRefresh ? await this.#insertRefresh(trx, grant) : undefined;
+      return { grant, refreshToken };
+    });
+  }
+
+  async #insertGrant(db: Db, data: GrantData): Promise<Grant> {
+    const grant: Grant = {
+      id: randomUUID(),
+      client_id: data.clientId,
+      username: data.username,
+      group_name: data.group,
+      setup: data.setup,
+      scope: data.scope,
+      created_at: nowIso(),
+      revoked_at: null,
+    };
+    await db.insertInto('oauth_grants').values(grant).execute();
+    return grant;
+  }
+
+  async #insertRefresh(db: Db, grant: Grant): Promise<string> {
+    const token = randomToken();
+    await db
+      .insertInto('oauth_refresh_tokens')
+      .values({
+        token_hash: hashToken(token),
+        grant_id: grant.id,
+        client_id: grant.client_id,
+        expires_at: new Date(Date.now() + this.#life.refresh * 1000).toISOString(),
+        created_at: nowIso(),
+        used_at: null,
+        revoked_at: null,
+      })
+      .execute();
+    return token;
+  }
+
+  async grant(id: string): Promise<Grant | undefined> {
+    return this.#db.selectFrom('oauth_grants').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /**
+   * Revokes a grant: its refresh tokens stop working and its access tokens go on the shared revocation
+   * list (code replay, refresh-token reuse, RFC 7009 §2.1 revocation of a refresh token).
+   */
+  async revokeGrant(grantId: string): Promise<void> {
+    const now = nowIso();
+    await this.#db.transaction().execute(async (trx) => {
+      await trx.updateTable('oauth_grants').set({ revoked_at: now }).where('id', '=', grantId).where('revoked_at', 'is', null).execute();
+      await trx.updateTable('oauth_refresh_tokens').set({ revoked_at: now }).where('grant_id', '=', grantId).where('revoked_at', 'is', null).execute();
+      await this.#revocations.revoke(grantRevocationKey(grantId), new Date(Date.now() + (this.#life.access + 60) * 1000), trx);
+    });
+  }
+
+  // --- refresh tokens (RFC 6749 §6, RFC 9700 §4.14.2 rotation) ---
+
+  async findRefresh(token: string): Promise<RefreshRow | undefined> {
+    return this.#db.selectFrom('oauth_refresh_tokens').selectAll().where('token_hash', '=', hashToken(token)).executeTakeFirst();
+  }
+
+  /** Marks `row` used and issues its successor; undefined when it was already used (reuse). */
+  async rotateRefresh(row: RefreshRow, grant: Grant): Promise<string | undefined> {
+    return this.#db.transaction().execute(async (trx) => {
+      const res = await trx
+        .updateTable('oauth_refresh_tokens')
+        .set({ used_at: nowIso() })
+        .where('token_hash', '=', row.token_hash)
+        .where('used_at', 'is', null)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) !== 1) return undefined;
+      return this.#insertRefresh(trx, grant);
+    });
+  }
+
+  // --- device codes (RFC 8628) ---
+
+  async createDeviceCode(clientId: string, scope: string, interval: number): Promise<{ deviceCode: string; userCode: string }> {
+    for (let attempt = 0; ; attempt++) {
+      const deviceCode = randomToken();
+      const userCode = generateUserCode();
+      try {
+        await this.#db
+          .insertInto('oauth_device_codes')
+          .values({
+            device_code_hash: hashToken(deviceCode),
+            user_code: userCode,
+            client_id: clientId,
+            scope,
+            status: 'pending',
+            username: null,
+            group_name: null,
+            setup: null,
+            interval_seconds: interval,
+            last_polled_at: null,
+            expires_at: new Date(Date.now() + this.#life.device * 1000).toISOString(),
+            created_at: nowIso(),
+          })
+          .execute();
+        return { deviceCode, userCode };
+      } catch (err) {
+        // A user-code collision (unique index): purge expired codes and draw again.
+        if (attempt >= 3) throw err;
+        await this.#db.deleteFrom('oauth_device_codes').where('expires_at', '<', nowIso()).execute();
+      }
+    }
+  }
+
+  async findDeviceCode(deviceCode: string): Promise<DeviceRow | undefined> {
+    return this.#db.selectFrom('oauth_device_codes').selectAll().where('device_code_hash', '=', hashToken(deviceCode)).executeTakeFirst();
+  }
+
+  async findUserCode(userCode: string): Promise<DeviceRow | undefined> {
+    return this.#db.selectFrom('oauth_device_codes').selectAll().where('user_code', '=', userCode).executeTakeFirst();
+  }
+
+  /** Records a poll; `slowDown` raises the interval by 5 s for this and later polls (RFC 8628 §3.5). */
+  async recordPoll(row: DeviceRow, slowDown: boolean): Promise<void> {
+    await this.#db
+      .updateTable('oauth_device_codes')
+      .set({ last_polled_at: nowIso(), ...(slowDown ? { interval_seconds: row.interval_seconds + 5 } : {}) })
+      .where('device_code_hash', '=', row.device_code_hash)
+      .execute();
+  }
+
+  /** The user's decision on the verification page; only a pending, unexpired code changes. */
+  async decideDeviceCode(userCode: string, decision: { approved: true; username: string; group: string; setup: string } | { approved: false }): Promise<boolean> {
+    const res = await this.#db
+      .updateTable('oauth_device_codes')
+      .set(decision.approved ? { status: 'approved', username: decision.username, group_name: decision.group, setup: decision.setup } : { status: 'denied' })
+      .where('user_code', '=', userCode)
+      .where('status', '=', 'pending')
+      .where('expires_at', '>', nowIso())
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
+  /** Issues an approved device code's grant once; undefined when another poll got it first. */
+  async redeemDeviceCode(row: DeviceRow, withRefresh: boolean): Promise<{ grant: Grant; refreshToken: string | undefined } | undefined> {
+    return this.#db.transaction().execute(async (trx) => {
+      const res = await trx
+        .updateTable('oauth_device_codes')
+        .set({ status: 'issued' })
+        .where('device_code_hash', '=', row.device_code_hash)
+        .where('status', '=', 'approved')
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) !== 1) return undefined;
+      const grant = await this.#insertGrant(trx, { clientId: row.client_id, username: row.username!, group: row.group_name!, setup: row.setup!, scope: row.scope });
+      const refreshToken = withRefresh ? await this.#insertRefresh(trx, grant) : undefined;
+      return { grant, refreshToken };
+    });
+  }
+
+  /** Deletes expired codes, device codes and refresh tokens. */
+  async purge(): Promise<void> {
+    const now = nowIso();
+    await this.#db.deleteFrom('oauth_codes').where('expires_at', '<', new Date(Date.now() - 3600_000).toISOString()).execute();
+    await this.#db.deleteFrom('oauth_device_codes').where('expires_at', '<', now).execute();
+    await this.#db.deleteFrom('oauth_refresh_tokens').where('expires_at', '<', now).execute();
+  }
+}

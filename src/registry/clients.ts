@@ -1,0 +1,204 @@
+/**
+ * OAuth clients: those of config.yaml plus those added with `dirigo admin client add` (database). Lookups
+ * are cached for a few seconds so that a client added or removed on one instance reaches the others.
+ * Secrets are scrypt hashes; a verified secret is remembered as an HMAC so that busy clients (for example
+ * a resource server introspecting tokens) do not pay scrypt on every request.
+ */
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Db } from '../db/database.ts';
+import { nowIso } from '../db/database.ts';
+import type { ClientConfig } from '../server/config.ts';
+import { Conflict, InvalidRequest, NotFound } from '../server/errors.ts';
+import { generateSecret, hashSecret, verifySecret } from './passwords.ts';
+
+export const GRANT_AUTHORIZATION_CODE = 'authorization_code';
+export const GRANT_REFRESH_TOKEN = 'refresh_token';
+export const GRANT_DEVICE_CODE = 'urn:ietf:params:oauth:grant-type:device_code';
+export const GRANT_TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+export const CLIENT_GRANTS = [GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN, GRANT_DEVICE_CODE, GRANT_TOKEN_EXCHANGE] as const;
+
+export interface OAuthClient {
+  clientId: string;
+  name: string;
+  type: 'public' | 'confidential';
+  secretHash: string | undefined;
+  redirectUris: readonly string[];
+  grants: readonly string[];
+  source: 'config' | 'database';
+}
+
+const CACHE_MS = 2_000;
+const CLIENT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/**
+ * Checks a redirect URI for registration (RFC 6749 §3.1.2, RFC 9700 §4.1, RFC 8252 §7):
+ * absolute, no fragment, no credentials; https, or http on a loopback address (native apps), or a
+ * private-use scheme in reverse-domain form. `javascript:`, `data:` and the like are refused.
+ * @returns a description of the problem, or undefined when the URI is acceptable.
+ */
+export function redirectUriProblem(uri: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return `'${uri}' is not an absolute URI`;
+  }
+  if (uri.includes('#')) return `'${uri}' has a fragment (RFC 6749 §3.1.2)`;
+  if (url.username || url.password) return `'${uri}' carries credentials`;
+  if (url.protocol === 'https:') return undefined;
+  if (url.protocol === 'http:') {
+    return isLoopbackHost(url.hostname) ? undefined : `'${uri}' uses http on a host that is not a loopback address (RFC 8252 §7.3)`;
+  }
+  // RFC 8252 §7.1: private-use schemes are reverse domain names, so they contain a dot.
+  if (/^[a-z][a-z0-9+-]*(\.[a-z0-9+-]+)+:$/.test(url.protocol)) return undefined;
+  return `'${uri}' uses the scheme ${url.protocol} which is not allowed for redirects`;
+}
+
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === '127.0.0.1' || hostname === '[::1]' || hostname === 'localhost';
+}
+
+/** `http://127.0.0.1:1234/cb` → `http://127.0.0.1/cb`; undefined when not an IP-literal loopback URI. */
+function withoutLoopbackPort(uri: string): string | undefined {
+  const m = /^http:\/\/(127\.0\.0\.1|\[::1\])(?::(\d{1,5}))?([/?].*)?$/.exec(uri);
+  if (!m) return undefined;
+  if (m[2] !== undefined && (Number(m[2]) < 1 || Number(m[2]) > 65535)) return undefined;
+  return `http://${m[1]}${m[3] ?? ''}`;
+}
+
+/**
+ * Whether `requested` is one of the client's registered redirect URIs: exact string comparison
+ * (RFC 9700 §4.1.3), except that for public clients an IP-literal loopback URI matches on any port
+ * (RFC 8252 §7.3). Never prefix, suffix or normalised matching.
+ */
+export function matchesRedirectUri(client: OAuthClient, requested: string): boolean {
+  if (client.redirectUris.includes(requested)) return true;
+  if (client.type !== 'public') return false;
+  const stripped = withoutLoopbackPort(requested);
+  if (stripped === undefined || requested.includes('#')) return false;
+  return client.redirectUris.some((r) => withoutLoopbackPort(r) === stripped);
+}
+
+export interface NewClient {
+  clientId: string;
+  name: string;
+  type: 'public' | 'confidential';
+  redirectUris: string[];
+  grants: string[];
+}
+
+/** Checks a client description; throws InvalidRequest naming the first problem. */
+export function validateClient(c: NewClient): void {
+  if (!CLIENT_ID.test(c.clientId)) throw new InvalidRequest(`client id '${c.clientId}' must be 1-128 of A-Z a-z 0-9 _ . : -`);
+  if (!c.name.trim()) throw new InvalidRequest('the client needs a name');
+  if (c.type !== 'public' && c.type !== 'confidential') throw new InvalidRequest(`client type must be public or confidential, not '${c.type as string}'`);
+  for (const g of c.grants) {
+    if (!(CLIENT_GRANTS as readonly string[]).includes(g)) throw new InvalidRequest(`unknown grant '${g}'; one of ${CLIENT_GRANTS.join(', ')}`);
+  }
+  for (const uri of c.redirectUris) {
+    const problem = redirectUriProblem(uri);
+    if (problem) throw new InvalidRequest(`redirect URI ${problem}`);
+  }
+  if (c.grants.includes(GRANT_AUTHORIZATION_CODE) && c.redirectUris.length === 0) {
+    throw new InvalidRequest('a client using authorization_code needs at least one redirect URI');
+  }
+}
+
+function fromConfig(c: ClientConfig): OAuthClient {
+  return { clientId: c.clientId, name: c.name, type: c.type, secretHash: c.secretHash, redirectUris: c.redirectUris, grants: c.grants, source: 'config' };
+}
+
+export class ClientRegistry {
+  readonly #db: Db;
+  readonly #configured = new Map<string, OAuthClient>();
+  readonly #cache = new Map<string, { client: OAuthClient | undefined; at: number }>();
+  /** HMAC key for remembered secrets; per process, never stored. */
+  readonly #memoKey = randomBytes(32);
+  readonly #verified = new Map<string, Buffer>();
+
+  constructor(db: Db, configured: readonly ClientConfig[]) {
+    this.#db = db;
+    for (const c of configured) this.#configured.set(c.clientId, fromConfig(c));
+  }
+
+  /** The client, or undefined when no such client is registered. */
+  async get(clientId: string): Promise<OAuthClient | undefined> {
+    const configured = this.#configured.get(clientId);
+    if (configured) return configured;
+    const hit = this.#cache.get(clientId);
+    if (hit && Date.now() - hit.at < CACHE_MS) return hit.client;
+    const row = await this.#db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId).executeTakeFirst();
+    const client: OAuthClient | undefined = row
+      ? {
+          clientId: row.client_id,
+          name: row.name,
+          type: row.type === 'confidential' ? 'confidential' : 'public',
+          secretHash: row.secret_hash ?? undefined,
+          redirectUris: JSON.parse(row.redirect_uris) as string[],
+          grants: JSON.parse(row.grants) as string[],
+          source: 'database',
+        }
+      : undefined;
+    if (this.#cache.size > 10_000) this.#cache.clear();
+    this.#cache.set(clientId, { client, at: Date.now() });
+    return client;
+  }
+
+  /** Constant-time secret check (scrypt once, then an HMAC comparison for the same secret). */
+  async verifySecret(client: OAuthClient, secret: string): Promise<boolean> {
+    if (!client.secretHash) return false;
+    const mac = createHmac('sha256', this.#memoKey).update(client.clientId).update('\0').update(client.secretHash).update('\0').update(secret).digest();
+    const known = this.#verified.get(client.clientId);
+    if (known && timingSafeEqual(known, mac)) return true;
+    const ok = await verifySecret(secret, client.secretHash);
+    if (ok) this.#verified.set(client.clientId, mac);
+    return ok;
+  }
+
+  async list(): Promise<OAuthClient[]> {
+    const rows = await this.#db.selectFrom('oauth_clients').select('client_id').orderBy('client_id').execute();
+    const out = [...this.#configured.values()];
+    for (const r of rows) {
+      if (this.#configured.has(r.client_id)) continue;
+      const c = await this.get(r.client_id);
+      if (c) out.push(c);
+    }
+    return out;
+  }
+
+  /**
+   * Registers a client in the database. Confidential clients get a generated secret, returned once.
+   * @throws Conflict when the id is taken, InvalidRequest for a bad description.
+   */
+  async add(c: NewClient): Promise<{ client: OAuthClient; secret: string | undefined }> {
+    validateClient(c);
+    if (this.#configured.has(c.clientId)) throw new Conflict(`client ${c.clientId} is defined in the configuration`);
+    const secret = c.type === 'confidential' ? generateSecret(32) : undefined;
+    const secretHash = secret ? await hashSecret(secret) : null;
+    const exists = await this.#db.selectFrom('oauth_clients').select('client_id').where('client_id', '=', c.clientId).executeTakeFirst();
+    if (exists) throw new Conflict(`client ${c.clientId} already exists`);
+    await this.#db
+      .insertInto('oauth_clients')
+      .values({
+        client_id: c.clientId,
+        name: c.name,
+        type: c.type,
+        secret_hash: secretHash,
+        redirect_uris: JSON.stringify(c.redirectUris),
+        grants: JSON.stringify(c.grants),
+        created_at: nowIso(),
+      })
+      .execute();
+    this.#cache.delete(c.clientId);
+    return { client: { ...c, secretHash: secretHash ?? undefined, source: 'database' }, secret };
+  }
+
+  /** @throws NotFound for an unknown client, Conflict for one defined in the configuration. */
+  async remove(clientId: string): Promise<void> {
+    if (this.#configured.has(clientId)) throw new Conflict(`client ${clientId} is defined in the configuration; edit config.yaml to remove it`);
+    const res = await this.#db.deleteFrom('oauth_clients').where('client_id', '=', clientId).executeTakeFirst();
+    if (Number(res.numDeletedRows) === 0) throw new NotFound(`no client ${clientId}`);
+    this.#cache.delete(clientId);
+    this.#verified.delete(clientId);
+  }
+}
