@@ -67,6 +67,8 @@ export interface TestServiceOptions {
   config?: Record<string, unknown>;
   logLevel?: string;
   logStream?: NodeJS.WritableStream;
+  /** PostgreSQL only: connect through this URL instead of the default (e.g. a relay). */
+  databaseUrl?: string;
 }
 
 export async function startTestService(options: TestServiceOptions): Promise<TestService> {
@@ -79,7 +81,7 @@ export async function startTestService(options: TestServiceOptions): Promise<Tes
     object: {
       server: { host: '127.0.0.1', port: 0 },
       tls: { cert: pki.server.cert, key: pki.server.key, caDir: pki.trustedDir },
-      database: { url: pgSchema ? POSTGRES_URL : 'sqlite:dirigo.db' },
+      database: { url: pgSchema ? (options.databaseUrl ?? POSTGRES_URL) : 'sqlite:dirigo.db' },
       registry: testRegistry(),
       logging: { level: options.logLevel ?? 'silent' },
       ...options.config,
