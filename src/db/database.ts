@@ -32,6 +32,8 @@ export function openDatabase(url: string, options: OpenDatabaseOptions = {}): Op
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
+    // Fail fast (503) rather than queue requests forever when the server is unreachable.
+    connectionTimeoutMillis: 5000,
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
   });
   // An idle client that loses its server must not crash the process; the next query reports it.

@@ -9,6 +9,9 @@ import { DirigoError, InvalidRequest, PayloadTooLarge, ServerError, ServiceUnava
 /** Connection-level failures of PostgreSQL or SQLite mean "try again later", not "bug". */
 const DATABASE_UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006', 'ERR_SQLITE_BUSY']);
 
+/** node-postgres reports a lost or refused connection without a code. */
+const PG_CONNECTION_LOST = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+
 export function toDirigoError(err: unknown): DirigoError {
   if (err instanceof DirigoError) return err;
   const e = err as FastifyError & { validation?: unknown; validationContext?: string };
@@ -29,7 +32,9 @@ export function toDirigoError(err: unknown): DirigoError {
     case 'FST_PROTO_VIOLATION':
       return new InvalidRequest(e.message);
   }
-  if (e?.code && DATABASE_UNAVAILABLE.has(e.code)) return new ServiceUnavailable('the database is unavailable');
+  if ((e?.code && DATABASE_UNAVAILABLE.has(e.code)) || PG_CONNECTION_LOST.test(e?.message ?? '')) {
+    return new ServiceUnavailable('the database is unavailable');
+  }
   if (e instanceof SyntaxError && (e as { statusCode?: number }).statusCode === 400) return new InvalidRequest(`body is not valid JSON: ${e.message}`);
   if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     return new DirigoError('invalid_request', e.statusCode, e.message);

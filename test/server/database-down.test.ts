@@ -80,6 +80,7 @@ describe('error mapping', () => {
       assert.equal(e.status, 503);
       assert.ok(e.headers['retry-after']);
     }
+    assert.equal(toDirigoError(new Error('Connection terminated unexpectedly')).status, 503);
     assert.equal(toDirigoError(Object.assign(new Error('big'), { code: 'FST_ERR_CTP_BODY_TOO_LARGE', statusCode: 413 })).status, 413);
     assert.equal(toDirigoError(Object.assign(new Error('type'), { code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE', statusCode: 415 })).status, 415);
     const opaque = toDirigoError(new Error('secret internals: password=hunter2'));
