@@ -4,9 +4,11 @@
  */
 import type { Migration } from 'kysely';
 import { authMigrations } from '../auth/migrations.ts';
+import { jobsMigrations } from '../jobs/migrations.ts';
 import { registryMigrations } from '../registry/migrations.ts';
 
 export const migrations: Record<string, Migration> = {
   ...authMigrations,
+  ...jobsMigrations,
   ...registryMigrations,
 };

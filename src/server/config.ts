@@ -8,6 +8,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { parseDocument } from 'yaml';
+import { JobsConfigSchema } from '../jobs/config-schema.ts';
 import { OAuthConfigSchema } from '../auth/config-schema.ts';
 
 const UserSchema = Type.Object(
@@ -89,6 +90,7 @@ const ConfigSchema = Type.Object(
       { additionalProperties: false, default: {} },
     ),
     clients: Type.Array(ClientSchema, { default: [] }),
+    jobs: JobsConfigSchema,
     oauth: OAuthConfigSchema,
     logging: Type.Object(
       {

@@ -1,0 +1,72 @@
+/**
+ * The contract between the scheduler and a backend that runs jobs. It fits three kinds of backend:
+ * - the local executor (child processes), which pushes events as they happen;
+ * - a batch system (Slurm): `submit` hands the job over and returns the batch id, `poll` asks for the
+ *   state of every held job in one call per cycle, `kill` cancels;
+ * - pull-mode agents, whose reports arrive over HTTP and go through the same sink.
+ * Backends never write job statuses themselves: they report events, and the scheduler applies them through
+ * the state machine (compare-and-set), so a backend that reports late simply loses the race.
+ */
+import type { Manifest } from '../jobs/manifest.ts';
+import type { StoredObject } from '../jobs/sandbox-store.ts';
+
+/** A job claimed for a site (Waiting → Matched), with what a backend needs to run it. */
+export interface JobToRun {
+  jobId: number;
+  manifest: Manifest;
+  /** `Arguments` split into words. */
+  argv: string[];
+  inputSandbox: string | null;
+  owner: string;
+  ownerGroup: string;
+  /** Times the job was rescheduled before this run. */
+  rescheduleCounter: number;
+}
+
+/** What a backend reports about a job it holds. */
+export type ExecutorEvent =
+  /** The payload started; `ref` is the backend's handle (JSON), stored for kills and recovery. */
+  | { kind: 'running'; jobId: number; ref: string }
+  /** The payload ended; the output sandbox is being packed. */
+  | { kind: 'completing'; jobId: number }
+  /** Final outcome, with the stored output sandbox when there is one. */
+  | {
+      kind: 'finished';
+      jobId: number;
+      outcome: 'done' | 'failed';
+      exitCode: number | null;
+      minorStatus: string;
+      applicationStatus?: string;
+      outputSandbox?: StoredObject;
+    };
+
+/** Applies an event; resolves true when the status change won, false when the job had moved on (killed). */
+export type ExecutorSink = (event: ExecutorEvent) => Promise<boolean>;
+
+/** A job the backend holds, as the scheduler knows it (for batched polling and recovery). */
+export interface HeldJob {
+  jobId: number;
+  ref: string | null;
+}
+
+export interface Executor {
+  /** The site name jobs are matched to (`Sites` in manifests, `Site` in records). */
+  readonly site: string;
+  readonly type: string;
+  /** Called once before any submit. */
+  start(sink: ExecutorSink, wake: () => void): void;
+  /** How many more jobs it takes now. */
+  freeSlots(): number;
+  /** Takes a Matched job. Resolves once the backend has it; the payload runs in the background. */
+  submit(job: JobToRun): Promise<void>;
+  /** Batched status of held jobs (one backend query per cycle); push-only backends return []. */
+  poll(held: readonly HeldJob[]): Promise<ExecutorEvent[]>;
+  /** Ids of jobs this backend is running now. */
+  activeJobs(): number[];
+  /** Stops a job's payload (SIGTERM then SIGKILL, scancel...). Idempotent. */
+  kill(jobId: number, ref: string | null): Promise<void>;
+  /** Cleans up after a job whose holder died (an orphaned process, a batch job): kills what is left. */
+  reap(ref: string): Promise<void>;
+  /** Stops everything it runs; later events are not reported. @returns the ids it stopped. */
+  close(): Promise<number[]>;
+}

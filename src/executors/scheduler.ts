@@ -1,0 +1,320 @@
+/**
+ * The scheduler loop of one instance: it claims Waiting jobs for free slots (priority, then age), hands
+ * them to the executors, applies what executors report through the state machine, renews the leases of the
+ * jobs it holds, passes kills on, and recovers jobs whose holder died.
+ *
+ * Several instances may share one database: a claim is a compare-and-set Waiting → Matched that records
+ * this instance in `executor_id` (on PostgreSQL the candidates are read `FOR UPDATE SKIP LOCKED`), and a
+ * held job carries a lease that the holder renews; a job whose lease ran out is recovered by whoever sees it.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Db } from '../db/database.ts';
+import { nowIso } from '../db/database.ts';
+import type { JobsConfig } from '../jobs/config-schema.ts';
+import type { Manifest } from '../jobs/manifest.ts';
+import { JobStatus } from '../jobs/model.ts';
+import { changeStatus } from '../jobs/state-machine.ts';
+import { splitArguments } from '../jobs/arguments.ts';
+import type { Executor, ExecutorEvent, JobToRun } from './executor.ts';
+
+const HELD: JobStatus[] = [JobStatus.Matched, JobStatus.Running, JobStatus.Completing];
+
+export interface SchedulerLog {
+  warn(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+}
+
+export class Scheduler {
+  /** `<host>:<pid>:<random>`: which instance holds a job; the host and pid let a restart spot its own dead predecessor. */
+  readonly instanceId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  readonly #db: Db;
+  readonly #dialect: 'sqlite' | 'postgres';
+  readonly #config: JobsConfig['scheduler'];
+  readonly #executors: Map<string, Executor>;
+  readonly #log: SchedulerLog;
+  #stopped = true;
+  #wakeUp: (() => void) | undefined;
+  #pendingWake = false;
+  #loop: Promise<void> | undefined;
+  #lastLeaseRenewal = 0;
+  #chains = new Map<number, Promise<unknown>>();
+
+  constructor(db: Db, dialect: 'sqlite' | 'postgres', config: JobsConfig['scheduler'], executors: Executor[], log: SchedulerLog) {
+    this.#db = db;
+    this.#dialect = dialect;
+    this.#config = config;
+    this.#executors = new Map(executors.map((e) => [e.site, e]));
+    this.#log = log;
+  }
+
+  get sites(): string[] {
+    return [...this.#executors.keys()];
+  }
+
+  async start(): Promise<void> {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    for (const e of this.#executors.values()) e.start((event) => this.#apply(e, event), () => this.wake());
+    await this.recover(true);
+    this.#loop = this.#run();
+  }
+
+  /** Asks for a cycle now (after a submission, when a slot frees up). */
+  wake(): void {
+    this.#pendingWake = true;
+    this.#wakeUp?.();
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.wake();
+    await this.#loop;
+    for (const e of this.#executors.values()) {
+      const stopped = await e.close();
+      // Jobs cut short by a shutdown go back to Waiting without counting against their reschedule limit.
+      for (const jobId of stopped) await this.#requeue(jobId, 'Server shut down while the job ran; rescheduled', false).catch(() => {});
+    }
+    await Promise.allSettled(this.#chains.values());
+  }
+
+  /** Passes a kill to the executor holding the job, when it is this instance's. */
+  async kill(jobId: number, executorId: string | null, site: string, ref: string | null): Promise<void> {
+    if (executorId !== this.instanceId) return;
+    await this.#executors.get(site)?.kill(jobId, ref);
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopped) {
+      try {
+        await this.#cycle();
+      } catch (err) {
+        this.#log.warn({ err }, 'scheduler cycle failed');
+      }
+      if (this.#stopped) break;
+      if (!this.#pendingWake) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.#config.pollIntervalMs);
+          this.#wakeUp = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.#wakeUp = undefined;
+      }
+      this.#pendingWake = false;
+    }
+  }
+
+  async #cycle(): Promise<void> {
+    const now = Date.now();
+    if (now - this.#lastLeaseRenewal > this.#config.leaseMs / 3) {
+      this.#lastLeaseRenewal = now;
+      await this.#renewLeases();
+      await this.recover(false);
+    }
+    await this.#sweepKills();
+    for (const executor of this.#executors.values()) {
+      const held = await this.#heldBy(executor.site);
+      for (const event of await executor.poll(held)) await this.#apply(executor, event);
+      const free = executor.freeSlots();
+      if (free <= 0) continue;
+      for (const job of await this.#claim(executor.site, free)) await executor.submit(job);
+    }
+  }
+
+  async #heldBy(site: string): Promise<{ jobId: number; ref: string | null }[]> {
+    const rows = await this.#db
+      .selectFrom('jobs')
+      .select(['job_id', 'executor_ref'])
+      .where('executor_id', '=', this.instanceId)
+      .where('site', '=', site)
+      .where('status', 'in', HELD)
+      .execute();
+    return rows.map((r) => ({ jobId: Number(r.job_id), ref: r.executor_ref }));
+  }
+
+  /** Waiting → Matched for up to `n` jobs that may run on `site`, highest priority first, then oldest. */
+  async #claim(site: string, n: number): Promise<JobToRun[]> {
+    const lease = new Date(Date.now() + this.#config.leaseMs).toISOString();
+    const rows = await this.#db.transaction().execute(async (trx) => {
+      let q = trx
+        .selectFrom('jobs')
+        .select('job_id')
+        .where('status', '=', JobStatus.Waiting)
+        .where((eb) => eb.or([eb('site', '=', 'ANY'), eb('site', '=', site), eb.and([eb('site', '=', 'Multiple'), eb('sites', 'like', `%,${site},%`)])]))
+        .orderBy('user_priority', 'desc')
+        .orderBy('job_id', 'asc')
+        .limit(n);
+      if (this.#dialect === 'postgres') q = q.forUpdate().skipLocked();
+      const ids = (await q.execute()).map((r) => Number(r.job_id));
+      const won = await changeStatus(trx, ids, {
+        from: JobStatus.Waiting,
+        to: JobStatus.Matched,
+        minorStatus: `Assigned to site ${site}`,
+        source: 'Scheduler',
+        set: { site, executor_id: this.instanceId, executor_ref: null, lease_until: lease },
+      });
+      if (won.length === 0) return [];
+      return trx.selectFrom('jobs').select(['job_id', 'manifest', 'input_sandbox', 'owner', 'owner_group', 'reschedule_counter']).where('job_id', 'in', won).orderBy('user_priority', 'desc').orderBy('job_id').execute();
+    });
+    return rows.map((r) => {
+      const manifest = JSON.parse(r.manifest) as Manifest;
+      return {
+        jobId: Number(r.job_id),
+        manifest,
+        argv: manifest.Arguments ? splitArguments(manifest.Arguments) : [],
+        inputSandbox: r.input_sandbox,
+        owner: r.owner,
+        ownerGroup: r.owner_group,
+        rescheduleCounter: r.reschedule_counter,
+      };
+    });
+  }
+
+  /** Applies an executor's event, in order per job. */
+  #apply(executor: Executor, event: ExecutorEvent): Promise<boolean> {
+    const previous = this.#chains.get(event.jobId) ?? Promise.resolve();
+    const next = previous.then(() => this.#applyNow(executor, event));
+    const settled = next.catch(() => false);
+    this.#chains.set(event.jobId, settled);
+    settled.then(() => {
+      if (this.#chains.get(event.jobId) === settled) this.#chains.delete(event.jobId);
+    });
+    return next;
+  }
+
+  async #applyNow(executor: Executor, event: ExecutorEvent): Promise<boolean> {
+    const source = `${executor.type === 'local' ? 'LocalExecutor' : executor.type}@${executor.site}`;
+    const mine = { executorId: this.instanceId, source };
+    const now = nowIso();
+    switch (event.kind) {
+      case 'running': {
+        const won = await changeStatus(this.#db, [event.jobId], {
+          ...mine,
+          from: JobStatus.Matched,
+          to: JobStatus.Running,
+          minorStatus: 'Application running',
+          applicationStatus: 'Running',
+          set: { executor_ref: event.ref, start_exec_time: now, heartbeat_time: now },
+        });
+        return won.length === 1;
+      }
+      case 'completing': {
+        const won = await changeStatus(this.#db, [event.jobId], { ...mine, from: JobStatus.Running, to: JobStatus.Completing, minorStatus: 'Uploading output sandbox' });
+        return won.length === 1;
+      }
+      case 'finished': {
+        const sandbox = event.outputSandbox ? { output_sandbox: event.outputSandbox.sha256, output_sandbox_size: event.outputSandbox.size } : {};
+        const set = { ...sandbox, exit_code: event.exitCode, end_exec_time: now, lease_until: null };
+        const won =
+          event.outcome === 'done'
+            ? await changeStatus(this.#db, [event.jobId], { ...mine, from: JobStatus.Completing, to: JobStatus.Done, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set })
+            : await changeStatus(this.#db, [event.jobId], { ...mine, from: HELD, to: JobStatus.Failed, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set });
+        if (won.length === 0 && event.outputSandbox) {
+          // Killed meanwhile: the status stays, the output is still worth keeping.
+          await this.#db.updateTable('jobs').set({ ...sandbox, exit_code: event.exitCode, end_exec_time: now }).where('job_id', '=', event.jobId).where('output_sandbox', 'is', null).execute();
+        }
+        return won.length === 1;
+      }
+    }
+  }
+
+  async #renewLeases(): Promise<void> {
+    const now = nowIso();
+    await this.#db
+      .updateTable('jobs')
+      .set({ lease_until: new Date(Date.now() + this.#config.leaseMs).toISOString(), heartbeat_time: now })
+      .where('executor_id', '=', this.instanceId)
+      .where('status', 'in', HELD)
+      .execute();
+  }
+
+  /** Jobs this instance runs whose status changed elsewhere (a kill through another instance). */
+  async #sweepKills(): Promise<void> {
+    for (const executor of this.#executors.values()) {
+      const active = executor.activeJobs();
+      if (active.length === 0) continue;
+      const gone = await this.#db
+        .selectFrom('jobs')
+        .select(['job_id', 'executor_ref'])
+        .where('job_id', 'in', active)
+        .where((eb) => eb.or([eb('status', 'not in', HELD), eb('executor_id', 'is', null), eb('executor_id', '!=', this.instanceId)]))
+        .execute();
+      for (const g of gone) await executor.kill(Number(g.job_id), g.executor_ref);
+    }
+  }
+
+  /**
+   * Finds held jobs whose holder is gone (lease expired or, at start, a dead process of this host) and
+   * puts them back to Waiting, or fails them once they were rescheduled `maxReschedules` times.
+   */
+  async recover(atStart: boolean): Promise<number> {
+    const sites = this.sites;
+    if (sites.length === 0) return 0;
+    const now = nowIso();
+    const rows = await this.#db
+      .selectFrom('jobs')
+      .select(['job_id', 'executor_id', 'executor_ref', 'lease_until', 'site'])
+      .where('status', 'in', [...HELD, JobStatus.Stalled])
+      .where('site', 'in', sites)
+      .where((eb) => eb.or([eb('executor_id', 'is', null), eb('executor_id', '!=', this.instanceId)]))
+      .execute();
+    let n = 0;
+    for (const row of rows) {
+      const expired = row.lease_until === null || row.lease_until < now;
+      const deadHere = atStart && row.executor_id !== null && holderIsDeadHere(row.executor_id);
+      if (!expired && !deadHere) continue;
+      if (row.executor_ref) await this.#executors.get(row.site)?.reap(row.executor_ref).catch(() => {});
+      const why = deadHere ? 'the server running it stopped' : 'its executor stopped renewing its lease';
+      if (await this.#requeue(Number(row.job_id), why, true, row.executor_id)) n++;
+    }
+    if (n > 0) this.#log.info({ jobs: n }, 'recovered jobs of a dead executor');
+    return n;
+  }
+
+  /** Rescheduled → Waiting (counting, when `count`), or Failed past the limit; one transaction. */
+  async #requeue(jobId: number, why: string, count: boolean, holder: string | null = this.instanceId): Promise<boolean> {
+    return this.#db.transaction().execute(async (trx) => {
+      const row = await trx.selectFrom('jobs').select(['status', 'reschedule_counter', 'executor_id']).where('job_id', '=', jobId).executeTakeFirst();
+      if (!row || row.executor_id !== holder || !([...HELD, JobStatus.Stalled] as string[]).includes(row.status)) return false;
+      const status = row.status as JobStatus;
+      const release = { executor_id: null, executor_ref: null, lease_until: null };
+      const max = this.#config.maxReschedules;
+      if ((count && row.reschedule_counter >= max) || status === JobStatus.Completing || status === JobStatus.Stalled) {
+        const won = await changeStatus(trx, [jobId], {
+          from: status,
+          to: JobStatus.Failed,
+          minorStatus: `Job lost: ${why}${status === JobStatus.Completing || status === JobStatus.Stalled ? '' : `; not rescheduled (already rescheduled ${row.reschedule_counter} of ${max} times)`}`,
+          source: 'Scheduler',
+          set: { ...release, end_exec_time: nowIso() },
+        });
+        return won.length === 1;
+      }
+      const won = await changeStatus(trx, [jobId], {
+        from: status,
+        to: JobStatus.Rescheduled,
+        minorStatus: `Job lost: ${why}; rescheduled`,
+        source: 'Scheduler',
+        set: { ...release, reschedule_counter: row.reschedule_counter + (count ? 1 : 0), start_exec_time: null },
+      });
+      if (won.length === 0) return false;
+      await changeStatus(trx, [jobId], { from: JobStatus.Rescheduled, to: JobStatus.Waiting, minorStatus: `Rescheduled (${why}); waiting for a free slot`, source: 'Scheduler' });
+      return true;
+    });
+  }
+}
+
+/** True when `executorId` names a server process of this host that no longer exists. */
+function holderIsDeadHere(executorId: string): boolean {
+  const [host, pid] = executorId.split(':');
+  if (host !== hostname() || !pid || !/^\d+$/.test(pid)) return false;
+  if (Number(pid) === process.pid) return true; // a previous instance with our pid: we are not it.
+  try {
+    process.kill(Number(pid), 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * The `jobs` section of the configuration: submission limits, the sandbox store, the scheduler and the
+ * sites jobs run on. Every key has a default so the embedded default needs nothing here.
+ */
+import { Type, type Static } from 'typebox';
+
+const MiB = 1024 * 1024;
+
+/** A site run by the local executor: child processes on this machine. */
+export const LocalSiteSchema = Type.Object(
+  {
+    name: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }),
+    type: Type.Literal('local'),
+    /** Jobs run at once; 0 means one per CPU. */
+    slots: Type.Integer({ minimum: 0, maximum: 4096, default: 0 }),
+    /** Where each job gets its working directory (relative to the data dir). */
+    workDir: Type.String({ default: 'work' }),
+    /** Keep working directories after the job ends (debugging). */
+    keepWorkDirs: Type.Boolean({ default: false }),
+  },
+  { additionalProperties: false },
+);
+
+export const JobsConfigSchema = Type.Object(
+  {
+    /** Largest JSON body of POST /jobs (a manifest or an array of them). */
+    jsonBodyLimit: Type.Integer({ minimum: 1024, default: 4 * MiB }),
+    /** Most manifests in one submission (JSON array or multipart). */
+    maxBulk: Type.Integer({ minimum: 1, maximum: 100000, default: 1000 }),
+    sandbox: Type.Object(
+      {
+        /** Content-addressed store (relative to the data dir). */
+        dir: Type.String({ default: 'sandboxes' }),
+        maxFileSize: Type.Integer({ minimum: 1, default: 100 * MiB }),
+        maxSandboxSize: Type.Integer({ minimum: 1, default: 100 * MiB }),
+        maxFiles: Type.Integer({ minimum: 1, default: 1000 }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    scheduler: Type.Object(
+      {
+        /** Longest pause between two matching cycles; submissions and job ends wake it earlier. */
+        pollIntervalMs: Type.Integer({ minimum: 10, default: 1000 }),
+        /** SIGTERM, then SIGKILL after this grace period. */
+        killGraceMs: Type.Integer({ minimum: 0, default: 10000 }),
+        /** A Matched/Running job whose lease is not renewed for this long is recovered. */
+        leaseMs: Type.Integer({ minimum: 1000, default: 60000 }),
+        /** How often CPU time is measured against CPUTime. */
+        cpuCheckIntervalMs: Type.Integer({ minimum: 50, default: 1000 }),
+        /** Times a job lost by a dead executor is put back to Waiting before it is Failed. */
+        maxReschedules: Type.Integer({ minimum: 0, default: 3 }),
+        /** Disable to run an API-only instance. */
+        enabled: Type.Boolean({ default: true }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    sites: Type.Array(LocalSiteSchema, { minItems: 1, default: [{ name: 'Local', type: 'local' }] }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+export type JobsConfig = Static<typeof JobsConfigSchema>;
+export type LocalSiteConfig = Static<typeof LocalSiteSchema>;

@@ -1,0 +1,13 @@
+/** Sandbox file names: single path components only, because a name is never trusted as a path. */
+
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** Why `name` is not an acceptable sandbox file name, or undefined when it is. */
+export function fileNameProblem(name: string): string | undefined {
+  if (name.length === 0) return 'is empty';
+  if (Buffer.byteLength(name) > 255) return 'is longer than 255 bytes';
+  if (name.includes('/') || name.includes('\\')) return 'contains a path separator';
+  if (name === '.' || name === '..' || name.includes('..')) return "contains '..'";
+  if (CONTROL.test(name)) return 'contains a control character';
+  return undefined;
+}

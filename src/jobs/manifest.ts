@@ -1,0 +1,117 @@
+/**
+ * Job manifests (DESIGN "Jobs"): validation with messages that name the bad key, defaults, and the values
+ * the store and executors need. Unknown keys are kept as they are.
+ */
+import { InvalidRequest } from '../server/errors.ts';
+import { ArgumentsError, splitArguments } from './arguments.ts';
+import { fileNameProblem } from './file-names.ts';
+
+export interface Manifest {
+  Executable: string;
+  Arguments?: string;
+  Sites?: string[];
+  JobName?: string;
+  JobGroup?: string;
+  JobType?: string;
+  InputSandbox?: string[];
+  OutputSandbox?: string[];
+  StdOutput?: string;
+  StdError?: string;
+  Priority?: number;
+  CPUTime?: number;
+  Environment?: Record<string, string>;
+  [key: string]: unknown;
+}
+
+/** A manifest checked and normalised for storage, with what the executor needs precomputed. */
+export interface CheckedManifest {
+  manifest: Manifest;
+  argv: string[];
+  sites: string[] | null;
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const MAX_TEXT = 256;
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function stringArray(where: string, key: string, v: unknown): string[] {
+  if (!Array.isArray(v) || !v.every((s) => typeof s === 'string')) throw new InvalidRequest(`${where}: ${key} must be an array of strings`);
+  return v as string[];
+}
+
+/**
+ * Validates one manifest. `where` prefixes messages (`manifest[3]`), `knownSites` are the configured
+ * sites, `uploaded` the file names of the input sandbox sent with it.
+ * @throws InvalidRequest naming the key.
+ */
+export function checkManifest(raw: unknown, where: string, knownSites: readonly string[], uploaded: readonly string[]): CheckedManifest {
+  if (!isObject(raw)) throw new InvalidRequest(`${where}: a manifest must be a JSON object`);
+  const m = { ...raw } as Manifest;
+  if (typeof m.Executable !== 'string' || m.Executable.trim() === '') throw new InvalidRequest(`${where}: Executable is required and must be a non-empty string`);
+  if (m.Executable.includes('\u0000')) throw new InvalidRequest(`${where}: Executable contains a NUL character`);
+  for (const key of ['JobName', 'JobGroup', 'JobType'] as const) {
+    if (m[key] !== undefined && (typeof m[key] !== 'string' || m[key].length > MAX_TEXT)) {
+      throw new InvalidRequest(`${where}: ${key} must be a string of at most ${MAX_TEXT} characters`);
+    }
+  }
+  let argv: string[] = [];
+  if (m.Arguments !== undefined) {
+    if (typeof m.Arguments !== 'string') throw new InvalidRequest(`${where}: Arguments must be a string`);
+    try {
+      argv = splitArguments(m.Arguments);
+    } catch (err) {
+      if (err instanceof ArgumentsError) throw new InvalidRequest(`${where}: Arguments ${err.message}`);
+      throw err;
+    }
+    if (argv.some((a) => a.includes('\u0000'))) throw new InvalidRequest(`${where}: Arguments contains a NUL character`);
+  }
+  let sites: string[] | null = null;
+  if (m.Sites !== undefined) {
+    sites = [...new Set(stringArray(where, 'Sites', m.Sites))];
+    if (sites.length === 0) throw new InvalidRequest(`${where}: Sites must name at least one site`);
+    const unknown = sites.find((s) => !knownSites.includes(s));
+    if (unknown !== undefined) throw new InvalidRequest(`${where}: Sites names the unknown site '${unknown}' (known: ${knownSites.join(', ')})`);
+  }
+  if (m.OutputSandbox !== undefined) {
+    const patterns = stringArray(where, 'OutputSandbox', m.OutputSandbox);
+    for (const p of patterns) {
+      if (p === '' || p.startsWith('/') || p.split('/').includes('..') || p.includes('\u0000')) {
+        throw new InvalidRequest(`${where}: OutputSandbox pattern '${p}' must be a relative glob inside the working directory`);
+      }
+    }
+  }
+  for (const key of ['StdOutput', 'StdError'] as const) {
+    if (m[key] === undefined) continue;
+    if (typeof m[key] !== 'string') throw new InvalidRequest(`${where}: ${key} must be a string`);
+    const problem = fileNameProblem(m[key]);
+    if (problem) throw new InvalidRequest(`${where}: ${key} '${m[key]}' ${problem}`);
+  }
+  m.StdOutput ??= 'std.out';
+  m.StdError ??= 'std.err';
+  if (m.StdOutput === m.StdError) throw new InvalidRequest(`${where}: StdOutput and StdError must differ`);
+  if (m.Priority !== undefined && (!Number.isInteger(m.Priority) || m.Priority < 0 || m.Priority > 10)) {
+    throw new InvalidRequest(`${where}: Priority must be an integer from 0 to 10`);
+  }
+  if (m.CPUTime !== undefined && (!Number.isInteger(m.CPUTime) || m.CPUTime <= 0)) {
+    throw new InvalidRequest(`${where}: CPUTime must be a positive integer (seconds)`);
+  }
+  if (m.Environment !== undefined) {
+    if (!isObject(m.Environment)) throw new InvalidRequest(`${where}: Environment must be an object of strings`);
+    for (const [k, v] of Object.entries(m.Environment)) {
+      if (!ENV_NAME.test(k)) throw new InvalidRequest(`${where}: Environment name '${k}' is not a valid variable name`);
+      if (typeof v !== 'string' || v.includes('\u0000')) throw new InvalidRequest(`${where}: Environment.${k} must be a string without NUL`);
+    }
+  }
+  if (m.InputSandbox !== undefined) {
+    const names = stringArray(where, 'InputSandbox', m.InputSandbox);
+    const missing = names.find((n) => !uploaded.includes(n));
+    if (missing !== undefined) throw new InvalidRequest(`${where}: InputSandbox names '${missing}', which was not uploaded with the submission`);
+  }
+  // The stored manifest lists what its input sandbox really holds.
+  if (uploaded.length > 0) m.InputSandbox = [...uploaded];
+  else delete m.InputSandbox;
+  return { manifest: m, argv, sites };
+}

@@ -1,0 +1,54 @@
+import type { Kysely, Migration } from 'kysely';
+import { withAutoId } from '../db/portable.ts';
+
+export const jobsMigrations: Record<string, Migration> = {
+  '2026_11_22_0300_jobs_tables': {
+    async up(db: Kysely<unknown>) {
+      await withAutoId(db, db.schema.createTable('jobs'), 'job_id')
+        .addColumn('job_name', 'varchar(256)', (c) => c.notNull())
+        .addColumn('job_group', 'varchar(256)', (c) => c.notNull())
+        .addColumn('job_type', 'varchar(64)', (c) => c.notNull())
+        .addColumn('owner', 'varchar(64)', (c) => c.notNull())
+        .addColumn('owner_dn', 'varchar(512)', (c) => c.notNull())
+        .addColumn('owner_group', 'varchar(64)', (c) => c.notNull())
+        .addColumn('setup', 'varchar(64)', (c) => c.notNull())
+        .addColumn('site', 'varchar(128)', (c) => c.notNull())
+        .addColumn('sites', 'text')
+        .addColumn('status', 'varchar(32)', (c) => c.notNull())
+        .addColumn('minor_status', 'varchar(512)', (c) => c.notNull())
+        .addColumn('application_status', 'varchar(512)', (c) => c.notNull())
+        .addColumn('user_priority', 'integer', (c) => c.notNull())
+        .addColumn('reschedule_counter', 'integer', (c) => c.notNull())
+        .addColumn('submission_time', 'varchar(32)', (c) => c.notNull())
+        .addColumn('last_update_time', 'varchar(32)', (c) => c.notNull())
+        .addColumn('start_exec_time', 'varchar(32)')
+        .addColumn('end_exec_time', 'varchar(32)')
+        .addColumn('heartbeat_time', 'varchar(32)')
+        .addColumn('exit_code', 'integer')
+        .addColumn('manifest', 'text', (c) => c.notNull())
+        .addColumn('input_sandbox', 'varchar(64)')
+        .addColumn('input_sandbox_size', 'bigint')
+        .addColumn('output_sandbox', 'varchar(64)')
+        .addColumn('output_sandbox_size', 'bigint')
+        .addColumn('executor_id', 'varchar(64)')
+        .addColumn('executor_ref', 'text')
+        .addColumn('lease_until', 'varchar(32)')
+        .execute();
+      // Listing: restrictions on Status / Owner, newest first.
+      await db.schema.createIndex('jobs_status_id').on('jobs').columns(['status', 'job_id']).execute();
+      await db.schema.createIndex('jobs_owner_status_id').on('jobs').columns(['owner', 'status', 'job_id']).execute();
+      await db.schema.createIndex('jobs_group_id').on('jobs').columns(['owner_group', 'job_id']).execute();
+      // Matching: Waiting jobs by priority, then age.
+      await db.schema.createIndex('jobs_match').on('jobs').columns(['status', 'user_priority', 'job_id']).execute();
+      await withAutoId(db, db.schema.createTable('job_status_history'), 'id')
+        .addColumn('job_id', 'bigint', (c) => c.notNull())
+        .addColumn('status', 'varchar(32)', (c) => c.notNull())
+        .addColumn('minor_status', 'varchar(512)', (c) => c.notNull())
+        .addColumn('application_status', 'varchar(512)', (c) => c.notNull())
+        .addColumn('status_time', 'varchar(32)', (c) => c.notNull())
+        .addColumn('source', 'varchar(64)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('job_status_history_job').on('job_status_history').columns(['job_id', 'id']).execute();
+    },
+  },
+};

@@ -1,0 +1,80 @@
+/**
+ * The job model of DESIGN "Jobs": status values, attribute names and how a row becomes a JSON record.
+ */
+import type { Selectable } from 'kysely';
+import type { JobTable } from './tables.ts';
+
+/** Status values of DIRAC's job state machine (DIRAC WorkloadManagementSystem/Client/JobStatus.py). */
+export const JobStatus = {
+  Received: 'Received',
+  Checking: 'Checking',
+  Waiting: 'Waiting',
+  Matched: 'Matched',
+  Running: 'Running',
+  Completing: 'Completing',
+  Stalled: 'Stalled',
+  Rescheduled: 'Rescheduled',
+  Done: 'Done',
+  Failed: 'Failed',
+  Killed: 'Killed',
+  Deleted: 'Deleted',
+} as const;
+export type JobStatus = (typeof JobStatus)[keyof typeof JobStatus];
+
+export const ALL_STATUSES: readonly JobStatus[] = Object.values(JobStatus);
+
+/** Statuses a job leaves only by a reschedule or deletion: the job is out of activity. */
+export const FINAL_STATUSES: ReadonlySet<JobStatus> = new Set([JobStatus.Done, JobStatus.Failed, JobStatus.Killed, JobStatus.Deleted]);
+
+export function isFinal(status: string): boolean {
+  return FINAL_STATUSES.has(status as JobStatus);
+}
+
+type Row = Selectable<JobTable>;
+
+/** Attribute name → column and value type; any of them may restrict GET /jobs. */
+export const ATTRIBUTES = {
+  JobID: { column: 'job_id', type: 'integer' },
+  JobName: { column: 'job_name', type: 'string' },
+  JobGroup: { column: 'job_group', type: 'string' },
+  JobType: { column: 'job_type', type: 'string' },
+  Owner: { column: 'owner', type: 'string' },
+  OwnerDN: { column: 'owner_dn', type: 'string' },
+  OwnerGroup: { column: 'owner_group', type: 'string' },
+  Setup: { column: 'setup', type: 'string' },
+  Site: { column: 'site', type: 'string' },
+  Status: { column: 'status', type: 'string' },
+  MinorStatus: { column: 'minor_status', type: 'string' },
+  ApplicationStatus: { column: 'application_status', type: 'string' },
+  UserPriority: { column: 'user_priority', type: 'integer' },
+  RescheduleCounter: { column: 'reschedule_counter', type: 'integer' },
+  SubmissionTime: { column: 'submission_time', type: 'string' },
+  LastUpdateTime: { column: 'last_update_time', type: 'string' },
+  StartExecTime: { column: 'start_exec_time', type: 'string' },
+  EndExecTime: { column: 'end_exec_time', type: 'string' },
+  HeartBeatTime: { column: 'heartbeat_time', type: 'string' },
+  ExitCode: { column: 'exit_code', type: 'integer' },
+} as const satisfies Record<string, { column: keyof Row; type: 'string' | 'integer' }>;
+
+export type AttributeName = keyof typeof ATTRIBUTES;
+export const ATTRIBUTE_NAMES = Object.keys(ATTRIBUTES) as AttributeName[];
+export const ATTRIBUTE_COLUMNS = ATTRIBUTE_NAMES.map((n) => ATTRIBUTES[n].column);
+
+export type JobRecord = Record<AttributeName, string | number | null>;
+
+export function toRecord(row: Pick<Row, (typeof ATTRIBUTE_COLUMNS)[number]>): JobRecord {
+  const out = {} as JobRecord;
+  for (const name of ATTRIBUTE_NAMES) {
+    const value = row[ATTRIBUTES[name].column];
+    out[name] = value === undefined ? null : (value as string | number | null);
+  }
+  return out;
+}
+
+export interface StatusHistoryEntry {
+  Status: string;
+  MinorStatus: string;
+  ApplicationStatus: string;
+  StatusTime: string;
+  Source: string;
+}

@@ -1,0 +1,264 @@
+/**
+ * The /jobs interface (SPEC "Job management", DESIGN "Jobs"). Also starts this instance's scheduler and
+ * executors, and stops them when the service closes.
+ */
+import { availableParallelism } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import multipart from '@fastify/multipart';
+import { Type } from 'typebox';
+import { requireCapability, requireToken } from '../auth/authenticate.ts';
+import type { AppContext } from '../server/context.ts';
+import { InvalidRequest, NotFound, Conflict } from '../server/errors.ts';
+import { ErrorBody } from '../server/schemas.ts';
+import { LocalExecutor } from '../executors/local.ts';
+import { Scheduler } from '../executors/scheduler.ts';
+import type { JobsConfig } from './config-schema.ts';
+import { ATTRIBUTES, isFinal, type AttributeName } from './model.ts';
+import { FileSandboxStore } from './sandbox-store.ts';
+import { JobsService } from './service.ts';
+import type { Restrictions } from './store.ts';
+import { manifestsFromJson, readMultipart } from './submission.ts';
+
+const AttributeValue = Type.Union([Type.String(), Type.Integer(), Type.Null()]);
+const JobRecordSchema = Type.Object(Object.fromEntries(Object.keys(ATTRIBUTES).map((k) => [k, AttributeValue])) as Record<AttributeName, typeof AttributeValue>);
+const HistorySchema = Type.Array(
+  Type.Object({ Status: Type.String(), MinorStatus: Type.String(), ApplicationStatus: Type.String(), StatusTime: Type.String(), Source: Type.String() }),
+);
+const JidParams = Type.Object({ jid: Type.String({ description: 'job id' }) });
+
+const RESERVED = new Set(['allOwners', 'maxJobs', 'startJob', 'access_token']);
+
+function parseJid(text: string): number {
+  if (!/^\d{1,15}$/.test(text) || Number(text) < 1) throw new InvalidRequest(`jid: '${text}' is not a job id (a positive integer)`);
+  return Number(text);
+}
+
+function single(params: URLSearchParams, name: string): string | undefined {
+  const all = params.getAll(name);
+  if (all.length > 1) throw new InvalidRequest(`${name} is given more than once`);
+  return all[0];
+}
+
+function integerParam(params: URLSearchParams, name: string, def: number, min: number, max: number): number {
+  const v = single(params, name);
+  if (v === undefined) return def;
+  if (!/^-?\d+$/.test(v)) throw new InvalidRequest(`${name}: '${v}' is not an integer`);
+  const n = Number(v);
+  if (n < min || n > max) throw new InvalidRequest(`${name}: must be from ${min} to ${max}, got ${n}`);
+  return n;
+}
+
+/** GET /jobs query: allOwners, maxJobs, startJob and attribute restrictions (repeated key = OR). */
+export function parseListQuery(url: string): { allOwners: boolean; maxJobs: number; startJob: number; restrictions: Restrictions } {
+  const q = url.indexOf('?');
+  const params = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
+  const allOwnersText = single(params, 'allOwners');
+  if (allOwnersText !== undefined && !['true', 'false'].includes(allOwnersText)) throw new InvalidRequest(`allOwners: '${allOwnersText}' is not a boolean (true or false)`);
+  const restrictions: Restrictions = {};
+  for (const key of new Set(params.keys())) {
+    if (RESERVED.has(key)) continue;
+    if (!Object.hasOwn(ATTRIBUTES, key)) throw new InvalidRequest(`'${key}' is not a job attribute (known: ${Object.keys(ATTRIBUTES).join(', ')})`);
+    const attr = ATTRIBUTES[key as AttributeName];
+    restrictions[key as AttributeName] = params.getAll(key).map((v) => {
+      if (attr.type === 'string') return v;
+      if (!/^-?\d{1,15}$/.test(v)) throw new InvalidRequest(`${key}: '${v}' is not an integer`);
+      return Number(v);
+    });
+  }
+  return {
+    allOwners: allOwnersText === 'true',
+    maxJobs: integerParam(params, 'maxJobs', 100, 1, 1000),
+    startJob: integerParam(params, 'startJob', 0, 0, Number.MAX_SAFE_INTEGER),
+    restrictions,
+  };
+}
+
+export async function jobsRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+  const config: JobsConfig = ctx.config.jobs;
+  const sandboxDir = resolve(ctx.config.dataDir, config.sandbox.dir);
+  const store = new FileSandboxStore(sandboxDir);
+  let scheduler: Scheduler | undefined;
+  if (config.scheduler.enabled) {
+    const executors = config.sites.map(
+      (site) =>
+        new LocalExecutor({
+          site,
+          workDir: resolve(ctx.config.dataDir, site.workDir),
+          store,
+          slots: site.slots > 0 ? site.slots : availableParallelism(),
+          killGraceMs: config.scheduler.killGraceMs,
+          cpuCheckIntervalMs: config.scheduler.cpuCheckIntervalMs,
+          limits: config.sandbox,
+          log: app.log,
+        }),
+    );
+    scheduler = new Scheduler(ctx.db, ctx.dialect, config.scheduler, executors, app.log);
+    const s = scheduler;
+    app.addHook('onReady', async () => s.start());
+    ctx.onClose(() => s.stop());
+  }
+  const service = new JobsService(ctx, config, store, scheduler);
+
+  await app.register(multipart, {
+    limits: {
+      fileSize: config.sandbox.maxFileSize,
+      files: config.sandbox.maxFiles,
+      fields: config.maxBulk,
+      parts: config.sandbox.maxFiles + config.maxBulk,
+      fieldSize: config.jsonBodyLimit,
+      headerPairs: 100,
+    },
+  });
+
+  const tags = ['Jobs'];
+  const security = [{ bearer: [] }];
+  const auth = requireToken(ctx);
+  const read = { preHandler: auth };
+
+  app.get(
+    '/jobs',
+    {
+      ...read,
+      schema: {
+        tags,
+        security,
+        summary: 'List jobs, newest first; any job attribute restricts (a repeated key means OR)',
+        querystring: Type.Object(
+          {
+            allOwners: Type.Optional(Type.String({ description: 'true: every job the caller may see' })),
+            maxJobs: Type.Optional(Type.String({ description: '1-1000, default 100' })),
+            startJob: Type.Optional(Type.String({ description: 'offset, default 0' })),
+          },
+          { additionalProperties: true },
+        ),
+        response: {
+          200: Type.Object({ entries: Type.Integer(), startJob: Type.Integer(), maxJobs: Type.Integer(), jobs: Type.Array(JobRecordSchema) }),
+          400: ErrorBody,
+          401: ErrorBody,
+        },
+      },
+    },
+    async (request) => {
+      requireCapability(request.principal!, 'compute.read');
+      const q = parseListQuery(request.url);
+      const { entries, jobs } = await service.list(request.principal!, q.allOwners, q.restrictions, q.maxJobs, q.startJob);
+      return { entries, startJob: q.startJob, maxJobs: q.maxJobs, jobs };
+    },
+  );
+
+  app.get(
+    '/jobs/:jid',
+    {
+      ...read,
+      schema: {
+        tags,
+        security,
+        summary: 'A job: its attributes and StatusHistory',
+        params: JidParams,
+        response: { 200: Type.Intersect([JobRecordSchema, Type.Object({ StatusHistory: HistorySchema })]), 400: ErrorBody, 403: ErrorBody, 404: ErrorBody },
+      },
+    },
+    async (request) => {
+      requireCapability(request.principal!, 'compute.read');
+      return service.describe(request.principal!, parseJid((request.params as { jid: string }).jid));
+    },
+  );
+
+  app.get(
+    '/jobs/:jid/manifest',
+    { ...read, schema: { tags, security, summary: 'The stored manifest', params: JidParams, response: { 400: ErrorBody, 403: ErrorBody, 404: ErrorBody } } },
+    async (request, reply) => {
+      requireCapability(request.principal!, 'compute.read');
+      const row = await service.visibleJob(request.principal!, parseJid((request.params as { jid: string }).jid));
+      reply.type('application/json; charset=utf-8');
+      return row.manifest;
+    },
+  );
+
+  const sendSandbox = async (request: FastifyRequest, reply: FastifyReply, which: 'input' | 'output') => {
+    requireCapability(request.principal!, 'compute.read');
+    const jid = parseJid((request.params as { jid: string }).jid);
+    const row = await service.visibleJob(request.principal!, jid);
+    const sha = which === 'input' ? row.input_sandbox : row.output_sandbox;
+    if (!sha) {
+      if (which === 'output' && !isFinal(row.status)) throw new Conflict(`the output sandbox of job ${jid} is not ready: the job is ${row.status}`);
+      throw new NotFound(`job ${jid} has no ${which} sandbox`);
+    }
+    const etag = `"sha256-${sha}"`;
+    reply.header('etag', etag);
+    reply.header('x-content-sha256', sha);
+    reply.header('repr-digest', `sha-256=:${Buffer.from(sha, 'hex').toString('base64')}:`);
+    if (request.headers['if-none-match'] === etag) return reply.code(304).send();
+    const size = await store.size(sha);
+    if (size === undefined) throw new NotFound(`the ${which} sandbox of job ${jid} is missing from the store`);
+    reply.header('content-length', size);
+    reply.header('content-disposition', `attachment; filename="job-${jid}-${which}.tar.gz"`);
+    reply.type('application/gzip');
+    return reply.send(await store.get(sha));
+  };
+  for (const which of ['input', 'output'] as const) {
+    app.get(
+      `/jobs/:jid/${which}sandbox`,
+      {
+        ...read,
+        schema: {
+          tags,
+          security,
+          summary: `The ${which} sandbox (tar.gz)`,
+          params: JidParams,
+          produces: ['application/gzip'],
+          response: { 400: ErrorBody, 403: ErrorBody, 404: ErrorBody, ...(which === 'output' ? { 409: ErrorBody } : {}) },
+        },
+      },
+      (request, reply) => sendSandbox(request, reply, which),
+    );
+  }
+
+  app.post(
+    '/jobs',
+    {
+      preHandler: auth,
+      bodyLimit: config.jsonBodyLimit,
+      schema: {
+        tags,
+        security,
+        summary: 'Submit jobs: a manifest, an array of manifests (all or nothing), or multipart manifest parts plus input files',
+        consumes: ['application/json', 'multipart/form-data'],
+        response: { 201: Type.Object({ jids: Type.Array(Type.Integer()) }), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 413: ErrorBody, 415: ErrorBody },
+      },
+    },
+    async (request, reply) => {
+      requireCapability(request.principal!, 'compute.create');
+      let jids: number[];
+      if (request.isMultipart()) {
+        const parsed = await readMultipart(request, config, store, join(sandboxDir, 'tmp'));
+        jids = await service.submit(request.principal!, parsed.manifests, parsed.fileNames, parsed.sandbox);
+      } else {
+        jids = await service.submit(request.principal!, manifestsFromJson(request.body, config.maxBulk), [], undefined);
+      }
+      reply.code(201);
+      return { jids };
+    },
+  );
+
+  app.delete(
+    '/jobs/:jid',
+    {
+      preHandler: auth,
+      schema: {
+        tags,
+        security,
+        summary: 'Kill a job: it leaves activity, its process is terminated',
+        params: JidParams,
+        response: { 200: Type.Object({ jid: Type.Integer(), Status: Type.Literal('Killed') }), 400: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody },
+      },
+    },
+    async (request) => {
+      requireCapability(request.principal!, 'compute.cancel');
+      const jid = parseJid((request.params as { jid: string }).jid);
+      await service.kill(request.principal!, jid);
+      return { jid, Status: 'Killed' as const };
+    },
+  );
+}

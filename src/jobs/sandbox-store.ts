@@ -1,0 +1,109 @@
+/**
+ * Content-addressed sandbox storage. The interface is what a later object-store backend implements; the
+ * file backend keeps `<dir>/<aa>/<sha256>.tar.gz` and writes each object to a temporary file, fsyncs it
+ * and renames it into place, so an object that exists is always complete.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { PayloadTooLarge } from '../server/errors.ts';
+
+export interface StoredObject {
+  sha256: string;
+  size: number;
+}
+
+export interface SandboxStore {
+  /** Stores the stream's bytes durably; resolves once they are safe. @throws PayloadTooLarge past `maxSize`. */
+  put(data: Readable, maxSize?: number): Promise<StoredObject>;
+  /** The object's bytes. @throws when it does not exist. */
+  get(sha256: string): Promise<Readable>;
+  exists(sha256: string): Promise<boolean>;
+  size(sha256: string): Promise<number | undefined>;
+}
+
+const SHA256 = /^[0-9a-f]{64}$/;
+
+/**
+ * The embedded default: a folder on the local disk (or a shared file system for several instances).
+ * @example
+ *   const store = new FileSandboxStore('/var/lib/dirigo/sandboxes');
+ *   const { sha256 } = await store.put(Readable.from([buffer]));
+ */
+export class FileSandboxStore implements SandboxStore {
+  readonly dir: string;
+
+  constructor(dir: string) {
+    this.dir = dir;
+  }
+
+  #path(sha256: string): string {
+    if (!SHA256.test(sha256)) throw new Error(`not a sha256: ${sha256}`);
+    return join(this.dir, sha256.slice(0, 2), `${sha256}.tar.gz`);
+  }
+
+  async put(data: Readable, maxSize = Number.MAX_SAFE_INTEGER): Promise<StoredObject> {
+    const tmpDir = join(this.dir, 'tmp');
+    await mkdir(tmpDir, { recursive: true });
+    const tmp = join(tmpDir, `${process.pid}-${randomBytes(8).toString('hex')}`);
+    const hash = createHash('sha256');
+    let size = 0;
+    const count = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        size += chunk.length;
+        if (size > maxSize) return done(new PayloadTooLarge(`the sandbox is larger than the limit of ${maxSize} bytes`));
+        hash.update(chunk);
+        done(null, chunk);
+      },
+    });
+    try {
+      await pipeline(data, count, createWriteStream(tmp, { mode: 0o600 }));
+      const fh = await open(tmp, 'r');
+      try {
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      const sha256 = hash.digest('hex');
+      const final = this.#path(sha256);
+      await mkdir(join(final, '..'), { recursive: true });
+      await rename(tmp, final);
+      await syncDir(join(final, '..'));
+      return { sha256, size };
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
+  }
+
+  async get(sha256: string): Promise<Readable> {
+    const path = this.#path(sha256);
+    await stat(path);
+    return createReadStream(path);
+  }
+
+  async exists(sha256: string): Promise<boolean> {
+    return (await this.size(sha256)) !== undefined;
+  }
+
+  async size(sha256: string): Promise<number | undefined> {
+    try {
+      return (await stat(this.#path(sha256))).size;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** The rename is durable only once the directory entry is on disk. */
+async function syncDir(dir: string): Promise<void> {
+  const fh = await open(dir, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}

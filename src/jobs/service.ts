@@ -1,0 +1,89 @@
+/**
+ * Job management as the routes and the CLI's server side see it: submit, list, read, kill. Privileges are
+ * checked here; status changes go through the state machine.
+ */
+import type { Principal } from '../auth/authenticate.ts';
+import type { AppContext } from '../server/context.ts';
+import { nowIso } from '../db/database.ts';
+import { Conflict, InsufficientPrivileges, InvalidTransition, NotFound } from '../server/errors.ts';
+import type { Scheduler } from '../executors/scheduler.ts';
+import type { JobsConfig } from './config-schema.ts';
+import { checkManifest } from './manifest.ts';
+import { isFinal, JobStatus, toRecord } from './model.ts';
+import { canKillJob, canSeeJob, listVisibility } from './privileges.ts';
+import type { SandboxStore, StoredObject } from './sandbox-store.ts';
+import { canTransition, changeStatus } from './state-machine.ts';
+import { getJob, insertJobs, listJobs, statusHistory, type JobRow, type Restrictions } from './store.ts';
+
+export class JobsService {
+  readonly ctx: AppContext;
+  readonly config: JobsConfig;
+  readonly store: SandboxStore;
+  readonly scheduler: Scheduler | undefined;
+  readonly sites: string[];
+
+  constructor(ctx: AppContext, config: JobsConfig, store: SandboxStore, scheduler: Scheduler | undefined) {
+    this.ctx = ctx;
+    this.config = config;
+    this.store = store;
+    this.scheduler = scheduler;
+    this.sites = config.sites.map((s) => s.name);
+  }
+
+  /** Checks every manifest first (all or nothing), then inserts them in one transaction. */
+  async submit(principal: Principal, manifests: readonly unknown[], fileNames: readonly string[], sandbox: StoredObject | undefined): Promise<number[]> {
+    const checked = manifests.map((m, i) => checkManifest(m, manifests.length > 1 ? `manifest[${i}]` : 'manifest', this.sites, fileNames));
+    const user = this.ctx.registry.user(principal.username);
+    const ids = await insertJobs(
+      this.ctx.db,
+      { username: principal.username, dn: user?.dns[0] ?? '', group: principal.group, setup: principal.setup },
+      checked,
+      sandbox,
+    );
+    this.scheduler?.wake();
+    return ids;
+  }
+
+  async list(principal: Principal, allOwners: boolean, restrictions: Restrictions, maxJobs: number, startJob: number) {
+    return listJobs(this.ctx.db, { restrictions, visibility: listVisibility(principal, allOwners), maxJobs, startJob });
+  }
+
+  /** The job, if the principal may see it. @throws NotFound, InsufficientPrivileges */
+  async visibleJob(principal: Principal, jobId: number): Promise<JobRow> {
+    const row = await getJob(this.ctx.db, jobId);
+    if (!row) throw new NotFound(`job ${jobId} does not exist`);
+    if (!canSeeJob(principal, row)) throw new InsufficientPrivileges(`${principal.username} may not see job ${jobId} of ${row.owner}`);
+    return row;
+  }
+
+  async describe(principal: Principal, jobId: number) {
+    const row = await this.visibleJob(principal, jobId);
+    return { ...toRecord(row), StatusHistory: await statusHistory(this.ctx.db, jobId) };
+  }
+
+  /**
+   * Takes the job out of activity: compare-and-set to Killed, then the executor holding it stops the
+   * process. @throws NotFound, InsufficientPrivileges, InvalidTransition (already final)
+   */
+  async kill(principal: Principal, jobId: number): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const row = await getJob(this.ctx.db, jobId);
+      if (!row) throw new NotFound(`job ${jobId} does not exist`);
+      if (!canKillJob(principal, row)) throw new InsufficientPrivileges(`${principal.username} may not kill job ${jobId} of ${row.owner}`);
+      if (isFinal(row.status)) throw new InvalidTransition(`job ${jobId} is already ${row.status} and cannot be killed`);
+      if (!canTransition(row.status, JobStatus.Killed)) throw new InvalidTransition(`job ${jobId} is ${row.status} and cannot be killed now`);
+      const won = await changeStatus(this.ctx.db, [jobId], {
+        from: row.status as JobStatus,
+        to: JobStatus.Killed,
+        minorStatus: `Killed by ${principal.username}`,
+        source: principal.username,
+        set: { end_exec_time: nowIso(), lease_until: null },
+      });
+      if (won.length === 1) {
+        await this.scheduler?.kill(jobId, row.executor_id, row.site, row.executor_ref);
+        return;
+      }
+    }
+    throw new Conflict(`job ${jobId} kept changing status while being killed; try again`);
+  }
+}

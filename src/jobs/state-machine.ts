@@ -1,0 +1,105 @@
+/**
+ * The one place where a job's status changes. The transition table is DIRAC's (JobsStateMachine in
+ * DIRAC/WorkloadManagementSystem/Client/JobStatus.py, restricted to the statuses Dirigo uses); a change not
+ * in it is refused, never applied. Each change is a compare-and-set (`... where job_id = ? and status = ?`)
+ * with its history rows appended in the same transaction, so two writers racing on one job (a kill and a
+ * completion, two instances) end in one valid state: the loser updates 0 rows and learns it lost.
+ */
+import type { Kysely, Transaction, Updateable } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import { nowIso } from '../db/database.ts';
+import { InvalidTransition } from '../server/errors.ts';
+import { JobStatus } from './model.ts';
+import type { JobTable } from './tables.ts';
+
+const S = JobStatus;
+
+/** from → statuses it may go to. */
+export const TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
+  [S.Received]: [S.Checking, S.Waiting, S.Failed, S.Deleted],
+  [S.Checking]: [S.Waiting, S.Rescheduled, S.Failed, S.Deleted],
+  [S.Waiting]: [S.Matched, S.Rescheduled, S.Killed, S.Deleted],
+  [S.Matched]: [S.Running, S.Failed, S.Rescheduled, S.Killed],
+  [S.Running]: [S.Stalled, S.Done, S.Failed, S.Rescheduled, S.Completing, S.Killed],
+  [S.Completing]: [S.Done, S.Failed, S.Stalled, S.Killed],
+  [S.Stalled]: [S.Running, S.Failed, S.Killed],
+  [S.Rescheduled]: [S.Waiting, S.Received, S.Deleted, S.Failed, S.Killed],
+  [S.Done]: [S.Rescheduled, S.Deleted],
+  [S.Failed]: [S.Rescheduled, S.Deleted],
+  [S.Killed]: [S.Rescheduled, S.Deleted],
+  [S.Deleted]: [],
+};
+
+export function canTransition(from: string, to: string): boolean {
+  return (TRANSITIONS[from as JobStatus] ?? []).includes(to as JobStatus);
+}
+
+export interface StatusChange {
+  /** The statuses the job must be in for the change to apply (compare-and-set). */
+  from: JobStatus | readonly JobStatus[];
+  to: JobStatus;
+  minorStatus: string;
+  applicationStatus?: string;
+  /** Who made the change, for the history: `JobManager`, `LocalExecutor@<site>`, a user name... */
+  source: string;
+  /** Other columns written in the same update (exit code, times, sandbox, claim). */
+  set?: Omit<Updateable<JobTable>, 'status' | 'minor_status' | 'job_id'>;
+  /** Extra condition: only jobs held by this executor instance. */
+  executorId?: string;
+}
+
+type Db = Kysely<Database>;
+
+/**
+ * Applies `change` to those of `jobIds` whose status is in `change.from`, atomically with their history.
+ * @returns the ids that changed; the others were in another status (lost race, or already moved on).
+ * @throws InvalidTransition when some `from → to` is not in the table (a programming error or a refused
+ *   request), before anything is written.
+ * @example
+ *   const [won] = await changeStatus(db, [jid], { from: 'Running', to: 'Done', minorStatus: 'Execution Complete', source: 'LocalExecutor' });
+ */
+export async function changeStatus(db: Db | Transaction<Database>, jobIds: readonly number[], change: StatusChange): Promise<number[]> {
+  const from = typeof change.from === 'string' ? [change.from] : change.from;
+  for (const f of from) {
+    if (!canTransition(f, change.to)) throw new InvalidTransition(`a job cannot go from ${f} to ${change.to}`);
+  }
+  if (jobIds.length === 0) return [];
+  const run = async (trx: Transaction<Database>): Promise<number[]> => {
+    const now = nowIso();
+    const changed: number[] = [];
+    // Chunks keep the statement under the dialects' parameter limits.
+    for (let i = 0; i < jobIds.length; i += 500) {
+      const chunk = jobIds.slice(i, i + 500);
+      let q = trx
+        .updateTable('jobs')
+        .set({
+          ...change.set,
+          status: change.to,
+          minor_status: change.minorStatus,
+          ...(change.applicationStatus !== undefined ? { application_status: change.applicationStatus } : {}),
+          last_update_time: now,
+        })
+        .where('job_id', 'in', chunk)
+        .where('status', 'in', from);
+      if (change.executorId !== undefined) q = q.where('executor_id', '=', change.executorId);
+      const rows = await q.returning(['job_id', 'application_status']).execute();
+      if (rows.length === 0) continue;
+      await trx
+        .insertInto('job_status_history')
+        .values(
+          rows.map((r) => ({
+            job_id: r.job_id,
+            status: change.to,
+            minor_status: change.minorStatus,
+            application_status: r.application_status,
+            status_time: now,
+            source: change.source,
+          })),
+        )
+        .execute();
+      for (const r of rows) changed.push(Number(r.job_id));
+    }
+    return changed;
+  };
+  return db.isTransaction ? run(db as Transaction<Database>) : db.transaction().execute(run);
+}

@@ -1,0 +1,120 @@
+/**
+ * The jobs tables: inserting submissions (one transaction per submission), listing with restrictions,
+ * reading one job with its history.
+ */
+import { sql, type Selectable } from 'kysely';
+import type { Db } from '../db/database.ts';
+import { nowIso } from '../db/database.ts';
+import { ATTRIBUTE_COLUMNS, ATTRIBUTES, JobStatus, toRecord, type AttributeName, type JobRecord, type StatusHistoryEntry } from './model.ts';
+import type { CheckedManifest } from './manifest.ts';
+import type { Visibility } from './privileges.ts';
+import { changeStatus } from './state-machine.ts';
+import type { JobTable } from './tables.ts';
+
+export interface Submitter {
+  username: string;
+  dn: string;
+  group: string;
+  setup: string;
+}
+
+export interface InputSandboxRef {
+  sha256: string;
+  size: number;
+}
+
+/** Encodes allowed sites for matching with a LIKE on `,Site,`. */
+export function encodeSites(sites: readonly string[] | null): string | null {
+  return sites ? `,${sites.join(',')},` : null;
+}
+
+/**
+ * Inserts the jobs of one submission and moves them Received → Waiting, all in one transaction: either
+ * every job of a bulk exists afterwards or none does. The input sandbox must already be stored.
+ */
+export async function insertJobs(db: Db, who: Submitter, jobs: readonly CheckedManifest[], sandbox: InputSandboxRef | undefined): Promise<number[]> {
+  const now = nowIso();
+  return db.transaction().execute(async (trx) => {
+    const ids: number[] = [];
+    for (let i = 0; i < jobs.length; i += 200) {
+      const rows = jobs.slice(i, i + 200).map(({ manifest, sites }) => ({
+        job_name: manifest.JobName ?? 'Unknown',
+        job_group: manifest.JobGroup ?? '',
+        job_type: manifest.JobType ?? 'User',
+        owner: who.username,
+        owner_dn: who.dn,
+        owner_group: who.group,
+        setup: who.setup,
+        site: sites === null ? 'ANY' : sites.length === 1 ? sites[0]! : 'Multiple',
+        sites: encodeSites(sites),
+        status: JobStatus.Received,
+        minor_status: 'Job accepted',
+        application_status: 'Unknown',
+        user_priority: manifest.Priority ?? 1,
+        reschedule_counter: 0,
+        submission_time: now,
+        last_update_time: now,
+        manifest: JSON.stringify(manifest),
+        input_sandbox: sandbox?.sha256 ?? null,
+        input_sandbox_size: sandbox?.size ?? null,
+      }));
+      const inserted = await trx.insertInto('jobs').values(rows).returning('job_id').execute();
+      const chunk = inserted.map((r) => Number(r.job_id)).sort((a, b) => a - b);
+      await trx
+        .insertInto('job_status_history')
+        .values(chunk.map((job_id) => ({ job_id, status: JobStatus.Received, minor_status: 'Job accepted', application_status: 'Unknown', status_time: now, source: 'JobManager' })))
+        .execute();
+      ids.push(...chunk);
+    }
+    await changeStatus(trx, ids, { from: JobStatus.Received, to: JobStatus.Waiting, minorStatus: 'Waiting for a free slot', source: 'JobManager' });
+    return ids;
+  });
+}
+
+export type Restrictions = Partial<Record<AttributeName, (string | number)[]>>;
+
+export interface ListQuery {
+  restrictions: Restrictions;
+  visibility: Visibility;
+  maxJobs: number;
+  startJob: number;
+}
+
+/** Jobs matching every restriction (OR within one attribute), newest first, and how many match in all. */
+export async function listJobs(db: Db, q: ListQuery): Promise<{ entries: number; jobs: JobRecord[] }> {
+  let base = db.selectFrom('jobs');
+  const v = q.visibility;
+  if (v.kind === 'own') base = base.where('owner', '=', v.owner);
+  else if (v.kind === 'group') base = base.where((eb) => eb.or([eb('owner', '=', v.owner), eb('owner_group', '=', v.group)]));
+  for (const [name, values] of Object.entries(q.restrictions) as [AttributeName, (string | number)[]][]) {
+    const column = ATTRIBUTES[name].column;
+    base = values.length === 1 ? base.where(column, '=', values[0]!) : base.where(column, 'in', values);
+  }
+  const [count, rows] = await Promise.all([
+    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+    base.select(ATTRIBUTE_COLUMNS).orderBy('job_id', 'desc').limit(q.maxJobs).offset(q.startJob).execute(),
+  ]);
+  return { entries: Number(count.n), jobs: rows.map(toRecord) };
+}
+
+export type JobRow = Selectable<JobTable>;
+
+export async function getJob(db: Db, jobId: number): Promise<JobRow | undefined> {
+  return db.selectFrom('jobs').selectAll().where('job_id', '=', jobId).executeTakeFirst();
+}
+
+export async function statusHistory(db: Db, jobId: number): Promise<StatusHistoryEntry[]> {
+  const rows = await db
+    .selectFrom('job_status_history')
+    .select(['status', 'minor_status', 'application_status', 'status_time', 'source'])
+    .where('job_id', '=', jobId)
+    .orderBy('id')
+    .execute();
+  return rows.map((r) => ({ Status: r.status, MinorStatus: r.minor_status, ApplicationStatus: r.application_status, StatusTime: r.status_time, Source: r.source }));
+}
+
+/** Used by tests and benches that need to know the schema's live row count cheaply. */
+export async function countJobs(db: Db): Promise<number> {
+  const r = await sql<{ n: number }>`select count(*) as n from jobs`.execute(db);
+  return Number(r.rows[0]?.n ?? 0);
+}

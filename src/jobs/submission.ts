@@ -1,0 +1,119 @@
+/**
+ * POST /jobs bodies into checked manifests and an input sandbox. JSON bodies carry one manifest or an
+ * array of them; multipart bodies carry `manifest` parts (one job each) and file parts that join the
+ * input sandbox. Uploaded files are spooled under numbered names (a client's file name is never used as a
+ * path), checked against the limits, then packed into one tar.gz and stored before any row is written.
+ */
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { FastifyRequest } from 'fastify';
+import { InvalidRequest, PayloadTooLarge } from '../server/errors.ts';
+import type { JobsConfig } from './config-schema.ts';
+import { fileNameProblem } from './file-names.ts';
+import { packFiles, type ArchiveFile } from './sandbox-archive.ts';
+import type { SandboxStore, StoredObject } from './sandbox-store.ts';
+
+export interface ParsedSubmission {
+  manifests: unknown[];
+  fileNames: string[];
+  sandbox?: StoredObject;
+}
+
+export function manifestsFromJson(body: unknown, maxBulk: number): unknown[] {
+  if (Array.isArray(body)) {
+    if (body.length === 0) throw new InvalidRequest('body: the array of manifests is empty');
+    if (body.length > maxBulk) throw new InvalidRequest(`body: at most ${maxBulk} manifests per submission, got ${body.length}`);
+    return body;
+  }
+  if (typeof body === 'object' && body !== null) return [body];
+  throw new InvalidRequest('body: must be a JSON object (a manifest) or an array of manifests');
+}
+
+async function readLimited(stream: Readable, max: number, what: string): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream) {
+    size += (chunk as Buffer).length;
+    if (size > max) throw new PayloadTooLarge(`${what} is larger than ${max} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+function parseManifestText(text: string, index: number): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new InvalidRequest(`manifest part ${index + 1} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+/** Reads a multipart submission; stores the input sandbox when files came with it. */
+export async function readMultipart(request: FastifyRequest, config: JobsConfig, store: SandboxStore, tmpDir: string): Promise<ParsedSubmission> {
+  const limits = config.sandbox;
+  const spool = join(tmpDir, `upload-${randomBytes(8).toString('hex')}`);
+  const manifests: unknown[] = [];
+  const files: ArchiveFile[] = [];
+  const names = new Set<string>();
+  let total = 0;
+  try {
+    try {
+      for await (const part of request.parts()) {
+        if (part.fieldname === 'manifest') {
+          if (manifests.length >= config.maxBulk) throw new InvalidRequest(`at most ${config.maxBulk} manifest parts per submission`);
+          if (part.type === 'field') {
+            if (part.valueTruncated) throw new PayloadTooLarge(`manifest part ${manifests.length + 1} is larger than ${config.jsonBodyLimit} bytes`);
+            const v = part.value;
+            manifests.push(typeof v === 'string' ? parseManifestText(v, manifests.length) : v);
+          } else {
+            const text = (await readLimited(part.file, config.jsonBodyLimit, `manifest part ${manifests.length + 1}`)).toString('utf8');
+            manifests.push(parseManifestText(text, manifests.length));
+          }
+          continue;
+        }
+        if (part.type === 'field') throw new InvalidRequest(`unexpected form field '${part.fieldname}': only 'manifest' parts and files are accepted`);
+        const name = part.filename;
+        const problem = fileNameProblem(name ?? '');
+        if (problem) {
+          part.file.resume();
+          throw new InvalidRequest(`file name ${JSON.stringify(name ?? '')} ${problem}`);
+        }
+        if (names.has(name)) {
+          part.file.resume();
+          throw new InvalidRequest(`file name '${name}' is given twice`);
+        }
+        names.add(name);
+        if (files.length === 0) await mkdir(spool, { recursive: true, mode: 0o700 });
+        const path = join(spool, String(files.length));
+        let size = 0;
+        const counter = new Transform({
+          transform(chunk: Buffer, _enc, done) {
+            size += chunk.length;
+            if (size > limits.maxFileSize) return done(new PayloadTooLarge(`file '${name}' is larger than the limit of ${limits.maxFileSize} bytes`));
+            if (total + size > limits.maxSandboxSize) return done(new PayloadTooLarge(`the input sandbox is larger than the limit of ${limits.maxSandboxSize} bytes`));
+            done(null, chunk);
+          },
+        });
+        await pipeline(part.file, counter, createWriteStream(path, { mode: 0o600 }));
+        if (part.file.truncated) throw new PayloadTooLarge(`file '${name}' is larger than the limit of ${limits.maxFileSize} bytes`);
+        total += size;
+        files.push({ name, path, mode: 0o644 });
+      }
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === 'FST_INVALID_JSON_FIELD_ERROR') throw new InvalidRequest('a manifest part is not valid JSON');
+      if (code === 'FST_REQ_FILE_TOO_LARGE') throw new PayloadTooLarge(`a file is larger than the limit of ${limits.maxFileSize} bytes`);
+      if (code === 'FST_FILES_LIMIT') throw new PayloadTooLarge(`more than ${limits.maxFiles} files in one submission`);
+      throw err;
+    }
+    if (manifests.length === 0) throw new InvalidRequest("the multipart request has no 'manifest' part");
+    const sandbox = files.length > 0 ? await store.put(packFiles(files), limits.maxSandboxSize + 1024 * 1024) : undefined;
+    return { manifests, fileNames: files.map((f) => f.name), ...(sandbox ? { sandbox } : {}) };
+  } finally {
+    await rm(spool, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,55 @@
+import type { Generated } from 'kysely';
+
+/** One row per job: the DESIGN attributes, the manifest, sandboxes and the executor's claim. */
+export interface JobTable {
+  job_id: Generated<number>;
+  job_name: string;
+  job_group: string;
+  job_type: string;
+  owner: string;
+  owner_dn: string;
+  owner_group: string;
+  setup: string;
+  /** The site it runs on; `ANY` before matching, or the one site it may run on. */
+  site: string;
+  /** `,A,B,` when the manifest names sites (for matching), null when any site will do. */
+  sites: string | null;
+  status: string;
+  minor_status: string;
+  application_status: string;
+  user_priority: number;
+  reschedule_counter: number;
+  submission_time: string;
+  last_update_time: string;
+  start_exec_time: string | null;
+  end_exec_time: string | null;
+  heartbeat_time: string | null;
+  exit_code: number | null;
+  /** The stored manifest, JSON. */
+  manifest: string;
+  input_sandbox: string | null;
+  input_sandbox_size: number | null;
+  output_sandbox: string | null;
+  output_sandbox_size: number | null;
+  /** The instance whose executor holds the job (claimed with a conditional update). */
+  executor_id: string | null;
+  /** The backend's handle: a local process (pid, start time, host) or a batch job id; JSON. */
+  executor_ref: string | null;
+  /** Until when the holder's claim is good; renewed while the job runs. */
+  lease_until: string | null;
+}
+
+export interface JobStatusHistoryTable {
+  id: Generated<number>;
+  job_id: number;
+  status: string;
+  minor_status: string;
+  application_status: string;
+  status_time: string;
+  source: string;
+}
+
+export interface JobsTables {
+  jobs: JobTable;
+  job_status_history: JobStatusHistoryTable;
+}

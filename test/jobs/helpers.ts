@@ -1,0 +1,77 @@
+/** Shared pieces of the jobs suites: job services with a fast scheduler, submission and waiting helpers. */
+import assert from 'node:assert/strict';
+import { createGunzip } from 'node:zlib';
+import { Readable } from 'node:stream';
+import tar from 'tar-stream';
+import { startTestService, type HttpResponse, type TestService } from '../helpers/service.ts';
+import type { TestDialect } from '../helpers/dialects.ts';
+
+export const FINAL = ['Done', 'Failed', 'Killed'];
+
+export function startJobsService(dialect: TestDialect, jobs: Record<string, unknown> = {}): Promise<TestService> {
+  return startTestService({
+    dialect,
+    config: {
+      jobs: {
+        scheduler: { pollIntervalMs: 50, killGraceMs: 1000, cpuCheckIntervalMs: 100, leaseMs: 5000, ...(jobs.scheduler as object) },
+        sites: [{ name: 'Local', type: 'local', slots: 4 }],
+        ...Object.fromEntries(Object.entries(jobs).filter(([k]) => k !== 'scheduler')),
+      },
+    },
+  });
+}
+
+export async function submit(svc: TestService, token: string, manifest: unknown): Promise<number> {
+  const res = await svc.request('/jobs', { method: 'POST', token, json: manifest });
+  assert.equal(res.status, 201, res.text);
+  return res.json.jids[0] as number;
+}
+
+/** A multipart body built by the platform's FormData encoder. */
+export async function multipart(parts: Array<{ name: string; value: string | Buffer; filename?: string; type?: string }>): Promise<{ body: Buffer; headers: Record<string, string> }> {
+  const form = new FormData();
+  for (const p of parts) {
+    if (p.filename !== undefined) form.append(p.name, new Blob([p.value], { type: p.type ?? 'application/octet-stream' }), p.filename);
+    else form.append(p.name, typeof p.value === 'string' ? p.value : p.value.toString('utf8'));
+  }
+  const req = new Request('https://localhost/', { method: 'POST', body: form });
+  return { body: Buffer.from(await req.arrayBuffer()), headers: { 'content-type': req.headers.get('content-type')! } };
+}
+
+export async function postMultipart(svc: TestService, token: string, parts: Parameters<typeof multipart>[0]): Promise<HttpResponse> {
+  const { body, headers } = await multipart(parts);
+  return svc.request('/jobs', { method: 'POST', token, body, headers });
+}
+
+export async function waitForStatus(svc: TestService, token: string, jid: number, statuses: string[] = FINAL, timeoutMs = 20000): Promise<Record<string, unknown>> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await svc.request(`/jobs/${jid}`, { token });
+    assert.equal(res.status, 200, res.text);
+    if (statuses.includes(res.json.Status)) return res.json;
+    if (Date.now() > end) assert.fail(`job ${jid} is still ${res.json.Status} (${res.json.MinorStatus}) after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** name → content of every file in a tar.gz. */
+export async function untar(data: Buffer): Promise<Map<string, Buffer>> {
+  const extract = tar.extract();
+  const out = new Map<string, Buffer>();
+  Readable.from([data]).pipe(createGunzip()).pipe(extract);
+  for await (const entry of extract) {
+    const chunks: Buffer[] = [];
+    for await (const c of entry) chunks.push(c as Buffer);
+    out.set(entry.header.name, Buffer.concat(chunks));
+  }
+  return out;
+}
+
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
