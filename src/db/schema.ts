@@ -3,6 +3,7 @@
  * joined here. Times are ISO 8601 UTC text on both dialects.
  */
 import type { AuthTables } from '../auth/tables.ts';
+import type { CatalogueTables } from '../catalogue/tables.ts';
 import type { JobsTables } from '../jobs/tables.ts';
 import type { RegistryTables } from '../registry/tables.ts';
 

@@ -7,6 +7,7 @@ import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { authRoutes } from '../auth/routes.ts';
+import { catalogueRoutes } from '../catalogue/routes.ts';
 import { jobsRoutes } from '../jobs/routes.ts';
 import type { AppContext } from './context.ts';
 import { errorHandler } from './error-handler.ts';
@@ -58,6 +59,7 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
 
   await instance.register(observabilityRoutes, { ctx });
   await instance.register(authRoutes, { ctx });
+  await instance.register(catalogueRoutes, { ctx });
   await instance.register(jobsRoutes, { ctx });
 }
 

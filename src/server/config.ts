@@ -8,6 +8,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { parseDocument } from 'yaml';
+import { CatalogueConfigSchema } from '../catalogue/config-schema.ts';
 import { JobsConfigSchema } from '../jobs/config-schema.ts';
 import { OAuthConfigSchema } from '../auth/config-schema.ts';
 
@@ -92,6 +93,7 @@ const ConfigSchema = Type.Object(
     clients: Type.Array(ClientSchema, { default: [] }),
     jobs: JobsConfigSchema,
     oauth: OAuthConfigSchema,
+    catalogue: CatalogueConfigSchema,
     logging: Type.Object(
       {
         level: Type.Union(

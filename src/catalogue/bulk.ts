@@ -1,0 +1,204 @@
+/**
+ * POST /filecatalogue/bulk: newline-delimited JSON (application/x-ndjson), one operation per line:
+ *   {"field": name, "type": t, "scope": s}                      define a field (CatalogueAdministrator)
+ *   {"dir": path, "metadata"?: {...}, "mode"?: m}               mkdir -p, then set metadata
+ *   {"file": path, "size": n, "checksum": c, "checksumType"?, "guid"?, "status"?, "mode"?, "metadata"?}
+ * The body is streamed and applied in transactions of `catalogue.bulkBatchSize` operations, in order.
+ * On the first bad line the operations before it are applied (the failing transaction is rolled back and
+ * replayed up to that line) and nothing after it: the answer says how many were applied and which line
+ * failed why. The body limit is `catalogue.bulkBodyLimit`, counted here because the stream bypasses
+ * Fastify's own limit.
+ */
+import type { Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../server/context.ts';
+import { toDirigoError } from '../server/error-handler.ts';
+import { InvalidRequest, PayloadTooLarge, UnsupportedMediaType } from '../server/errors.ts';
+import { ErrorBody } from '../server/schemas.ts';
+import { checkPath } from './paths.ts';
+import { parseMode } from './permissions.ts';
+import { BULK_FILE_KEYS, isObject, metadataObject, newFile } from './requests.ts';
+import { BulkAnswer } from './schemas.ts';
+import { AtLine, type CatalogueStore, type NewFile, type WriteSession } from './store.ts';
+
+const MAX_LINE = 1024 * 1024;
+
+type Op =
+  | { kind: 'field'; line: number; name: unknown; type: unknown; scope: unknown }
+  | { kind: 'dir'; line: number; path: string; mode: number | undefined; metadata: Record<string, unknown> }
+  | { kind: 'file'; line: number; path: string; body: Record<string, unknown> };
+
+/** Parses one line's JSON and shape; fields are resolved later, in order, inside the transaction. */
+export function parseLine(text: string, line: number): Op {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new InvalidRequest(`not JSON: ${(err as Error).message}`);
+  }
+  if (!isObject(value)) throw new InvalidRequest('each line must be a JSON object');
+  const kinds = ['field', 'dir', 'file'].filter((k) => k in value);
+  if (kinds.length !== 1) throw new InvalidRequest('a line must have exactly one of "field", "dir" or "file"');
+  if ('field' in value) {
+    for (const k of Object.keys(value)) if (!['field', 'type', 'scope'].includes(k)) throw new InvalidRequest(`unknown key ${JSON.stringify(k)} in a field definition`);
+    return { kind: 'field', line, name: value.field, type: value.type, scope: value.scope };
+  }
+  if ('dir' in value) {
+    for (const k of Object.keys(value)) if (!['dir', 'metadata', 'mode'].includes(k)) throw new InvalidRequest(`unknown key ${JSON.stringify(k)} in a directory line`);
+    if (typeof value.dir !== 'string') throw new InvalidRequest('"dir" must be a path string');
+    return { kind: 'dir', line, path: checkPath(value.dir, 'dir'), mode: parseMode(value.mode, 'mode'), metadata: metadataObject(value.metadata, 'metadata') };
+  }
+  if (typeof value.file !== 'string') throw new InvalidRequest('"file" must be a path string');
+  return { kind: 'file', line, path: checkPath(value.file, 'file'), body: value };
+}
+
+async function* readLines(stream: Readable, limit: number): AsyncGenerator<string> {
+  const decoder = new StringDecoder('utf8');
+  let buffer = '';
+  let bytes = 0;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    bytes += chunk.length;
+    if (bytes > limit) throw new PayloadTooLarge(`the bulk body is larger than ${limit} bytes (catalogue.bulkBodyLimit)`);
+    buffer += decoder.write(chunk);
+    let start = 0;
+    for (let nl = buffer.indexOf('\n'); nl !== -1; nl = buffer.indexOf('\n', start)) {
+      yield buffer.slice(start, nl);
+      start = nl + 1;
+    }
+    buffer = buffer.slice(start);
+    if (buffer.length > MAX_LINE) throw new PayloadTooLarge(`a line is longer than ${MAX_LINE} bytes`);
+  }
+  buffer += decoder.end();
+  if (buffer.length > 0) yield buffer;
+}
+
+async function runOps(s: WriteSession, ops: Op[]): Promise<void> {
+  let files: NewFile[] = [];
+  const flushFiles = async () => {
+    if (files.length === 0) return;
+    const group = files;
+    files = [];
+    try {
+      await s.registerFiles(group);
+    } catch (err) {
+      throw err instanceof AtLine ? err : new AtLine(group[0]!.line!, err);
+    }
+  };
+  for (const op of ops) {
+    if (op.kind === 'file') {
+      try {
+        files.push({ ...newFile(op.path, op.body, await s.fields(), BULK_FILE_KEYS, ['file'], 'file'), line: op.line });
+      } catch (err) {
+        await flushFiles();
+        throw new AtLine(op.line, err);
+      }
+      continue;
+    }
+    await flushFiles();
+    try {
+      if (op.kind === 'field') {
+        await s.defineField(op.name, op.type, op.scope);
+      } else {
+        const { dir, created } = await s.mkdirs(op.path, op.mode);
+        if (!created && op.mode !== undefined && op.mode !== Number(dir.mode)) await s.chmod(dir, op.mode);
+        if (Object.keys(op.metadata).length > 0) await s.setDirectoryMetadata(dir, op.metadata);
+      }
+    } catch (err) {
+      throw err instanceof AtLine ? err : new AtLine(op.line, err);
+    }
+  }
+  await flushFiles();
+}
+
+export async function bulkRoute(
+  app: FastifyInstance,
+  ctx: AppContext,
+  store: CatalogueStore,
+  preHandler: (request: FastifyRequest, reply: FastifyReply) => Promise<void>,
+): Promise<void> {
+  const { bulkBodyLimit, bulkBatchSize } = ctx.config.catalogue;
+  // The raw stream becomes the body: lines are applied while the request is still arriving.
+  app.addContentTypeParser('application/x-ndjson', (_request, payload, done) => done(null, payload));
+
+  app.post(
+    '/filecatalogue/bulk',
+    {
+      preHandler,
+      schema: {
+        tags: ['File catalogue'],
+        security: [{ bearer: [] }],
+        summary: 'Apply newline-delimited JSON operations (application/x-ndjson) in bounded transactions',
+        description:
+          'One operation per line: {"field", "type", "scope"} | {"dir", "metadata"?, "mode"?} | {"file", "size", "checksum", "checksumType"?, "guid"?, "status"?, "mode"?, "metadata"?}. ' +
+          'Answers 200 {"applied"} when every line was applied; otherwise the status of the first error with {"applied", "error": {"line", "error", "error_description"}}, where applied counts the lines before it.',
+        response: { 200: BulkAnswer, 400: BulkAnswer, 401: ErrorBody, 403: BulkAnswer, 404: BulkAnswer, 409: BulkAnswer, 413: BulkAnswer, 415: ErrorBody },
+      },
+    },
+    async (request, reply) => {
+      const stream = request.body as Readable | undefined;
+      if (!stream || typeof (stream as Readable).pipe !== 'function') throw new UnsupportedMediaType('send the operations as application/x-ndjson');
+      const principal = request.principal!;
+      let applied = 0;
+      let failure: { line: number; error: unknown } | undefined;
+      let batch: Op[] = [];
+
+      const apply = async (ops: Op[]): Promise<void> => {
+        if (ops.length === 0) return;
+        try {
+          await store.write(principal, (s) => runOps(s, ops));
+          applied += ops.length;
+          return;
+        } catch (err) {
+          const at = err instanceof AtLine ? err : new AtLine(ops[0]!.line, err);
+          failure = { line: at.line, error: at.cause };
+          const before = ops.findIndex((o) => o.line === at.line);
+          if (before > 0) {
+            try {
+              await store.write(principal, (s) => runOps(s, ops.slice(0, before)));
+              applied += before;
+            } catch (again) {
+              const a = again instanceof AtLine ? again : new AtLine(ops[0]!.line, again);
+              failure = { line: a.line, error: a.cause };
+            }
+          }
+        }
+      };
+
+      let line = 0;
+      try {
+        for await (const text of readLines(stream, bulkBodyLimit)) {
+          line++;
+          if (text.trim() === '') continue;
+          let op: Op;
+          try {
+            op = parseLine(text, line);
+          } catch (err) {
+            failure = { line, error: err };
+            break;
+          }
+          batch.push(op);
+          if (batch.length >= bulkBatchSize) {
+            await apply(batch);
+            batch = [];
+            if (failure) break;
+          }
+        }
+      } catch (err) {
+        failure = { line: line + 1, error: err };
+      }
+      if (batch.length > 0 && (!failure || batch.every((o) => o.line < failure!.line))) {
+        const pending = failure;
+        failure = undefined;
+        await apply(batch);
+        failure ??= pending;
+      }
+      if (!failure) return { applied };
+      const mapped = toDirigoError(failure.error);
+      if (mapped.status >= 500) request.log.error({ err: failure.error }, 'bulk line failed');
+      // The rest of the body is not read: close the connection rather than drain it.
+      reply.code(mapped.status as 400).header('connection', 'close');
+      return { applied, error: { line: failure.line, error: mapped.code, error_description: mapped.message } };
+    },
+  );
+}

@@ -1,0 +1,141 @@
+/**
+ * Metadata conditions (DESIGN "File catalogue"): query parameters `key=op|value`, ANDed; a repeated key
+ * gives a range. Parsed into a typed tree first (field names checked against the defined fields, operators
+ * against the field's type, values parsed as the field's type), then compiled to SQL through Kysely's
+ * expression builder with every value as a bound parameter: no user text ever becomes SQL.
+ *
+ * Semantics, identical on SQLite and PostgreSQL: every condition requires the directory to have the field
+ * (own or inherited); `!=` and `nin` therefore mean "has the field, with another value".
+ */
+import type { ExpressionBuilder, Expression, SqlBool, SelectQueryBuilder } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import { InvalidRequest } from '../server/errors.ts';
+import { parseText, type Field, type FieldType } from './values.ts';
+
+export const MAX_CONDITIONS = 32;
+export const MAX_LIST_VALUES = 1000;
+/** Query parameters that are never conditions. */
+export const NOT_CONDITIONS = new Set(['access_token', 'verbose']);
+
+export type ComparisonOp = '<' | '>' | '=' | '<=' | '>=' | '!=';
+export type ListOp = 'in' | 'nin';
+export type Operator = ComparisonOp | ListOp;
+
+const OPERATORS_BY_TYPE: Record<FieldType, readonly Operator[]> = {
+  int: ['<', '>', '=', '<=', '>=', '!='],
+  float: ['<', '>', '=', '<=', '>=', '!='],
+  date: ['<', '>', '=', '<=', '>=', '!='],
+  string: ['in', 'nin', '=', '!='],
+};
+const ALL_OPERATORS = new Set<string>(['<', '>', '=', '<=', '>=', '!=', 'in', 'nin']);
+
+export type Predicate = { op: ComparisonOp; value: number | string } | { op: ListOp; values: (number | string)[] };
+
+/** All predicates on one field (a repeated key gives several: a range). */
+export interface FieldCondition {
+  field: Field;
+  predicates: Predicate[];
+}
+
+/** The condition tree: a conjunction of per-field conditions. */
+export interface ConditionTree {
+  kind: 'and';
+  terms: FieldCondition[];
+}
+
+export interface ParseOptions {
+  /** Only fields of this scope may be used. */
+  scope: Field['scope'];
+}
+
+/**
+ * Parses the raw query string of a request (after `?`) into a condition tree.
+ * @example parseConditions('Run=>=|5&Run=<|10&Site=in|CERN,PIC', fields, { scope: 'directory' })
+ * @throws InvalidRequest naming the bad parameter.
+ */
+export function parseConditions(rawQuery: string, fields: ReadonlyMap<string, Field>, options: ParseOptions): ConditionTree {
+  const byField = new Map<string, FieldCondition>();
+  let count = 0;
+  for (const [key, raw] of new URLSearchParams(rawQuery)) {
+    if (NOT_CONDITIONS.has(key)) continue;
+    if (++count > MAX_CONDITIONS) throw new InvalidRequest(`more than ${MAX_CONDITIONS} metadata conditions`);
+    const field = fields.get(key);
+    if (!field) throw new InvalidRequest(`condition ${JSON.stringify(key)}: no such metadata field`);
+    if (field.scope !== options.scope) {
+      throw new InvalidRequest(`condition ${key}: ${key} is a ${field.scope} field; only ${options.scope} fields select here`);
+    }
+    const bar = raw.indexOf('|');
+    if (bar === -1) throw new InvalidRequest(`condition ${key}: the value must have the form operator|value (for example >=|5)`);
+    const op = raw.slice(0, bar);
+    const text = raw.slice(bar + 1);
+    if (!ALL_OPERATORS.has(op)) throw new InvalidRequest(`condition ${key}: unknown operator ${JSON.stringify(op)}`);
+    if (!OPERATORS_BY_TYPE[field.type].includes(op as Operator)) {
+      throw new InvalidRequest(`condition ${key}: operator ${op} is not valid for ${field.type} fields (use ${OPERATORS_BY_TYPE[field.type].join(' ')})`);
+    }
+    let predicate: Predicate;
+    if (op === 'in' || op === 'nin') {
+      const items = text === '' ? [] : text.split(',');
+      if (items.length === 0) throw new InvalidRequest(`condition ${key}: the ${op} list is empty`);
+      if (items.length > MAX_LIST_VALUES) throw new InvalidRequest(`condition ${key}: more than ${MAX_LIST_VALUES} values in the ${op} list`);
+      predicate = { op, values: items.map((item) => parseText(field.type, item, `condition ${key}`)) };
+    } else {
+      predicate = { op: op as ComparisonOp, value: parseText(field.type, text, `condition ${key}`) };
+    }
+    let term = byField.get(key);
+    if (!term) byField.set(key, (term = { field, predicates: [] }));
+    term.predicates.push(predicate);
+  }
+  return { kind: 'and', terms: [...byField.values()] };
+}
+
+type ValueTable = 'cat_dir_meta_eff';
+
+/** The predicates of one term on a row of `alias` (the effective-metadata table), as one bound expression. */
+function termExpression<DB extends Database, TB extends keyof DB>(
+  eb: ExpressionBuilder<DB, TB>,
+  column: string,
+  term: FieldCondition,
+): Expression<SqlBool> {
+  // `column` is one of two literal column names chosen below, never user text.
+  const ref = eb.ref(column as never);
+  const parts = term.predicates.map((p) => {
+    switch (p.op) {
+      case 'in':
+        return eb(ref, 'in', p.values as never);
+      case 'nin':
+        return eb(ref, 'not in', p.values as never);
+      case '!=':
+        return eb(ref, '<>', p.value as never);
+      default:
+        return eb(ref, p.op, p.value as never);
+    }
+  });
+  return eb.and(parts);
+}
+
+/**
+ * Restricts a query over `cat_directories as d` to directories satisfying `tree`: one
+ * `d.id in (select dir_id from cat_dir_meta_eff where field_id = ? and <predicates>)` per field, which both
+ * planners drive from the (field_id, value) index of the most selective term.
+ */
+export function applyConditions<O>(
+  query: SelectQueryBuilder<Database & { d: Database['cat_directories'] }, 'd', O>,
+  tree: ConditionTree,
+): SelectQueryBuilder<Database & { d: Database['cat_directories'] }, 'd', O> {
+  let q = query;
+  for (const term of tree.terms) {
+    const column = term.field.type === 'string' ? 'c.str' : 'c.num';
+    q = q.where((eb) =>
+      eb(
+        'd.id',
+        'in',
+        eb
+          .selectFrom(`${'cat_dir_meta_eff' satisfies ValueTable} as c`)
+          .select('c.dir_id')
+          .where('c.field_id', '=', term.field.id)
+          .where((inner) => termExpression(inner, column, term)),
+      ),
+    );
+  }
+  return q;
+}

@@ -1,0 +1,692 @@
+/**
+ * The catalogue store: reads and transactional writes over the tables in tables.ts. Writes go through a
+ * WriteSession (one per transaction) that caches the directories it has seen and checks permissions.
+ */
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Principal } from '../auth/authenticate.ts';
+import { requireCapability } from '../auth/authenticate.ts';
+import { nowIso, type Db } from '../db/database.ts';
+import type { Database } from '../db/schema.ts';
+import { Conflict, InvalidRequest, NotFound } from '../server/errors.ts';
+import type { CatalogueConfig } from './config-schema.ts';
+import { applyConditions, type ConditionTree } from './conditions.ts';
+import { ancestorsOf, baseName, descendantRange, joinPath, parentOf } from './paths.ts';
+import { READ, WRITE, requireAdmin, requireAllowed, requireOwnerOrAdmin } from './permissions.ts';
+import { compareValues, fromStored, toStored, FIELD_SCOPES, FIELD_TYPES, type Field, type FieldScope, type FieldType, type JsonValue, type StoredValue } from './values.ts';
+
+type Q = Kysely<Database> | Transaction<Database>;
+
+export type DirRow = Database['cat_directories'] extends infer T ? { [K in keyof T]: T[K] extends import('kysely').Generated<infer U> ? U : T[K] } : never;
+export type FileRow = Database['cat_files'] extends infer T ? { [K in keyof T]: T[K] extends import('kysely').Generated<infer U> ? U : T[K] } : never;
+
+export const FIELD_NAME = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
+/** Names that would collide with query parameters that are not conditions. */
+const RESERVED_FIELD_NAMES = new Set(['access_token', 'verbose']);
+const DEFAULT_STATUS = 'AprioriGood';
+const DEFAULT_CHECKSUM_TYPE = 'Adler32';
+const INSERT_CHUNK = 500;
+
+export interface DirectoryRecord {
+  Path: string;
+  Name: string;
+  Owner: string;
+  OwnerGroup: string;
+  Mode: number;
+  CreationDate: string;
+  ModificationDate: string;
+}
+
+export interface FileRecord extends DirectoryRecord {
+  Size: number;
+  Checksum: string;
+  ChecksumType: string;
+  GUID: string;
+  Status: string;
+}
+
+export function directoryRecord(d: DirRow): DirectoryRecord {
+  return { Path: d.path, Name: baseName(d.path), Owner: d.owner, OwnerGroup: d.owner_group, Mode: Number(d.mode), CreationDate: d.created_at, ModificationDate: d.modified_at };
+}
+
+export function fileRecord(dirPath: string, f: FileRow): FileRecord {
+  return {
+    Path: joinPath(dirPath, f.name),
+    Name: f.name,
+    Size: Number(f.size),
+    Checksum: f.checksum,
+    ChecksumType: f.checksum_type,
+    GUID: f.guid,
+    Owner: f.owner,
+    OwnerGroup: f.owner_group,
+    Mode: Number(f.mode),
+    Status: f.status,
+    CreationDate: f.created_at,
+    ModificationDate: f.modified_at,
+  };
+}
+
+/** A file to register, already validated (metadata type-checked against its fields). */
+export interface NewFile {
+  path: string;
+  size: number;
+  checksum: string;
+  checksumType?: string;
+  guid?: string;
+  status?: string;
+  mode?: number;
+  metadata: { field: Field; value: StoredValue }[];
+  /** Bulk line number, for error reports. */
+  line?: number;
+}
+
+/** An error raised while applying one bulk line; the bulk endpoint reports the line. */
+export class AtLine extends Error {
+  readonly line: number;
+  override readonly cause: unknown;
+  constructor(line: number, cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause));
+    this.line = line;
+    this.cause = cause;
+  }
+}
+
+/** Bounds of a subtree (`path` and everything below it) as a where clause on `d.path`. */
+function subtree(path: string) {
+  const range = descendantRange(path);
+  return <T extends { where: (...args: never[]) => T }>(q: T): T => {
+    if (!range) return q;
+    return (q as unknown as { where: (f: (eb: import('kysely').ExpressionBuilder<Database & { d: Database['cat_directories'] }, 'd'>) => unknown) => T }).where((eb) =>
+      eb.or([eb('d.path', '=', path), eb.and([eb('d.path', '>=', range.lower), eb('d.path', '<', range.upper)])]),
+    );
+  };
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+function toField(row: { id: number; name: string; type: string; scope: string }): Field {
+  return { id: Number(row.id), name: row.name, type: row.type as FieldType, scope: row.scope as FieldScope };
+}
+
+export class CatalogueStore {
+  readonly db: Db;
+  readonly config: CatalogueConfig;
+
+  constructor(db: Db, config: CatalogueConfig) {
+    this.db = db;
+    this.config = config;
+  }
+
+  /** Creates the root directory on first use. */
+  async init(): Promise<void> {
+    const now = nowIso();
+    await this.db
+      .insertInto('cat_directories')
+      .values({ parent_id: null, path: '/', name: '/', depth: 0, owner: this.config.rootOwner, owner_group: this.config.rootGroup, mode: this.config.rootMode, created_at: now, modified_at: now, files: 0, size: 0, tree_files: 0, tree_size: 0 })
+      .onConflict((oc) => oc.column('path').doNothing())
+      .execute();
+  }
+
+  /** Every defined field by name (a small table, read per request so that all instances agree). */
+  async fields(q: Q = this.db): Promise<Map<string, Field>> {
+    const rows = await q.selectFrom('cat_fields').select(['id', 'name', 'type', 'scope']).orderBy('name').execute();
+    return new Map(rows.map((r) => [r.name, toField(r)]));
+  }
+
+  async directory(path: string, q: Q = this.db): Promise<DirRow | undefined> {
+    return (await q.selectFrom('cat_directories').selectAll().where('path', '=', path).executeTakeFirst()) as DirRow | undefined;
+  }
+
+  async requireDirectory(path: string, q: Q = this.db): Promise<DirRow> {
+    const dir = await this.directory(path, q);
+    if (!dir) throw new NotFound(`no directory ${path}`);
+    return dir;
+  }
+
+  async file(path: string, q: Q = this.db): Promise<{ dir: DirRow; file: FileRow } | undefined> {
+    const parent = parentOf(path);
+    if (parent === undefined) return undefined;
+    const dir = await this.directory(parent, q);
+    if (!dir) return undefined;
+    const file = (await q.selectFrom('cat_files').selectAll().where('dir_id', '=', dir.id).where('name', '=', baseName(path)).executeTakeFirst()) as FileRow | undefined;
+    return file ? { dir, file } : undefined;
+  }
+
+  async requireFile(path: string, q: Q = this.db): Promise<{ dir: DirRow; file: FileRow }> {
+    const found = await this.file(path, q);
+    if (!found) throw new NotFound(`no file ${path}`);
+    return found;
+  }
+
+  // ---- reads ----
+
+  /** A directory's effective (own and inherited) metadata. */
+  async directoryMetadata(dirId: number, fields: Map<string, Field>, q: Q = this.db): Promise<Record<string, JsonValue>> {
+    const rows = await q.selectFrom('cat_dir_meta_eff').select(['field_id', 'num', 'str']).where('dir_id', '=', dirId).execute();
+    return this.#named(rows, fields);
+  }
+
+  #named(rows: { field_id: number; num: number | null; str: string | null }[], fields: Map<string, Field>): Record<string, JsonValue> {
+    const byId = new Map([...fields.values()].map((f) => [f.id, f]));
+    const out: Record<string, JsonValue> = {};
+    for (const r of rows) {
+      const f = byId.get(Number(r.field_id));
+      if (f) out[f.name] = fromStored(f.type, r);
+    }
+    return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : 1)));
+  }
+
+  /** A file's own metadata and the metadata its directory has (own or inherited). */
+  async fileMetadata(dirId: number, fileId: number, fields: Map<string, Field>): Promise<Record<string, JsonValue>> {
+    const own = await this.db.selectFrom('cat_file_meta').select(['field_id', 'num', 'str']).where('file_id', '=', fileId).execute();
+    const inherited = await this.db.selectFrom('cat_dir_meta_eff').select(['field_id', 'num', 'str']).where('dir_id', '=', dirId).execute();
+    return this.#named([...inherited, ...own], fields);
+  }
+
+  async listing(dir: DirRow): Promise<{ dirs: DirRow[]; files: FileRow[] }> {
+    const dirs = (await this.db.selectFrom('cat_directories').selectAll().where('parent_id', '=', dir.id).orderBy('name').execute()) as DirRow[];
+    const files = (await this.db.selectFrom('cat_files').selectAll().where('dir_id', '=', dir.id).orderBy('name').execute()) as FileRow[];
+    return { dirs, files };
+  }
+
+  #matching(path: string, tree: ConditionTree) {
+    const base = this.db.selectFrom('cat_directories as d');
+    return applyConditions(subtree(path)(base), tree);
+  }
+
+  /** Directories in the subtree of `path` (itself included) matching `tree`, with recursive counts. */
+  async search(path: string, tree: ConditionTree): Promise<{ Path: string; Directories: { Path: string; Files: number; Size: number }[]; Files: number; Size: number }> {
+    const rows = await this.#matching(path, tree).select(['d.path', 'd.files', 'd.size', 'd.tree_files', 'd.tree_size']).orderBy('d.path').execute();
+    let files = 0;
+    let size = 0;
+    const directories = rows.map((r) => {
+      // Totals count each file once: the files directly in each matching directory.
+      files += Number(r.files);
+      size += Number(r.size);
+      return { Path: r.path, Files: Number(r.tree_files), Size: Number(r.tree_size) };
+    });
+    return { Path: path, Directories: directories, Files: files, Size: size };
+  }
+
+  /**
+   * Values of every field among the directories of the subtree of `path` that match `tree`: directory
+   * fields from their effective metadata, file fields from the files directly in them.
+   */
+  async compatibleValues(path: string, tree: ConditionTree, fields: Map<string, Field>): Promise<Map<Field, JsonValue[]>> {
+    const byId = new Map([...fields.values()].map((f) => [f.id, f]));
+    let dirRows: { field_id: number; num: number | null; str: string | null }[];
+    let fileRows: { field_id: number; num: number | null; str: string | null }[];
+    if (path === '/' && tree.terms.length === 0) {
+      // Everything: each effective value originates from an own value, a much smaller table.
+      dirRows = await this.db.selectFrom('cat_dir_meta').select(['field_id', 'num', 'str']).distinct().execute();
+      fileRows = await this.db.selectFrom('cat_dir_file_values').select(['field_id', 'num', 'str']).distinct().execute();
+    } else {
+      const matching = () => this.#matching(path, tree).select('d.id');
+      dirRows = await this.db.selectFrom('cat_dir_meta_eff as e').select(['e.field_id', 'e.num', 'e.str']).distinct().where('e.dir_id', 'in', matching()).execute();
+      fileRows = await this.db.selectFrom('cat_dir_file_values as v').select(['v.field_id', 'v.num', 'v.str']).distinct().where('v.dir_id', 'in', matching()).execute();
+    }
+    const out = new Map<Field, JsonValue[]>();
+    for (const r of [...dirRows, ...fileRows]) {
+      const f = byId.get(Number(r.field_id));
+      if (!f) continue;
+      let list = out.get(f);
+      if (!list) out.set(f, (list = []));
+      list.push(fromStored(f.type, r));
+    }
+    for (const list of out.values()) list.sort(compareValues);
+    return out;
+  }
+
+  // ---- fields ----
+
+  async defineField(principal: Principal, name: unknown, type: unknown, scope: unknown): Promise<Field> {
+    return this.db.transaction().execute((trx) => this.defineFieldIn(trx, principal, name, type, scope));
+  }
+
+  async defineFieldIn(trx: Transaction<Database>, principal: Principal, name: unknown, type: unknown, scope: unknown): Promise<Field> {
+    requireAdmin(principal, 'define metadata fields');
+    if (typeof name !== 'string' || !FIELD_NAME.test(name)) throw new InvalidRequest(`field name ${JSON.stringify(name)}: must match ${FIELD_NAME.source}`);
+    if (RESERVED_FIELD_NAMES.has(name)) throw new InvalidRequest(`field name ${name} is reserved (it is a query parameter)`);
+    if (!FIELD_TYPES.includes(type as FieldType)) throw new InvalidRequest(`field ${name}: Type must be one of ${FIELD_TYPES.join(', ')}`);
+    if (!FIELD_SCOPES.includes(scope as FieldScope)) throw new InvalidRequest(`field ${name}: Scope must be one of ${FIELD_SCOPES.join(', ')}`);
+    const existing = await trx.selectFrom('cat_fields').select('name').where('name', '=', name).executeTakeFirst();
+    if (existing) throw new Conflict(`metadata field ${name} is already defined`);
+    const row = await trx.insertInto('cat_fields').values({ name, type: type as string, scope: scope as string, created_at: nowIso() }).returning(['id', 'name', 'type', 'scope']).executeTakeFirstOrThrow();
+    return toField(row);
+  }
+
+  async removeField(principal: Principal, name: string): Promise<void> {
+    requireAdmin(principal, 'remove metadata fields');
+    await this.db.transaction().execute(async (trx) => {
+      const field = (await this.fields(trx)).get(name);
+      if (!field) throw new NotFound(`no metadata field ${name}`);
+      const table = field.scope === 'directory' ? 'cat_dir_meta' : 'cat_file_meta';
+      const used = await trx.selectFrom(table).select('field_id').where('field_id', '=', field.id).limit(1).executeTakeFirst();
+      if (used) throw new Conflict(`metadata field ${name} is in use; remove its values first`);
+      await trx.deleteFrom('cat_fields').where('id', '=', field.id).execute();
+    });
+  }
+
+  /** Runs `fn` in one transaction with a write session. */
+  write<T>(principal: Principal, fn: (s: WriteSession) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute(async (trx) => fn(new WriteSession(this, trx, principal, this.config)));
+  }
+}
+
+/** Writes inside one transaction, with a cache of the directories seen. */
+export class WriteSession {
+  readonly store: CatalogueStore;
+  readonly trx: Transaction<Database>;
+  readonly principal: Principal;
+  readonly config: CatalogueConfig;
+  readonly #dirs = new Map<string, DirRow>();
+  /** Directories created in this transaction: they hold no files yet. */
+  readonly #created = new Set<number>();
+  fieldsCache: Map<string, Field> | undefined;
+
+  constructor(store: CatalogueStore, trx: Transaction<Database>, principal: Principal, config: CatalogueConfig) {
+    this.store = store;
+    this.trx = trx;
+    this.principal = principal;
+    this.config = config;
+  }
+
+  async fields(): Promise<Map<string, Field>> {
+    this.fieldsCache ??= await this.store.fields(this.trx);
+    return this.fieldsCache;
+  }
+
+  async defineField(name: unknown, type: unknown, scope: unknown): Promise<Field> {
+    const field = await this.store.defineFieldIn(this.trx, this.principal, name, type, scope);
+    (await this.fields()).set(field.name, field);
+    return field;
+  }
+
+  /** Loads `paths` that are not cached yet. */
+  async #load(paths: string[]): Promise<void> {
+    const missing = paths.filter((p) => !this.#dirs.has(p));
+    for (const part of chunks(missing, INSERT_CHUNK)) {
+      const rows = (await this.trx.selectFrom('cat_directories').selectAll().where('path', 'in', part).execute()) as DirRow[];
+      for (const r of rows) this.#dirs.set(r.path, r);
+    }
+  }
+
+  async directory(path: string): Promise<DirRow | undefined> {
+    await this.#load([path]);
+    return this.#dirs.get(path);
+  }
+
+  /** `mkdir -p`: creates `path` and its missing ancestors, owned by the caller. */
+  async mkdirs(path: string, mode?: number): Promise<{ dir: DirRow; created: boolean }> {
+    const cached = this.#dirs.get(path);
+    if (cached) return { dir: cached, created: false };
+    const chain = [...ancestorsOf(path), path];
+    await this.#load(chain);
+    const existing = this.#dirs.get(path);
+    if (existing) return { dir: existing, created: false };
+    let parent: DirRow | undefined;
+    let firstMissing = 0;
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const d = this.#dirs.get(chain[i]!);
+      if (d) {
+        parent = d;
+        firstMissing = i + 1;
+        break;
+      }
+    }
+    if (!parent) throw new Error('the catalogue root is missing');
+    requireCapability(this.principal, 'storage.create', path);
+    requireAllowed(this.principal, parent, WRITE, parent.path, `create ${path}`);
+    const now = nowIso();
+    for (let i = firstMissing; i < chain.length; i++) {
+      const p = chain[i]!;
+      const inserted = (await this.trx
+        .insertInto('cat_directories')
+        .values({
+          parent_id: parent.id,
+          path: p,
+          name: baseName(p),
+          depth: i,
+          owner: this.principal.username,
+          owner_group: this.principal.group,
+          mode: p === path && mode !== undefined ? mode : this.config.defaultDirectoryMode,
+          created_at: now,
+          modified_at: now,
+          files: 0,
+          size: 0,
+          tree_files: 0,
+          tree_size: 0,
+        })
+        .onConflict((oc) => oc.column('path').doNothing())
+        .returningAll()
+        .executeTakeFirst()) as DirRow | undefined;
+      if (!inserted) throw new Conflict(`${p} was created concurrently; retry`);
+      const id = Number(inserted.id);
+      // Inherit the parent's effective metadata.
+      await this.trx
+        .insertInto('cat_dir_meta_eff')
+        .columns(['dir_id', 'field_id', 'num', 'str', 'source_id'])
+        .expression((eb) =>
+          eb
+            .selectFrom('cat_dir_meta_eff')
+            .select([sql<number>`cast(${id} as bigint)`.as('dir_id'), 'field_id', 'num', 'str', 'source_id'])
+            .where('dir_id', '=', parent!.id),
+        )
+        .execute();
+      const row = { ...inserted, id } as DirRow;
+      this.#dirs.set(p, row);
+      this.#created.add(id);
+      parent = row;
+    }
+    return { dir: parent, created: true };
+  }
+
+  /** Sets (or with null removes) directory metadata; a field may be set once along a path. */
+  async setDirectoryMetadata(dir: DirRow, metadata: Record<string, unknown>): Promise<void> {
+    requireCapability(this.principal, 'storage.modify', dir.path);
+    requireAllowed(this.principal, dir, WRITE, dir.path, `set metadata on ${dir.path}`);
+    const fields = await this.fields();
+    for (const [name, value] of Object.entries(metadata)) {
+      const field = fields.get(name);
+      if (!field) throw new InvalidRequest(`metadata ${JSON.stringify(name)}: no such field`);
+      if (field.scope !== 'directory') throw new InvalidRequest(`metadata ${name}: a file field cannot be set on a directory`);
+      if (value === null) await this.#removeDirValue(dir, field);
+      else await this.#setDirValue(dir, field, toStored(field, value));
+    }
+    if (Object.keys(metadata).length > 0) await this.trx.updateTable('cat_directories').set({ modified_at: nowIso() }).where('id', '=', dir.id).execute();
+  }
+
+  async #setDirValue(dir: DirRow, field: Field, value: StoredValue): Promise<void> {
+    const own = await this.trx.selectFrom('cat_dir_meta').select('dir_id').where('dir_id', '=', dir.id).where('field_id', '=', field.id).executeTakeFirst();
+    if (own) {
+      await this.trx.updateTable('cat_dir_meta').set(value).where('dir_id', '=', dir.id).where('field_id', '=', field.id).execute();
+      await this.trx.updateTable('cat_dir_meta_eff').set(value).where('source_id', '=', dir.id).where('field_id', '=', field.id).execute();
+      return;
+    }
+    const inherited = await this.trx
+      .selectFrom('cat_dir_meta_eff as e')
+      .innerJoin('cat_directories as s', 's.id', 'e.source_id')
+      .select('s.path')
+      .where('e.dir_id', '=', dir.id)
+      .where('e.field_id', '=', field.id)
+      .executeTakeFirst();
+    if (inherited) throw new Conflict(`metadata ${field.name} is already set on ${inherited.path}; a field may be set only once along a path`);
+    const range = descendantRange(dir.path);
+    const below = await this.trx
+      .selectFrom('cat_dir_meta as m')
+      .innerJoin('cat_directories as d', 'd.id', 'm.dir_id')
+      .select('d.path')
+      .where('m.field_id', '=', field.id)
+      .$if(range !== undefined, (q) => q.where('d.path', '>=', range!.lower).where('d.path', '<', range!.upper))
+      .limit(1)
+      .executeTakeFirst();
+    if (below) throw new Conflict(`metadata ${field.name} is already set below, on ${below.path}; a field may be set only once along a path`);
+    await this.trx.insertInto('cat_dir_meta').values({ dir_id: dir.id, field_id: field.id, ...value }).execute();
+    await this.trx
+      .insertInto('cat_dir_meta_eff')
+      .columns(['dir_id', 'field_id', 'num', 'str', 'source_id'])
+      .expression((eb) =>
+        subtree(dir.path)(
+          eb
+            .selectFrom('cat_directories as d')
+            .select([
+              'd.id',
+              sql<number>`cast(${field.id} as bigint)`.as('field_id'),
+              sql<number | null>`cast(${value.num} as double precision)`.as('num'),
+              sql<string | null>`cast(${value.str} as text)`.as('str'),
+              sql<number>`cast(${dir.id} as bigint)`.as('source_id'),
+            ]),
+        ),
+      )
+      .execute();
+  }
+
+  async #removeDirValue(dir: DirRow, field: Field): Promise<void> {
+    await this.trx.deleteFrom('cat_dir_meta').where('dir_id', '=', dir.id).where('field_id', '=', field.id).execute();
+    await this.trx.deleteFrom('cat_dir_meta_eff').where('source_id', '=', dir.id).where('field_id', '=', field.id).execute();
+  }
+
+  /** Changes a directory's Mode (owner or administrator). */
+  async chmod(dir: DirRow, mode: number): Promise<void> {
+    requireOwnerOrAdmin(this.principal, dir, dir.path, 'change its Mode');
+    await this.trx.updateTable('cat_directories').set({ mode, modified_at: nowIso() }).where('id', '=', dir.id).execute();
+  }
+
+  /**
+   * Registers files, creating missing parent directories; all-or-nothing with the transaction.
+   * @throws AtLine when an item carries a line number.
+   */
+  async registerFiles(items: NewFile[]): Promise<void> {
+    if (items.length === 0) return;
+    const fail = (item: NewFile, err: unknown): never => {
+      throw item.line !== undefined ? new AtLine(item.line, err) : err;
+    };
+    const byDir = new Map<string, NewFile[]>();
+    for (const item of items) {
+      const parent = parentOf(item.path);
+      if (parent === undefined) fail(item, new InvalidRequest('the root is a directory, not a file'));
+      let list = byDir.get(parent!);
+      if (!list) byDir.set(parent!, (list = []));
+      list.push(item);
+    }
+    const now = nowIso();
+    const rows: Omit<FileRow, 'id'>[] = [];
+    const meta: { key: string; item: NewFile }[] = [];
+    const counters = new Map<number, { files: number; size: number; treeFiles: number; treeSize: number }>();
+    const bump = (id: number, direct: boolean, size: number) => {
+      let c = counters.get(id);
+      if (!c) counters.set(id, (c = { files: 0, size: 0, treeFiles: 0, treeSize: 0 }));
+      if (direct) {
+        c.files += 1;
+        c.size += size;
+      }
+      c.treeFiles += 1;
+      c.treeSize += size;
+    };
+    for (const [dirPath, list] of byDir) {
+      let dir: DirRow;
+      try {
+        requireCapability(this.principal, 'storage.create', list[0]!.path);
+        dir = (await this.mkdirs(dirPath)).dir;
+        requireAllowed(this.principal, dir, WRITE, dir.path, `register files in ${dir.path}`);
+      } catch (err) {
+        return fail(list[0]!, err);
+      }
+      const names = new Set<string>();
+      for (const item of list) {
+        const name = baseName(item.path);
+        if (names.has(name)) fail(item, new Conflict(`file ${item.path} is given twice`));
+        names.add(name);
+      }
+      if (!this.#created.has(dir.id)) {
+        for (const part of chunks([...names], INSERT_CHUNK)) {
+          const taken = await this.trx.selectFrom('cat_files').select('name').where('dir_id', '=', dir.id).where('name', 'in', part).executeTakeFirst();
+          const dirTaken = await this.trx.selectFrom('cat_directories').select('name').where('parent_id', '=', dir.id).where('name', 'in', part).executeTakeFirst();
+          const clash = taken?.name ?? dirTaken?.name;
+          if (clash !== undefined) {
+            const item = list.find((i) => baseName(i.path) === clash)!;
+            fail(item, new Conflict(`${item.path} is already registered${dirTaken ? ' as a directory' : ''}`));
+          }
+        }
+      } else {
+        for (const item of list) {
+          if (this.#dirs.has(item.path)) fail(item, new Conflict(`${item.path} is already registered as a directory`));
+        }
+      }
+      const chainIds = [...ancestorsOf(dirPath)].map((p) => this.#dirs.get(p)?.id);
+      if (chainIds.some((id) => id === undefined)) await this.#load(ancestorsOf(dirPath));
+      for (const item of list) {
+        rows.push({
+          dir_id: dir.id,
+          name: baseName(item.path),
+          size: item.size,
+          checksum: item.checksum,
+          checksum_type: item.checksumType ?? DEFAULT_CHECKSUM_TYPE,
+          guid: item.guid ?? randomUUID(),
+          owner: this.principal.username,
+          owner_group: this.principal.group,
+          mode: item.mode ?? this.config.defaultFileMode,
+          status: item.status ?? DEFAULT_STATUS,
+          created_at: now,
+          modified_at: now,
+        });
+        if (item.metadata.length > 0) meta.push({ key: `${dir.id}/${baseName(item.path)}`, item });
+        bump(dir.id, true, item.size);
+        for (const p of ancestorsOf(dirPath)) bump(this.#dirs.get(p)!.id, false, item.size);
+      }
+    }
+    const ids = new Map<string, number>();
+    for (const part of chunks(rows, INSERT_CHUNK)) {
+      const inserted = await this.trx.insertInto('cat_files').values(part).returning(['id', 'dir_id', 'name']).execute();
+      if (meta.length > 0) for (const r of inserted) ids.set(`${r.dir_id}/${r.name}`, Number(r.id));
+    }
+    if (meta.length > 0) {
+      const metaRows: Database['cat_file_meta'][] = [];
+      const values = new Map<string, Database['cat_dir_file_values']>();
+      for (const { key, item } of meta) {
+        const fileId = ids.get(key)!;
+        const dirId = Number(key.slice(0, key.indexOf('/')));
+        for (const { field, value } of item.metadata) {
+          metaRows.push({ file_id: fileId, field_id: field.id, num: value.num, str: value.str });
+          const v = { dir_id: dirId, field_id: field.id, num: value.num ?? 0, str: value.str ?? '', refs: 1 };
+          const vk = `${dirId}|${field.id}|${v.num}|${v.str}`;
+          const seen = values.get(vk);
+          if (seen) seen.refs += 1;
+          else values.set(vk, v);
+        }
+      }
+      for (const part of chunks(metaRows, INSERT_CHUNK * 2)) await this.trx.insertInto('cat_file_meta').values(part).execute();
+      await this.#addFileValues([...values.values()]);
+    }
+    for (const [id, c] of counters) {
+      await this.trx
+        .updateTable('cat_directories')
+        .set((eb) => ({
+          files: eb('files', '+', c.files),
+          size: eb('size', '+', c.size),
+          tree_files: eb('tree_files', '+', c.treeFiles),
+          tree_size: eb('tree_size', '+', c.treeSize),
+        }))
+        .where('id', '=', id)
+        .execute();
+    }
+  }
+
+  async #addFileValues(values: Database['cat_dir_file_values'][]): Promise<void> {
+    for (const part of chunks(values, INSERT_CHUNK)) {
+      await this.trx
+        .insertInto('cat_dir_file_values')
+        .values(part)
+        .onConflict((oc) => oc.columns(['dir_id', 'field_id', 'num', 'str']).doUpdateSet((eb) => ({ refs: eb('cat_dir_file_values.refs', '+', eb.ref('excluded.refs')) })))
+        .execute();
+    }
+  }
+
+  async #dropFileValue(dirId: number, fieldId: number, value: StoredValue): Promise<void> {
+    const where = { dir_id: dirId, field_id: fieldId, num: value.num ?? 0, str: value.str ?? '' };
+    await this.trx
+      .updateTable('cat_dir_file_values')
+      .set((eb) => ({ refs: eb('refs', '-', 1) }))
+      .where('dir_id', '=', where.dir_id)
+      .where('field_id', '=', where.field_id)
+      .where('num', '=', where.num)
+      .where('str', '=', where.str)
+      .execute();
+    await this.trx
+      .deleteFrom('cat_dir_file_values')
+      .where('dir_id', '=', where.dir_id)
+      .where('field_id', '=', where.field_id)
+      .where('num', '=', where.num)
+      .where('str', '=', where.str)
+      .where('refs', '<=', 0)
+      .execute();
+  }
+
+  /** Sets (or with null removes) file metadata. */
+  async setFileMetadata(dir: DirRow, file: FileRow, metadata: Record<string, unknown>): Promise<void> {
+    const path = joinPath(dir.path, file.name);
+    requireCapability(this.principal, 'storage.modify', path);
+    requireAllowed(this.principal, file, WRITE, path, `set metadata on ${path}`);
+    const fields = await this.fields();
+    for (const [name, value] of Object.entries(metadata)) {
+      const field = fields.get(name);
+      if (!field) throw new InvalidRequest(`metadata ${JSON.stringify(name)}: no such field`);
+      if (field.scope !== 'file') throw new InvalidRequest(`metadata ${name}: a directory field cannot be set on a file (set it on a directory; files inherit it)`);
+      const stored = value === null ? undefined : toStored(field, value);
+      const old = await this.trx.selectFrom('cat_file_meta').select(['num', 'str']).where('file_id', '=', file.id).where('field_id', '=', field.id).executeTakeFirst();
+      if (old) {
+        await this.trx.deleteFrom('cat_file_meta').where('file_id', '=', file.id).where('field_id', '=', field.id).execute();
+        await this.#dropFileValue(dir.id, field.id, old);
+      }
+      if (stored) {
+        await this.trx.insertInto('cat_file_meta').values({ file_id: file.id, field_id: field.id, ...stored }).execute();
+        await this.#addFileValues([{ dir_id: dir.id, field_id: field.id, num: stored.num ?? 0, str: stored.str ?? '', refs: 1 }]);
+      }
+    }
+    if (Object.keys(metadata).length > 0) await this.trx.updateTable('cat_files').set({ modified_at: nowIso() }).where('id', '=', file.id).execute();
+  }
+
+  async #bumpChain(dirPath: string, directId: number | undefined, files: number, size: number): Promise<void> {
+    const chain = [...ancestorsOf(dirPath), dirPath];
+    await this.#load(chain);
+    for (const p of chain) {
+      const id = this.#dirs.get(p)!.id;
+      const direct = id === directId;
+      await this.trx
+        .updateTable('cat_directories')
+        .set((eb) => ({
+          ...(direct ? { files: eb('files', '+', files), size: eb('size', '+', size) } : {}),
+          tree_files: eb('tree_files', '+', files),
+          tree_size: eb('tree_size', '+', size),
+        }))
+        .where('id', '=', id)
+        .execute();
+    }
+  }
+
+  /** Unregisters a file: w on its directory, or its owner. */
+  async removeFile(path: string): Promise<void> {
+    requireCapability(this.principal, 'storage.modify', path);
+    const { dir, file } = await this.store.requireFile(path, this.trx);
+    if (file.owner !== this.principal.username) requireAllowed(this.principal, dir, WRITE, dir.path, `remove ${path}`);
+    const values = await this.trx.selectFrom('cat_file_meta').select(['field_id', 'num', 'str']).where('file_id', '=', file.id).execute();
+    for (const v of values) await this.#dropFileValue(dir.id, Number(v.field_id), v);
+    await this.trx.deleteFrom('cat_file_meta').where('file_id', '=', file.id).execute();
+    await this.trx.deleteFrom('cat_files').where('id', '=', file.id).execute();
+    await this.#bumpChain(dir.path, dir.id, -1, -Number(file.size));
+  }
+
+  /** Removes an empty directory, or with `recursive` a whole subtree (owner or administrator). */
+  async removeDirectory(path: string, recursive: boolean): Promise<{ directories: number; files: number }> {
+    if (path === '/') throw new InvalidRequest('the root directory cannot be removed');
+    requireCapability(this.principal, 'storage.modify', path);
+    const dir = await this.store.requireDirectory(path, this.trx);
+    const parent = (await this.store.directory(parentOf(path)!, this.trx))!;
+    if (recursive) {
+      requireOwnerOrAdmin(this.principal, dir, path, 'remove it recursively');
+    } else {
+      if (dir.owner !== this.principal.username) requireAllowed(this.principal, parent, WRITE, parent.path, `remove ${path}`);
+      const child = await this.trx.selectFrom('cat_directories').select('path').where('parent_id', '=', dir.id).limit(1).executeTakeFirst();
+      if (child || Number(dir.files) > 0) throw new Conflict(`directory ${path} is not empty (use recursive=true)`);
+    }
+    const ids = () => subtree(path)(this.trx.selectFrom('cat_directories as d')).select('d.id');
+    const counted = await subtree(path)(this.trx.selectFrom('cat_directories as d')).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    await this.trx.deleteFrom('cat_file_meta').where('file_id', 'in', (eb) => eb.selectFrom('cat_files').select('id').where('dir_id', 'in', ids())).execute();
+    await this.trx.deleteFrom('cat_files').where('dir_id', 'in', ids()).execute();
+    await this.trx.deleteFrom('cat_dir_file_values').where('dir_id', 'in', ids()).execute();
+    await this.trx.deleteFrom('cat_dir_meta').where('dir_id', 'in', ids()).execute();
+    await this.trx.deleteFrom('cat_dir_meta_eff').where('dir_id', 'in', ids()).execute();
+    await this.trx.deleteFrom('cat_directories').where('id', 'in', ids()).execute();
+    this.#dirs.clear();
+    if (Number(dir.tree_files) > 0) await this.#bumpChain(parent.path, undefined, -Number(dir.tree_files), -Number(dir.tree_size));
+    return { directories: Number(counted.n), files: Number(dir.tree_files) };
+  }
+
+  requireRead(obj: DirRow | FileRow, path: string): void {
+    requireAllowed(this.principal, obj, READ, path, `read ${path}`);
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * Catalogue tables. Schema choices (sized for 10^5 directories and 10^6+ files on SQLite and PostgreSQL):
+ * - directories carry their full `path` (unique, bytewise collation) so that a subtree is one index range
+ *   `path >= 'd/' and path < 'd0'`, plus `parent_id` for listings; files are (dir_id, name).
+ * - `files/size` (direct) and `tree_files/tree_size` (recursive) counters on each directory are kept in
+ *   the same transaction as every file registration/removal, so a search answers counts and sizes by
+ *   reading the matched rows instead of aggregating millions of files.
+ * - a directory field may be set once along a path, so each directory's effective (own + inherited)
+ *   metadata is a set of (dir, field) → value rows without conflicts; it is materialised in
+ *   `cat_dir_meta_eff` (indexed by field and value) and maintained when metadata is set/removed or a
+ *   directory is created, which turns every condition into an index range scan plus a join.
+ * - file-field values are summarised per directory in `cat_dir_file_values` (reference-counted) so that
+ *   "values compatible with a condition" never scans the files themselves.
+ * - no foreign keys: the store deletes dependants explicitly, and bulk inserts skip per-row FK probes.
+ */
+import type { Generated } from 'kysely';
+
+export interface CatFieldTable {
+  id: Generated<number>;
+  name: string;
+  type: string;
+  scope: string;
+  created_at: string;
+}
+
+export interface CatDirectoryTable {
+  id: Generated<number>;
+  /** null for the root. */
+  parent_id: number | null;
+  path: string;
+  name: string;
+  depth: number;
+  owner: string;
+  owner_group: string;
+  mode: number;
+  created_at: string;
+  modified_at: string;
+  files: number;
+  size: number;
+  tree_files: number;
+  tree_size: number;
+}
+
+export interface CatFileTable {
+  id: Generated<number>;
+  dir_id: number;
+  name: string;
+  size: number;
+  checksum: string;
+  checksum_type: string;
+  guid: string;
+  owner: string;
+  owner_group: string;
+  mode: number;
+  status: string;
+  created_at: string;
+  modified_at: string;
+}
+
+/** Metadata set on a directory itself. */
+export interface CatDirMetaTable {
+  dir_id: number;
+  field_id: number;
+  num: number | null;
+  str: string | null;
+}
+
+/** Effective metadata: own and inherited; `source_id` is the directory that sets the value. */
+export interface CatDirMetaEffTable {
+  dir_id: number;
+  field_id: number;
+  num: number | null;
+  str: string | null;
+  source_id: number;
+}
+
+export interface CatFileMetaTable {
+  file_id: number;
+  field_id: number;
+  num: number | null;
+  str: string | null;
+}
+
+/** Distinct file-field values among the files directly in a directory, with how many files hold each. */
+export interface CatDirFileValueTable {
+  dir_id: number;
+  field_id: number;
+  /** 0 for string fields (the unique key needs non-null columns). */
+  num: number;
+  /** '' for numeric fields. */
+  str: string;
+  refs: number;
+}
+
+export interface CatalogueTables {
+  cat_fields: CatFieldTable;
+  cat_directories: CatDirectoryTable;
+  cat_files: CatFileTable;
+  cat_dir_meta: CatDirMetaTable;
+  cat_dir_meta_eff: CatDirMetaEffTable;
+  cat_file_meta: CatFileMetaTable;
+  cat_dir_file_values: CatDirFileValueTable;
+}
