@@ -9,7 +9,7 @@ import multipart from '@fastify/multipart';
 import { Type } from 'typebox';
 import { requireCapability, requireToken } from '../auth/authenticate.ts';
 import type { AppContext } from '../server/context.ts';
-import { InvalidRequest, NotFound, Conflict } from '../server/errors.ts';
+import { Conflict, InvalidRequest, NotFound, UnsupportedMediaType } from '../server/errors.ts';
 import { ErrorBody } from '../server/schemas.ts';
 import { LocalExecutor } from '../executors/local.ts';
 import { Scheduler } from '../executors/scheduler.ts';
@@ -101,6 +101,8 @@ export async function jobsRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
   const service = new JobsService(ctx, config, store, scheduler);
 
   await app.register(multipart, {
+    // Keep the client's file name whole, so that a name with a path in it is refused rather than trimmed.
+    preservePath: true,
     limits: {
       fileSize: config.sandbox.maxFileSize,
       files: config.sandbox.maxFiles,
@@ -126,9 +128,9 @@ export async function jobsRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
         summary: 'List jobs, newest first; any job attribute restricts (a repeated key means OR)',
         querystring: Type.Object(
           {
-            allOwners: Type.Optional(Type.String({ description: 'true: every job the caller may see' })),
-            maxJobs: Type.Optional(Type.String({ description: '1-1000, default 100' })),
-            startJob: Type.Optional(Type.String({ description: 'offset, default 0' })),
+            allOwners: Type.Optional(Type.Unknown({ description: 'true: every job the caller may see (default false)' })),
+            maxJobs: Type.Optional(Type.Unknown({ description: 'integer 1-1000, default 100' })),
+            startJob: Type.Optional(Type.Unknown({ description: 'integer offset, default 0' })),
           },
           { additionalProperties: true },
         ),
@@ -233,9 +235,15 @@ export async function jobsRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
       let jids: number[];
       if (request.isMultipart()) {
         const parsed = await readMultipart(request, config, store, join(sandboxDir, 'tmp'));
-        jids = await service.submit(request.principal!, parsed.manifests, parsed.fileNames, parsed.sandbox);
+        try {
+          jids = await service.submit(request.principal!, parsed.manifests, parsed.fileNames, parsed.storeSandbox);
+        } finally {
+          await parsed.cleanup();
+        }
       } else {
-        jids = await service.submit(request.principal!, manifestsFromJson(request.body, config.maxBulk), [], undefined);
+        const type = String(request.headers['content-type'] ?? '');
+        if (!/^application\/json\s*(;|$)/i.test(type)) throw new UnsupportedMediaType(`POST /jobs takes application/json or multipart/form-data, not '${type}'`);
+        jids = await service.submit(request.principal!, manifestsFromJson(request.body, config.maxBulk));
       }
       reply.code(201);
       return { jids };

@@ -31,8 +31,15 @@ export class JobsService {
   }
 
   /** Checks every manifest first (all or nothing), then inserts them in one transaction. */
-  async submit(principal: Principal, manifests: readonly unknown[], fileNames: readonly string[], sandbox: StoredObject | undefined): Promise<number[]> {
+  async submit(
+    principal: Principal,
+    manifests: readonly unknown[],
+    fileNames: readonly string[] = [],
+    storeSandbox: () => Promise<StoredObject | undefined> = async () => undefined,
+  ): Promise<number[]> {
     const checked = manifests.map((m, i) => checkManifest(m, manifests.length > 1 ? `manifest[${i}]` : 'manifest', this.sites, fileNames));
+    // The sandbox is durable before any row can point at it.
+    const sandbox = await storeSandbox();
     const user = this.ctx.registry.user(principal.username);
     const ids = await insertJobs(
       this.ctx.db,

@@ -20,7 +20,10 @@ import type { SandboxStore, StoredObject } from './sandbox-store.ts';
 export interface ParsedSubmission {
   manifests: unknown[];
   fileNames: string[];
-  sandbox?: StoredObject;
+  /** Packs and stores the spooled files (call after the manifests are checked); undefined without files. */
+  storeSandbox(): Promise<StoredObject | undefined>;
+  /** Removes the spooled files. */
+  cleanup(): Promise<void>;
 }
 
 export function manifestsFromJson(body: unknown, maxBulk: number): unknown[] {
@@ -52,7 +55,7 @@ function parseManifestText(text: string, index: number): unknown {
   }
 }
 
-/** Reads a multipart submission; stores the input sandbox when files came with it. */
+/** Reads a multipart submission, spooling its files; the caller stores the sandbox and cleans up. */
 export async function readMultipart(request: FastifyRequest, config: JobsConfig, store: SandboxStore, tmpDir: string): Promise<ParsedSubmission> {
   const limits = config.sandbox;
   const spool = join(tmpDir, `upload-${randomBytes(8).toString('hex')}`);
@@ -60,6 +63,7 @@ export async function readMultipart(request: FastifyRequest, config: JobsConfig,
   const files: ArchiveFile[] = [];
   const names = new Set<string>();
   let total = 0;
+  const cleanup = () => rm(spool, { recursive: true, force: true });
   try {
     try {
       for await (const part of request.parts()) {
@@ -111,9 +115,15 @@ export async function readMultipart(request: FastifyRequest, config: JobsConfig,
       throw err;
     }
     if (manifests.length === 0) throw new InvalidRequest("the multipart request has no 'manifest' part");
-    const sandbox = files.length > 0 ? await store.put(packFiles(files), limits.maxSandboxSize + 1024 * 1024) : undefined;
-    return { manifests, fileNames: files.map((f) => f.name), ...(sandbox ? { sandbox } : {}) };
-  } finally {
-    await rm(spool, { recursive: true, force: true });
+    return {
+      manifests,
+      fileNames: files.map((f) => f.name),
+      // gzip may make incompressible data slightly larger: the limit is on the files, checked above.
+      storeSandbox: async () => (files.length > 0 ? store.put(packFiles(files), limits.maxSandboxSize + 1024 * 1024) : undefined),
+      cleanup,
+    };
+  } catch (err) {
+    await cleanup();
+    throw err;
   }
 }

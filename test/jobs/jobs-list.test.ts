@@ -1,0 +1,108 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { dialects } from '../helpers/dialects.ts';
+import type { TestService } from '../helpers/service.ts';
+import { startJobsService } from './helpers.ts';
+
+for (const { dialect, skip } of await dialects()) {
+  describe(`jobs: listing with restrictions, allOwners, maxJobs, startJob (${dialect})`, { skip }, () => {
+    let svc: TestService;
+    let alice: string;
+    let bob: string;
+    let admin: string;
+    let aliceIds: number[];
+    let bobIds: number[];
+    before(async () => {
+      svc = await startJobsService(dialect, { scheduler: { enabled: false } });
+      alice = await svc.token('alice');
+      bob = await svc.token('bob');
+      admin = await svc.token('admin', 'dirigo_admin');
+      const a = await svc.request('/jobs', {
+        method: 'POST',
+        token: alice,
+        json: Array.from({ length: 12 }, (_, i) => ({ Executable: '/bin/true', JobName: `a${i}`, JobGroup: i % 3 === 0 ? 'g0' : 'g1', Priority: i % 4 })),
+      });
+      assert.equal(a.status, 201, a.text);
+      aliceIds = a.json.jids;
+      const b = await svc.request('/jobs', { method: 'POST', token: bob, json: [{ Executable: '/bin/true', JobName: 'b0' }, { Executable: '/bin/true', JobName: 'b1' }] });
+      bobIds = b.json.jids;
+      // Kill two of alice's so that Status restrictions have something to tell apart.
+      for (const jid of aliceIds.slice(0, 2)) assert.equal((await svc.request(`/jobs/${jid}`, { method: 'DELETE', token: alice })).status, 200);
+    });
+    after(() => svc?.close());
+
+    const ids = (res: { json: { jobs: { JobID: number }[] } }) => res.json.jobs.map((j) => j.JobID);
+
+    it('lists only the caller’s jobs by default, newest first, with the total', async () => {
+      const res = await svc.request('/jobs', { token: alice });
+      assert.equal(res.status, 200);
+      assert.equal(res.json.entries, 12);
+      assert.equal(res.json.startJob, 0);
+      assert.equal(res.json.maxJobs, 100);
+      assert.deepEqual(ids(res), [...aliceIds].reverse());
+      const job = res.json.jobs[0];
+      for (const key of ['JobID', 'JobName', 'JobGroup', 'JobType', 'Owner', 'OwnerDN', 'OwnerGroup', 'Setup', 'Site', 'Status', 'MinorStatus', 'ApplicationStatus', 'UserPriority', 'RescheduleCounter', 'SubmissionTime', 'LastUpdateTime', 'StartExecTime', 'EndExecTime', 'HeartBeatTime', 'ExitCode']) {
+        assert.ok(key in job, key);
+      }
+      assert.equal(job.OwnerDN, '/O=Dirigo/OU=Users/CN=alice');
+      assert.equal(job.Site, 'ANY');
+    });
+
+    it('pages with maxJobs and startJob', async () => {
+      const page = await svc.request('/jobs?maxJobs=5&startJob=5', { token: alice });
+      assert.equal(page.json.entries, 12);
+      assert.equal(page.json.maxJobs, 5);
+      assert.equal(page.json.startJob, 5);
+      assert.deepEqual(ids(page), [...aliceIds].reverse().slice(5, 10));
+      const past = await svc.request('/jobs?startJob=50', { token: alice });
+      assert.equal(past.json.entries, 12);
+      assert.deepEqual(past.json.jobs, []);
+    });
+
+    it('ANDs restrictions across keys and ORs a repeated key', async () => {
+      const waiting = await svc.request('/jobs?Status=Waiting', { token: alice });
+      assert.equal(waiting.json.entries, 10);
+      const both = await svc.request('/jobs?Status=Waiting&Status=Killed', { token: alice });
+      assert.equal(both.json.entries, 12);
+      const narrowed = await svc.request('/jobs?Status=Killed&JobGroup=g0', { token: alice });
+      assert.deepEqual(ids(narrowed), [aliceIds[0]]);
+      const names = await svc.request('/jobs?JobName=a3&JobName=a5&JobName=zzz', { token: alice });
+      assert.deepEqual(ids(names), [aliceIds[5], aliceIds[3]]);
+      const prio = await svc.request('/jobs?UserPriority=3&Site=ANY', { token: alice });
+      assert.deepEqual(ids(prio), [aliceIds[11], aliceIds[7], aliceIds[3]]);
+      const byId = await svc.request(`/jobs?JobID=${aliceIds[4]}&JobID=${bobIds[0]}`, { token: alice });
+      assert.deepEqual(ids(byId), [aliceIds[4]], 'bob’s job stays hidden even by id');
+      const none = await svc.request('/jobs?Status=Done', { token: alice });
+      assert.deepEqual(none.json, { entries: 0, startJob: 0, maxJobs: 100, jobs: [] });
+    });
+
+    it('allOwners: everyone for an administrator, only one’s own for a plain user', async () => {
+      const adminAll = await svc.request('/jobs?allOwners=true&maxJobs=1000', { token: admin });
+      assert.equal(adminAll.json.entries, 14);
+      const adminOwn = await svc.request('/jobs?allOwners=false', { token: admin });
+      assert.equal(adminOwn.json.entries, 0);
+      const bobAll = await svc.request('/jobs?allOwners=true', { token: bob });
+      assert.deepEqual(ids(bobAll), [...bobIds].reverse());
+      const adminBob = await svc.request('/jobs?allOwners=true&Owner=bob', { token: admin });
+      assert.deepEqual(ids(adminBob), [...bobIds].reverse());
+      const viaQueryToken = await svc.request(`/jobs?maxJobs=1&access_token=${alice}`);
+      assert.equal(viaQueryToken.status, 200);
+      assert.equal(viaQueryToken.json.jobs.length, 1);
+      assert.equal(viaQueryToken.headers['cache-control'], 'no-store');
+    });
+
+    it('shows one job with its status history', async () => {
+      const res = await svc.request(`/jobs/${aliceIds[0]}`, { token: alice });
+      assert.equal(res.status, 200);
+      assert.equal(res.json.Status, 'Killed');
+      assert.deepEqual(
+        res.json.StatusHistory.map((h: { Status: string; Source: string }) => [h.Status, h.Source]),
+        [
+          ['Received', 'JobManager'],
+          ['Waiting', 'JobManager'],
+          ['Killed', 'alice'],
+        ],
+      );
+    });
+  });
+}

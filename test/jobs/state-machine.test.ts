@@ -1,0 +1,78 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { dialects } from '../helpers/dialects.ts';
+import type { TestService } from '../helpers/service.ts';
+import { canTransition, changeStatus, TRANSITIONS } from '../../src/jobs/state-machine.ts';
+import { splitArguments } from '../../src/jobs/arguments.ts';
+import { JobStatus } from '../../src/jobs/model.ts';
+import { startJobsService, submit } from './helpers.ts';
+
+describe('arguments: POSIX quoting without expansion', () => {
+  const cases: [string, string[]][] = [
+    ['', []],
+    ['  a   b ', ['a', 'b']],
+    [`'a b' "c d"`, ['a b', 'c d']],
+    [`"say \\"hi\\"" 'it''s'`, ['say "hi"', 'its']],
+    [`a\\ b c\\\\d`, ['a b', 'c\\d']],
+    [`"$HOME" $PATH '*' ~ \`x\``, ['$HOME', '$PATH', '*', '~', '`x`']],
+    [`"a\\b" "\\$x"`, ['a\\b', '$x']],
+    [`''`, ['']],
+    [`x"y"'z'`, ['xyz']],
+  ];
+  for (const [text, words] of cases) it(JSON.stringify(text), () => assert.deepEqual(splitArguments(text), words));
+  for (const bad of [`'open`, `"open`, `trailing\\`]) it(`refuses ${JSON.stringify(bad)}`, () => assert.throws(() => splitArguments(bad)));
+});
+
+describe('the transition table', () => {
+  it('is DIRAC’s: final states only go to Rescheduled or Deleted, Deleted nowhere', () => {
+    assert.deepEqual(TRANSITIONS.Deleted, []);
+    for (const s of ['Done', 'Failed', 'Killed']) assert.deepEqual([...TRANSITIONS[s as JobStatus]].sort(), ['Deleted', 'Rescheduled']);
+    assert.ok(canTransition('Waiting', 'Matched'));
+    assert.ok(!canTransition('Waiting', 'Done'));
+    assert.ok(!canTransition('Done', 'Running'));
+    assert.ok(!canTransition('Nonsense', 'Waiting'));
+  });
+});
+
+for (const { dialect, skip } of await dialects()) {
+  describe(`state machine: compare-and-set with history (${dialect})`, { skip }, () => {
+    let svc: TestService;
+    let alice: string;
+    before(async () => {
+      svc = await startJobsService(dialect, { scheduler: { enabled: false } });
+      alice = await svc.token('alice');
+    });
+    after(() => svc?.close());
+
+    const history = async (jid: number) =>
+      (await svc.ctx.db.selectFrom('job_status_history').select('status').where('job_id', '=', jid).orderBy('id').execute()).map((r) => r.status);
+
+    it('refuses a transition not in the table before writing anything', async () => {
+      const jid = await submit(svc, alice, { Executable: '/bin/true' });
+      await assert.rejects(changeStatus(svc.ctx.db, [jid], { from: JobStatus.Waiting, to: JobStatus.Done, minorStatus: 'x', source: 'test' }), { code: 'invalid_transition' });
+      const row = await svc.ctx.db.selectFrom('jobs').select('status').where('job_id', '=', jid).executeTakeFirstOrThrow();
+      assert.equal(row.status, 'Waiting');
+      assert.deepEqual(await history(jid), ['Received', 'Waiting']);
+    });
+
+    it('applies a change only from the expected status: the loser of a race gets nothing', async () => {
+      const jid = await submit(svc, alice, { Executable: '/bin/true' });
+      const [a, b] = await Promise.all([
+        changeStatus(svc.ctx.db, [jid], { from: JobStatus.Waiting, to: JobStatus.Killed, minorStatus: 'kill', source: 'one' }),
+        changeStatus(svc.ctx.db, [jid], { from: JobStatus.Waiting, to: JobStatus.Matched, minorStatus: 'match', source: 'two' }),
+      ]);
+      assert.equal(a.length + b.length, 1, 'exactly one writer wins');
+      const row = await svc.ctx.db.selectFrom('jobs').select('status').where('job_id', '=', jid).executeTakeFirstOrThrow();
+      assert.equal(row.status, a.length ? 'Killed' : 'Matched');
+      assert.deepEqual(await history(jid), ['Received', 'Waiting', row.status]);
+    });
+
+    it('changes many jobs in one call and reports which changed', async () => {
+      const res = await svc.request('/jobs', { method: 'POST', token: alice, json: [{ Executable: '/bin/true' }, { Executable: '/bin/true' }, { Executable: '/bin/true' }] });
+      const jids: number[] = res.json.jids;
+      await changeStatus(svc.ctx.db, [jids[1]!], { from: JobStatus.Waiting, to: JobStatus.Killed, minorStatus: 'k', source: 't' });
+      const won = await changeStatus(svc.ctx.db, jids, { from: JobStatus.Waiting, to: JobStatus.Matched, minorStatus: 'm', source: 't' });
+      assert.deepEqual(won.sort((x, y) => x - y), [jids[0], jids[2]]);
+    });
+  });
+}
