@@ -24,6 +24,7 @@ grantHandlers.set(GRANT_TOKEN_EXCHANGE, tokenExchangeGrant);
 
 const FORM_LIMIT = 64 * 1024;
 const FormBody = Type.Object({}, { additionalProperties: true });
+const AuthParam = (description: string) => Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description }));
 
 export async function oauthRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   await startOAuth(ctx);
@@ -35,15 +36,16 @@ export async function oauthRoutes(app: FastifyInstance, { ctx }: { ctx: AppConte
       schema: {
         tags,
         summary: 'Authorization endpoint (RFC 6749 §3.1, PKCE RFC 7636); the user is redirected here',
+        // Parsed from the raw URL by the endpoint so that a repeated parameter is its own error (§3.1).
         querystring: Type.Object(
           {
-            response_type: Type.Optional(Type.String({ description: 'code' })),
-            client_id: Type.Optional(Type.String()),
-            redirect_uri: Type.Optional(Type.String()),
-            state: Type.Optional(Type.String()),
-            scope: Type.Optional(Type.String()),
-            code_challenge: Type.Optional(Type.String()),
-            code_challenge_method: Type.Optional(Type.String({ description: 'S256' })),
+            response_type: AuthParam('code'),
+            client_id: AuthParam('the registered client id'),
+            redirect_uri: AuthParam('one of the registered redirect URIs (optional when only one is registered)'),
+            state: AuthParam('returned unchanged'),
+            scope: AuthParam('space-separated scopes'),
+            code_challenge: AuthParam('RFC 7636 S256 challenge; required for public clients'),
+            code_challenge_method: AuthParam('S256'),
           },
           { additionalProperties: true },
         ),
