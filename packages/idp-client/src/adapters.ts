@@ -124,7 +124,7 @@ export class HTTPAdapter implements BaseAdapter {
         ...(signal ? { signal } : {}),
       });
     } catch (err) {
-      if ((err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError') {
+      if (signal?.aborted) {
         throw new Timeout(`Timed out talking to ${redactUrl(request.url)}`, { cause: err });
       }
       throw translate(err, request.url, proxy);

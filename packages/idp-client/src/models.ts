@@ -370,6 +370,10 @@ export class Response {
 
   /** Releases the connection without reading the rest of the body. */
   close(): void {
-    if (this.raw) { this.raw.destroy(); this.raw = null; }
+    if (this.raw) {
+      this.raw.on('error', () => undefined); // destroying an unread undici body reports an abort nobody awaits
+      this.raw.destroy();
+      this.raw = null;
+    }
   }
 }

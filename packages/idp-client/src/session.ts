@@ -242,7 +242,8 @@ export class Session {
       const prepared = req.copy();
       hist.push(resp);
       resp.history = hist.slice(1);
-      if (!options.yield_requests) await resp.read().catch(() => undefined);
+      // Consume the body so the connection is released and the response stays readable (requests does too).
+      await resp.read().catch(() => undefined);
       if (resp.history.length >= this.max_redirects) {
         throw new TooManyRedirects(`Exceeded ${this.max_redirects} redirects.`, { response: resp });
       }
