@@ -1,0 +1,155 @@
+/**
+ * A thin client for Slurm's commands (`sbatch`, `squeue`, `scancel`), run without a shell. Status is read
+ * for many jobs in one `squeue --states=all` call: with accounting off (`sacct` has nothing), finished
+ * jobs stay visible there for `MinJobAge` seconds, which is all the executor needs.
+ */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { environment } from '../server/config.ts';
+
+/** Slurm job states (squeue `%T`), as documented in squeue(1) "JOB STATE CODES". */
+export type SlurmState =
+  | 'PENDING'
+  | 'CONFIGURING'
+  | 'RUNNING'
+  | 'COMPLETING'
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'TIMEOUT'
+  | 'OUT_OF_MEMORY'
+  | 'NODE_FAIL'
+  | 'BOOT_FAIL'
+  | 'DEADLINE'
+  | 'PREEMPTED'
+  | 'CANCELLED'
+  | 'SUSPENDED'
+  | 'STOPPED'
+  | 'REQUEUED'
+  | 'REQUEUE_FED'
+  | 'REQUEUE_HOLD'
+  | 'RESIZING'
+  | 'REVOKED'
+  | 'SIGNALING'
+  | 'SPECIAL_EXIT'
+  | 'STAGE_OUT'
+  | 'RESV_DEL_HOLD';
+
+export interface SlurmJobInfo {
+  id: string;
+  state: string;
+  reason: string;
+}
+
+/** A Slurm command failed: not found, timed out, or exited non-zero. `message` is its stderr, trimmed. */
+export class SlurmCommandError extends Error {
+  readonly command: string;
+  constructor(command: string, message: string) {
+    super(`${command}: ${message}`);
+    this.name = 'SlurmCommandError';
+    this.command = command;
+  }
+}
+
+export interface SlurmClientOptions {
+  /** Folder of the commands; PATH when absent. */
+  binDir?: string;
+  /** `SLURM_CONF` for the commands. */
+  slurmConf?: string;
+  timeoutMs: number;
+}
+
+const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin';
+const SLURM_ID = /^\d+(_\d+)?$/;
+
+/**
+ * @example
+ *   const slurm = new SlurmClient({ timeoutMs: 30000 });
+ *   const id = await slurm.submit('/shared/stage/42/job.sh', ['--partition=debug', '--time=5']);
+ *   const states = await slurm.query([id]); // Map { '123' => { id: '123', state: 'PENDING', reason: 'Priority' } }
+ */
+export class SlurmClient {
+  readonly #o: SlurmClientOptions;
+  readonly #env: Record<string, string>;
+
+  constructor(options: SlurmClientOptions) {
+    this.#o = options;
+    this.#env = { PATH: environment.get('PATH') ?? DEFAULT_PATH, LANG: 'C' };
+    if (options.slurmConf) this.#env.SLURM_CONF = options.slurmConf;
+  }
+
+  #run(command: string, args: readonly string[]): Promise<string> {
+    const file = this.#o.binDir ? join(this.#o.binDir, command) : command;
+    return new Promise((resolve, reject) => {
+      execFile(file, args, { env: this.#env, timeout: this.#o.timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+        if (!err) return resolve(stdout);
+        const e = err as NodeJS.ErrnoException & { killed?: boolean };
+        let why: string;
+        if (e.code === 'ENOENT') why = `command not found (${file})`;
+        else if (e.killed) why = `no answer within ${this.#o.timeoutMs} ms`;
+        else why = cleanStderr(stderr) || e.message;
+        reject(new SlurmCommandError(command, why));
+      });
+    });
+  }
+
+  /** `sbatch --parsable` with `options` then the script. @returns the Slurm job id. */
+  async submit(script: string, options: readonly string[]): Promise<string> {
+    const out = await this.#run('sbatch', ['--parsable', ...options, script]);
+    // --parsable prints `id` or `id;cluster`.
+    const id = out.trim().split(/\r?\n/).pop()?.split(';')[0] ?? '';
+    if (!SLURM_ID.test(id)) throw new SlurmCommandError('sbatch', `unexpected answer ${JSON.stringify(out.trim().slice(0, 200))}`);
+    return id;
+  }
+
+  /**
+   * One `squeue --states=all` for every id. Ids Slurm does not know (never submitted, or purged after
+   * MinJobAge) are simply absent from the result; rows for jobs not asked about are dropped.
+   */
+  async query(ids: readonly string[]): Promise<Map<string, SlurmJobInfo>> {
+    const wanted = new Set(ids.filter((id) => SLURM_ID.test(id)));
+    if (wanted.size === 0) return new Map();
+    let out: string;
+    try {
+      out = await this.#run('squeue', ['--noheader', '--states=all', `--jobs=${[...wanted].join(',')}`, '--format=%i|%T|%r']);
+    } catch (err) {
+      // Some Slurm versions fail when none of the ids is known; that means "none of them exists".
+      if (err instanceof SlurmCommandError && /Invalid job id/i.test(err.message)) return new Map();
+      throw err;
+    }
+    return parseSqueue(out, wanted);
+  }
+
+  /** `scancel` for the ids; ids Slurm no longer knows are not an error. */
+  async cancel(ids: readonly string[]): Promise<void> {
+    const valid = ids.filter((id) => SLURM_ID.test(id));
+    if (valid.length === 0) return;
+    try {
+      await this.#run('scancel', [...valid]);
+    } catch (err) {
+      if (err instanceof SlurmCommandError && /Invalid job id|already completing or completed|Job\/step already/i.test(err.message)) return;
+      throw err;
+    }
+  }
+}
+
+/** Parses `squeue --format=%i|%T|%r` output, keeping the rows for `wanted` ids (all rows when absent). */
+export function parseSqueue(out: string, wanted?: ReadonlySet<string>): Map<string, SlurmJobInfo> {
+  const result = new Map<string, SlurmJobInfo>();
+  for (const line of out.split(/\r?\n/)) {
+    const [id, state, ...reason] = line.trim().split('|');
+    if (!id || !state || !SLURM_ID.test(id)) continue;
+    if (wanted && !wanted.has(id)) continue;
+    // A state may carry a suffix in some versions ("CANCELLED by 0"); the first word is the state.
+    result.set(id, { id, state: state.split(/\s+/)[0]!.toUpperCase(), reason: reason.join('|').trim() });
+  }
+  return result;
+}
+
+function cleanStderr(stderr: string): string {
+  return stderr
+    .split(/\r?\n/)
+    .map((l) => l.replace(/^(sbatch|squeue|scancel): error: /, '').trim())
+    .filter(Boolean)
+    .join('; ')
+    .slice(0, 500);
+}
