@@ -5,6 +5,7 @@ import { serveCommand, initCommand } from './serve.ts';
 import { tokenCommand } from './token.ts';
 import { adminCommand } from './admin.ts';
 import { CliError } from './output.ts';
+import { jobsCommand } from '../jobs/cli.ts';
 
 export type Command = (argv: string[]) => Promise<number>;
 
@@ -13,6 +14,7 @@ const commands: Record<string, { run: Command; summary: string }> = {
   init: { run: initCommand, summary: 'bootstrap the data dir without serving' },
   token: { run: tokenCommand, summary: 'obtain an access token with a certificate (flow A)' },
   admin: { run: adminCommand, summary: 'administration: keys rotate' },
+  jobs: { run: jobsCommand, summary: 'submit, list, show, kill, wait for jobs; fetch manifests and sandboxes' },
 };
 
 function usage(): string {

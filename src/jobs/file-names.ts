@@ -1,6 +1,13 @@
 /** Sandbox file names: single path components only, because a name is never trusted as a path. */
 
-const CONTROL = /[\u0000-\u001f\u007f]/;
+/** C0 controls and DEL. */
+function hasControl(name: string): boolean {
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}
 
 /** Why `name` is not an acceptable sandbox file name, or undefined when it is. */
 export function fileNameProblem(name: string): string | undefined {
@@ -8,6 +15,6 @@ export function fileNameProblem(name: string): string | undefined {
   if (Buffer.byteLength(name) > 255) return 'is longer than 255 bytes';
   if (name.includes('/') || name.includes('\\')) return 'contains a path separator';
   if (name === '.' || name === '..' || name.includes('..')) return "contains '..'";
-  if (CONTROL.test(name)) return 'contains a control character';
+  if (hasControl(name)) return 'contains a control character';
   return undefined;
 }

@@ -39,10 +39,10 @@ export function packFiles(files: readonly ArchiveFile[]): Readable {
   return out;
 }
 
-/** The archive's member names, in order, for checks and listings. */
+/** An entry name as a safe relative path. @throws UnsafeArchive for absolute, `..` or NUL names. */
 export function safeEntryName(name: string): string {
   const normal = posix.normalize(name.replace(/\/+$/, ''));
-  if (normal === '' || normal === '.' || normal.startsWith('/') || normal.split('/').includes('..') || /[\u0000]/.test(normal)) {
+  if (normal === '' || normal === '.' || normal.startsWith('/') || normal.split('/').includes('..') || normal.includes('\u0000')) {
     throw new UnsafeArchive(`unsafe entry name in the archive: ${JSON.stringify(name)}`);
   }
   return normal;

@@ -7,13 +7,18 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import tar from 'tar-stream';
+
+type Entry = Partial<tar.Header> & { name: string };
 import { FileSandboxStore } from '../../src/jobs/sandbox-store.ts';
 import { packFiles, unpackArchive, UnsafeArchive } from '../../src/jobs/sandbox-archive.ts';
 import { fileNameProblem } from '../../src/jobs/file-names.ts';
 
-async function tarball(entries: tar.Headers[]): Promise<Buffer> {
+async function tarball(entries: Entry[]): Promise<Buffer> {
   const pack = tar.pack();
-  for (const e of entries) pack.entry(e, e.type === 'file' || e.type === undefined ? 'x'.repeat(e.size ?? 1) : undefined);
+  for (const e of entries) {
+    if (e.type === 'file' || e.type === undefined) pack.entry(e, 'x'.repeat(e.size ?? 1));
+    else pack.entry(e);
+  }
   pack.finalize();
   const chunks: Buffer[] = [];
   for await (const c of pack) chunks.push(c as Buffer);
@@ -50,7 +55,7 @@ describe('sandbox store and archives', () => {
     assert.equal(readFileSync(join(out, 'renamed.txt'), 'utf8'), 'alpha');
   });
 
-  const evil: [string, tar.Headers[]][] = [
+  const evil: [string, Entry[]][] = [
     ['an absolute name', [{ name: '/etc/evil', size: 1 }]],
     ['a .. name', [{ name: '../evil', size: 1 }]],
     ['a nested .. name', [{ name: 'a/../../evil', size: 1 }]],

@@ -1,0 +1,80 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { dialects } from '../helpers/dialects.ts';
+import type { TestService } from '../helpers/service.ts';
+import { startJobsService } from './helpers.ts';
+
+const BIN = new URL('../../bin/dirigo.js', import.meta.url).pathname;
+
+for (const { dialect, skip } of await dialects()) {
+  describe(`dirigo jobs CLI (${dialect})`, { skip }, () => {
+    let svc: TestService;
+    let work: string;
+    before(async () => {
+      svc = await startJobsService(dialect);
+      work = mkdtempSync(join(tmpdir(), 'dirigo-cli-'));
+    });
+    after(() => svc?.close());
+
+    function dirigo(args: string[], user = 'alice'): Promise<{ code: number; stdout: string; stderr: string }> {
+      const u = svc.pki.users[user]!;
+      const conn = ['--url', svc.url, '--ca', svc.pki.caFile, '--cert', u.certFile, '--key', u.keyFile];
+      return new Promise((resolve) => {
+        execFile(process.execPath, [BIN, 'jobs', ...args, ...conn], { cwd: work, env: { PATH: process.env.PATH ?? '', HOME: work } }, (err, stdout, stderr) => {
+          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+        });
+      });
+    }
+
+    it('submits with files, waits, fetches and unpacks the output sandbox', async () => {
+      writeFileSync(join(work, 'job.json'), JSON.stringify({ Executable: 'hello.sh', Arguments: 'world', OutputSandbox: ['*.txt'], JobName: 'cli' }));
+      writeFileSync(join(work, 'hello.sh'), '#!/bin/sh\necho "hello $1"\ncp input.dat copy.txt\n');
+      writeFileSync(join(work, 'input.dat'), 'some data\n');
+      const sub = await dirigo(['submit', 'job.json', 'hello.sh', 'input.dat']);
+      assert.equal(sub.code, 0, sub.stderr);
+      const jid = sub.stdout.trim();
+      assert.match(jid, /^\d+$/);
+      const wait = await dirigo(['wait', jid, '--interval', '0.2', '--timeout', '60']);
+      assert.equal(wait.code, 0, wait.stderr);
+      assert.match(wait.stderr, new RegExp(`job ${jid}: Done`));
+      const out = await dirigo(['sandbox', jid, 'output', '-o', 'out']);
+      assert.equal(out.code, 0, out.stderr);
+      assert.equal(readFileSync(join(work, 'out', 'std.out'), 'utf8'), 'hello world\n');
+      assert.equal(readFileSync(join(work, 'out', 'copy.txt'), 'utf8'), 'some data\n');
+      const inp = await dirigo(['sandbox', jid, 'input']);
+      assert.equal(inp.code, 0, inp.stderr);
+      assert.ok(existsSync(join(work, `job-${jid}-input`, 'hello.sh')));
+      const manifest = await dirigo(['manifest', jid]);
+      assert.deepEqual(JSON.parse(manifest.stdout).InputSandbox, ['hello.sh', 'input.dat']);
+      const show = await dirigo(['show', jid]);
+      assert.match(show.stdout, /Status\s+Done/);
+      assert.match(show.stdout, /StatusHistory:[\s\S]*Completing/);
+      const list = await dirigo(['list', '--status', 'Done', '--json']);
+      assert.equal(list.code, 0, list.stderr);
+      assert.ok(JSON.parse(list.stdout).jobs.some((j: { JobID: number }) => String(j.JobID) === jid));
+      const table = await dirigo(['list', '--attr', 'JobName=cli']);
+      assert.match(table.stdout, /JobID\s+Status/);
+      assert.match(table.stdout, /1 of 1 job\(s\) shown/);
+    });
+
+    it('kills, and reports refusals with the server’s message and a non-zero exit', async () => {
+      writeFileSync(join(work, 'sleep.json'), JSON.stringify({ Executable: '/bin/sleep', Arguments: '60' }));
+      const jid = (await dirigo(['submit', 'sleep.json'])).stdout.trim();
+      const bob = await dirigo(['kill', jid], 'bob');
+      assert.notEqual(bob.code, 0);
+      assert.match(bob.stderr, /403 insufficient_privileges/);
+      const kill = await dirigo(['kill', jid]);
+      assert.equal(kill.code, 0, kill.stderr);
+      assert.match(kill.stdout, new RegExp(`job ${jid}: Killed`));
+      const wait = await dirigo(['wait', jid, '--interval', '0.2']);
+      assert.equal(wait.code, 1);
+      assert.match(wait.stderr, /Killed/);
+      const bad = await dirigo(['show', 'abc']);
+      assert.equal(bad.code, 2);
+    });
+  });
+}
