@@ -364,7 +364,7 @@ export class OAuth2Session extends Session {
     this.check_transport(endpoint);
     const rt = refresh_token ?? this.token?.refresh_token;
     if (!rt) throw new OAuthError('invalid_request', 'no refresh token');
-    if (!('scope' in kwargs) && this.scope) kwargs.scope = this.scope;
+    // No default scope: RFC 6749 §6 keeps the originally granted scope when none is sent.
     let bodyStr = appendParams(body, { grant_type: 'refresh_token', refresh_token: rt, ...kwargs });
     let u = endpoint;
     let h = new CaseInsensitiveDict<string>({ ...DEFAULT_TOKEN_HEADERS, ...(headers ?? {}) });

@@ -106,6 +106,7 @@ export async function startOidcProvider(): Promise<OidcTestProvider> {
       },
       scopes: ['openid', 'offline_access', 'profile', 'email', 'groups', 'api:read'],
       pkce: { required: () => false },
+      clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt', 'tls_client_auth', 'none'],
       issueRefreshToken: () => true,
       extraTokenClaims: () => ({ 'wlcg.groups': ['/dirigo'] }),
       features: {
@@ -139,7 +140,7 @@ export async function startOidcProvider(): Promise<OidcTestProvider> {
       },
       ttl: { AccessToken: 3600, ClientCredentials: 600, DeviceCode: 600, RefreshToken: 86400 },
     });
-    provider.registerGrantType('urn:ietf:params:oauth:grant-type:token-exchange', async (ctx: Any, next: () => Promise<void>) => {
+    provider.registerGrantType('urn:ietf:params:oauth:grant-type:token-exchange', async (ctx: Any) => {
       const { subject_token, subject_token_type, scope } = ctx.oidc.params;
       if (subject_token_type !== 'urn:ietf:params:oauth:token-type:access_token') throw new errors.InvalidRequest('unsupported subject_token_type');
       const subject = await ctx.oidc.provider.AccessToken.find(subject_token);
@@ -153,7 +154,6 @@ export async function startOidcProvider(): Promise<OidcTestProvider> {
       });
       const value = await at.save();
       ctx.body = { access_token: value, issued_token_type: 'urn:ietf:params:oauth:token-type:access_token', token_type: 'Bearer', expires_in: at.expiration, scope: at.scope };
-      await next();
     }, new Set(['subject_token', 'subject_token_type', 'scope', 'requested_token_type', 'audience']));
     provider.on('server_error', (_ctx: Any, err: Error) => { process.stderr.write(`oidc-provider server_error: ${err.stack}\n`); });
     return provider;
