@@ -5,6 +5,7 @@ import { KeyStore } from '../auth/keys.ts';
 import { migrate, openDatabase } from '../db/database.ts';
 import { resolveConfig } from './serve.ts';
 import { CliError } from './output.ts';
+import { clientAdminCommand } from '../registry/client-admin.ts';
 
 const USAGE = `usage: dirigo admin keys rotate [--data-dir DIR] [--config FILE]
 
@@ -12,6 +13,7 @@ keys rotate   create a new token signing key; the old one stays published until 
 `;
 
 export async function adminCommand(argv: string[]): Promise<number> {
+  if (argv[0] === 'client') return clientAdminCommand(argv.slice(1));
   const { values, positionals } = parseArgs({
     args: argv,
     options: { 'data-dir': { type: 'string', default: './dirigo-data' }, config: { type: 'string' }, help: { type: 'boolean', short: 'h' } },

@@ -2,6 +2,7 @@
  * Test kit for the authorization server: a service with OAuth clients and local passwords, and a small
  * browser (cookies, redirects by hand, HTML forms) that walks the login and consent pages as a user would.
  */
+import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { Agent, request } from 'undici';
 import { hashSecret } from '../../src/registry/passwords.ts';
@@ -189,4 +190,16 @@ export async function postForm(svc: TestService, path: string, form: Record<stri
     headers: { 'content-type': 'application/x-www-form-urlencoded', ...(auth ? { authorization: auth } : {}) },
     body: new URLSearchParams(form).toString(),
   });
+}
+
+/** Enters the user code on the verification page, signs in and answers the consent page. */
+export async function approveDevice(browser: Browser, userCode: string, decision: 'allow' | 'deny', user = 'alice', group?: string) {
+  const entry = await browser.follow(`/oauth2/device?user_code=${encodeURIComponent(userCode)}`);
+  assert.equal(entry.status, 200);
+  assert.match(entry.text, /<label for="user_code">/);
+  const { hidden } = formOf(entry.text, '/oauth2/device/verify');
+  let page = await browser.follow('/oauth2/device/verify', { ...hidden, user_code: userCode });
+  if (page.text.includes('action="/oauth2/login"')) page = await browser.login(page, user, PASSWORDS[user]!);
+  assert.match(page.text, /on a device/);
+  return browser.consent(page, decision, { group });
 }

@@ -1,0 +1,92 @@
+/**
+ * `dirigo admin client add|list|remove`: OAuth clients kept in the database beside those of config.yaml.
+ * A confidential client's secret is generated, printed once and stored only as a scrypt hash.
+ */
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { migrate, openDatabase } from '../db/database.ts';
+import { resolveConfig } from '../cli/serve.ts';
+import { CliError } from '../cli/output.ts';
+import { DirigoError } from '../server/errors.ts';
+import { ClientRegistry, GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN } from './clients.ts';
+
+const USAGE = `usage: dirigo admin client add <client-id> --name NAME [--type public|confidential]
+                                [--redirect-uri URI]... [--grant GRANT]... [--json]
+       dirigo admin client list [--json]
+       dirigo admin client remove <client-id>
+common options: [--data-dir DIR] [--config FILE]
+
+Grants: authorization_code, refresh_token, urn:ietf:params:oauth:grant-type:device_code,
+urn:ietf:params:oauth:grant-type:token-exchange (default: authorization_code refresh_token).
+A confidential client's secret is printed once; only its hash is stored.
+`;
+
+export async function clientAdminCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      'data-dir': { type: 'string', default: './dirigo-data' },
+      config: { type: 'string' },
+      name: { type: 'string' },
+      type: { type: 'string', default: 'confidential' },
+      'redirect-uri': { type: 'string', multiple: true },
+      grant: { type: 'string', multiple: true },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  const [action, clientId, ...extra] = positionals;
+  if (values.help || !action) {
+    process.stdout.write(USAGE);
+    return values.help ? 0 : 2;
+  }
+  if (extra.length) throw new CliError(`unexpected arguments: ${extra.join(' ')}`, 2);
+  if ((action === 'add' || action === 'remove') && !clientId) throw new CliError(`${action} needs a client id\n\n${USAGE}`, 2);
+  if (!['add', 'list', 'remove'].includes(action)) throw new CliError(`unknown client command '${action}'\n\n${USAGE}`, 2);
+
+  const { config } = await resolveConfig({ 'data-dir': resolve(values['data-dir']), config: values.config });
+  const { db } = openDatabase(config.database.url);
+  try {
+    await migrate(db);
+    const registry = new ClientRegistry(db, config.clients);
+    if (action === 'list') {
+      const clients = await registry.list();
+      if (values.json) {
+        process.stdout.write(JSON.stringify(clients.map(({ secretHash: _s, ...c }) => c), null, 2) + '\n');
+      } else {
+        for (const c of clients) {
+          process.stdout.write(`${c.clientId}\t${c.type}\t${c.source}\t${c.name}\n  redirect URIs: ${c.redirectUris.join(' ') || '-'}\n  grants: ${c.grants.join(' ')}\n`);
+        }
+      }
+      return 0;
+    }
+    if (action === 'remove') {
+      await registry.remove(clientId!);
+      process.stdout.write(`removed client ${clientId}\n`);
+      return 0;
+    }
+    if (!values.name) throw new CliError('--name is required', 2);
+    if (values.type !== 'public' && values.type !== 'confidential') throw new CliError(`--type must be public or confidential, not '${values.type}'`, 2);
+    const { client, secret } = await registry.add({
+      clientId: clientId!,
+      name: values.name,
+      type: values.type,
+      redirectUris: values['redirect-uri'] ?? [],
+      grants: values.grant ?? [GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN],
+    });
+    if (values.json) {
+      process.stdout.write(JSON.stringify({ client_id: client.clientId, ...(secret ? { client_secret: secret } : {}) }) + '\n');
+    } else {
+      process.stdout.write(`registered ${client.type} client ${client.clientId}\n`);
+      if (secret) process.stdout.write(`client secret (shown once, store it now): ${secret}\n`);
+    }
+    return 0;
+  } catch (err) {
+    if (err instanceof DirigoError) throw new CliError(err.message, err.status === 404 ? 1 : 2);
+    throw err;
+  } finally {
+    await db.destroy();
+  }
+}

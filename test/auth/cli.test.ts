@@ -1,0 +1,169 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { dialects, POSTGRES_URL } from '../helpers/dialects.ts';
+import type { TestService } from '../helpers/service.ts';
+import { approveDevice, authorize, Browser, pkcePair, postForm, startOAuthService } from './oauth-kit.ts';
+
+const NODE = join(process.cwd(), 'node_modules/.bin/node');
+const BIN = join(process.cwd(), 'bin/dirigo.js');
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `dirigo args…`; `onStdout` sees output as it arrives. */
+function dirigo(args: string[], env: Record<string, string>, onStdout?: (text: string) => void): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(NODE, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      onStdout?.(stdout);
+    });
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+for (const { dialect, skip } of await dialects()) {
+  describe(`dirigo login, whoami, logout and admin client (${dialect})`, { skip }, () => {
+    let svc: TestService;
+    let home: string;
+    let env: Record<string, string>;
+    before(async () => {
+      svc = await startOAuthService(dialect);
+      home = mkdtempSync(join(tmpdir(), 'dirigo-home-'));
+      env = { XDG_CONFIG_HOME: home, DIRIGO_URL: svc.url, DIRIGO_CA: svc.pki.caFile };
+    });
+    after(async () => {
+      await svc?.close();
+      rmSync(home, { recursive: true, force: true });
+    });
+
+    it('logs in with the device flow, caches the tokens 0600, refreshes near expiry and logs out', async () => {
+      const browser = new Browser(svc);
+      let approving: Promise<unknown> | undefined;
+      const login = await dirigo(['login', '--client-id', 'test-public'], env, (out) => {
+        const m = /enter the code ([A-Z]{4}-[A-Z]{4})/.exec(out);
+        if (m && !approving) approving = approveDevice(browser, m[1]!, 'allow', 'alice', 'dirigo_prod');
+      });
+      await approving;
+      await browser.close();
+      assert.equal(login.code, 0, login.stderr);
+      assert.match(login.stdout, new RegExp(`open ${svc.url}/oauth2/device`));
+      assert.match(login.stderr, /signed in to .* as alice \(group dirigo_prod/);
+      const cacheFile = join(home, 'dirigo', 'tokens.json');
+      assert.equal(statSync(cacheFile).mode & 0o777, 0o600);
+      const cached = JSON.parse(readFileSync(cacheFile, 'utf8'))[svc.url];
+      assert.equal(cached.group, 'dirigo_prod');
+      assert.ok(cached.refresh_token);
+
+      let who = await dirigo(['whoami'], env);
+      assert.equal(who.code, 0, who.stderr);
+      assert.match(who.stdout, /^alice in group dirigo_prod/);
+
+      // Near expiry, any command refreshes (with rotation) first.
+      const cache = JSON.parse(readFileSync(cacheFile, 'utf8'));
+      cache[svc.url].expires_at = Math.floor(Date.now() / 1000) + 10;
+      writeFileSync(cacheFile, JSON.stringify(cache), { mode: 0o600 });
+      who = await dirigo(['whoami'], env);
+      assert.equal(who.code, 0, who.stderr);
+      const refreshed = JSON.parse(readFileSync(cacheFile, 'utf8'))[svc.url];
+      assert.notEqual(refreshed.refresh_token, cached.refresh_token);
+      assert.notEqual(refreshed.access_token, cached.access_token);
+
+      const out = await dirigo(['logout'], env);
+      assert.equal(out.code, 0, out.stderr);
+      assert.equal(JSON.parse(readFileSync(cacheFile, 'utf8'))[svc.url], undefined);
+      assert.equal((await svc.request('/oauth2/userinfo', { token: refreshed.access_token })).status, 401);
+      const refresh = await postForm(svc, '/oauth2/token', { grant_type: 'refresh_token', refresh_token: refreshed.refresh_token, client_id: 'test-public' });
+      assert.equal(refresh.json.error, 'invalid_grant');
+      who = await dirigo(['whoami'], env);
+      assert.notEqual(who.code, 0);
+      assert.match(who.stderr, /dirigo login/);
+    });
+
+    it('reports a denied login', async () => {
+      const browser = new Browser(svc);
+      let approving: Promise<unknown> | undefined;
+      const login = await dirigo(['login', '--client-id', 'test-public'], env, (out) => {
+        const m = /enter the code ([A-Z]{4}-[A-Z]{4})/.exec(out);
+        if (m && !approving) approving = approveDevice(browser, m[1]!, 'deny');
+      });
+      await approving;
+      await browser.close();
+      assert.equal(login.code, 1);
+      assert.match(login.stderr, /denied/);
+    });
+
+    it('adds, lists and removes clients with dirigo admin client', async () => {
+      let url = svc.ctx.config.database.url;
+      if (dialect === 'postgres') {
+        const { rows } = await sql<{ s: string }>`select current_schema() as s`.execute(svc.ctx.db);
+        url = `${POSTGRES_URL}?options=${encodeURIComponent(`-c search_path=${rows[0]!.s}`)}`;
+      }
+      const dir = mkdtempSync(join(tmpdir(), 'dirigo-admin-'));
+      const config = join(dir, 'config.yaml');
+      writeFileSync(config, `database:\n  url: "${url}"\n`);
+      const admin = (...args: string[]) => dirigo(['admin', 'client', ...args, '--config', config, '--data-dir', dir], {});
+      try {
+        let r = await admin('add', 'new-portal', '--name', 'New portal', '--redirect-uri', 'https://portal.example/cb', '--json');
+        assert.equal(r.code, 0, r.stderr);
+        const { client_id, client_secret } = JSON.parse(r.stdout);
+        assert.equal(client_id, 'new-portal');
+        assert.ok(client_secret.length >= 40);
+        r = await admin('add', 'new-portal', '--name', 'Again', '--redirect-uri', 'https://portal.example/cb');
+        assert.notEqual(r.code, 0);
+        assert.match(r.stderr, /already exists/);
+        for (const uri of ['javascript:alert(1)', 'https://portal.example/cb#x', 'http://portal.example/cb', 'relative/cb']) {
+          r = await admin('add', 'bad-portal', '--name', 'Bad', '--redirect-uri', uri);
+          assert.notEqual(r.code, 0, uri);
+          assert.match(r.stderr, /redirect URI/);
+        }
+        r = await admin('add', 'new-app', '--name', 'New app', '--type', 'public', '--redirect-uri', 'http://127.0.0.1/cb', '--grant', 'authorization_code');
+        assert.equal(r.code, 0, r.stderr);
+        assert.doesNotMatch(r.stdout, /secret/);
+        r = await admin('list', '--json');
+        assert.equal(r.code, 0, r.stderr);
+        const listed = JSON.parse(r.stdout);
+        assert.deepEqual(listed.map((c: { clientId: string }) => c.clientId).sort(), ['new-app', 'new-portal']);
+        assert.ok(!r.stdout.includes('scrypt'), 'no hashes in the listing');
+        const stored = await svc.ctx.db.selectFrom('oauth_clients').select('secret_hash').where('client_id', '=', 'new-portal').executeTakeFirst();
+        assert.match(stored!.secret_hash!, /^scrypt\$/);
+
+        // The running service knows the new client at once.
+        const browser = new Browser(svc);
+        try {
+          const cb = await authorize(browser, { clientId: 'new-portal', pkce: false });
+          const res = await postForm(svc, '/oauth2/token', { grant_type: 'authorization_code', code: cb.searchParams.get('code')!, client_id: 'new-portal', client_secret });
+          assert.equal(res.status, 200, res.text);
+          const pkce = pkcePair();
+          const cb2 = await authorize(browser, { clientId: 'new-app', redirectUri: 'http://127.0.0.1:7777/cb', pkce });
+          const res2 = await postForm(svc, '/oauth2/token', { grant_type: 'authorization_code', code: cb2.searchParams.get('code')!, client_id: 'new-app', redirect_uri: 'http://127.0.0.1:7777/cb', code_verifier: pkce.verifier });
+          assert.equal(res2.status, 200, res2.text);
+          assert.equal(res2.json.refresh_token, undefined, 'new-app has no refresh_token grant');
+        } finally {
+          await browser.close();
+        }
+        r = await admin('remove', 'new-portal');
+        assert.equal(r.code, 0, r.stderr);
+        r = await admin('remove', 'new-portal');
+        assert.notEqual(r.code, 0);
+        await new Promise((res) => setTimeout(res, 2100));
+        const gone = await postForm(svc, '/oauth2/token', { grant_type: 'authorization_code', code: 'x', client_id: 'new-portal', client_secret });
+        assert.equal(gone.status, 401);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+}
