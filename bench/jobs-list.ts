@@ -1,0 +1,117 @@
+/**
+ * Figure: `GET /jobs?Status=Waiting&maxJobs=100` on a large job table, over real HTTPS with keep-alive,
+ * against `dirigo serve` as its own process: median < 10 ms, p99 < 50 ms, server RSS < 300 MB, on SQLite
+ * and PostgreSQL. Rows are generated with bulk SQL inserts (not HTTP): 30 owners, 5% Waiting, the rest
+ * spread over the other statuses. Default 100,000 jobs; `--full` builds the issue's 1,000,000.
+ * Usage: node bench/jobs-list.ts [--full] [--jobs N] [--requests N] [--sqlite-only]
+ */
+import { parseArgs } from 'node:util';
+import { readFileSync, rmSync } from 'node:fs';
+import { sql } from 'kysely';
+import { request } from 'undici';
+import { migrate, openDatabase } from '../src/db/database.ts';
+import { postgresUnavailable } from '../test/helpers/dialects.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
+
+const { values } = parseArgs({ options: { full: { type: 'boolean' }, jobs: { type: 'string' }, requests: { type: 'string', default: '400' }, 'sqlite-only': { type: 'boolean' } } });
+const total = Number(values.jobs ?? (values.full ? 1_000_000 : 100_000));
+const requests = Number(values.requests);
+
+const STATUSES = ['Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Failed', 'Failed', 'Killed', 'Running', 'Matched', 'Done', 'Done', 'Done', 'Waiting', 'Done'];
+
+/** Inserts `n` jobs with one INSERT ... SELECT per chunk: a recursive counter on both dialects. */
+async function fill(databaseUrl: string, schema: string | undefined, n: number): Promise<number> {
+  const { db, dialect } = openDatabase(databaseUrl, schema ? { schema, poolSize: 2 } : {});
+  const started = Date.now();
+  try {
+    await migrate(db);
+    const statusCase = `case (i % ${STATUSES.length}) ${STATUSES.map((s, k) => `when ${k} then '${s}'`).join(' ')} end`;
+    const owner = `case when i % 3 = 0 then 'alice' else 'user' || (i % 29) end`;
+    const chunk = 100_000;
+    for (let from = 0; from < n; from += chunk) {
+      const count = Math.min(chunk, n - from);
+      const series = dialect === 'postgres' ? `select generate_series(${from + 1}, ${from + count}) as i` : `with recursive s(i) as (select ${from + 1} union all select i + 1 from s where i < ${from + count}) select i from s`;
+      await sql
+        .raw(
+          `insert into jobs (job_name, job_group, job_type, owner, owner_dn, owner_group, setup, site, sites, status, minor_status, application_status,
+             user_priority, reschedule_counter, submission_time, last_update_time, manifest)
+           select 'bench-' || i, 'g' || (i % 100), 'User', ${owner}, '/O=Dirigo/OU=Users/CN=' || ${owner}, 'dirigo_user', 'Dirigo-Test', 'Local', null,
+             ${statusCase}, 'generated', 'Unknown', i % 11, 0, '2026-11-22T00:00:00.000Z', '2026-11-22T00:00:00.000Z', '{"Executable":"/bin/true"}'
+           from (${series}) as t`,
+        )
+        .execute(db);
+      process.stderr.write(`\r  inserted ${from + count} / ${n} jobs`);
+    }
+    process.stderr.write('\n');
+    if (dialect === 'postgres') await sql`analyze jobs`.execute(db);
+    else await sql`analyze`.execute(db);
+  } finally {
+    await db.destroy();
+  }
+  return (Date.now() - started) / 1000;
+}
+
+function rssMb(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+}
+
+async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
+  const setup = await prepareServe(dialect, { scheduler: { enabled: false } });
+  try {
+    const fillSeconds = await fill(setup.databaseUrl, setup.schema, total);
+    const server = await startServe(setup);
+    const agent = userAgent(setup.pki, 'alice', 1);
+    try {
+      const token = await flowAToken(server.url, agent);
+      const headers = { authorization: `Bearer ${token}` };
+      const get = async (path: string) => {
+        const t0 = process.hrtime.bigint();
+        const res = await request(server.url + path, { headers, dispatcher: agent });
+        const body = (await res.body.json()) as { entries: number; jobs: unknown[] };
+        if (res.statusCode !== 200) throw new Error(`${res.statusCode} ${JSON.stringify(body)}`);
+        return { ms: Number(process.hrtime.bigint() - t0) / 1e6, body };
+      };
+      for (let i = 0; i < 30; i++) await get('/jobs?Status=Waiting&maxJobs=100');
+      const times: number[] = [];
+      let entries = 0;
+      for (let i = 0; i < requests; i++) {
+        const r = await get('/jobs?Status=Waiting&maxJobs=100');
+        times.push(r.ms);
+        entries = r.body.entries;
+      }
+      // The administrator's view: every owner's Waiting jobs.
+      const admin = userAgent(setup.pki, 'admin', 1);
+      const adminToken = await flowAToken(server.url, admin, 'dirigo_admin');
+      const adminTimes: number[] = [];
+      for (let i = 0; i < Math.min(200, requests); i++) {
+        const t0 = process.hrtime.bigint();
+        const res = await request(`${server.url}/jobs?Status=Waiting&maxJobs=100&allOwners=true`, { headers: { authorization: `Bearer ${adminToken}` }, dispatcher: admin });
+        await res.body.dump();
+        adminTimes.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      }
+      await admin.close();
+      const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+      const mem = rssMb(server.child.pid!);
+      const ok = (b: boolean) => (b ? 'OK' : 'BELOW TARGET');
+      console.log(`jobs-list (${dialect}, ${total.toLocaleString('en')} jobs generated in ${fillSeconds.toFixed(1)} s; ${requests} sequential keep-alive HTTPS requests)`);
+      console.log(`  GET /jobs?Status=Waiting&maxJobs=100 (alice, ${entries} matching): median ${pct(times, 50).toFixed(2)} ms (target < 10) ${ok(pct(times, 50) < 10)}, p99 ${pct(times, 99).toFixed(2)} ms (target < 50) ${ok(pct(times, 99) < 50)}`);
+      console.log(`  same with allOwners=true (admin): median ${pct(adminTimes, 50).toFixed(2)} ms, p99 ${pct(adminTimes, 99).toFixed(2)} ms`);
+      console.log(`  server RSS ${mem.rss.toFixed(0)} MB, peak ${mem.peak.toFixed(0)} MB (target < 300) ${ok(mem.peak < 300)}`);
+    } finally {
+      await agent.close();
+      await stopServe(server);
+    }
+  } finally {
+    await setup.dropSchema?.();
+    rmSync(setup.dataDir, { recursive: true, force: true });
+  }
+}
+
+await run('sqlite');
+if (!values['sqlite-only']) {
+  const why = await postgresUnavailable();
+  if (why) console.log(`jobs-list (postgres): skipped, ${why}`);
+  else await run('postgres');
+}
