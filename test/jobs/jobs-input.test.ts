@@ -28,7 +28,7 @@ for (const { dialect, skip } of await dialects()) {
     let alice: string;
     before(async () => {
       // Scheduler off: nothing runs, so counts only move by submissions. Small limits for the 413 cases.
-      svc = await startJobsService(dialect, { scheduler: { enabled: false }, sandbox: { maxFileSize: 1000, maxSandboxSize: 1500 }, maxBulk: 5 });
+      svc = await startJobsService(dialect, { scheduler: { enabled: false }, sandbox: { maxFileSize: 1000, maxSandboxSize: 1500 }, maxBulk: 5, jsonBodyLimit: 4096 });
       alice = await svc.token('alice');
     });
     after(() => svc?.close());
@@ -72,6 +72,41 @@ for (const { dialect, skip } of await dialects()) {
     it('POST /jobs with an unsupported content type → 415', async () => {
       const res = await svc.request('/jobs', { method: 'POST', token: alice, body: 'Executable=/bin/true', headers: { 'content-type': 'text/plain' } });
       assert.equal(res.status, 415, res.text);
+    });
+
+    it('POST /jobs with a JSON body over jobs.jsonBodyLimit → 413', async () => {
+      const before = await jobCount(svc);
+      const res = await svc.request('/jobs', { method: 'POST', token: alice, json: { Executable: '/bin/true', Padding: 'x'.repeat(5000) } });
+      assert.equal(res.status, 413, res.text);
+      assert.equal(res.json.error, 'payload_too_large');
+      assert.equal(await jobCount(svc), before);
+    });
+
+    it('honours capability scopes: compute.read lists but cannot submit or kill; compute.create submits but cannot list', async () => {
+      const scoped = async (scope: string) => {
+        const r = await svc.request(`/oauth2/token?grant_type=client_credentials&group=dirigo_user&setup=Dirigo-Test&scope=${scope}`, { as: 'alice' });
+        assert.equal(r.status, 200, r.text);
+        return r.json.access_token as string;
+      };
+      const reader = await scoped('compute.read');
+      const creator = await scoped('compute.create');
+      const created = await svc.request('/jobs', { method: 'POST', token: creator, json: { Executable: '/bin/true' } });
+      assert.equal(created.status, 201, created.text);
+      const jid = created.json.jids[0];
+      assert.equal((await svc.request('/jobs', { token: reader })).status, 200);
+      assert.equal((await svc.request(`/jobs/${jid}`, { token: reader })).status, 200);
+      const denied: [string, string, string][] = [
+        ['POST', '/jobs', reader],
+        ['DELETE', `/jobs/${jid}`, reader],
+        ['GET', '/jobs', creator],
+        ['GET', `/jobs/${jid}/manifest`, creator],
+        ['DELETE', `/jobs/${jid}`, creator],
+      ];
+      for (const [method, path, token] of denied) {
+        const res = await svc.request(path, { method: method as 'GET', token, ...(method === 'POST' ? { json: { Executable: '/bin/true' } } : {}) });
+        assert.equal(res.status, 403, `${method} ${path}: ${res.text}`);
+        assert.match(res.json.error_description, /compute\.(read|create|cancel)/);
+      }
     });
 
     it('POST /jobs without a token → 401', async () => {
