@@ -76,7 +76,17 @@ export class HTTPAdapter implements BaseAdapter {
   #dispatchers = new Map<string, Dispatcher>();
   #maxDispatchers = 32;
 
+  #last: { verify: Verify; cert: Cert | null | undefined; proxy: string | undefined; dispatcher: Dispatcher } | null = null;
+
   dispatcherFor(verify: Verify, cert: Cert | null | undefined, proxy: string | undefined): Dispatcher {
+    const last = this.#last;
+    if (last && last.verify === verify && last.cert === cert && last.proxy === proxy) return last.dispatcher;
+    const d0 = this.#dispatcherFor(verify, cert, proxy);
+    this.#last = { verify, cert, proxy, dispatcher: d0 };
+    return d0;
+  }
+
+  #dispatcherFor(verify: Verify, cert: Cert | null | undefined, proxy: string | undefined): Dispatcher {
     const key = JSON.stringify([verify, cert ?? null, proxy ?? null]);
     let d = this.#dispatchers.get(key);
     if (d) return d;
@@ -93,6 +103,7 @@ export class HTTPAdapter implements BaseAdapter {
     if (this.#dispatchers.size >= this.#maxDispatchers) {
       const [oldKey, old] = this.#dispatchers.entries().next().value as [string, Dispatcher];
       this.#dispatchers.delete(oldKey);
+      if (this.#last?.dispatcher === old) this.#last = null;
       void old.close().catch(() => undefined);
     }
     this.#dispatchers.set(key, d);
@@ -100,22 +111,30 @@ export class HTTPAdapter implements BaseAdapter {
   }
 
   async send(request: PreparedRequest, options: AdapterSendOptions): Promise<Response> {
-    const url = new URL(request.url);
-    const proxy = shouldBypassProxies(request.url, options.proxies.no_proxy ?? null) ? undefined : selectProxy(request.url, options.proxies);
+    // request.url is a normalized href (prepare_url): split it without parsing it again.
+    const href = request.url;
+    const hostStart = href.indexOf('//') + 2;
+    let pathStart = href.indexOf('/', hostStart);
+    if (pathStart < 0) pathStart = href.length;
+    const hash = href.indexOf('#', pathStart);
+    const origin = href.slice(0, pathStart);
+    const path = (hash < 0 ? href.slice(pathStart) : href.slice(pathStart, hash)) || '/';
+    const candidate = selectProxy(request.url, options.proxies);
+    const proxy = candidate && !shouldBypassProxies(request.url, options.proxies.no_proxy ?? null) ? candidate : undefined;
     const dispatcher = this.dispatcherFor(options.verify, options.cert, proxy);
     const [connectTimeout, readTimeout] = Array.isArray(options.timeout) ? options.timeout : [options.timeout, options.timeout];
     const headers: Record<string, string> = {};
-    for (const [k, v] of request.headers) {
+    request.headers.forEach((v, k) => {
       // Proxy credentials travel on the CONNECT (set on the ProxyAgent), not to the origin.
-      if (proxy && k.toLowerCase() === 'proxy-authorization') continue;
+      if (proxy && k.toLowerCase() === 'proxy-authorization') return;
       headers[k] = v;
-    }
+    });
     let res: Dispatcher.ResponseData;
     const signal = connectTimeout ? AbortSignal.timeout(Math.ceil((connectTimeout + (readTimeout ?? 0)) * 1000) + 50) : undefined;
     try {
       res = await dispatcher.request({
-        origin: url.origin,
-        path: `${url.pathname}${url.search}`,
+        origin,
+        path,
         method: request.method as Dispatcher.HttpMethod,
         headers,
         body: request.body,
@@ -131,7 +150,8 @@ export class HTTPAdapter implements BaseAdapter {
     }
     const h = new CaseInsensitiveDict<string>();
     let setCookie: string[] = [];
-    for (const [k, v] of Object.entries(res.headers)) {
+    for (const k in res.headers) {
+      const v = res.headers[k];
       if (v === undefined) continue;
       if (k.toLowerCase() === 'set-cookie') setCookie = Array.isArray(v) ? v : [v];
       h.set(k, Array.isArray(v) ? v.join(', ') : v);
@@ -152,6 +172,7 @@ export class HTTPAdapter implements BaseAdapter {
   async close(): Promise<void> {
     const all = [...this.#dispatchers.values()];
     this.#dispatchers.clear();
+    this.#last = null;
     await Promise.all(all.map((d) => d.close().catch(() => undefined)));
   }
 }

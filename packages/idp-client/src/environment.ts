@@ -69,6 +69,9 @@ export function getEnvironProxies(url: string, noProxy?: string | null): Proxies
 /** requests' select_proxy: scheme://host, then scheme, then all://host, then all. */
 export function selectProxy(url: string, proxies: Proxies | null | undefined): string | undefined {
   if (!proxies) return undefined;
+  let any = false;
+  for (const k in proxies) if (k !== 'no_proxy') { any = true; break; }
+  if (!any) return undefined;
   const u = new URL(url);
   const scheme = u.protocol.slice(0, -1);
   if (!u.hostname) return proxies[scheme] ?? proxies.all;

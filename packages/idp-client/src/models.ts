@@ -156,12 +156,12 @@ export class PreparedRequest {
     this.url = u.href;
   }
 
+  /** Adopts the (already merged) headers after checking that no name or value can split the request. */
   prepare_headers(headers: CaseInsensitiveDict<string>): void {
-    this.headers = new CaseInsensitiveDict<string>();
-    for (const [k, v] of headers) {
-      if (/[\r\n]/.test(k) || /[\r\n]/.test(v)) throw new InvalidURL(`Invalid header ${JSON.stringify(k)}: CR/LF not allowed`);
-      this.headers.set(k, v);
-    }
+    headers.forEach((v, k) => {
+      if (/[\r\n]/.test(k + v)) throw new InvalidURL(`Invalid header ${JSON.stringify(k)}: CR/LF not allowed`);
+    });
+    this.headers = headers;
   }
 
   prepare_body(data: BodyLike | null | undefined, files: FilesLike | null | undefined, json: unknown): void {
@@ -217,7 +217,7 @@ export class PreparedRequest {
     this._extra_cookies = extra;
     if (this.headers.has('Cookie')) return;
     const pairs = new Map<string, string>();
-    if (jar) {
+    if (jar && !jarIsEmpty(jar)) {
       for (const c of jar.getCookiesSync(this.url)) pairs.set(c.key, c.value);
     }
     for (const [k, v] of Object.entries(extra)) pairs.set(k, v);
@@ -228,6 +228,14 @@ export class PreparedRequest {
     const list = hooks?.response;
     this.hooks = { response: list === undefined ? [] : Array.isArray(list) ? [...list] : [list] };
   }
+}
+
+/** A cheap check that spares the cookie lookup for an empty in-memory jar (the common case for API clients). */
+function jarIsEmpty(jar: CookieJar): boolean {
+  const idx = (jar.store as unknown as { idx?: Record<string, unknown> }).idx;
+  if (!idx || typeof idx !== 'object') return false;
+  for (const _ in idx) return false;
+  return true;
 }
 
 export function basicAuthHeader(username: string, password: string): string {
@@ -296,9 +304,14 @@ export class Response {
   /** Reads the whole body (once); later calls return the same bytes. */
   async read(): Promise<Buffer> {
     if (this.#content) return this.#content;
-    const chunks: Buffer[] = [];
-    if (this.raw) for await (const c of this.raw) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c as Uint8Array));
-    this.#content = Buffer.concat(chunks);
+    const raw = this.raw as (Readable & { arrayBuffer?: () => Promise<ArrayBuffer> }) | null;
+    if (raw && typeof raw.arrayBuffer === 'function') {
+      this.#content = Buffer.from(await raw.arrayBuffer()); // undici's own body reader is the fast path
+    } else {
+      const chunks: Buffer[] = [];
+      if (raw) for await (const c of raw) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c as Uint8Array));
+      this.#content = Buffer.concat(chunks);
+    }
     this.raw = null;
     return this.#content;
   }
@@ -310,12 +323,15 @@ export class Response {
   }
 
   get encoding(): string {
+    const type = this.headers.get('content-type');
+    if (!type || !type.includes('charset')) return 'utf-8';
     const m = /charset=([^;]+)/i.exec(this.headers.get('content-type') ?? '');
     return m?.[1]?.trim().replace(/^"|"$/g, '').toLowerCase() ?? 'utf-8';
   }
 
   get text(): string {
     const enc = this.encoding;
+    if (enc === 'utf-8' || enc === 'utf8') return this.content.toString('utf8');
     try {
       return new TextDecoder(enc).decode(this.content);
     } catch {

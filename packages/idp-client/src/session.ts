@@ -49,16 +49,30 @@ function toHeaderDict(h: HeadersLike | null | undefined): CaseInsensitiveDict<st
 
 /** requests' merge_setting for headers: the request wins, a null request value removes the key. */
 function mergeHeaders(request: HeadersLike | null | undefined, session: CaseInsensitiveDict<string>): CaseInsensitiveDict<string> {
-  const merged = new CaseInsensitiveDict<string>(session);
-  for (const [k, v] of toHeaderDict(request)) {
+  const merged = session.copy();
+  if (!request) return merged;
+  const apply = (v: string | null | undefined, k: string) => {
     if (v === null || v === undefined) merged.delete(k);
     else merged.set(k, v);
-  }
+  };
+  if (request instanceof CaseInsensitiveDict) request.forEach(apply);
+  else if (Array.isArray(request)) for (const [k, v] of request) apply(v, k);
+  else for (const k in request) apply(request[k], k);
   return merged;
 }
 
 /** Session params first, then the request's; a key given by the request replaces the session's. */
+function isEmptyParams(p: ParamsLike | null | undefined): boolean {
+  if (p === null || p === undefined || p === '') return true;
+  if (typeof p === 'string' || p instanceof URLSearchParams) return p.toString() === '';
+  if (Array.isArray(p)) return p.length === 0;
+  for (const _ in p) return false;
+  return true;
+}
+
 function mergeParams(request: ParamsLike | null | undefined, session: ParamsLike | null | undefined): string {
+  if (isEmptyParams(session)) return encodeParams(request);
+  if (isEmptyParams(request)) return encodeParams(session);
   const s = new URLSearchParams(encodeParams(session));
   const r = new URLSearchParams(encodeParams(request));
   for (const k of new Set(r.keys())) s.delete(k);
@@ -189,7 +203,7 @@ export class Session {
     r.elapsed = performance.now() - start;
     r = await dispatchHooks(request.hooks, r, { stream, timeout, verify, cert, proxies });
     this.extractCookies(r);
-    if (allowRedirects) {
+    if (allowRedirects && r.is_redirect) {
       const history: Response[] = [];
       for await (const next of this.resolve_redirects(r, request, { stream, timeout, verify, cert, proxies })) history.push(next as Response);
       if (history.length) {
@@ -197,7 +211,7 @@ export class Session {
         r = history.pop() as Response;
         r.history = history;
       }
-    } else {
+    } else if (!allowRedirects && r.is_redirect) {
       const gen = this.resolve_redirects(r, request, { stream, timeout, verify, cert, proxies, yield_requests: true });
       const first = await gen.next();
       r.next = first.done ? null : (first.value as PreparedRequest);
@@ -208,8 +222,9 @@ export class Session {
 
   /** The adapter of the longest mounted prefix matching `url`. */
   get_adapter(url: string): BaseAdapter {
-    const lower = url.toLowerCase();
-    for (const [prefix, adapter] of this.adapters) if (lower.startsWith(prefix.toLowerCase())) return adapter;
+    for (const [prefix, adapter] of this.adapters) {
+      if (url.startsWith(prefix) || url.toLowerCase().startsWith(prefix.toLowerCase())) return adapter;
+    }
     throw new InvalidSchema(`No connection adapters were found for ${JSON.stringify(url.split('?')[0])}`);
   }
 
@@ -370,6 +385,7 @@ function asList<T>(x: T | T[] | undefined): T[] {
 }
 
 async function dispatchHooks(hooks: Hooks, r: Response, extra: Record<string, unknown>): Promise<Response> {
+  if (!hooks.response || (Array.isArray(hooks.response) && hooks.response.length === 0)) return r;
   for (const hook of asList(hooks.response)) {
     const out = await hook(r, extra);
     if (out) r = out;

@@ -7,6 +7,7 @@ export class CaseInsensitiveDict<V = string> implements Iterable<[string, V]> {
   }
 
   update(other: Iterable<[string, V]> | Record<string, V> | CaseInsensitiveDict<V>): this {
+    if (other instanceof CaseInsensitiveDict) { other.forEach((v, k) => this.set(k, v)); return this; }
     const entries = isIterable(other) ? other : Object.entries(other);
     for (const [k, v] of entries) this.set(k, v);
     return this;
@@ -21,7 +22,13 @@ export class CaseInsensitiveDict<V = string> implements Iterable<[string, V]> {
   setdefault(key: string, value: V): V { if (!this.has(key)) this.set(key, value); return this.get(key) as V; }
   get size(): number { return this.#store.size; }
   keys(): string[] { return [...this.#store.values()].map(([k]) => k); }
-  copy(): CaseInsensitiveDict<V> { return new CaseInsensitiveDict<V>(this); }
+  copy(): CaseInsensitiveDict<V> {
+    const c = new CaseInsensitiveDict<V>();
+    c.#store = new Map(this.#store);
+    return c;
+  }
+  /** Calls `fn` with each key (as last spelled) and value; cheaper than iterating. */
+  forEach(fn: (value: V, key: string) => void): void { for (const [k, v] of this.#store.values()) fn(v, k); }
   toObject(): Record<string, V> { return Object.fromEntries(this); }
   *[Symbol.iterator](): Iterator<[string, V]> { for (const [k, v] of this.#store.values()) yield [k, v]; }
   toJSON(): Record<string, V> { return this.toObject(); }
