@@ -2,7 +2,7 @@
  * One Kysely instance per process, on SQLite (node:sqlite, the embedded default) or PostgreSQL.
  * The migration set is shared by both dialects and applied at start.
  */
-import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
+import { Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, type Migration } from 'kysely';
 import pg from 'pg';
 import { nodeSqliteDialect } from './node-sqlite.ts';
 import type { Database } from './schema.ts';
@@ -42,10 +42,14 @@ export function openDatabase(url: string, options: OpenDatabaseOptions = {}): Op
 }
 
 export async function migrate(db: Db): Promise<void> {
+  // On PostgreSQL, name the schema: Kysely otherwise finds its bookkeeping tables in *any* schema of the
+  // database (another instance's, another test's) and skips creating them in ours.
+  const schema = db.getExecutor().adapter instanceof PostgresAdapter ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema : undefined;
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async (): Promise<Record<string, Migration>> => migrations },
     allowUnorderedMigrations: true,
+    ...(schema ? { migrationTableSchema: schema } : {}),
   });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {

@@ -25,6 +25,8 @@ export interface JobToRun {
 
 /** What a backend reports about a job it holds. */
 export type ExecutorEvent =
+  /** Handed to a batch system, not started yet (Slurm PENDING): records `ref` and why it waits; no status change. */
+  | { kind: 'queued'; jobId: number; ref: string; minorStatus: string }
   /** The payload started; `ref` is the backend's handle (JSON), stored for kills and recovery. */
   | { kind: 'running'; jobId: number; ref: string }
   /** The payload ended; the output sandbox is being packed. */
@@ -33,7 +35,8 @@ export type ExecutorEvent =
   | {
       kind: 'finished';
       jobId: number;
-      outcome: 'done' | 'failed';
+      /** `killed`: stopped outside Dirigo (Slurm CANCELLED by an administrator). */
+      outcome: 'done' | 'failed' | 'killed';
       exitCode: number | null;
       minorStatus: string;
       applicationStatus?: string;
@@ -57,7 +60,10 @@ export interface Executor {
   start(sink: ExecutorSink, wake: () => void): void;
   /** How many more jobs it takes now. */
   freeSlots(): number;
-  /** Takes a Matched job. Resolves once the backend has it; the payload runs in the background. */
+  /**
+   * Takes a Matched job. Resolves once the backend has it; the payload runs in the background.
+   * Throwing (a batch system refusing or unreachable) puts the job back to Waiting with the error as MinorStatus.
+   */
   submit(job: JobToRun): Promise<void>;
   /** Batched status of held jobs (one backend query per cycle); push-only backends return []. */
   poll(held: readonly HeldJob[]): Promise<ExecutorEvent[]>;

@@ -120,7 +120,14 @@ export class Scheduler {
       for (const event of await executor.poll(held)) await this.#apply(executor, event);
       const free = executor.freeSlots();
       if (free <= 0) continue;
-      for (const job of await this.#claim(executor.site, free)) await executor.submit(job);
+      for (const job of await this.#claim(executor.site, free)) {
+        try {
+          await executor.submit(job);
+        } catch (err) {
+          // Not lost: back to Waiting (not counted as a reschedule), saying why; the backend pauses its matching.
+          await this.#requeue(job.jobId, `submission to site ${executor.site} failed: ${(err as Error).message}`, false);
+        }
+      }
     }
   }
 
@@ -190,6 +197,16 @@ export class Scheduler {
     const mine = { executorId: this.instanceId, source };
     const now = nowIso();
     switch (event.kind) {
+      case 'queued': {
+        const won = await this.#db
+          .updateTable('jobs')
+          .set({ executor_ref: event.ref, minor_status: event.minorStatus, last_update_time: now })
+          .where('job_id', '=', event.jobId)
+          .where('status', '=', JobStatus.Matched)
+          .where('executor_id', '=', this.instanceId)
+          .executeTakeFirst();
+        return Number(won.numUpdatedRows) === 1;
+      }
       case 'running': {
         const won = await changeStatus(this.#db, [event.jobId], {
           ...mine,
@@ -209,7 +226,9 @@ export class Scheduler {
         const sandbox = event.outputSandbox ? { output_sandbox: event.outputSandbox.sha256, output_sandbox_size: event.outputSandbox.size } : {};
         const set = { ...sandbox, exit_code: event.exitCode, end_exec_time: now, lease_until: null };
         const won =
-          event.outcome === 'done'
+          event.outcome === 'killed'
+            ? await changeStatus(this.#db, [event.jobId], { ...mine, from: HELD, to: JobStatus.Killed, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set })
+            : event.outcome === 'done'
             ? await changeStatus(this.#db, [event.jobId], { ...mine, from: JobStatus.Completing, to: JobStatus.Done, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set })
             : await changeStatus(this.#db, [event.jobId], { ...mine, from: HELD, to: JobStatus.Failed, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set });
         if (won.length === 0 && event.outputSandbox) {

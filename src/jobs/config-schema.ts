@@ -3,6 +3,8 @@
  * sites jobs run on. Every key has a default so the embedded default needs nothing here.
  */
 import { Type, type Static } from 'typebox';
+import { SlurmSiteSchema } from '../executors/slurm-config.ts';
+import { AgentSiteSchema } from '../agents/config-schema.ts';
 
 const MiB = 1024 * 1024;
 
@@ -54,7 +56,7 @@ export const JobsConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
-    sites: Type.Array(LocalSiteSchema, { minItems: 1, default: [{ name: 'Local', type: 'local' }] }),
+    sites: Type.Array(Type.Union([LocalSiteSchema, SlurmSiteSchema, AgentSiteSchema]), { minItems: 1, default: [{ name: 'Local', type: 'local' }] }),
   },
   { additionalProperties: false, default: {} },
 );

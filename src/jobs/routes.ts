@@ -2,7 +2,6 @@
  * The /jobs interface (SPEC "Job management", DESIGN "Jobs"). Also starts this instance's scheduler and
  * executors, and stops them when the service closes.
  */
-import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
@@ -11,7 +10,7 @@ import { requireCapability, requireToken } from '../auth/authenticate.ts';
 import type { AppContext } from '../server/context.ts';
 import { Conflict, InvalidRequest, NotFound, UnsupportedMediaType } from '../server/errors.ts';
 import { ErrorBody } from '../server/schemas.ts';
-import { LocalExecutor } from '../executors/local.ts';
+import { createExecutors } from '../executors/factory.ts';
 import { Scheduler } from '../executors/scheduler.ts';
 import type { JobsConfig } from './config-schema.ts';
 import { ATTRIBUTES, isFinal, type AttributeName } from './model.ts';
@@ -80,19 +79,7 @@ export async function jobsRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
   const store = new FileSandboxStore(sandboxDir);
   let scheduler: Scheduler | undefined;
   if (config.scheduler.enabled) {
-    const executors = config.sites.map(
-      (site) =>
-        new LocalExecutor({
-          site,
-          workDir: resolve(ctx.config.dataDir, site.workDir),
-          store,
-          slots: site.slots > 0 ? site.slots : availableParallelism(),
-          killGraceMs: config.scheduler.killGraceMs,
-          cpuCheckIntervalMs: config.scheduler.cpuCheckIntervalMs,
-          limits: config.sandbox,
-          log: app.log,
-        }),
-    );
+    const executors = createExecutors({ config, dataDir: ctx.config.dataDir, store, log: app.log });
     scheduler = new Scheduler(ctx.db, ctx.dialect, config.scheduler, executors, app.log);
     const s = scheduler;
     app.addHook('onReady', async () => s.start());

@@ -1,0 +1,41 @@
+/**
+ * One executor per configured site that the server runs itself: `local` (child processes) and `slurm`
+ * (batch jobs). `agents` sites have none: their jobs are pulled by `dirigo agent` over HTTP.
+ */
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
+import type { JobsConfig } from '../jobs/config-schema.ts';
+import type { SandboxStore } from '../jobs/sandbox-store.ts';
+import type { Executor } from './executor.ts';
+import { LocalExecutor } from './local.ts';
+import { SlurmExecutor } from './slurm.ts';
+
+export interface ExecutorDeps {
+  config: JobsConfig;
+  dataDir: string;
+  store: SandboxStore;
+  log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+}
+
+export function createExecutors({ config, dataDir, store, log }: ExecutorDeps): Executor[] {
+  const executors: Executor[] = [];
+  for (const site of config.sites) {
+    if (site.type === 'local') {
+      executors.push(
+        new LocalExecutor({
+          site,
+          workDir: resolve(dataDir, site.workDir),
+          store,
+          slots: site.slots > 0 ? site.slots : availableParallelism(),
+          killGraceMs: config.scheduler.killGraceMs,
+          cpuCheckIntervalMs: config.scheduler.cpuCheckIntervalMs,
+          limits: config.sandbox,
+          log,
+        }),
+      );
+    } else if (site.type === 'slurm') {
+      executors.push(new SlurmExecutor({ site, stagingDir: resolve(dataDir, site.stagingDir), store, limits: config.sandbox, log }));
+    }
+  }
+  return executors;
+}

@@ -1,0 +1,414 @@
+/**
+ * The Slurm executor: a site whose jobs run as Slurm batch jobs. `submit` stages the job in the shared
+ * staging directory and hands it to `sbatch`; `poll` asks Slurm about every held job in one `squeue` call
+ * per scheduler cycle and turns Slurm states into events; `kill` is `scancel`. Slurm states map to job
+ * statuses as follows (MinorStatus says which Slurm state and reason led there):
+ *
+ *   PENDING, CONFIGURING, REQUEUED...  → Matched, "Queued in Slurm (batch job N: <reason>)"
+ *   RUNNING, COMPLETING                → Running
+ *   COMPLETED                          → Done (output sandbox packed from the staging directory)
+ *   FAILED, TIMEOUT, OUT_OF_MEMORY,
+ *   NODE_FAIL, BOOT_FAIL, DEADLINE...  → Failed, with the reason
+ *   CANCELLED                          → Killed
+ *
+ * With accounting off, finished jobs are read from `squeue --states=all` while Slurm's MinJobAge keeps
+ * them, and from the batch script's own exit record (`exit` in the staging directory), which also carries
+ * the payload's exit code.
+ */
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { lstat, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join, relative, resolve, sep } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import picomatch from 'picomatch';
+import type { SandboxStore, StoredObject } from '../jobs/sandbox-store.ts';
+import { packFiles, type ArchiveFile } from '../jobs/sandbox-archive.ts';
+import { PayloadTooLarge } from '../server/errors.ts';
+import type { Executor, ExecutorEvent, ExecutorSink, HeldJob, JobToRun } from './executor.ts';
+import { SlurmClient, SlurmCommandError, type SlurmJobInfo } from './slurm-client.ts';
+import type { SlurmSiteConfig } from './slurm-config.ts';
+import { batchScript, parseExitRecord, type ExitRecord } from './slurm-script.ts';
+
+export interface SlurmExecutorOptions {
+  site: SlurmSiteConfig;
+  /** Absolute staging directory (the site's `stagingDir` resolved against the data dir). */
+  stagingDir: string;
+  store: SandboxStore;
+  limits: { maxFileSize: number; maxSandboxSize: number; maxFiles: number };
+  log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+  /** Replaces the command client (tests of the state mapping). */
+  client?: Pick<SlurmClient, 'submit' | 'query' | 'cancel'>;
+}
+
+/** What is stored in `executor_ref` for a Slurm job. */
+export interface SlurmRef {
+  slurmId: string;
+  stage: string;
+}
+
+interface Held {
+  job: JobToRun;
+  slurmId: string;
+  stage: string;
+  submittedAt: number;
+  running: boolean;
+  minorStatus: string;
+  /** Polls in a row where Slurm did not list the job. */
+  misses: number;
+}
+
+/** Slurm states in which the payload has not started yet. */
+const QUEUED = new Set(['PENDING', 'CONFIGURING', 'REQUEUED', 'REQUEUE_FED', 'REQUEUE_HOLD', 'RESV_DEL_HOLD']);
+/** States in which it runs (or is being stopped, or suspended by an administrator). */
+const RUNNING = new Set(['RUNNING', 'COMPLETING', 'SUSPENDED', 'STOPPED', 'SIGNALING', 'STAGE_OUT', 'RESIZING']);
+/** Polls without an answer about a job, and the minimum age, before it counts as lost. */
+const MISSES_BEFORE_LOST = 3;
+const LOST_AFTER_MS = 30000;
+const MAX_RETRY_DELAY_MS = 60000;
+
+export class SlurmExecutor implements Executor {
+  readonly site: string;
+  readonly type = 'slurm';
+  readonly #o: SlurmExecutorOptions;
+  readonly #slurm: Pick<SlurmClient, 'submit' | 'query' | 'cancel'>;
+  readonly #held = new Map<number, Held>();
+  /** Cancelled jobs whose staging directories go once Slurm says they ended: slurm id → stage. */
+  readonly #cleanup = new Map<string, string>();
+  #sink: ExecutorSink = async () => false;
+  #closing = false;
+  #failures = 0;
+  #retryAt = 0;
+  #lastPollError = '';
+
+  constructor(options: SlurmExecutorOptions) {
+    this.#o = options;
+    this.site = options.site.name;
+    this.#slurm =
+      options.client ??
+      new SlurmClient({ binDir: options.site.binDir, slurmConf: options.site.slurmConf, timeoutMs: options.site.commandTimeoutMs });
+  }
+
+  start(sink: ExecutorSink): void {
+    this.#sink = sink;
+  }
+
+  freeSlots(): number {
+    if (this.#closing || Date.now() < this.#retryAt) return 0;
+    return Math.max(0, this.#o.site.maxJobs - this.#held.size);
+  }
+
+  activeJobs(): number[] {
+    return [...this.#held.keys()];
+  }
+
+  /** The last reason Slurm could not be used, or '' when the last command worked. */
+  get lastError(): string {
+    return this.#lastPollError;
+  }
+
+  /**
+   * Stages the job and calls `sbatch`. @throws Error saying why when Slurm refuses or cannot be reached;
+   * matching for this site then pauses (2 s, doubling up to 60 s) and the scheduler puts the job back to Waiting.
+   */
+  async submit(job: JobToRun): Promise<void> {
+    const m = job.manifest;
+    const stage = join(this.#o.stagingDir, `${job.jobId}-${randomBytes(4).toString('hex')}`);
+    let slurmId: string;
+    try {
+      await mkdir(stage, { recursive: true, mode: 0o700 });
+      if (job.inputSandbox) await pipeline(await this.#o.store.get(job.inputSandbox), createWriteStream(join(stage, 'input.tar.gz'), { mode: 0o600 }));
+      const script = join(stage, 'job.sh');
+      await writeFile(
+        script,
+        batchScript({
+          jobId: job.jobId,
+          site: this.site,
+          executable: m.Executable,
+          argv: job.argv,
+          environment: m.Environment ?? {},
+          stdout: m.StdOutput ?? 'std.out',
+          stderr: m.StdError ?? 'std.err',
+          hasInput: job.inputSandbox !== null,
+        }),
+        { mode: 0o700 },
+      );
+      slurmId = await this.#slurm.submit(script, this.#sbatchOptions(job, stage));
+    } catch (err) {
+      await rm(stage, { recursive: true, force: true }).catch(() => {});
+      this.#failures++;
+      const delay = Math.min(MAX_RETRY_DELAY_MS, this.#o.site.retryDelayMs * 2 ** (this.#failures - 1));
+      this.#retryAt = Date.now() + delay;
+      const why = err instanceof SlurmCommandError ? err.message : `staging failed: ${(err as Error).message}`;
+      this.#o.log.warn({ jobId: job.jobId, site: this.site, retryInMs: delay }, `Slurm submission failed: ${why}`);
+      throw new Error(`${why} (retrying in ${Math.round(delay / 1000)} s)`);
+    }
+    this.#failures = 0;
+    const minorStatus = `Queued in Slurm (batch job ${slurmId})`;
+    this.#held.set(job.jobId, { job, slurmId, stage, submittedAt: Date.now(), running: false, minorStatus, misses: 0 });
+    const ref = JSON.stringify({ slurmId, stage } satisfies SlurmRef);
+    if (!(await this.#sink({ kind: 'queued', jobId: job.jobId, ref, minorStatus }))) {
+      // Killed between the claim and now.
+      await this.kill(job.jobId);
+    }
+  }
+
+  #sbatchOptions(job: JobToRun, stage: string): string[] {
+    const s = this.#o.site;
+    const options = [
+      `--job-name=dirigo-${job.jobId}`,
+      `--chdir=${stage}`,
+      `--output=${join(stage, 'slurm.out')}`,
+      // The server's environment stays on the server; the script sets the payload's own.
+      '--export=NONE',
+      '--nodes=1',
+      '--ntasks=1',
+      '--no-requeue',
+    ];
+    if (s.partition) options.push(`--partition=${s.partition}`);
+    if (s.account) options.push(`--account=${s.account}`);
+    const cpu = job.manifest.CPUTime;
+    // CPUTime (seconds) → --time (whole minutes, Slurm's resolution), rounded up.
+    if (cpu !== undefined) options.push(`--time=${timeLimitMinutes(cpu)}`);
+    return [...options, ...s.sbatchOptions];
+  }
+
+  async poll(held: readonly HeldJob[]): Promise<ExecutorEvent[]> {
+    // Jobs the database says we hold but memory lost track of cannot happen within one process; the
+    // database is the authority on which of ours are still active.
+    const active = new Set(held.map((h) => h.jobId));
+    const mine = [...this.#held.values()].filter((h) => active.has(h.job.jobId));
+    const ids = [...mine.map((h) => h.slurmId), ...this.#cleanup.keys()];
+    if (ids.length === 0) return [];
+    let states: Map<string, SlurmJobInfo>;
+    try {
+      states = await this.#slurm.query(ids);
+      this.#lastPollError = '';
+    } catch (err) {
+      const message = (err as Error).message;
+      if (message !== this.#lastPollError) this.#o.log.warn({ site: this.site }, `Slurm status query failed: ${message}`);
+      this.#lastPollError = message;
+      return [];
+    }
+    const events: ExecutorEvent[] = [];
+    for (const h of mine) {
+      const info = states.get(h.slurmId);
+      events.push(...(await this.#follow(h, info)));
+    }
+    for (const [slurmId, stage] of this.#cleanup) {
+      const info = states.get(slurmId);
+      if (!info || !QUEUED.has(info.state) && !RUNNING.has(info.state)) {
+        this.#cleanup.delete(slurmId);
+        if (!this.#o.site.keepStaging) await rm(stage, { recursive: true, force: true }).catch(() => {});
+      }
+    }
+    return events;
+  }
+
+  async #follow(h: Held, info: SlurmJobInfo | undefined): Promise<ExecutorEvent[]> {
+    const jobId = h.job.jobId;
+    if (!info) {
+      // Not listed: finished and purged (MinJobAge), or lost. The exit record tells which.
+      const record = await this.#exitRecord(h);
+      if (record) return this.#finish(h, record.kind === 'exit' && record.code === 0 ? 'COMPLETED' : 'FAILED', 'None', record);
+      h.misses++;
+      if (h.misses < MISSES_BEFORE_LOST || Date.now() - h.submittedAt < LOST_AFTER_MS) return [];
+      return this.#finish(h, 'LOST', `Slurm no longer knows batch job ${h.slurmId} and it left no exit record`, undefined);
+    }
+    h.misses = 0;
+    if (QUEUED.has(info.state)) {
+      const minorStatus = `Queued in Slurm (batch job ${h.slurmId}${info.reason && info.reason !== 'None' ? `: ${info.reason}` : ''})`;
+      if (h.running || minorStatus === h.minorStatus) return [];
+      h.minorStatus = minorStatus;
+      return [{ kind: 'queued', jobId, ref: this.#ref(h), minorStatus }];
+    }
+    if (RUNNING.has(info.state)) {
+      if (h.running) return [];
+      h.running = true;
+      return [{ kind: 'running', jobId, ref: this.#ref(h) }];
+    }
+    return this.#finish(h, info.state, info.reason, await this.#exitRecord(h));
+  }
+
+  #ref(h: Held): string {
+    return JSON.stringify({ slurmId: h.slurmId, stage: h.stage } satisfies SlurmRef);
+  }
+
+  async #exitRecord(h: Held): Promise<ExitRecord | undefined> {
+    try {
+      return parseExitRecord(await readFile(join(h.stage, 'exit'), 'utf8'));
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The events that end a job in Slurm state `state`; forgets the job and removes its staging directory. */
+  async #finish(h: Held, state: string, reason: string, record: ExitRecord | undefined): Promise<ExecutorEvent[]> {
+    const jobId = h.job.jobId;
+    this.#held.delete(jobId);
+    const events: ExecutorEvent[] = [];
+    try {
+      if (state === 'CANCELLED') {
+        return [{ kind: 'finished', jobId, outcome: 'killed', exitCode: null, minorStatus: `Cancelled in Slurm (batch job ${h.slurmId}${reason && reason !== 'None' ? `: ${reason}` : ''})` }];
+      }
+      const ran = record?.kind === 'exit' || ['COMPLETED', 'FAILED', 'TIMEOUT', 'OUT_OF_MEMORY'].includes(state);
+      if (ran && !h.running) events.push({ kind: 'running', jobId, ref: this.#ref(h) });
+      if (ran) events.push({ kind: 'completing', jobId });
+      let outputSandbox: StoredObject | undefined;
+      let packError: string | undefined;
+      if (ran) {
+        try {
+          outputSandbox = await this.#packOutput(h);
+        } catch (err) {
+          packError = err instanceof PayloadTooLarge ? `Output sandbox too large: ${err.message}` : `Output sandbox could not be stored: ${(err as Error).message}`;
+        }
+      }
+      const outcome = describeOutcome(h, state, reason, record);
+      const finished: ExecutorEvent = {
+        kind: 'finished',
+        jobId,
+        ...outcome,
+        ...(packError ? { outcome: 'failed', minorStatus: packError } : {}),
+        ...(outputSandbox ? { outputSandbox } : {}),
+      };
+      events.push(finished);
+      return events;
+    } finally {
+      if (!this.#o.site.keepStaging) await rm(h.stage, { recursive: true, force: true }).catch(() => {});
+    }
+  }
+
+  async #packOutput(h: Held): Promise<StoredObject> {
+    const m = h.job.manifest;
+    const work = join(h.stage, 'work');
+    const stdout = m.StdOutput ?? 'std.out';
+    const stderr = m.StdError ?? 'std.err';
+    const files: ArchiveFile[] = [
+      { name: stdout, path: join(work, stdout) },
+      { name: stderr, path: join(work, stderr) },
+    ];
+    const patterns = m.OutputSandbox ?? [];
+    if (patterns.length > 0) {
+      const match = picomatch([...patterns], { dot: false });
+      const seen = new Set([stdout, stderr]);
+      for (const rel of await listFiles(work, '', this.#o.limits.maxFiles).catch(() => [])) {
+        if (!seen.has(rel) && match(rel)) {
+          seen.add(rel);
+          files.push({ name: rel, path: join(work, rel) });
+        }
+      }
+    }
+    // packFiles skips what is not a regular file (a payload that never created StdOutput, a symlink).
+    const present: ArchiveFile[] = [];
+    for (const f of files) if (await isRegularFile(f.path)) present.push(f);
+    return this.#o.store.put(packFiles(present), this.#o.limits.maxSandboxSize);
+  }
+
+  /** `scancel`; the job's staging directory goes once Slurm reports it ended. Idempotent. */
+  async kill(jobId: number, ref: string | null = null): Promise<void> {
+    const h = this.#held.get(jobId);
+    const target = h ? { slurmId: h.slurmId, stage: h.stage } : this.#parseRef(ref);
+    this.#held.delete(jobId);
+    if (!target) return;
+    this.#cleanup.set(target.slurmId, target.stage);
+    try {
+      await this.#slurm.cancel([target.slurmId]);
+    } catch (err) {
+      this.#o.log.warn({ jobId, site: this.site }, `scancel failed: ${(err as Error).message}`);
+    }
+  }
+
+  /** Cancels the batch job of a job whose holder died, and removes its staging directory. */
+  async reap(ref: string): Promise<void> {
+    const target = this.#parseRef(ref);
+    if (!target) return;
+    await this.#slurm.cancel([target.slurmId]).catch(() => {});
+    if (!this.#o.site.keepStaging) await rm(target.stage, { recursive: true, force: true }).catch(() => {});
+  }
+
+  /**
+   * Stops the jobs this instance has in Slurm (scancel) so that the scheduler can reschedule them without
+   * a second copy running. @returns their ids.
+   */
+  async close(): Promise<number[]> {
+    this.#closing = true;
+    const held = [...this.#held.values()];
+    this.#held.clear();
+    if (held.length > 0) await this.#slurm.cancel(held.map((h) => h.slurmId)).catch(() => {});
+    if (!this.#o.site.keepStaging) await Promise.all(held.map((h) => rm(h.stage, { recursive: true, force: true }).catch(() => {})));
+    return held.map((h) => h.job.jobId);
+  }
+
+  /** A ref from the database, trusted only when its stage lies inside this site's staging directory. */
+  #parseRef(ref: string | null): SlurmRef | undefined {
+    if (!ref) return undefined;
+    try {
+      const parsed = JSON.parse(ref) as Partial<SlurmRef>;
+      if (typeof parsed.slurmId !== 'string' || typeof parsed.stage !== 'string') return undefined;
+      const rel = relative(this.#o.stagingDir, resolve(parsed.stage));
+      if (rel === '' || rel.startsWith('..') || rel.includes(`..${sep}`)) return undefined;
+      return { slurmId: parsed.slurmId, stage: resolve(parsed.stage) };
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** CPUTime in seconds → `--time` in minutes, at least 1. */
+export function timeLimitMinutes(cpuSeconds: number): number {
+  return Math.max(1, Math.ceil(cpuSeconds / 60));
+}
+
+type Outcome = Pick<Extract<ExecutorEvent, { kind: 'finished' }>, 'outcome' | 'exitCode' | 'minorStatus' | 'applicationStatus'>;
+
+/** Job outcome and MinorStatus for a Slurm end state, the Slurm reason and the script's exit record. */
+export function describeOutcome(h: { slurmId: string; job: { manifest: { Executable: string; CPUTime?: number } } }, state: string, reason: string, record: ExitRecord | undefined): Outcome {
+  const why = reason && reason !== 'None' ? `, reason ${reason}` : '';
+  const code = record?.kind === 'exit' ? record.code : null;
+  const app = code === null ? undefined : `Exited with code ${code}`;
+  switch (state) {
+    case 'COMPLETED':
+      return { outcome: 'done', exitCode: 0, minorStatus: 'Execution Complete', applicationStatus: 'Exited with code 0' };
+    case 'TIMEOUT': {
+      const cpu = h.job.manifest.CPUTime;
+      const limit = cpu === undefined ? 'its time limit' : `its time limit (--time=${timeLimitMinutes(cpu)} min for CPUTime ${cpu} s)`;
+      return { outcome: 'failed', exitCode: code, minorStatus: `CPU time limit exceeded: Slurm stopped batch job ${h.slurmId} at ${limit} (TIMEOUT${why})`, applicationStatus: app };
+    }
+    case 'OUT_OF_MEMORY':
+      return { outcome: 'failed', exitCode: code, minorStatus: `Out of memory: Slurm stopped batch job ${h.slurmId} (OUT_OF_MEMORY${why})`, applicationStatus: app };
+    case 'NODE_FAIL':
+      return { outcome: 'failed', exitCode: code, minorStatus: `Node failure: the Slurm node running batch job ${h.slurmId} failed (NODE_FAIL${why})`, applicationStatus: app };
+    case 'LOST':
+      return { outcome: 'failed', exitCode: null, minorStatus: `Job lost: ${reason}` };
+    case 'FAILED':
+      if (record?.kind === 'not-found') return { outcome: 'failed', exitCode: 127, minorStatus: `Cannot start '${h.job.manifest.Executable}': no such executable` };
+      if (record?.kind === 'setup-failed') return { outcome: 'failed', exitCode: null, minorStatus: `Job setup failed on the Slurm node: ${record.why}` };
+      if (code !== null) {
+        const signal = code > 128 ? ` (signal ${code - 128})` : '';
+        return { outcome: 'failed', exitCode: code, minorStatus: `Application exited with code ${code}${signal}`, applicationStatus: app };
+      }
+      return { outcome: 'failed', exitCode: null, minorStatus: `Slurm: batch job ${h.slurmId} FAILED${why}` };
+    default:
+      // BOOT_FAIL, DEADLINE, PREEMPTED, REVOKED, SPECIAL_EXIT and any state a later Slurm adds.
+      return { outcome: 'failed', exitCode: code, minorStatus: `Slurm ended batch job ${h.slurmId}: ${state}${why}`, applicationStatus: app };
+  }
+}
+
+async function isRegularFile(path: string): Promise<boolean> {
+  try {
+    return (await lstat(path)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Regular files under `root` as relative POSIX paths; symbolic links are not followed. */
+async function listFiles(root: string, rel: string, max: number, out: string[] = []): Promise<string[]> {
+  const entries = await readdir(join(root, rel), { withFileTypes: true });
+  for (const e of entries) {
+    if (out.length >= max) break;
+    const path = rel ? `${rel}/${e.name}` : e.name;
+    if (e.isDirectory()) await listFiles(root, path, max, out);
+    else if (e.isFile()) out.push(path);
+  }
+  return out;
+}
