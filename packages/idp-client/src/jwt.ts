@@ -108,11 +108,14 @@ export function verifyJwt(token: string, keys: KeyStore, options: VerifyOptions 
   const candidates = keys.candidates(alg, kid);
   if (candidates.length === 0) throw new JWTVerificationError('unknown_key', `no key in the JWKS for kid ${JSON.stringify(kid ?? null)} and alg ${alg}`);
   const spec = ALGORITHMS[alg] as AlgSpec;
-  const data = Buffer.from(`${parts[0]}.${parts[1]}`);
+  const data = Buffer.from(token.slice(0, token.lastIndexOf('.')), 'latin1');
   const sig = Buffer.from(parts[2] as string, 'base64url');
   const ok = candidates.some(({ key }) => {
     try {
-      return cryptoVerify(spec.hash, data, { key, padding: spec.padding, saltLength: spec.saltLength, dsaEncoding: spec.dsaEncoding }, sig);
+      // A bare KeyObject is twice as fast as an options object (the key is not re-prepared), so
+      // options are passed only where the algorithm needs them (PSS padding, JOSE ECDSA encoding).
+      if (spec.padding === undefined && spec.dsaEncoding === undefined) return cryptoVerify(spec.hash, data, key, sig);
+      return cryptoVerify(spec.hash, data, spec.padding !== undefined ? { key, padding: spec.padding, saltLength: spec.saltLength } : { key, dsaEncoding: spec.dsaEncoding }, sig);
     } catch {
       return false;
     }
