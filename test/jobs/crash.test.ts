@@ -6,79 +6,25 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Agent, request } from 'undici';
-import { stringify } from 'yaml';
+import { request, type Agent } from 'undici';
 import pg from 'pg';
-import { dialects, POSTGRES_URL, createPostgresSchema } from '../helpers/dialects.ts';
-import { testRegistry } from '../helpers/service.ts';
-import { testPki, type TestPki } from '../helpers/pki.ts';
+import { dialects } from '../helpers/dialects.ts';
 import { multipart, processAlive, untar } from './helpers.ts';
-
-const NODE = process.execPath;
-const ROOT = new URL('../../', import.meta.url).pathname;
-
-interface Server {
-  child: ChildProcess;
-  url: string;
-  exited: Promise<number | null>;
-}
-
-async function startServe(configFile: string, dataDir: string): Promise<Server> {
-  const child = spawn(NODE, [join(ROOT, 'bin/dirigo.js'), 'serve', '--config', configFile, '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  let out = '';
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}\n${err}`)), 30000);
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /Dirigo serving (https:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    });
-    void exited.then((code) => reject(new Error(`serve exited with ${code}:\n${out}\n${err}`)));
-  });
-  return { child, url, exited };
-}
+import { prepareServe, startServe, userAgent, type ServeProcess, type ServeSetup } from './serve-process.ts';
 
 for (const { dialect, skip } of await dialects()) {
   describe(`crash test: kill -9 during a submission burst (${dialect})`, { skip }, () => {
-    let pki: TestPki;
+    let setup: ServeSetup;
     let dataDir: string;
-    let configFile: string;
     let agent: Agent;
-    let dropSchema: (() => Promise<void>) | undefined;
-    let server: Server | undefined;
+    let server: ServeProcess | undefined;
 
     before(async () => {
-      pki = await testPki();
-      dataDir = mkdtempSync(join(tmpdir(), 'dirigo-crash-'));
-      let dbUrl = 'sqlite:dirigo.db';
-      if (dialect === 'postgres') {
-        const s = await createPostgresSchema();
-        dropSchema = s.drop;
-        dbUrl = `${POSTGRES_URL}?options=${encodeURIComponent(`-c search_path=${s.schema}`)}`;
-      }
-      configFile = join(dataDir, 'config.yaml');
-      writeFileSync(
-        configFile,
-        stringify({
-          server: { host: '127.0.0.1', port: 0 },
-          tls: { cert: pki.server.cert, key: pki.server.key, caDir: pki.trustedDir },
-          database: { url: dbUrl },
-          registry: testRegistry(),
-          logging: { level: 'silent' },
-          jobs: { scheduler: { pollIntervalMs: 100, leaseMs: 60000, maxReschedules: 3 }, sites: [{ name: 'Local', type: 'local', slots: 2 }] },
-        }),
-      );
-      agent = new Agent({ connect: { ca: pki.ca.certPem, cert: pki.users.alice!.certPem, key: pki.users.alice!.keyPem }, connections: 32 });
+      setup = await prepareServe(dialect, { scheduler: { pollIntervalMs: 100, leaseMs: 60000, maxReschedules: 3 }, sites: [{ name: 'Local', type: 'local', slots: 2 }] });
+      dataDir = setup.dataDir;
+      agent = userAgent(setup.pki, 'alice', 32);
     });
     after(async () => {
       if (server && server.child.exitCode === null) {
@@ -86,7 +32,7 @@ for (const { dialect, skip } of await dialects()) {
         await server.exited;
       }
       await agent?.close();
-      await dropSchema?.();
+      await setup?.dropSchema?.();
       rmSync(dataDir, { recursive: true, force: true });
     });
 
@@ -102,7 +48,7 @@ for (const { dialect, skip } of await dialects()) {
     }
 
     it('keeps every answered job with its sandbox, no half bulk, and recovers running jobs', { timeout: 180000 }, async () => {
-      server = await startServe(configFile, dataDir);
+      server = await startServe(setup);
       const tok = await call(server.url, '/oauth2/token?grant_type=client_credentials&group=dirigo_user&setup=Dirigo-Test');
       assert.equal(tok.status, 200);
       let token = tok.json().access_token as string;
@@ -155,7 +101,7 @@ for (const { dialect, skip } of await dialects()) {
       const clients = Array.from({ length: 8 }, (_, c) => client(c));
       while (answered.size < 60) await new Promise((r) => setTimeout(r, 5));
       // Remember the payload processes, then kill the server mid-burst.
-      const pg0 = await readRefs(dataDir, dialect, configFile, sleeperIds);
+      const pg0 = await readRefs(setup, dialect, sleeperIds);
       pids.push(...pg0);
       server.child.kill('SIGKILL');
       await server.exited;
@@ -164,7 +110,7 @@ for (const { dialect, skip } of await dialects()) {
       assert.ok(answered.size >= 60);
       assert.ok(sent.length > answered.size, 'some requests were in flight when the server died');
 
-      server = await startServe(configFile, dataDir);
+      server = await startServe(setup);
       // A new port means a new issuer: take a fresh token.
       token = (await call(server.url, '/oauth2/token?grant_type=client_credentials&group=dirigo_user&setup=Dirigo-Test')).json().access_token as string;
       // Every answered submission exists in full, multipart ones with their input sandbox.
@@ -208,21 +154,18 @@ for (const { dialect, skip } of await dialects()) {
 }
 
 /** The payload pids recorded for `jids`, read straight from the database the server uses. */
-async function readRefs(dataDir: string, dialect: string, configFile: string, jids: number[]): Promise<number[]> {
+async function readRefs(setup: ServeSetup, dialect: string, jids: number[]): Promise<number[]> {
   const refs: string[] = [];
   if (dialect === 'sqlite') {
     const { DatabaseSync } = await import('node:sqlite');
-    const db = new DatabaseSync(join(dataDir, 'dirigo.db'), { readOnly: true });
+    const db = new DatabaseSync(join(setup.dataDir, 'dirigo.db'), { readOnly: true });
     for (const jid of jids) {
       const row = db.prepare('select executor_ref from jobs where job_id = ?').get(jid) as { executor_ref: string | null } | undefined;
       if (row?.executor_ref) refs.push(row.executor_ref);
     }
     db.close();
   } else {
-    const { parse } = await import('yaml');
-    const { readFileSync } = await import('node:fs');
-    const url = (parse(readFileSync(configFile, 'utf8')) as { database: { url: string } }).database.url;
-    const client = new pg.Client({ connectionString: url });
+    const client = new pg.Client({ connectionString: setup.databaseUrl });
     await client.connect();
     const res = await client.query('select executor_ref from jobs where job_id = any($1)', [jids]);
     for (const r of res.rows as { executor_ref: string | null }[]) if (r.executor_ref) refs.push(r.executor_ref);
