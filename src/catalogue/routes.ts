@@ -246,7 +246,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
         const { dir, file } = await store.requireFile(path, s.trx);
         await s.setFileMetadata(dir, file, body);
         const fields = await s.fields();
-        return store.fileMetadata(dir.id, file.id, fields);
+        return store.fileMetadata(dir.id, file.id, fields, s.trx);
       });
     },
   );

@@ -181,9 +181,9 @@ export class CatalogueStore {
   }
 
   /** A file's own metadata and the metadata its directory has (own or inherited). */
-  async fileMetadata(dirId: number, fileId: number, fields: Map<string, Field>): Promise<Record<string, JsonValue>> {
-    const own = await this.db.selectFrom('cat_file_meta').select(['field_id', 'num', 'str']).where('file_id', '=', fileId).execute();
-    const inherited = await this.db.selectFrom('cat_dir_meta_eff').select(['field_id', 'num', 'str']).where('dir_id', '=', dirId).execute();
+  async fileMetadata(dirId: number, fileId: number, fields: Map<string, Field>, q: Q = this.db): Promise<Record<string, JsonValue>> {
+    const own = await q.selectFrom('cat_file_meta').select(['field_id', 'num', 'str']).where('file_id', '=', fileId).execute();
+    const inherited = await q.selectFrom('cat_dir_meta_eff').select(['field_id', 'num', 'str']).where('dir_id', '=', dirId).execute();
     return this.#named([...inherited, ...own], fields);
   }
 
