@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import type { CookieJar } from 'tough-cookie';
 import { CaseInsensitiveDict } from './structures.ts';
-import { HTTPError, InvalidURL } from './errors.ts';
+import { HTTPError, InvalidURL, redactUrl } from './errors.ts';
 import { REDIRECT_STATI } from './constants.ts';
 
 export type Scalar = string | number | boolean;
@@ -380,7 +380,7 @@ export class Response {
   raise_for_status(): void {
     if (this.status_code >= 400) {
       const kind = this.status_code < 500 ? 'Client Error' : 'Server Error';
-      throw new HTTPError(`${this.status_code} ${kind}: ${this.reason} for url: ${this.url.split('?')[0]}`, { response: this });
+      throw new HTTPError(`${this.status_code} ${kind}: ${this.reason} for url: ${redactUrl(this.url)}`, { response: this });
     }
   }
 

@@ -3,7 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Session, type SessionOptions } from './session.ts';
 import { CaseInsensitiveDict } from './structures.ts';
 import { ClientAuth, type ClientAssertionOptions, type ClientAuthMethod, type ClientAuthSigner } from './client-auth.ts';
-import { InsecureTransportError, OAuthError } from './errors.ts';
+import { InsecureTransportError, OAuthError, redactUrl } from './errors.ts';
 import { ACCESS_TOKEN_TYPE, EXTRA_AUTHORIZE_PARAMS, SESSION_REQUEST_PARAMS, TOKEN_EXCHANGE_GRANT } from './constants.ts';
 import { isTokenExpired, normalizeToken, type OAuth2TokenData } from './token.ts';
 import type { AuthBase, AuthLike, BodyLike, PreparedRequest, RequestOptions, Response } from './models.ts';
@@ -494,7 +494,7 @@ export class OAuth2Session extends Session {
     }
     const type = (resp.headers.get('content-type') ?? 'no content type').split(';')[0];
     return new this.oauth_error_class(resp.status_code >= 500 ? 'server_error' : 'invalid_request',
-      `HTTP ${resp.status_code} from ${resp.url.split('?')[0]} with a body that is not an OAuth error (${type})`, { status: resp.status_code });
+      `HTTP ${resp.status_code} from ${redactUrl(resp.url)} with a body that is not an OAuth error (${type})`, { status: resp.status_code });
   }
 
   /**

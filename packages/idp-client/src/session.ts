@@ -5,7 +5,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { CaseInsensitiveDict } from './structures.ts';
 import { HTTPAdapter, type BaseAdapter } from './adapters.ts';
-import { InvalidSchema, TooManyRedirects } from './errors.ts';
+import { InvalidSchema, TooManyRedirects, redactUrl } from './errors.ts';
 import { DEFAULT_MAX_REDIRECTS, DEFAULT_PORTS } from './constants.ts';
 import { environCaBundle, getEnvironProxies, shouldBypassProxies } from './environment.ts';
 import {
@@ -225,7 +225,7 @@ export class Session {
     for (const [prefix, adapter] of this.adapters) {
       if (url.startsWith(prefix) || url.toLowerCase().startsWith(prefix.toLowerCase())) return adapter;
     }
-    throw new InvalidSchema(`No connection adapters were found for ${JSON.stringify(url.split('?')[0])}`);
+    throw new InvalidSchema(`No connection adapters were found for ${JSON.stringify(redactUrl(url))}`);
   }
 
   /** Registers `adapter` for URLs starting with `prefix`; adapters are kept longest prefix first. */
