@@ -3,8 +3,8 @@
  * entry's name as a path: only plain files and directories with relative, `..`-free names are written,
  * links and devices are refused, and sizes are bounded.
  */
-import { createReadStream, createWriteStream } from 'node:fs';
-import { lstat, mkdir } from 'node:fs/promises';
+import { constants, createWriteStream } from 'node:fs';
+import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -29,10 +29,26 @@ export function packFiles(files: readonly ArchiveFile[]): Readable {
   pipeline(pack, gzip, out).catch((err: Error) => out.destroy(err));
   (async () => {
     for (const f of files) {
-      const st = await lstat(f.path);
-      if (!st.isFile()) continue;
-      const entry = pack.entry({ name: f.name, size: st.size, mode: f.mode ?? (st.mode & 0o777), mtime: st.mtime, type: 'file' });
-      await pipeline(createReadStream(f.path), entry);
+      // O_NOFOLLOW + fstat: a symbolic link put in place of a file is skipped, never followed.
+      let fh: FileHandle;
+      try {
+        fh = await open(f.path, constants.O_RDONLY | constants.O_NOFOLLOW);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ELOOP' || (err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        throw err;
+      }
+      try {
+        const st = await fh.stat();
+        if (!st.isFile()) continue;
+        const header = { name: f.name, size: st.size, mode: f.mode ?? (st.mode & 0o777), mtime: st.mtime, type: 'file' as const };
+        if (st.size === 0) {
+          await new Promise<void>((resolve, reject) => pack.entry(header, Buffer.alloc(0), (err) => (err ? reject(err) : resolve())));
+        } else {
+          await pipeline(fh.createReadStream({ autoClose: false, start: 0, end: st.size - 1 }), pack.entry(header));
+        }
+      } finally {
+        await fh.close();
+      }
     }
     pack.finalize();
   })().catch((err: Error) => pack.destroy(err));

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
-import { InvalidRequest, PayloadTooLarge } from '../server/errors.ts';
+import { DirigoError, InvalidRequest, PayloadTooLarge } from '../server/errors.ts';
 import type { JobsConfig } from './config-schema.ts';
 import { fileNameProblem } from './file-names.ts';
 import { packFiles, type ArchiveFile } from './sandbox-archive.ts';
@@ -112,6 +112,9 @@ export async function readMultipart(request: FastifyRequest, config: JobsConfig,
       if (code === 'FST_INVALID_JSON_FIELD_ERROR') throw new InvalidRequest('a manifest part is not valid JSON');
       if (code === 'FST_REQ_FILE_TOO_LARGE') throw new PayloadTooLarge(`a file is larger than the limit of ${limits.maxFileSize} bytes`);
       if (code === 'FST_FILES_LIMIT') throw new PayloadTooLarge(`more than ${limits.maxFiles} files in one submission`);
+      if (code === 'FST_PARTS_LIMIT' || code === 'FST_FIELDS_LIMIT') throw new PayloadTooLarge('too many parts in one submission');
+      // busboy's parse errors carry no code; file-system errors (errno codes) stay server errors.
+      if (!(err instanceof DirigoError) && code === undefined && err instanceof Error) throw new InvalidRequest(`the multipart body is malformed: ${err.message}`);
       throw err;
     }
     if (manifests.length === 0) throw new InvalidRequest("the multipart request has no 'manifest' part");

@@ -78,6 +78,18 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(again.status, 304);
     });
 
+    it('never follows symbolic links the job leaves in its working directory into the output sandbox', async () => {
+      const jid = await submit(svc, alice, {
+        Executable: '/bin/sh',
+        Arguments: `-c "echo real > ok.txt; ln -s /etc/hostname leak.txt; mkdir d; ln -s /etc d/etc; ln -sf /etc/passwd std.err"`,
+        OutputSandbox: ['*.txt', 'd/**'],
+      });
+      const job = await waitForStatus(svc, alice, jid);
+      assert.equal(job.Status, 'Done', JSON.stringify(job));
+      const files = await untar((await svc.request(`/jobs/${jid}/outputsandbox`, { token: alice })).body);
+      assert.deepEqual([...files.keys()].sort(), ['ok.txt', 'std.out']);
+    });
+
     it('fails a job whose executable exits non-zero or does not exist, saying why', async () => {
       const bad = await submit(svc, alice, { Executable: '/bin/sh', Arguments: '-c "exit 3"' });
       const missing = await submit(svc, alice, { Executable: 'no-such-program-dirigo' });

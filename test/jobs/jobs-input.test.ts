@@ -143,6 +143,20 @@ for (const { dialect, skip } of await dialects()) {
       });
     }
 
+    for (const [what, type, body] of [
+      ['a truncated multipart body', 'multipart/form-data; boundary=xyz', '--xyz\r\nContent-Disposition: form-data; name="manifest"\r\n\r\n{"Executable":"/bin/true"}\r\n'],
+      ['a multipart body without a boundary', 'multipart/form-data', 'x'],
+      ['a multipart body that is not multipart', 'multipart/form-data; boundary=xyz', 'garbage'],
+    ] as const) {
+      it(`multipart POST /jobs with ${what} → 400`, async () => {
+        const before = await jobCount(svc);
+        const res = await svc.request('/jobs', { method: 'POST', token: alice, body, headers: { 'content-type': type } });
+        assert.equal(res.status, 400, res.text);
+        assert.match(res.json.error_description, /multipart body is malformed/);
+        assert.equal(await jobCount(svc), before);
+      });
+    }
+
     it('multipart with two manifests and one file: both jobs share the listed input sandbox', async () => {
       const res = await postMultipart(svc, alice, [manifest({ Executable: 'a.sh', JobName: 'one' }), manifest({ Executable: 'a.sh', JobName: 'two' }), file('a.sh', '#!/bin/sh\n')]);
       assert.equal(res.status, 201, res.text);
