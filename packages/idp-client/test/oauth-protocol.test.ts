@@ -278,10 +278,12 @@ describe('protected requests', () => {
 
   it('the access_token_response hook runs before parsing', async () => {
     const s = confidential();
-    s.register_compliance_hook('access_token_response', (resp) => { resp.headers.set('X-Seen', '1'); return resp; });
+    let seen = 0;
+    s.register_compliance_hook('access_token_response', (resp) => { seen++; assert.equal(resp.status_code, 200); return resp; });
     assert.throws(() => s.register_compliance_hook('nope' as 'protected_request', (u, h, b) => [u, h, b]), OAuthError);
     await s.fetch_token(md.token_endpoint, { grant_type: 'client_credentials', scope: 'api:read', resource: API_RESOURCE });
     assert.ok(s.token?.access_token);
+    assert.equal(seen, 1);
     await s.close();
   });
 });

@@ -2,6 +2,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';
+import { writeFileSync } from 'node:fs';
 import type { TLSSocket } from 'node:tls';
 import { CookieJar } from 'tough-cookie';
 import {
@@ -155,10 +156,32 @@ describe('requests-style verbs and merging', () => {
     assert.deepEqual(calls, [`${main.url}/mounted/x`, 'closed']);
   });
 
-  it('times out with Timeout', async () => {
+  it('times out with Timeout (per request, or default_timeout of an OAuth2Session)', async () => {
     const s = session();
     await assert.rejects(s.get(`${main.url}/slow`, { timeout: 0.3 }), Timeout);
     await s.close();
+    const o = new OAuth2Session({ verify: pki.caFile, trust_env: false, default_timeout: 0.3 });
+    await assert.rejects(o.get(`${main.url}/slow`, { withhold_token: true }), Timeout);
+    await o.close();
+  });
+
+  it('with trust_env, takes credentials from .netrc ($NETRC) when no auth is given', async () => {
+    const saved = process.env.NETRC;
+    const file = `${pki.dir}/netrc`;
+    writeFileSync(file, 'machine 127.0.0.1\n  login netrc-user\n  password netrc-pass\n');
+    try {
+      process.env.NETRC = file;
+      const trusting = new Session({ verify: pki.caFile, proxies: { no_proxy: '*' } });
+      const e = (await trusting.get(`${main.url}/echo`)).json<Echo>();
+      assert.equal(e.headers.authorization, `Basic ${Buffer.from('netrc-user:netrc-pass').toString('base64')}`);
+      const explicit = (await trusting.get(`${main.url}/echo`, { auth: ['me', 'pw'] })).json<Echo>();
+      assert.equal(explicit.headers.authorization, `Basic ${Buffer.from('me:pw').toString('base64')}`);
+      const untrusting = session();
+      assert.equal((await untrusting.get(`${main.url}/echo`)).json<Echo>().headers.authorization, undefined);
+      await trusting.close(); await untrusting.close();
+    } finally {
+      if (saved === undefined) delete process.env.NETRC; else process.env.NETRC = saved;
+    }
   });
 });
 
