@@ -73,8 +73,21 @@ export class KeyStore {
 
   hasKid(kid: string): boolean { return this.#keys.some((k) => k.jwk.kid === kid); }
 
-  /** Candidate keys for `alg` and `kid` (every compatible key when the token names no kid). */
+  #candidates = new Map<string, Array<{ jwk: JWK; key: KeyObject }>>();
+
+  /** Candidate keys for `alg` and `kid` (every compatible key when the token names no kid); memoized. */
   candidates(alg: string, kid: string | undefined): Array<{ jwk: JWK; key: KeyObject }> {
+    const memo = `${alg} ${kid ?? ''}`;
+    let found = this.#candidates.get(memo);
+    if (!found) {
+      found = this.#select(alg, kid);
+      // Bounded: forged tokens could otherwise grow the memo with made-up kids.
+      if (this.#candidates.size < 256) this.#candidates.set(memo, found);
+    }
+    return found;
+  }
+
+  #select(alg: string, kid: string | undefined): Array<{ jwk: JWK; key: KeyObject }> {
     const spec = ALGORITHMS[alg];
     if (!spec) return [];
     return this.#keys.filter(({ jwk }) => (kid === undefined || jwk.kid === kid) && jwk.kty === spec.kty

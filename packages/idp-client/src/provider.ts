@@ -215,6 +215,13 @@ export class OAuth2IdProvider extends OAuth2Session {
   /** The provider's JWKS: the configured one, the cached one while fresh, or a new fetch. */
   getJWKs(): Promise<Result<JWKSet>> { return this.fetchJWKs(); }
 
+  /** The key store when it needs no fetch (the hot path of verifyToken stays synchronous). */
+  #freshKeys(): KeyStore | null {
+    if (this.#staticJwks) return this.#staticJwks;
+    if (this.#keyStore && (Date.now() - this.#jwksFetchedAt) / 1000 < this.#statics().JWKS_REFRESH_RATE) return this.#keyStore;
+    return null;
+  }
+
   async #keys(): Promise<KeyStore> {
     if (this.#staticJwks) return this.#staticJwks;
     const fresh = this.#keyStore && (Date.now() - this.#jwksFetchedAt) / 1000 < this.#statics().JWKS_REFRESH_RATE;
@@ -226,7 +233,7 @@ export class OAuth2IdProvider extends OAuth2Session {
 
   /** Verifies a JWT with the provider's keys; throws JWTVerificationError. Refetches the JWKS once for an unknown kid (rate-limited). */
   async verify_jwt(token: string, audience: string | string[] | null | undefined): Promise<JWTClaims> {
-    let keys = await this.#keys();
+    let keys = this.#freshKeys() ?? await this.#keys();
     const issuer = this.issuer ?? (typeof this.metadata.issuer === 'string' ? this.metadata.issuer : null);
     const opts = { issuer, audience, clockTolerance: this.clock_tolerance };
     try {
