@@ -6,6 +6,7 @@ import { tokenCommand } from './token.ts';
 import { adminCommand } from './admin.ts';
 import { CliError } from './output.ts';
 import { jobsCommand } from '../jobs/cli.ts';
+import { agentCommand } from '../agents/cli.ts';
 import { loginCommand, logoutCommand, whoamiCommand } from '../auth/cli.ts';
 
 export type Command = (argv: string[]) => Promise<number>;
@@ -16,6 +17,7 @@ const commands: Record<string, { run: Command; summary: string }> = {
   token: { run: tokenCommand, summary: 'obtain an access token with a certificate (flow A)' },
   admin: { run: adminCommand, summary: 'administration: keys rotate' },
   jobs: { run: jobsCommand, summary: 'submit, list, show, kill, wait for jobs; fetch manifests and sandboxes' },
+  agent: { run: agentCommand, summary: 'pull-mode job agent for a worker node (takes and runs jobs of an agents site)' },
   login: { run: loginCommand, summary: 'sign in with the device flow and cache the token (OAuth 2.0)' },
   logout: { run: logoutCommand, summary: 'revoke and forget the cached token' },
   whoami: { run: whoamiCommand, summary: 'show who the cached token speaks for' },

@@ -4,13 +4,15 @@
  */
 import type { Migration } from 'kysely';
 import { authMigrations } from '../auth/migrations.ts';
-import { catalogueMigrations } from '../catalogue/migrations.ts';
 import { jobsMigrations } from '../jobs/migrations.ts';
+import { catalogueMigrations } from '../catalogue/migrations.ts';
 import { registryMigrations } from '../registry/migrations.ts';
+import { clusterMigrations } from '../cluster/migrations.ts';
 
 export const migrations: Record<string, Migration> = {
   ...authMigrations,
-  ...catalogueMigrations,
   ...jobsMigrations,
+  ...catalogueMigrations,
   ...registryMigrations,
+  ...clusterMigrations,
 };

@@ -6,5 +6,6 @@ import type { AuthTables } from '../auth/tables.ts';
 import type { CatalogueTables } from '../catalogue/tables.ts';
 import type { JobsTables } from '../jobs/tables.ts';
 import type { RegistryTables } from '../registry/tables.ts';
+import type { ClusterTables } from '../cluster/tables.ts';
 
-export interface Database extends AuthTables, JobsTables, RegistryTables {}
+export interface Database extends AuthTables, JobsTables, RegistryTables, ClusterTables {}

@@ -140,7 +140,7 @@ export class SlurmExecutor implements Executor {
       this.#retryAt = Date.now() + delay;
       const why = err instanceof SlurmCommandError ? err.message : `staging failed: ${(err as Error).message}`;
       this.#o.log.warn({ jobId: job.jobId, site: this.site, retryInMs: delay }, `Slurm submission failed: ${why}`);
-      throw new Error(`${why} (retrying in ${Math.round(delay / 1000)} s)`);
+      throw new Error(`${why} (retrying in ${Math.round(delay / 1000)} s)`, { cause: err });
     }
     this.#failures = 0;
     const minorStatus = `Queued in Slurm (batch job ${slurmId})`;

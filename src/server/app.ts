@@ -7,8 +7,9 @@ import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { authRoutes } from '../auth/routes.ts';
-import { catalogueRoutes } from '../catalogue/routes.ts';
 import { jobsRoutes } from '../jobs/routes.ts';
+import { agentsRoutes } from '../agents/routes.ts';
+import { catalogueRoutes } from '../catalogue/routes.ts';
 import type { AppContext } from './context.ts';
 import { errorHandler } from './error-handler.ts';
 import { InvalidRequest } from './errors.ts';
@@ -59,8 +60,9 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
 
   await instance.register(observabilityRoutes, { ctx });
   await instance.register(authRoutes, { ctx });
-  await instance.register(catalogueRoutes, { ctx });
   await instance.register(jobsRoutes, { ctx });
+  await instance.register(agentsRoutes, { ctx });
+  await instance.register(catalogueRoutes, { ctx });
 }
 
 /** Registered without encapsulation so that its error handler, hooks and decorators apply everywhere. */

@@ -1,0 +1,308 @@
+/**
+ * The pull-mode job agent that `dirigo agent` runs on a worker node: it asks the service for Waiting jobs
+ * of its site, runs each one exactly as the local executor does (the same LocalExecutor: own working
+ * directory, no shell, clean environment, StdOutput/StdError, CPUTime limit, SIGTERM then SIGKILL on kill),
+ * sends heartbeats whose replies carry kill commands, uploads the output sandbox and reports the outcome.
+ *
+ * The executor's sandbox store is the service itself: `get` downloads the job's input sandbox, `put` keeps
+ * the packed output in a local file until the job's final report uploads it.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, rm, stat } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { request, type Agent as HttpAgent, type Dispatcher } from 'undici';
+import { LocalExecutor } from '../executors/local.ts';
+import type { ExecutorEvent } from '../executors/executor.ts';
+import type { Manifest } from '../jobs/manifest.ts';
+import type { SandboxStore, StoredObject } from '../jobs/sandbox-store.ts';
+import { PayloadTooLarge } from '../server/errors.ts';
+
+export interface JobAgentOptions {
+  url: string;
+  site: string;
+  slots: number;
+  /** HTTPS dispatcher with the CA (and client certificate when flow A is used). */
+  dispatcher: HttpAgent;
+  /** Returns a valid access token; `refresh` asks for a new one (after a 401). */
+  token(refresh: boolean): Promise<string>;
+  workDir: string;
+  /** Pause between match requests while nothing is waiting. */
+  idlePollMs: number;
+  killGraceMs: number;
+  limits: { maxFileSize: number; maxSandboxSize: number; maxFiles: number };
+  agentId?: string;
+  log(line: string): void;
+}
+
+interface MatchedJob {
+  JobID: number;
+  Manifest: Manifest;
+  Argv: string[];
+  InputSandbox: boolean;
+  RescheduleCounter: number;
+}
+
+class HttpError extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/**
+ * @example
+ *   const agent = new JobAgent({ url, site: 'Pool', slots: 4, dispatcher, token: async () => jwt, ... });
+ *   await agent.run(); // until agent.stop()
+ */
+export class JobAgent {
+  readonly agentId: string;
+  readonly #o: JobAgentOptions;
+  readonly #executor: LocalExecutor;
+  /** Output sandboxes packed by the executor, kept until the final report uploads them: sha256 → file. */
+  readonly #outputs = new Map<string, string>();
+  #heartbeatMs = 30000;
+  #stopped = false;
+  #wakeUp: (() => void) | undefined;
+  #heartbeatTimer: NodeJS.Timeout | undefined;
+  matched = 0;
+  finished = 0;
+
+  constructor(options: JobAgentOptions) {
+    this.#o = options;
+    this.agentId = options.agentId ?? `${hostname().replace(/[^A-Za-z0-9_.-]/g, '-').slice(0, 20)}-${randomUUID().slice(0, 8)}`;
+    this.#executor = new LocalExecutor({
+      site: { name: options.site, type: 'local', slots: options.slots, workDir: options.workDir, keepWorkDirs: false },
+      workDir: options.workDir,
+      store: this.#store(),
+      slots: options.slots,
+      killGraceMs: options.killGraceMs,
+      cpuCheckIntervalMs: 1000,
+      limits: options.limits,
+      log: { warn: (obj, msg) => options.log(`${msg} ${JSON.stringify(obj)}`) },
+    });
+  }
+
+  async #call(method: Dispatcher.HttpMethod, path: string, body?: { json?: unknown; stream?: Readable; type?: string }): Promise<Dispatcher.ResponseData> {
+    for (let attempt = 0; ; attempt++) {
+      const token = await this.#o.token(attempt > 0);
+      const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
+      let payload: string | Readable | undefined;
+      if (body?.json !== undefined) {
+        headers['content-type'] = 'application/json';
+        payload = JSON.stringify(body.json);
+      } else if (body?.stream) {
+        headers['content-type'] = body.type ?? 'application/gzip';
+        payload = body.stream;
+      }
+      const res = await request(this.#o.url + path, { method, headers, body: payload, dispatcher: this.#o.dispatcher });
+      // An expired token is renewed once (a streamed body cannot be sent twice).
+      if (res.statusCode === 401 && attempt === 0 && !body?.stream) {
+        await res.body.dump();
+        continue;
+      }
+      return res;
+    }
+  }
+
+  async #json<T>(method: Dispatcher.HttpMethod, path: string, json?: unknown): Promise<T> {
+    const res = await this.#call(method, path, json === undefined ? undefined : { json });
+    const text = await res.body.text();
+    if (res.statusCode >= 300) throw new HttpError(res.statusCode, describe(res.statusCode, text));
+    return JSON.parse(text) as T;
+  }
+
+  #store(): SandboxStore {
+    return {
+      get: async (key: string): Promise<Readable> => {
+        const res = await this.#call('GET', `/agents/jobs/${key}/inputsandbox?agentId=${this.agentId}`);
+        if (res.statusCode !== 200) throw new HttpError(res.statusCode, describe(res.statusCode, await res.body.text()));
+        return Readable.from(res.body);
+      },
+      put: async (data: Readable, maxSize = Number.MAX_SAFE_INTEGER): Promise<StoredObject> => {
+        await mkdir(join(this.#o.workDir, '.outputs'), { recursive: true, mode: 0o700 });
+        const file = join(this.#o.workDir, '.outputs', randomUUID());
+        const hash = createHash('sha256');
+        let size = 0;
+        const count = new Transform({
+          transform(chunk: Buffer, _enc, done) {
+            size += chunk.length;
+            if (size > maxSize) return done(new PayloadTooLarge(`the output sandbox is larger than the limit of ${maxSize} bytes`));
+            hash.update(chunk);
+            done(null, chunk);
+          },
+        });
+        try {
+          await pipeline(data, count, createWriteStream(file, { mode: 0o600 }));
+        } catch (err) {
+          await rm(file, { force: true });
+          throw err;
+        }
+        const sha256 = hash.digest('hex');
+        this.#outputs.set(sha256, file);
+        return { sha256, size };
+      },
+      exists: async (sha256: string) => this.#outputs.has(sha256),
+      size: async (sha256: string) => {
+        const file = this.#outputs.get(sha256);
+        return file ? (await stat(file)).size : undefined;
+      },
+    };
+  }
+
+  /** Reports an executor event to the service; false when the service refused it (the job was killed). */
+  async #report(event: ExecutorEvent): Promise<boolean> {
+    const jid = event.jobId;
+    try {
+      switch (event.kind) {
+        case 'queued':
+          return true;
+        case 'running':
+          await this.#json('POST', `/agents/jobs/${jid}/status`, { agentId: this.agentId, status: 'Running' });
+          this.#o.log(`job ${jid} running`);
+          return true;
+        case 'completing':
+          await this.#json('POST', `/agents/jobs/${jid}/status`, { agentId: this.agentId, status: 'Completing' });
+          return true;
+        case 'finished': {
+          let outcome = event.outcome === 'killed' ? 'failed' : event.outcome;
+          let minorStatus = event.minorStatus;
+          if (event.outputSandbox) {
+            const file = this.#outputs.get(event.outputSandbox.sha256);
+            this.#outputs.delete(event.outputSandbox.sha256);
+            if (file) {
+              try {
+                const res = await this.#call('PUT', `/agents/jobs/${jid}/outputsandbox?agentId=${this.agentId}`, { stream: createReadStream(file) });
+                const text = await res.body.text();
+                if (res.statusCode !== 200) throw new HttpError(res.statusCode, describe(res.statusCode, text));
+              } catch (err) {
+                if (err instanceof HttpError && (err.status === 403 || err.status === 409)) throw err;
+                outcome = 'failed';
+                minorStatus = `Output sandbox upload failed: ${(err as Error).message}`;
+              } finally {
+                await rm(file, { force: true });
+              }
+            }
+          }
+          await this.#json('POST', `/agents/jobs/${jid}/finish`, {
+            agentId: this.agentId,
+            outcome,
+            exitCode: event.exitCode,
+            minorStatus,
+            ...(event.applicationStatus ? { applicationStatus: event.applicationStatus } : {}),
+          });
+          this.finished++;
+          this.#o.log(`job ${jid} ${outcome === 'done' ? 'Done' : `Failed: ${minorStatus}`}`);
+          return true;
+        }
+      }
+    } catch (err) {
+      if (err instanceof HttpError && (err.status === 403 || err.status === 409)) {
+        // Killed, rescheduled or not ours any more: the payload must stop (if it still runs).
+        this.#o.log(`job ${jid}: ${err.message}`);
+        return false;
+      }
+      throw err;
+    }
+  }
+
+  async #heartbeat(): Promise<void> {
+    const jobs = this.#executor.activeJobs();
+    try {
+      const reply = await this.#json<{ kill: number[]; heartbeatIntervalMs: number }>('POST', '/agents/heartbeat', { agentId: this.agentId, jobs });
+      this.#heartbeatMs = reply.heartbeatIntervalMs;
+      for (const jid of reply.kill) {
+        this.#o.log(`job ${jid}: the service asks to stop it`);
+        await this.#executor.kill(jid);
+      }
+    } catch (err) {
+      this.#o.log(`heartbeat failed: ${(err as Error).message}`);
+    }
+  }
+
+  #scheduleHeartbeat(): void {
+    if (this.#stopped) return;
+    this.#heartbeatTimer = setTimeout(() => {
+      void this.#heartbeat().finally(() => this.#scheduleHeartbeat());
+    }, this.#heartbeatMs);
+  }
+
+  /** Matches and runs jobs until stop(); `once` returns after the first match found nothing and all jobs ended. */
+  async run(once = false): Promise<void> {
+    await mkdir(this.#o.workDir, { recursive: true, mode: 0o700 });
+    this.#executor.start((event) => this.#report(event), () => this.#wakeUp?.());
+    this.#o.log(`agent ${this.agentId} for site ${this.#o.site} with ${this.#o.slots} slot(s) on ${this.#o.url}`);
+    let heartbeating = false;
+    while (!this.#stopped) {
+      const free = this.#executor.freeSlots();
+      let got = 0;
+      if (free > 0) {
+        try {
+          const reply = await this.#json<{ jobs: MatchedJob[]; heartbeatIntervalMs: number }>('POST', '/agents/match', { agentId: this.agentId, site: this.#o.site, slots: free });
+          this.#heartbeatMs = reply.heartbeatIntervalMs;
+          got = reply.jobs.length;
+          this.matched += got;
+          for (const job of reply.jobs) {
+            this.#o.log(`job ${job.JobID} matched`);
+            await this.#executor.submit({
+              jobId: job.JobID,
+              manifest: job.Manifest,
+              argv: job.Argv,
+              // The store's `get` key: the job id, whose input sandbox the service serves to its holder.
+              inputSandbox: job.InputSandbox ? String(job.JobID) : null,
+              owner: '',
+              ownerGroup: '',
+              rescheduleCounter: job.RescheduleCounter,
+            });
+          }
+        } catch (err) {
+          if (err instanceof HttpError && (err.status === 400 || err.status === 403)) throw err;
+          this.#o.log(`match failed: ${(err as Error).message}`);
+        }
+      }
+      if (!heartbeating) {
+        heartbeating = true;
+        this.#scheduleHeartbeat();
+      }
+      if (once && got === 0 && this.#executor.activeJobs().length === 0) break;
+      if (got > 0 && this.#executor.freeSlots() > 0) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.#o.idlePollMs);
+        this.#wakeUp = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#wakeUp = undefined;
+    }
+    await this.stop();
+  }
+
+  /** Stops matching; running payloads are stopped and their jobs reported Failed. */
+  async stop(): Promise<void> {
+    if (this.#stopped && !this.#heartbeatTimer) return;
+    this.#stopped = true;
+    clearTimeout(this.#heartbeatTimer);
+    this.#heartbeatTimer = undefined;
+    this.#wakeUp?.();
+    const stopped = await this.#executor.close();
+    for (const jid of stopped) {
+      await this.#json('POST', `/agents/jobs/${jid}/finish`, { agentId: this.agentId, outcome: 'failed', exitCode: null, minorStatus: `Agent ${this.agentId} was stopped while the job ran` }).catch(() => {});
+    }
+    for (const file of this.#outputs.values()) await rm(file, { force: true });
+  }
+}
+
+function describe(status: number, text: string): string {
+  try {
+    const e = JSON.parse(text) as { error?: string; error_description?: string };
+    if (e.error) return `HTTP ${status} ${e.error}: ${e.error_description ?? ''}`;
+  } catch {
+    // not JSON
+  }
+  return `HTTP ${status}`;
+}

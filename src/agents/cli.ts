@@ -1,0 +1,106 @@
+/**
+ * `dirigo agent --url URL --site NAME [--slots N]`: a pull-mode job agent for a worker node (a batch job,
+ * a cloud VM, a Kubernetes pod). It authenticates with a robot certificate (flow A, --cert/--key, for a
+ * group with the Pilot property) or a pilot token (--token / DIRIGO_TOKEN), then takes and runs jobs of
+ * its site until stopped (SIGTERM/SIGINT) or, with --once, until no job is left.
+ */
+import { availableParallelism, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { connect, CONNECTION_OPTIONS } from '../cli/http.ts';
+import { CliError } from '../cli/output.ts';
+import { certificateToken } from '../cli/token.ts';
+import { environment } from '../server/config.ts';
+import { JobAgent } from './agent.ts';
+
+const USAGE = `usage: dirigo agent --url URL --site NAME [--slots N] [options]
+
+Takes Waiting jobs of an agents site from the service and runs them on this machine, like the local
+executor: each in its own working directory, without a shell, with CPUTime enforced. Sends heartbeats
+(the service's kills arrive in their replies), uploads output sandboxes and reports final statuses.
+
+options:
+  --site NAME          the agents site (type: agents in the service's jobs.sites)
+  --slots N            jobs run at once (default: the number of CPUs)
+  --work-dir DIR       working directories (default: a folder under the system temp dir)
+  --once               exit once no job is waiting and every taken job has ended
+  --poll SECONDS       pause between match requests while idle (default 2)
+  --agent-id ID        name this agent (default: host name and a random suffix)
+authentication (one of):
+  --cert FILE --key FILE [--group G] [--setup S]   a robot certificate (flow A); the group needs the Pilot property
+  --token TOKEN | DIRIGO_TOKEN=...                 a token of a group with the Pilot property
+connection: --url URL (or DIRIGO_URL), --ca FILE (or DIRIGO_CA)
+`;
+
+const MiB = 1024 * 1024;
+
+export async function agentCommand(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      ...CONNECTION_OPTIONS,
+      site: { type: 'string' },
+      slots: { type: 'string' },
+      'work-dir': { type: 'string' },
+      once: { type: 'boolean' },
+      poll: { type: 'string' },
+      'agent-id': { type: 'string' },
+      token: { type: 'string' },
+      group: { type: 'string' },
+      setup: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (!values.site) throw new CliError(`--site is required\n\n${USAGE}`, 2);
+  const slots = values.slots === undefined ? availableParallelism() : Number(values.slots);
+  if (!Number.isInteger(slots) || slots < 1 || slots > 1000) throw new CliError(`--slots must be an integer from 1 to 1000, not ${values.slots}`, 2);
+  const poll = values.poll === undefined ? 2 : Number(values.poll);
+  if (!Number.isFinite(poll) || poll < 0.01 || poll > 3600) throw new CliError(`--poll must be a number of seconds from 0.01 to 3600, not ${values.poll}`, 2);
+  if (values['agent-id'] !== undefined && !/^[A-Za-z0-9_.-]{1,40}$/.test(values['agent-id'])) throw new CliError('--agent-id: 1 to 40 letters, digits, _ . -', 2);
+
+  const conn = connect(values);
+  const fixed = values.token ?? (conn.hasCertificate ? undefined : environment.get('DIRIGO_TOKEN'));
+  if (!fixed && !conn.hasCertificate) throw new CliError('authentication is needed: --cert/--key (a robot certificate) or --token / DIRIGO_TOKEN', 2);
+  let cached: { token: string; renewAt: number } | undefined;
+  const token = async (refresh: boolean): Promise<string> => {
+    if (fixed) return fixed;
+    if (!refresh && cached && Date.now() < cached.renewAt) return cached.token;
+    const answer = await certificateToken(conn, values.group, values.setup);
+    // Renew at 80 % of the lifetime, well before it expires mid-request.
+    cached = { token: answer.access_token, renewAt: Date.now() + answer.expires_in * 800 };
+    return cached.token;
+  };
+
+  const agent = new JobAgent({
+    url: conn.url,
+    site: values.site,
+    slots,
+    dispatcher: conn.agent,
+    token,
+    workDir: resolve(values['work-dir'] ?? join(tmpdir(), `dirigo-agent-${process.pid}`)),
+    idlePollMs: Math.round(poll * 1000),
+    killGraceMs: 10000,
+    limits: { maxFileSize: 100 * MiB, maxSandboxSize: 100 * MiB, maxFiles: 1000 },
+    ...(values['agent-id'] ? { agentId: values['agent-id'] } : {}),
+    log: (line) => process.stderr.write(`${new Date().toISOString()} ${line}\n`),
+  });
+  const stop = () => void agent.stop();
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  try {
+    await agent.run(values.once ?? false);
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  } finally {
+    process.removeListener('SIGTERM', stop);
+    process.removeListener('SIGINT', stop);
+    await conn.agent.close();
+  }
+  process.stderr.write(`agent ${agent.agentId}: ${agent.matched} job(s) taken, ${agent.finished} reported\n`);
+  return 0;
+}

@@ -1,0 +1,280 @@
+/**
+ * The pull-mode agent interface (DIRAC's pilot model): `dirigo agent` on a worker node asks for work with
+ * `POST /agents/match`, downloads the input sandbox, reports Running/Completing, sends heartbeats (whose
+ * replies carry kill commands), uploads the output sandbox and reports the final status.
+ *
+ * Every endpoint needs a token of a group with the `Pilot` property (a robot certificate's flow A token,
+ * or a pilot user's); an agent may only report on jobs it holds (403 otherwise). Also starts the stall
+ * detector, elected to run on one instance (src/cluster/duties.ts).
+ */
+import { resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { requireToken, type Principal } from '../auth/authenticate.ts';
+import { runDuty } from '../cluster/duties.ts';
+import { nowIso } from '../db/database.ts';
+import { JobStatus } from '../jobs/model.ts';
+import { FileSandboxStore } from '../jobs/sandbox-store.ts';
+import { changeStatus } from '../jobs/state-machine.ts';
+import type { AppContext } from '../server/context.ts';
+import { InsufficientPrivileges, InvalidRequest, InvalidTransition, NotFound } from '../server/errors.ts';
+import { ErrorBody } from '../server/schemas.ts';
+import type { AgentSiteConfig } from './config-schema.ts';
+import { detectStalls } from './stalls.ts';
+import { AGENT_HELD, heartbeat, heldJob, holderOf, matchJobs, type AgentIdentity } from './store.ts';
+
+/** The group property that lets a token act as an agent (DIRAC's `Pilot`, `GenericPilot`). */
+export const PILOT_PROPERTY = 'Pilot';
+
+const AgentId = Type.String({ pattern: '^[A-Za-z0-9_.-]{1,40}$', description: 'the agent process, chosen by the agent' });
+const MatchBody = Type.Object(
+  {
+    agentId: AgentId,
+    site: Type.String({ minLength: 1, maxLength: 64 }),
+    slots: Type.Integer({ minimum: 1, maximum: 1000, description: 'how many jobs the agent can take now' }),
+  },
+  { additionalProperties: false },
+);
+const HeartbeatBody = Type.Object(
+  { agentId: AgentId, jobs: Type.Array(Type.Integer({ minimum: 1 }), { maxItems: 10000, description: 'the jobs the agent runs' }) },
+  { additionalProperties: false },
+);
+const StatusBody = Type.Object(
+  {
+    agentId: AgentId,
+    status: Type.Union([Type.Literal('Running'), Type.Literal('Completing')]),
+    applicationStatus: Type.Optional(Type.String({ maxLength: 500 })),
+  },
+  { additionalProperties: false },
+);
+const FinishBody = Type.Object(
+  {
+    agentId: AgentId,
+    outcome: Type.Union([Type.Literal('done'), Type.Literal('failed')]),
+    exitCode: Type.Union([Type.Integer({ minimum: -1000, maximum: 1000 }), Type.Null()]),
+    minorStatus: Type.String({ minLength: 1, maxLength: 500 }),
+    applicationStatus: Type.Optional(Type.String({ maxLength: 500 })),
+  },
+  { additionalProperties: false },
+);
+const AgentQuery = Type.Object({ agentId: AgentId }, { additionalProperties: true });
+const JidParams = Type.Object({ jid: Type.String() });
+const StatusReply = Type.Object({ JobID: Type.Integer(), Status: Type.String() });
+
+function parseJid(text: string): number {
+  if (!/^\d{1,15}$/.test(text) || Number(text) < 1) throw new InvalidRequest(`jid: '${text}' is not a job id (a positive integer)`);
+  return Number(text);
+}
+
+function requirePilot(principal: Principal): void {
+  if (!principal.properties.includes(PILOT_PROPERTY)) {
+    throw new InsufficientPrivileges(`group ${principal.group} does not have the ${PILOT_PROPERTY} property needed to act as a job agent`);
+  }
+}
+
+export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+  const jobs = ctx.config.jobs;
+  const sites = new Map(jobs.sites.filter((s): s is AgentSiteConfig => s.type === 'agents').map((s) => [s.name, s]));
+  const store = new FileSandboxStore(resolve(ctx.config.dataDir, jobs.sandbox.dir));
+  const heartbeatIntervalMs = Math.min(...[...sites.values()].map((s) => s.heartbeatIntervalMs), 30000);
+
+  if (sites.size > 0) {
+    // The tightest stall limit decides how often to look (a quarter of it, between 0.25 s and 30 s).
+    const interval = Math.max(250, Math.min(30000, ...[...sites.values()].map((s) => s.stalledAfterMs / 4)));
+    app.addHook('onReady', async () => {
+      const loop = runDuty(ctx.db, 'agent-stalls', interval, async () => void (await detectStalls(ctx.db, [...sites.values()], jobs.scheduler.maxReschedules)), app.log);
+      ctx.onClose(() => loop.stop());
+    });
+  }
+
+  // The output sandbox arrives as the raw tar.gz; the store counts its size against the limit.
+  app.addContentTypeParser(['application/gzip', 'application/octet-stream'], (_request, payload, done) => done(null, payload));
+
+  const auth = requireToken(ctx);
+  const pilot = async (request: FastifyRequest) => {
+    requirePilot(request.principal!);
+  };
+  const preHandler = [auth, pilot];
+  const tags = ['Agents'];
+  const security = [{ bearer: [] }];
+  const identity = (request: FastifyRequest, agentId: string): AgentIdentity => ({ user: request.principal!.username, agentId });
+
+  /** The job if this agent holds it. @throws NotFound (no such job), InsufficientPrivileges (not its own), InvalidTransition (its own, but no longer active). */
+  const held = async (request: FastifyRequest, jid: string, agentId: string) => {
+    const jobId = parseJid(jid);
+    const row = await heldJob(ctx.db, jobId, identity(request, agentId));
+    if (row && (AGENT_HELD as string[]).includes(row.status)) return row;
+    // Its own job, but killed or rescheduled meanwhile: the agent must stop it.
+    if (row) throw new InvalidTransition(`job ${jobId} is ${row.status} now; the report was not applied`);
+    const exists = await ctx.db.selectFrom('jobs').select(['job_id', 'status']).where('job_id', '=', jobId).executeTakeFirst();
+    if (!exists) throw new NotFound(`job ${jobId} does not exist`);
+    throw new InsufficientPrivileges(`agent ${agentId} of ${request.principal!.username} does not hold job ${jobId}`);
+  };
+
+  app.post(
+    '/agents/match',
+    {
+      preHandler,
+      schema: {
+        tags,
+        security,
+        summary: 'Take Waiting jobs for an agent of an agents site',
+        body: MatchBody,
+        response: {
+          200: Type.Object({
+            jobs: Type.Array(
+              Type.Object({ JobID: Type.Integer(), Manifest: Type.Object({}, { additionalProperties: true }), Argv: Type.Array(Type.String()), InputSandbox: Type.Boolean(), RescheduleCounter: Type.Integer() }),
+            ),
+            heartbeatIntervalMs: Type.Integer(),
+          }),
+          400: ErrorBody,
+          401: ErrorBody,
+          403: ErrorBody,
+        },
+      },
+    },
+    async (request) => {
+      const body = request.body as Static<typeof MatchBody>;
+      const site = sites.get(body.site);
+      if (!site) {
+        const known = [...sites.keys()];
+        throw new InvalidRequest(`site: '${body.site}' is not an agents site${known.length ? ` (agents sites: ${known.join(', ')})` : ' (none is configured)'}`);
+      }
+      const matched = await matchJobs(ctx.db, ctx.dialect, site.name, identity(request, body.agentId), Math.min(body.slots, site.maxJobsPerMatch));
+      return { jobs: matched, heartbeatIntervalMs: site.heartbeatIntervalMs };
+    },
+  );
+
+  app.post(
+    '/agents/heartbeat',
+    {
+      preHandler,
+      schema: {
+        tags,
+        security,
+        summary: 'Agent heartbeat; the reply lists the jobs the agent must stop',
+        body: HeartbeatBody,
+        response: { 200: Type.Object({ kill: Type.Array(Type.Integer()), heartbeatIntervalMs: Type.Integer() }), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody },
+      },
+    },
+    async (request) => {
+      const body = request.body as Static<typeof HeartbeatBody>;
+      const kill = await heartbeat(ctx.db, identity(request, body.agentId), [...new Set(body.jobs)]);
+      return { kill, heartbeatIntervalMs };
+    },
+  );
+
+  app.get(
+    '/agents/jobs/:jid/inputsandbox',
+    {
+      preHandler,
+      schema: { tags, security, summary: "A held job's input sandbox (tar.gz)", params: JidParams, querystring: AgentQuery, produces: ['application/gzip'], response: { 400: ErrorBody, 403: ErrorBody, 404: ErrorBody } },
+    },
+    async (request, reply) => {
+      const { agentId } = request.query as Static<typeof AgentQuery>;
+      const row = await held(request, (request.params as { jid: string }).jid, agentId);
+      if (!row.input_sandbox) throw new NotFound(`job ${row.job_id} has no input sandbox`);
+      reply.type('application/gzip');
+      reply.header('cache-control', 'no-store');
+      return reply.send(await store.get(row.input_sandbox));
+    },
+  );
+
+  app.post(
+    '/agents/jobs/:jid/status',
+    {
+      preHandler,
+      schema: { tags, security, summary: 'Report that a held job runs, or is packing its output', params: JidParams, body: StatusBody, response: { 200: StatusReply, 400: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody } },
+    },
+    async (request) => {
+      const body = request.body as Static<typeof StatusBody>;
+      const row = await held(request, (request.params as { jid: string }).jid, body.agentId);
+      const agent = identity(request, body.agentId);
+      const now = nowIso();
+      const won =
+        body.status === 'Running'
+          ? await changeStatus(ctx.db, [row.job_id], {
+              from: [JobStatus.Matched, JobStatus.Stalled],
+              to: JobStatus.Running,
+              minorStatus: 'Application running',
+              applicationStatus: body.applicationStatus ?? 'Running',
+              source: `Agent@${row.site}`,
+              executorId: holderOf(agent),
+              set: { start_exec_time: now, heartbeat_time: now },
+            })
+          : await changeStatus(ctx.db, [row.job_id], {
+              from: JobStatus.Running,
+              to: JobStatus.Completing,
+              minorStatus: 'Uploading output sandbox',
+              ...(body.applicationStatus ? { applicationStatus: body.applicationStatus } : {}),
+              source: `Agent@${row.site}`,
+              executorId: holderOf(agent),
+              set: { heartbeat_time: now },
+            });
+      if (won.length === 0) throw await lostRace(row.job_id);
+      return { JobID: row.job_id, Status: body.status };
+    },
+  );
+
+  app.put(
+    '/agents/jobs/:jid/outputsandbox',
+    {
+      preHandler,
+      schema: {
+        tags,
+        security,
+        summary: "Upload a held job's output sandbox (tar.gz body)",
+        params: JidParams,
+        querystring: AgentQuery,
+        response: { 200: Type.Object({ sha256: Type.String(), size: Type.Integer() }), 400: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody },
+      },
+    },
+    async (request) => {
+      const { agentId } = request.query as Static<typeof AgentQuery>;
+      const row = await held(request, (request.params as { jid: string }).jid, agentId);
+      const body = request.body as Readable | undefined;
+      if (!body || typeof (body as { pipe?: unknown }).pipe !== 'function') throw new InvalidRequest('the body must be the output sandbox as application/gzip');
+      const stored = await store.put(body as Readable, jobs.sandbox.maxSandboxSize);
+      const updated = await ctx.db
+        .updateTable('jobs')
+        .set({ output_sandbox: stored.sha256, output_sandbox_size: stored.size })
+        .where('job_id', '=', row.job_id)
+        .where('executor_id', '=', holderOf(identity(request, agentId)))
+        .where('status', 'in', AGENT_HELD)
+        .executeTakeFirst();
+      if (Number(updated.numUpdatedRows) === 0) throw await lostRace(row.job_id);
+      return stored;
+    },
+  );
+
+  app.post(
+    '/agents/jobs/:jid/finish',
+    {
+      preHandler,
+      schema: { tags, security, summary: 'Report the final status of a held job', params: JidParams, body: FinishBody, response: { 200: StatusReply, 400: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody } },
+    },
+    async (request) => {
+      const body = request.body as Static<typeof FinishBody>;
+      const row = await held(request, (request.params as { jid: string }).jid, body.agentId);
+      const holder = holderOf(identity(request, body.agentId));
+      const source = `Agent@${row.site}`;
+      const set = { exit_code: body.exitCode, end_exec_time: nowIso(), heartbeat_time: nowIso() };
+      const common = { minorStatus: body.minorStatus, ...(body.applicationStatus ? { applicationStatus: body.applicationStatus } : {}), source, executorId: holder, set };
+      const won = await ctx.db.transaction().execute(async (trx) => {
+        if (body.outcome === 'failed') return changeStatus(trx, [row.job_id], { ...common, from: AGENT_HELD, to: JobStatus.Failed });
+        // Done is reached through Completing; an agent that skipped reporting it gets it recorded here.
+        await changeStatus(trx, [row.job_id], { from: JobStatus.Running, to: JobStatus.Completing, minorStatus: 'Uploading output sandbox', source, executorId: holder });
+        return changeStatus(trx, [row.job_id], { ...common, from: JobStatus.Completing, to: JobStatus.Done });
+      });
+      if (won.length === 0) throw await lostRace(row.job_id);
+      return { JobID: row.job_id, Status: body.outcome === 'done' ? JobStatus.Done : JobStatus.Failed };
+    },
+  );
+
+  /** 409 naming the status that won (a kill, a stall) when an agent's report lost the compare-and-set. */
+  async function lostRace(jobId: number): Promise<InvalidTransition> {
+    const now = await ctx.db.selectFrom('jobs').select('status').where('job_id', '=', jobId).executeTakeFirst();
+    return new InvalidTransition(`job ${jobId} is ${now?.status ?? 'gone'} now; the report was not applied`);
+  }
+}
