@@ -91,6 +91,10 @@ export class HTTPAdapter implements BaseAdapter {
     let d = this.#dispatchers.get(key);
     if (d) return d;
     const tls = tlsMaterial(verify, cert);
+    if (verify === false) {
+      // As requests' InsecureRequestWarning: say it once per dispatcher, never silently.
+      process.emitWarning('Unverified HTTPS requests (verify: false): any certificate is accepted; use this for testing only', { type: 'InsecureRequestWarning', code: 'IDP_INSECURE_REQUEST' });
+    }
     if (proxy) {
       const p = new URL(proxy);
       const token = p.username ? `Basic ${Buffer.from(`${decodeURIComponent(p.username)}:${decodeURIComponent(p.password)}`).toString('base64')}` : undefined;
