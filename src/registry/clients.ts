@@ -1,10 +1,10 @@
 /**
  * OAuth clients: those of config.yaml plus those added with `dirigo admin client add` (database). Lookups
  * are cached for a few seconds so that a client added or removed on one instance reaches the others.
- * Secrets are scrypt hashes; a verified secret is remembered as an HMAC so that busy clients (for example
- * a resource server introspecting tokens) do not pay scrypt on every request.
+ * Secrets are scrypt hashes; a verified secret is remembered as a salted SHA-256 digest so that busy clients
+ * (for example a resource server introspecting tokens) do not pay scrypt on every request.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
 import type { ClientConfig } from '../server/config.ts';
@@ -112,8 +112,8 @@ export class ClientRegistry {
   readonly #db: Db;
   readonly #configured = new Map<string, OAuthClient>();
   readonly #cache = new Map<string, { client: OAuthClient | undefined; at: number }>();
-  /** HMAC key for remembered secrets; per process, never stored. */
-  readonly #memoKey = randomBytes(32);
+  /** Salt of remembered secrets' digests; per process, never stored. */
+  readonly #memoSalt = randomBytes(32);
   readonly #verified = new Map<string, Buffer>();
 
   constructor(db: Db, configured: readonly ClientConfig[]) {
@@ -144,10 +144,10 @@ export class ClientRegistry {
     return client;
   }
 
-  /** Constant-time secret check (scrypt once, then an HMAC comparison for the same secret). */
+  /** Constant-time secret check (scrypt once, then a digest comparison for the same secret). */
   async verifySecret(client: OAuthClient, secret: string): Promise<boolean> {
     if (!client.secretHash) return false;
-    const mac = createHmac('sha256', this.#memoKey).update(client.clientId).update('\0').update(client.secretHash).update('\0').update(secret).digest();
+    const mac = createHash('sha256').update(this.#memoSalt).update(client.clientId).update('\0').update(client.secretHash).update('\0').update(secret).digest();
     const known = this.#verified.get(client.clientId);
     if (known && timingSafeEqual(known, mac)) return true;
     const ok = await verifySecret(secret, client.secretHash);
