@@ -120,34 +120,39 @@ export class TokenAuth implements AuthBase {
     await this.session.ensure_active_token();
     const token = this.session.token;
     if (!token?.access_token) throw new OAuthError('missing_token', 'the session has no access token');
-    let body = r.body === null ? '' : typeof r.body === 'string' ? r.body : Buffer.isBuffer(r.body) ? r.body.toString('utf8') : null;
-    let url = r.url;
-    let headers = r.headers;
-    for (const hook of this.session.compliance_hook.protected_request) [url, headers, body] = await hook(url, headers, body ?? '');
-    r.url = url;
-    r.headers = headers;
-    switch (this.session.token_placement) {
-      case 'header':
-        r.headers.set('Authorization', `Bearer ${token.access_token}`);
-        break;
-      case 'uri': {
-        const u = new URL(r.url);
-        u.searchParams.set('access_token', token.access_token);
-        r.url = u.href;
-        break;
+    const hooks = this.session.compliance_hook.protected_request;
+    const placement = this.session.token_placement;
+    // The body is handled as text only when a hook or the body placement needs it, so binary bodies stay intact.
+    if (hooks.length > 0 || placement === 'body') {
+      if (r.body !== null && typeof r.body !== 'string' && !Buffer.isBuffer(r.body)) {
+        throw new OAuthError('invalid_request', 'a streamed body cannot carry the token or go through protected_request hooks');
       }
-      case 'body': {
-        if (body === null) throw new OAuthError('invalid_request', 'token_placement "body" needs a form body');
+      const before = r.body;
+      let body = before === null ? '' : typeof before === 'string' ? before : before.toString('utf8');
+      let url = r.url;
+      let headers = r.headers;
+      for (const hook of hooks) [url, headers, body] = await hook(url, headers, body);
+      r.url = url;
+      r.headers = headers;
+      if (placement === 'body') {
         const p = new URLSearchParams(body);
         p.set('access_token', token.access_token);
         body = p.toString();
         r.headers.set('Content-Type', 'application/x-www-form-urlencoded');
-        break;
+      }
+      const unchanged = before === null ? body === '' : typeof before === 'string' ? body === before : body === before.toString('utf8');
+      if (!unchanged) {
+        r.body = body;
+        r.headers.set('Content-Length', String(Buffer.byteLength(body)));
+        r._body_position = 0;
       }
     }
-    if (body !== null && (body !== '' || r.body !== null)) {
-      r.body = body;
-      r.headers.set('Content-Length', String(Buffer.byteLength(body)));
+    if (placement === 'header') {
+      r.headers.set('Authorization', `Bearer ${token.access_token}`);
+    } else if (placement === 'uri') {
+      const u = new URL(r.url);
+      u.searchParams.set('access_token', token.access_token);
+      r.url = u.href;
     }
     return r;
   }
@@ -305,7 +310,19 @@ export class OAuth2Session extends Session {
     if (method.toUpperCase() === 'GET') {
       const u = new URL(url);
       for (const [k, v] of new URLSearchParams(bodyStr)) u.searchParams.append(k, v);
-      resp = await this.request('GET', u.href, { headers: hdrs, auth: clientAuth, withhold_token: true, ...sessionKw });
+      // A GET has no body: credentials that would go in it (client_secret_post, none) go in the query.
+      const getAuth: AuthLike = clientAuth instanceof ClientAuth && clientAuth.auth_method !== 'client_secret_basic'
+        ? (r: PreparedRequest) => clientAuth.apply(r).then((signed) => {
+          const target = new URL(signed.url);
+          if (typeof signed.body === 'string') for (const [k, v] of new URLSearchParams(signed.body)) target.searchParams.set(k, v);
+          signed.url = target.href;
+          signed.body = null;
+          signed.headers.delete('Content-Type');
+          signed.headers.delete('Content-Length');
+          return signed;
+        })
+        : clientAuth;
+      resp = await this.request('GET', u.href, { headers: hdrs, auth: getAuth, withhold_token: true, ...sessionKw });
     } else {
       resp = await this.request('POST', url, { data: bodyStr, headers: hdrs, auth: clientAuth, withhold_token: true, ...sessionKw });
     }

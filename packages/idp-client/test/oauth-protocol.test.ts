@@ -150,6 +150,11 @@ describe('fetch_token and friends', () => {
     assert.equal(q.get('grant_type'), 'client_credentials');
     assert.equal(q.get('scope'), 'a b');
     assert.equal(q.get('x'), '1');
+    const post = new OAuth2Session({ client_id: 'c', client_secret: 's', token_endpoint_auth_method: 'client_secret_post', verify: pki.caFile, trust_env: false });
+    const viaQuery = await post.fetch_token(`${local.url}/get-token`, { method: 'GET' });
+    const pq = new URL(String(viaQuery.query), 'https://x').searchParams;
+    assert.deepEqual([pq.get('client_id'), pq.get('client_secret'), viaQuery.body], ['c', 's', '']);
+    await post.close();
     const frag = await s.fetch_token(null, { authorization_response: 'https://app.example/cb#access_token=frag-AT&token_type=Bearer&expires_in=60&state=st', state: 'st' });
     assert.equal(frag.access_token, 'frag-AT');
     assert.equal(s.token?.access_token, 'frag-AT');
@@ -234,6 +239,12 @@ describe('protected requests', () => {
     const e1 = (await body.post(`${local.url}/echo`, { data: { a: '1' } })).json<{ body: string; headers: Record<string, string> }>();
     assert.equal(e1.body, 'a=1&access_token=AT1');
     assert.equal(e1.headers.authorization, undefined);
+    const binary = new OAuth2Session({ verify: pki.caFile, trust_env: false, token: { access_token: 'AT0', token_type: 'Bearer' } });
+    const bytes = Buffer.from([0xff, 0xfe, 0x00, 0x80]);
+    const e0 = (await binary.post(`${local.url}/echo`, { data: bytes })).json<{ body: string; headers: Record<string, string> }>();
+    assert.equal(e0.headers['content-length'], '4');
+    assert.equal(e0.headers.authorization, 'Bearer AT0');
+    await binary.close();
     const uri = new OAuth2Session({ verify: pki.caFile, trust_env: false, token: { access_token: 'AT2', token_type: 'Bearer' }, token_placement: 'uri' });
     const e2 = (await uri.get(`${local.url}/echo?x=1`)).json<{ url: string }>();
     assert.equal(e2.url, '/echo?x=1&access_token=AT2');
