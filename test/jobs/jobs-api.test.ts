@@ -132,6 +132,28 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(again.json.error, 'invalid_transition');
     });
 
+    it('escalates to SIGKILL after the grace period when the job ignores SIGTERM', async () => {
+      // SIG_IGN is inherited across exec: neither sh nor its sleep child will die of SIGTERM.
+      const jid = await submit(svc, alice, { Executable: '/bin/sh', Arguments: `-c "trap '' TERM; sleep 300; echo survived"` });
+      await waitForStatus(svc, alice, jid, ['Running']);
+      const row = await svc.ctx.db.selectFrom('jobs').select('executor_ref').where('job_id', '=', jid).executeTakeFirstOrThrow();
+      const { pid } = JSON.parse(row.executor_ref!) as { pid: number };
+      const started = Date.now();
+      assert.equal((await svc.request(`/jobs/${jid}`, { method: 'DELETE', token: alice })).status, 200);
+      const groupAlive = () => {
+        try {
+          process.kill(-pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      while (groupAlive() && Date.now() - started < 8000) await new Promise((r) => setTimeout(r, 50));
+      assert.equal(groupAlive(), false, 'SIGKILL followed the ignored SIGTERM');
+      assert.ok(Date.now() - started >= 900, 'not before the 1 s grace period');
+      assert.equal((await svc.request(`/jobs/${jid}`, { token: alice })).json.Status, 'Killed');
+    });
+
     it('enforces CPUTime: a CPU-bound job over its limit ends Failed with the reason', async () => {
       const jid = await submit(svc, alice, { Executable: '/bin/sh', Arguments: '-c "while :; do :; done"', CPUTime: 1 });
       const job = await waitForStatus(svc, alice, jid, ['Failed', 'Done', 'Killed'], 30000);
