@@ -3,13 +3,15 @@
  * WriteSession (one per transaction) that caches the directories it has seen and checks permissions.
  */
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
+import { isPostgres } from '../db/portable.ts';
 import type { Principal } from '../auth/authenticate.ts';
 import { requireCapability } from '../auth/authenticate.ts';
 import { nowIso, type Db } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import { Conflict, InvalidRequest, NotFound } from '../server/errors.ts';
 import type { CatalogueConfig } from './config-schema.ts';
+import { insertRows, type Column } from './fast-insert.ts';
 import { applyConditions, type ConditionTree } from './conditions.ts';
 import { ancestorsOf, baseName, descendantRange, joinPath, parentOf } from './paths.ts';
 import { READ, WRITE, requireAdmin, requireAllowed, requireOwnerOrAdmin } from './permissions.ts';
@@ -26,6 +28,11 @@ const RESERVED_FIELD_NAMES = new Set(['access_token', 'verbose']);
 const DEFAULT_STATUS = 'AprioriGood';
 const DEFAULT_CHECKSUM_TYPE = 'Adler32';
 const INSERT_CHUNK = 500;
+/** Rows per multi-row INSERT: 12 columns × 1000 stays under SQLite's 32,766 and PostgreSQL's 65,535 parameters. */
+const BULK_CHUNK = 1000;
+const FILE_COLUMNS = ['dir_id', 'name', 'size', 'checksum', 'checksum_type', 'guid', 'owner', 'owner_group', 'mode', 'status', 'created_at', 'modified_at'] as const;
+const FILE_COLUMN_TYPES: readonly Column[] = FILE_COLUMNS.map((c) => [c, c === 'dir_id' || c === 'size' ? 'bigint' : c === 'mode' ? 'integer' : 'text'] as const);
+const FILE_META_COLUMNS: readonly Column[] = [['file_id', 'bigint'], ['field_id', 'bigint'], ['num', 'double precision'], ['str', 'text']];
 
 export interface DirectoryRecord {
   Path: string;
@@ -287,12 +294,14 @@ export class WriteSession {
   /** Directories created in this transaction: they hold no files yet. */
   readonly #created = new Set<number>();
   fieldsCache: Map<string, Field> | undefined;
+  readonly pg: boolean;
 
   constructor(store: CatalogueStore, trx: Transaction<Database>, principal: Principal, config: CatalogueConfig) {
     this.store = store;
     this.trx = trx;
     this.principal = principal;
     this.config = config;
+    this.pg = isPostgres(store.db as unknown as Kysely<unknown>);
   }
 
   async fields(): Promise<Map<string, Field>> {
@@ -487,6 +496,9 @@ export class WriteSession {
       c.treeFiles += 1;
       c.treeSize += size;
     };
+    // One query loads every directory on the way (then mkdirs only creates what is missing).
+    await this.#load([...new Set([...byDir.keys()].flatMap((d) => [...ancestorsOf(d), d]))]);
+    const toCheck = new Map<string, NewFile>();
     for (const [dirPath, list] of byDir) {
       let dir: DirRow;
       try {
@@ -501,21 +513,9 @@ export class WriteSession {
         const name = baseName(item.path);
         if (names.has(name)) fail(item, new Conflict(`file ${item.path} is given twice`));
         names.add(name);
-      }
-      if (!this.#created.has(dir.id)) {
-        for (const part of chunks([...names], INSERT_CHUNK)) {
-          const taken = await this.trx.selectFrom('cat_files').select('name').where('dir_id', '=', dir.id).where('name', 'in', part).executeTakeFirst();
-          const dirTaken = await this.trx.selectFrom('cat_directories').select('name').where('parent_id', '=', dir.id).where('name', 'in', part).executeTakeFirst();
-          const clash = taken?.name ?? dirTaken?.name;
-          if (clash !== undefined) {
-            const item = list.find((i) => baseName(i.path) === clash)!;
-            fail(item, new Conflict(`${item.path} is already registered${dirTaken ? ' as a directory' : ''}`));
-          }
-        }
-      } else {
-        for (const item of list) {
-          if (this.#dirs.has(item.path)) fail(item, new Conflict(`${item.path} is already registered as a directory`));
-        }
+        if (this.#dirs.has(item.path)) fail(item, new Conflict(`${item.path} is already registered as a directory`));
+        // A directory created in this transaction holds nothing yet: no need to ask the database.
+        if (!this.#created.has(dir.id)) toCheck.set(`${dir.id}/${name}`, item);
       }
       const chainIds = [...ancestorsOf(dirPath)].map((p) => this.#dirs.get(p)?.id);
       if (chainIds.some((id) => id === undefined)) await this.#load(ancestorsOf(dirPath));
@@ -539,10 +539,18 @@ export class WriteSession {
         for (const p of ancestorsOf(dirPath)) bump(this.#dirs.get(p)!.id, false, item.size);
       }
     }
+    await this.#checkFree(toCheck, fail);
     const ids = new Map<string, number>();
-    for (const part of chunks(rows, INSERT_CHUNK)) {
-      const inserted = await this.trx.insertInto('cat_files').values(part).returning(['id', 'dir_id', 'name']).execute();
-      if (meta.length > 0) for (const r of inserted) ids.set(`${r.dir_id}/${r.name}`, Number(r.id));
+    for (const part of chunks(rows, BULK_CHUNK)) {
+      const inserted = await insertRows<{ id: number; dir_id: number; name: string }>(
+        this.trx,
+        this.pg,
+        'cat_files',
+        FILE_COLUMN_TYPES,
+        part.map((r) => FILE_COLUMNS.map((c) => r[c])),
+        meta.length > 0 ? ['id', 'dir_id', 'name'] : undefined,
+      );
+      for (const r of inserted) ids.set(`${r.dir_id}/${r.name}`, Number(r.id));
     }
     if (meta.length > 0) {
       const metaRows: Database['cat_file_meta'][] = [];
@@ -559,20 +567,66 @@ export class WriteSession {
           else values.set(vk, v);
         }
       }
-      for (const part of chunks(metaRows, INSERT_CHUNK * 2)) await this.trx.insertInto('cat_file_meta').values(part).execute();
+      for (const part of chunks(metaRows, BULK_CHUNK)) {
+        await insertRows(this.trx, this.pg, 'cat_file_meta', FILE_META_COLUMNS, part.map((m) => [m.file_id, m.field_id, m.num, m.str]));
+      }
       await this.#addFileValues([...values.values()]);
     }
-    for (const [id, c] of counters) {
-      await this.trx
-        .updateTable('cat_directories')
-        .set((eb) => ({
-          files: eb('files', '+', c.files),
-          size: eb('size', '+', c.size),
-          tree_files: eb('tree_files', '+', c.treeFiles),
-          tree_size: eb('tree_size', '+', c.treeSize),
-        }))
-        .where('id', '=', id)
-        .execute();
+    await this.#addCounters(counters);
+  }
+
+  /** Refuses names already taken by a file or a directory, in one round trip per chunk. */
+  async #checkFree(pairs: Map<string, NewFile>, fail: (item: NewFile, err: unknown) => never): Promise<void> {
+    const keys = [...pairs.keys()];
+    for (const part of chunks(keys, BULK_CHUNK)) {
+      const ids: number[] = [];
+      const names: string[] = [];
+      for (const k of part) {
+        const slash = k.indexOf('/');
+        ids.push(Number(k.slice(0, slash)));
+        names.push(k.slice(slash + 1));
+      }
+      // Row-value IN over the (dir_id, name) and (parent_id, name) indexes, on both dialects.
+      let text: string;
+      let params: unknown[];
+      if (this.pg) {
+        const pairsSql = 'select * from unnest($1::bigint[], $2::text[])';
+        text = `select dir_id as id, name, 0 as is_dir from cat_files where (dir_id, name) in (${pairsSql}) union all select parent_id as id, name, 1 as is_dir from cat_directories where (parent_id, name) in (${pairsSql}) limit 1`;
+        params = [ids, names];
+      } else {
+        const values = part.map(() => '(?, ?)').join(', ');
+        text = `select dir_id as id, name, 0 as is_dir from cat_files where (dir_id, name) in (values ${values}) union all select parent_id as id, name, 1 as is_dir from cat_directories where (parent_id, name) in (values ${values}) limit 1`;
+        const flat = ids.flatMap((id, i) => [id, names[i]]);
+        params = [...flat, ...flat];
+      }
+      const res = await this.trx.executeQuery<{ id: number; name: string; is_dir: number }>(CompiledQuery.raw(text, params));
+      const clash = res.rows[0];
+      if (clash) {
+        const item = pairs.get(`${Number(clash.id)}/${clash.name}`)!;
+        fail(item, new Conflict(`${item.path} is already registered${Number(clash.is_dir) ? ' as a directory' : ''}`));
+      }
+    }
+  }
+
+  /** Adds file counts and sizes to directories, in one UPDATE ... FROM (VALUES ...) per chunk. */
+  async #addCounters(counters: Map<number, { files: number; size: number; treeFiles: number; treeSize: number }>): Promise<void> {
+    const pg = this.pg;
+    for (const part of chunks([...counters], INSERT_CHUNK)) {
+      const params: unknown[] = [];
+      const tuples = part.map(([id, c]) => {
+        params.push(id, c.files, c.size, c.treeFiles, c.treeSize);
+        const n = params.length;
+        return pg ? `(cast($${n - 4} as bigint), cast($${n - 3} as bigint), cast($${n - 2} as bigint), cast($${n - 1} as bigint), cast($${n} as bigint))` : '(?, ?, ?, ?, ?)';
+      });
+      const from = pg
+        ? `(values ${tuples.join(', ')}) as x(id, f, s, tf, ts)`
+        : `(select column1 as id, column2 as f, column3 as s, column4 as tf, column5 as ts from (values ${tuples.join(', ')})) as x`;
+      await this.trx.executeQuery(
+        CompiledQuery.raw(
+          `update cat_directories set files = files + x.f, size = size + x.s, tree_files = tree_files + x.tf, tree_size = tree_size + x.ts from ${from} where cat_directories.id = x.id`,
+          params,
+        ),
+      );
     }
   }
 

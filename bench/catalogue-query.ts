@@ -1,0 +1,235 @@
+/**
+ * Figures (issue 4), over real HTTPS with keep-alive against an in-process service, on SQLite and PostgreSQL:
+ * - directory search with 3 conditions: median < 20 ms, p99 < 100 ms;
+ * - compatible metadata (GET /filecatalogue/metadata with 2 conditions): median < 50 ms;
+ * - listing a directory of 10,000 files with verbose=true: < 100 ms.
+ * The catalogue (5 directory fields, 3 file fields) is generated with bulk SQL, not HTTP: directories from
+ * JavaScript in chunked inserts, files and file metadata with INSERT ... SELECT over a generated series.
+ * Default 10,000 directories / 100,000 files (about a minute); `--full` builds 100,000 / 1,000,000.
+ * Usage: node bench/catalogue-query.ts [--full] [--dirs N] [--files N] [--requests N] [--dialect sqlite|postgres|both]
+ */
+import { parseArgs } from 'node:util';
+import { sql, type Kysely } from 'kysely';
+import { Agent, request } from 'undici';
+import type { Database } from '../src/db/schema.ts';
+import { postgresUnavailable } from '../test/helpers/dialects.ts';
+import { startTestService, type TestService } from '../test/helpers/service.ts';
+
+const { values } = parseArgs({
+  options: { full: { type: 'boolean' }, dirs: { type: 'string' }, files: { type: 'string' }, requests: { type: 'string', default: '200' }, dialect: { type: 'string', default: 'both' } },
+});
+if (!['sqlite', 'postgres', 'both'].includes(values.dialect)) throw new Error('--dialect: sqlite, postgres or both');
+const DIRS = Number(values.dirs ?? (values.full ? 100_000 : 10_000));
+const FILES = Number(values.files ?? (values.full ? 1_000_000 : 100_000));
+const REQUESTS = Number(values.requests);
+const BIG = 10_000;
+
+const CAMPAIGNS = 10;
+const STREAMS = ['physics', 'calib', 'express', 'minbias', 'cosmics'];
+const QUALITIES = ['good', 'bad', 'unknown'];
+
+/** Deterministic pseudo-random numbers, so both dialects see the same catalogue and queries. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+interface Fields {
+  [name: string]: number;
+}
+
+/** Builds /cat/c<k>/r<n>/s<m> (campaign → run → stream leaves) plus /cat/big holding BIG files. */
+async function generate(db: Kysely<Database>, dialect: string, f: Fields): Promise<{ runsPerCampaign: number; seconds: number }> {
+  const started = Date.now();
+  const now = new Date().toISOString();
+  const leavesWanted = Math.max(1, DIRS - 2 - CAMPAIGNS);
+  const runsPerCampaign = Math.max(1, Math.round(Math.sqrt(leavesWanted / CAMPAIGNS)));
+  const leavesPerRun = Math.max(1, Math.floor((leavesWanted - CAMPAIGNS * runsPerCampaign) / (CAMPAIGNS * runsPerCampaign)));
+  const random = rng(42);
+  type Dir = { path: string; parent: string; depth: number; own: [number, number | null, string | null][]; id?: number };
+  const dirs: Dir[] = [{ path: '/cat', parent: '/', depth: 1, own: [] }, { path: '/cat/big', parent: '/cat', depth: 2, own: [] }];
+  const runs: Dir[] = [];
+  const leaves: Dir[] = [];
+  for (let c = 0; c < CAMPAIGNS; c++) {
+    const cp = `/cat/c${c}`;
+    dirs.push({ path: cp, parent: '/cat', depth: 2, own: [[f.Campaign!, null, `campaign${c}`]] });
+    for (let r = 0; r < runsPerCampaign; r++) {
+      const run = c * runsPerCampaign + r;
+      const rp = `${cp}/r${run}`;
+      runs.push({ path: rp, parent: cp, depth: 3, own: [[f.Run!, run, null], [f.Energy!, [6.5, 7, 13, 13.6][run % 4]!, null]] });
+      for (let s = 0; s < leavesPerRun; s++) {
+        const day = Math.floor(random() * 365);
+        leaves.push({ path: `${rp}/s${s}`, parent: rp, depth: 4, own: [[f.Stream!, null, STREAMS[s % STREAMS.length]!], [f.Taken!, Date.UTC(2026, 0, 1) + day * 86_400_000, null]] });
+      }
+    }
+  }
+  dirs.push(...runs, ...leaves);
+  const byPath = new Map<string, Dir>(dirs.map((d) => [d.path, d]));
+  const root = await db.selectFrom('cat_directories').select('id').where('path', '=', '/').executeTakeFirstOrThrow();
+  const ids = new Map<string, number>([['/', Number(root.id)]]);
+  const chunk = 1000;
+  for (let i = 0; i < dirs.length; i += chunk) {
+    const part = dirs.slice(i, i + chunk);
+    const rows = await db
+      .insertInto('cat_directories')
+      .values(part.map((d) => ({ parent_id: ids.get(d.parent)!, path: d.path, name: d.path.slice(d.path.lastIndexOf('/') + 1), depth: d.depth, owner: 'admin', owner_group: 'dirigo_admin', mode: 0o755, created_at: now, modified_at: now, files: 0, size: 0, tree_files: 0, tree_size: 0 })))
+      .returning(['id', 'path'])
+      .execute();
+    for (const r of rows) ids.set(r.path, Number(r.id));
+    // Parents are inserted before children, in order, so ids of a chunk's parents are known.
+  }
+  const own: Database['cat_dir_meta'][] = [];
+  const eff: Database['cat_dir_meta_eff'][] = [];
+  for (const d of dirs) {
+    d.id = ids.get(d.path)!;
+    for (const [field, num, str] of d.own) own.push({ dir_id: d.id, field_id: field, num, str });
+    for (let p: Dir | undefined = d; p; p = byPath.get(p.parent)) {
+      for (const [field, num, str] of p.own) eff.push({ dir_id: d.id, field_id: field, num, str, source_id: ids.get(p.path)! });
+    }
+  }
+  for (let i = 0; i < own.length; i += chunk) await db.insertInto('cat_dir_meta').values(own.slice(i, i + chunk)).execute();
+  for (let i = 0; i < eff.length; i += chunk) await db.insertInto('cat_dir_meta_eff').values(eff.slice(i, i + chunk)).execute();
+  process.stderr.write(`  ${dirs.length + 1} directories, ${eff.length} effective metadata rows\n`);
+
+  // Files: BIG in /cat/big, the rest spread over the leaves (whose ids are consecutive).
+  const firstLeaf = ids.get(leaves[0]!.path)!;
+  const lastLeaf = ids.get(leaves[leaves.length - 1]!.path)!;
+  if (lastLeaf - firstLeaf + 1 !== leaves.length) throw new Error('leaf ids are not consecutive');
+  const bigId = ids.get('/cat/big')!;
+  const seriesOf = (from: number, to: number) =>
+    dialect === 'postgres' ? `select generate_series(${from}, ${to}) as i` : `with recursive s(i) as (select ${from} union all select i + 1 from s where i < ${to}) select i from s`;
+  const fileChunk = 100_000;
+  for (let from = 0; from < FILES; from += fileChunk) {
+    const to = Math.min(FILES, from + fileChunk) - 1;
+    await sql
+      .raw(
+        `insert into cat_files (dir_id, name, size, checksum, checksum_type, guid, owner, owner_group, mode, status, created_at, modified_at)
+         select case when i < ${BIG} then ${bigId} else ${firstLeaf} + (i % ${leaves.length}) end, 'f' || i, 1000 + (i * 7919) % 1000000, 'ad1e' || i, 'Adler32', 'guid-' || i,
+                'admin', 'dirigo_admin', 420, 'AprioriGood', '${now}', '${now}'
+         from (${seriesOf(from, to)}) as t`,
+      )
+      .execute(db);
+    process.stderr.write(`\r  ${to + 1} / ${FILES} files`);
+  }
+  process.stderr.write('\n');
+  await sql.raw(`insert into cat_file_meta (file_id, field_id, num, str) select id, ${f.Quality}, null, case id % 3 when 0 then 'good' when 1 then 'bad' else 'unknown' end from cat_files`).execute(db);
+  await sql.raw(`insert into cat_file_meta (file_id, field_id, num, str) select id, ${f.Events}, (id * 7) % 10000, null from cat_files`).execute(db);
+  await sql.raw(`insert into cat_file_meta (file_id, field_id, num, str) select id, ${f.Version}, 1 + id % 5, null from cat_files`).execute(db);
+  await sql
+    .raw(
+      `insert into cat_dir_file_values (dir_id, field_id, num, str, refs)
+       select f.dir_id, m.field_id, coalesce(m.num, 0), coalesce(m.str, ''), count(*) from cat_file_meta m join cat_files f on f.id = m.file_id group by f.dir_id, m.field_id, coalesce(m.num, 0), coalesce(m.str, '')`,
+    )
+    .execute(db);
+  await sql.raw(`update cat_directories set files = (select count(*) from cat_files f where f.dir_id = cat_directories.id), size = coalesce((select sum(size) from cat_files f where f.dir_id = cat_directories.id), 0)`).execute(db);
+  // Recursive totals, from the leaves up.
+  const counts = await db.selectFrom('cat_directories').select(['id', 'parent_id', 'depth', 'files', 'size']).orderBy('depth', 'desc').execute();
+  const tree = new Map<number, { files: number; size: number; parent: number | null }>();
+  for (const c of counts) tree.set(Number(c.id), { files: Number(c.files), size: Number(c.size), parent: c.parent_id === null ? null : Number(c.parent_id) });
+  for (const c of counts) {
+    const t = tree.get(Number(c.id))!;
+    if (t.parent !== null) {
+      const p = tree.get(t.parent)!;
+      p.files += t.files;
+      p.size += t.size;
+    }
+  }
+  const entries = [...tree.entries()];
+  for (let i = 0; i < entries.length; i += 2000) {
+    const part = entries.slice(i, i + 2000);
+    const rows = part.map(([id, t]) => `(${id}, ${t.files}, ${t.size})`).join(', ');
+    const from = dialect === 'postgres' ? `(values ${rows}) as x(id, tf, ts)` : `(select column1 as id, column2 as tf, column3 as ts from (values ${rows})) as x`;
+    await sql.raw(`update cat_directories set tree_files = x.tf, tree_size = x.ts from ${from} where cat_directories.id = x.id`).execute(db);
+  }
+  if (dialect === 'postgres') await sql`vacuum analyze`.execute(db);
+  else await sql`analyze`.execute(db);
+  return { runsPerCampaign, seconds: (Date.now() - started) / 1000 };
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function time(agent: Agent, url: string, token: string, n: number, path: (i: number) => string): Promise<{ median: number; p99: number; bytes: number }> {
+  const samples: number[] = [];
+  let bytes = 0;
+  for (let i = 0; i < n + 5; i++) {
+    const t0 = performance.now();
+    const res = await request(url + path(i), { dispatcher: agent, headers: { authorization: `Bearer ${token}` } });
+    const body = await res.body.text();
+    const ms = performance.now() - t0;
+    if (res.statusCode !== 200) throw new Error(`${path(i)}: ${res.statusCode} ${body}`);
+    bytes = body.length;
+    if (i >= 5) samples.push(ms); // the first few warm caches and the connection
+  }
+  samples.sort((a, b) => a - b);
+  return { median: percentile(samples, 50), p99: percentile(samples, 99), bytes };
+}
+
+const b64 = (p: string) => Buffer.from(p).toString('base64url');
+const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
+
+async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
+  process.stderr.write(`\n[${dialect}] generating ${DIRS} directories / ${FILES} files\n`);
+  const svc: TestService = await startTestService({ dialect, logLevel: 'silent' });
+  try {
+    const admin = await svc.token('admin', 'dirigo_admin');
+    const fields: Fields = {};
+    for (const [Name, Type, Scope] of [
+      ['Campaign', 'string', 'directory'],
+      ['Run', 'int', 'directory'],
+      ['Energy', 'float', 'directory'],
+      ['Stream', 'string', 'directory'],
+      ['Taken', 'date', 'directory'],
+      ['Quality', 'string', 'file'],
+      ['Events', 'int', 'file'],
+      ['Version', 'int', 'file'],
+    ]) {
+      const res = await svc.request('/filecatalogue/metadata', { method: 'POST', token: admin, json: { Name, Type, Scope } });
+      if (res.status !== 201) throw new Error(res.text);
+    }
+    for (const row of await svc.ctx.db.selectFrom('cat_fields').select(['id', 'name']).execute()) fields[row.name] = Number(row.id);
+    const { runsPerCampaign, seconds } = await generate(svc.ctx.db, dialect, fields);
+    process.stderr.write(`  generated in ${seconds.toFixed(1)} s\n`);
+    const agent = new Agent({ connect: { ca: svc.pki.ca.certPem }, keepAliveTimeout: 60_000 });
+    const random = rng(7);
+    const totalRuns = CAMPAIGNS * runsPerCampaign;
+    const search = await time(agent, svc.url, admin, REQUESTS, () => {
+      const c = Math.floor(random() * CAMPAIGNS);
+      const r0 = c * runsPerCampaign + Math.floor(random() * Math.max(1, runsPerCampaign - 10));
+      const s = [STREAMS[Math.floor(random() * 5)], STREAMS[Math.floor(random() * 5)]].join(',');
+      return `${'/filecatalogue/directory/'}${b64('/cat')}/search?Campaign=${encodeURIComponent(`in|campaign${c}`)}&Run=${encodeURIComponent(`<|${r0 + 10}`)}&Stream=${encodeURIComponent(`in|${s}`)}`;
+    });
+    const compatible = await time(agent, svc.url, admin, REQUESTS, () => {
+      const lo = Math.floor(random() * totalRuns);
+      return `/filecatalogue/metadata?Run=${encodeURIComponent(`>=|${lo}`)}&Stream=${encodeURIComponent(`in|${STREAMS[Math.floor(random() * 5)]}`)}`;
+    });
+    const listing = await time(agent, svc.url, admin, Math.max(20, Math.floor(REQUESTS / 10)), () => `/filecatalogue/directory/${b64('/cat/big')}?verbose=true`);
+    await agent.close();
+    const ok = (v: number, target: number) => (v < target ? 'OK' : 'ABOVE TARGET');
+    process.stdout.write(
+      [
+        `catalogue ${dialect} (${DIRS} dirs, ${FILES} files, ${REQUESTS} requests each):`,
+        `  directory search, 3 conditions:   median ${fmt(search.median)} (target < 20 ms, ${ok(search.median, 20)}), p99 ${fmt(search.p99)} (target < 100 ms, ${ok(search.p99, 100)}), ${search.bytes} bytes`,
+        `  compatible metadata, 2 conditions: median ${fmt(compatible.median)} (target < 50 ms, ${ok(compatible.median, 50)}), p99 ${fmt(compatible.p99)}`,
+        `  listing 10,000 files verbose:      median ${fmt(listing.median)} (target < 100 ms, ${ok(listing.median, 100)}), p99 ${fmt(listing.p99)}, ${(listing.bytes / 1e6).toFixed(1)} MB`,
+        '',
+      ].join('\n'),
+    );
+  } finally {
+    await svc.close();
+  }
+}
+
+const pgDown = await postgresUnavailable();
+for (const dialect of ['sqlite', 'postgres'] as const) {
+  if (values.dialect !== 'both' && values.dialect !== dialect) continue;
+  if (dialect === 'postgres' && pgDown) {
+    process.stdout.write(`catalogue postgres: SKIPPED (${pgDown})\n`);
+    continue;
+  }
+  await run(dialect);
+}
