@@ -5,6 +5,7 @@ import type { TestService } from '../helpers/service.ts';
 import { canTransition, changeStatus, TRANSITIONS } from '../../src/jobs/state-machine.ts';
 import { splitArguments } from '../../src/jobs/arguments.ts';
 import { JobStatus } from '../../src/jobs/model.ts';
+import { clockTicks, parseStat, readStat } from '../../src/executors/process-stats.ts';
 import { startJobsService, submit } from './helpers.ts';
 
 describe('arguments: POSIX quoting without expansion', () => {
@@ -21,6 +22,19 @@ describe('arguments: POSIX quoting without expansion', () => {
   ];
   for (const [text, words] of cases) it(JSON.stringify(text), () => assert.deepEqual(splitArguments(text), words));
   for (const bad of [`'open`, `"open`, `trailing\\`]) it(`refuses ${JSON.stringify(bad)}`, () => assert.throws(() => splitArguments(bad)));
+});
+
+describe('CPU time from /proc/<pid>/stat', () => {
+  it('parses a stat line whose command holds spaces and parentheses', () => {
+    const hz = clockTicks();
+    const line = `4242 (my (odd) cmd) S 1 4242 4242 0 -1 4194560 100 0 0 0 ${3 * hz} ${hz} ${hz} 0 20 0 1 0 987654 1000 100`;
+    assert.deepEqual(parseStat(line), { pid: 4242, pgrp: 4242, cpuSeconds: 5, startTime: 987654 });
+  });
+  it('reads this process', async () => {
+    const st = await readStat(process.pid);
+    assert.equal(st?.pid, process.pid);
+    assert.ok((st?.cpuSeconds ?? -1) >= 0);
+  });
 });
 
 describe('the transition table', () => {
