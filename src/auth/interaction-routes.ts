@@ -232,7 +232,7 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     const session = await checkedSession(ctx, request, reply);
     if (!session) return reply;
     const entered = field(request.body, 'user_code') ?? '';
-    const keys = [`addr:${request.ip}`];
+    const keys = [`device-addr:${request.ip}`];
     const wait = limiter.retryAfter(keys);
     if (wait > 0) {
       reply.header('retry-after', String(wait));

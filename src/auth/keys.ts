@@ -5,8 +5,12 @@
  */
 import { randomUUID, type KeyObject } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
+import { PostgresAdapter, sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
+
+/** Advisory lock id serialising the first key's creation across instances (any constant unique to Dirigo). */
+const FIRST_KEY_LOCK = 0x44697269;
 
 export type SigningAlgorithm = 'EdDSA' | 'ES256';
 
@@ -41,10 +45,15 @@ export class KeyStore {
   /** Makes sure a signing key exists (first start) and loads the set. */
   async init(): Promise<void> {
     await this.reload();
-    if (!this.#keys.some((k) => k.retiredAt === null)) {
-      await this.#insertKey();
-      await this.reload();
-    }
+    if (this.#keys.some((k) => k.retiredAt === null)) return;
+    // Several instances starting together on a fresh database must agree on one first key: the check and
+    // the insert run under a PostgreSQL advisory lock (SQLite has one instance, and serialises writers).
+    await this.#db.transaction().execute(async (trx) => {
+      if (trx.getExecutor().adapter instanceof PostgresAdapter) await sql`select pg_advisory_xact_lock(${FIRST_KEY_LOCK})`.execute(trx);
+      const active = await trx.selectFrom('signing_keys').select('kid').where('retired_at', 'is', null).executeTakeFirst();
+      if (!active) await this.#insertKey(trx);
+    });
+    await this.reload();
   }
 
   /** Creates a new signing key and retires the others; they stay published until their tokens expire. */

@@ -89,6 +89,13 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(cb.origin + cb.pathname, 'https://other.example/cb');
       const res = await postForm(svc, '/oauth2/token', { grant_type: 'authorization_code', code: cb.searchParams.get('code')! }, basic('test-other', OTHER_SECRET));
       assert.equal(res.status, 200, res.text);
+      // Repeating the registered URI is accepted; another one is not.
+      const cb2 = await authorize(browser, { clientId: 'test-other', pkce: false });
+      const again = await postForm(svc, '/oauth2/token', { grant_type: 'authorization_code', code: cb2.searchParams.get('code')!, redirect_uri: 'https://other.example/cb' }, basic('test-other', OTHER_SECRET));
+      assert.equal(again.status, 200, again.text);
+      const cb3 = await authorize(browser, { clientId: 'test-other', pkce: false });
+      const wrong = await postForm(svc, '/oauth2/token', { grant_type: 'authorization_code', code: cb3.searchParams.get('code')!, redirect_uri: 'https://other.example/cbX' }, basic('test-other', OTHER_SECRET));
+      assert.equal(wrong.json.error, 'invalid_grant');
     });
 
     it('refuses bad client authentication', async () => {

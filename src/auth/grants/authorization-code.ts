@@ -6,7 +6,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../../server/context.ts';
 import { InvalidGrant, InvalidRequest, UnauthorizedClient } from '../../server/errors.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN } from '../../registry/clients.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN, matchesRedirectUri } from '../../registry/clients.ts';
 import { authenticateClient, type AuthenticatedClient } from '../client-auth.ts';
 import { oauth } from '../services.ts';
 import type { CodeRow } from '../store.ts';
@@ -61,7 +61,10 @@ const rules: Rule[] = [
     const original = s.row!.redirect_uri;
     if (original !== null && s.params.redirect_uri === undefined) throw new InvalidGrant('redirect_uri is required because the authorization request had one');
     if (original !== null && s.params.redirect_uri !== original) throw new InvalidGrant('redirect_uri differs from the authorization request');
-    if (original === null && s.params.redirect_uri !== undefined) throw new InvalidGrant('redirect_uri was not part of the authorization request');
+    // Without one in the request the registered URI was used; repeating that one is harmless.
+    if (original === null && s.params.redirect_uri !== undefined && !(s.auth.client.redirectUris.length === 1 && matchesRedirectUri(s.auth.client, s.params.redirect_uri))) {
+      throw new InvalidGrant('redirect_uri was not part of the authorization request');
+    }
   },
   // RFC 9700 §2.1.1: a verifier without a challenge is refused (PKCE downgrade).
   function pkce(_ctx, s) {
