@@ -113,6 +113,9 @@ for (const { dialect, skip } of await dialects()) {
       }
       const wrongBasic = await postForm(svc, '/oauth2/token', { grant_type: 'authorization_code', code: 'x' }, basic('test-web', 'nope'));
       assert.match(String(wrongBasic.headers['www-authenticate']), /^Basic/);
+      const json = await svc.request('/oauth2/token', { method: 'POST', json: { grant_type: 'refresh_token', refresh_token: 'x', client_id: 'test-public' } });
+      assert.equal(json.status, 400);
+      assert.match(json.json.error_description, /x-www-form-urlencoded/);
       const inUrl = await svc.request(`/oauth2/token?grant_type=authorization_code&code=x&client_id=test-web&client_secret=${WEB_SECRET}`);
       assert.equal(inUrl.status, 400);
       assert.match(inUrl.json.error_description, /URL/);
