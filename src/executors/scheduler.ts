@@ -329,7 +329,9 @@ export class Scheduler {
 function holderIsDeadHere(executorId: string): boolean {
   const [host, pid] = executorId.split(':');
   if (host !== hostname() || !pid || !/^\d+$/.test(pid)) return false;
-  if (Number(pid) === process.pid) return true; // a previous instance with our pid: we are not it.
+  // Another id with our own pid: a predecessor whose pid we inherited after a restart. (So two schedulers
+  // must not share one database from one process; separate instances are separate processes.)
+  if (Number(pid) === process.pid) return true;
   try {
     process.kill(Number(pid), 0);
     return false;

@@ -77,6 +77,10 @@ export async function jobsRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
   const config: JobsConfig = ctx.config.jobs;
   const sandboxDir = resolve(ctx.config.dataDir, config.sandbox.dir);
   const store = new FileSandboxStore(sandboxDir);
+  // Uploads and sandboxes a crash interrupted (temporary files only: stored objects are always whole).
+  app.addHook('onReady', async () => {
+    await store.removeStaleTemporaries(3600_000).catch((err: Error) => app.log.warn({ err }, 'cannot clean the sandbox temporaries'));
+  });
   let scheduler: Scheduler | undefined;
   if (config.scheduler.enabled) {
     const executors = createExecutors({ config, dataDir: ctx.config.dataDir, store, log: app.log });

@@ -5,7 +5,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -77,6 +77,34 @@ export class FileSandboxStore implements SandboxStore {
       await rm(tmp, { force: true });
       throw err;
     }
+  }
+
+  /**
+   * Removes temporary files older than `maxAgeMs`: what a crash left half-written. Recent ones may belong
+   * to an upload in progress (here or in another instance sharing the store) and stay.
+   * @returns how many were removed.
+   */
+  async removeStaleTemporaries(maxAgeMs: number): Promise<number> {
+    const tmpDir = join(this.dir, 'tmp');
+    let names: string[];
+    try {
+      names = await readdir(tmpDir);
+    } catch {
+      return 0;
+    }
+    let removed = 0;
+    for (const name of names) {
+      const path = join(tmpDir, name);
+      try {
+        if (Date.now() - (await stat(path)).mtimeMs > maxAgeMs) {
+          await rm(path, { recursive: true, force: true });
+          removed++;
+        }
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return removed;
   }
 
   async get(sha256: string): Promise<Readable> {

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -43,6 +43,17 @@ describe('sandbox store and archives', () => {
     await assert.rejects(store.put(Readable.from([Buffer.alloc(50)]), 10), { code: 'payload_too_large' });
     assert.deepEqual(readdirSync(join(dir, 'tmp')), [], 'no temporary file is left behind');
     assert.equal(await store.exists('0'.repeat(64)), false);
+  });
+
+  it('removes temporaries a crash left behind, and only old ones', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dirigo-store-'));
+    const store = new FileSandboxStore(dir);
+    mkdirSync(join(dir, 'tmp'));
+    writeFileSync(join(dir, 'tmp', 'old'), 'half');
+    utimesSync(join(dir, 'tmp', 'old'), new Date(Date.now() - 7200_000), new Date(Date.now() - 7200_000));
+    writeFileSync(join(dir, 'tmp', 'recent'), 'in progress');
+    assert.equal(await store.removeStaleTemporaries(3600_000), 1);
+    assert.deepEqual(readdirSync(join(dir, 'tmp')), ['recent']);
   });
 
   it('packs files and unpacks them', async () => {
