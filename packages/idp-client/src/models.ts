@@ -115,6 +115,9 @@ function isParamsObject(data: unknown): data is ParamsLike {
 
 export type PreparedBody = string | Buffer | Readable | null;
 
+/** Raw URL → normalized href, for URLs given without extra params. */
+const normalizedUrls = new Map<string, string>();
+
 /** A request ready for the wire (requests.PreparedRequest). */
 export class PreparedRequest {
   method = 'GET';
@@ -143,17 +146,26 @@ export class PreparedRequest {
 
   prepare_method(method: string): void { this.method = method.toUpperCase(); }
 
-  /** Adds params to the query, keeping the fragment; only absolute http(s)-like URLs are accepted. */
+  /** Adds params to the query, keeping the fragment; only absolute URLs are accepted. */
   prepare_url(url: string, params: ParamsLike | null | undefined): void {
+    const extra = encodeParams(params);
+    if (!extra) {
+      const known = normalizedUrls.get(url);
+      if (known !== undefined) { this.url = known; return; }
+    }
     let u: URL;
     try {
       u = new URL(url.trim());
     } catch (cause) {
-      throw new InvalidURL(`Invalid URL ${JSON.stringify(url)}: no scheme supplied or malformed`, { cause });
+      throw new InvalidURL(`Invalid URL ${JSON.stringify(redactUrl(url))}: no scheme supplied or malformed`, { cause });
     }
-    const extra = encodeParams(params);
     if (extra) u.search = u.search ? `${u.search}&${extra}` : `?${extra}`;
     this.url = u.href;
+    if (!extra) {
+      // Parsing dominates preparing a request; clients call the same few URLs over and over.
+      if (normalizedUrls.size >= 512) normalizedUrls.clear();
+      normalizedUrls.set(url, this.url);
+    }
   }
 
   /** Adopts the (already merged) headers after checking that no name or value can split the request. */

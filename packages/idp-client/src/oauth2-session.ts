@@ -117,7 +117,8 @@ export class TokenAuth implements AuthBase {
   constructor(session: OAuth2Session) { this.session = session; }
 
   async apply(r: PreparedRequest): Promise<PreparedRequest> {
-    await this.session.ensure_active_token();
+    // Skip the renewal machinery (and its promise) while the token is fresh: the common case.
+    if (isTokenExpired(this.session.token, this.session.leeway)) await this.session.ensure_active_token();
     const token = this.session.token;
     if (!token?.access_token) throw new OAuthError('missing_token', 'the session has no access token');
     const hooks = this.session.compliance_hook.protected_request;
