@@ -26,7 +26,6 @@ const BIG = 10_000;
 
 const CAMPAIGNS = 10;
 const STREAMS = ['physics', 'calib', 'express', 'minbias', 'cosmics'];
-const QUALITIES = ['good', 'bad', 'unknown'];
 
 /** Deterministic pseudo-random numbers, so both dialects see the same catalogue and queries. */
 function rng(seed: number): () => number {

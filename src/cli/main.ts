@@ -4,6 +4,7 @@
 import { serveCommand, initCommand } from './serve.ts';
 import { tokenCommand } from './token.ts';
 import { adminCommand } from './admin.ts';
+import { catalogueCommand } from '../catalogue/cli.ts';
 import { CliError } from './output.ts';
 import { jobsCommand } from '../jobs/cli.ts';
 import { agentCommand } from '../agents/cli.ts';
@@ -17,6 +18,7 @@ const commands: Record<string, { run: Command; summary: string }> = {
   token: { run: tokenCommand, summary: 'obtain an access token with a certificate (flow A)' },
   admin: { run: adminCommand, summary: 'administration: keys rotate' },
   jobs: { run: jobsCommand, summary: 'submit, list, show, kill, wait for jobs; fetch manifests and sandboxes' },
+  catalogue: { run: catalogueCommand, summary: 'file catalogue: ls, stat, meta, search, fields, mkdir, register, setmeta, rm, import' },
   agent: { run: agentCommand, summary: 'pull-mode job agent for a worker node (takes and runs jobs of an agents site)' },
   login: { run: loginCommand, summary: 'sign in with the device flow and cache the token (OAuth 2.0)' },
   logout: { run: logoutCommand, summary: 'revoke and forget the cached token' },

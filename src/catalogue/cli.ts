@@ -1,0 +1,311 @@
+/**
+ * `dirigo catalogue ...`: browse, search and fill the file catalogue over HTTPS.
+ * Authentication: --token, --cert/--key (flow A), DIRIGO_TOKEN, or the `dirigo login` cache.
+ */
+import { createReadStream, statSync } from 'node:fs';
+import { Transform } from 'node:stream';
+import { parseArgs } from 'node:util';
+import { request } from 'undici';
+import { environment } from '../server/config.ts';
+import { call, callJson, connect, CONNECTION_OPTIONS, type Connection } from '../cli/http.ts';
+import { CliError, progress } from '../cli/output.ts';
+import { certificateToken } from '../cli/token.ts';
+import { encodePath, pathProblem } from './paths.ts';
+
+const USAGE = `usage: dirigo catalogue <command> [arguments] [options]
+
+commands:
+  ls PATH [-l]                 list a directory (-l: mode, owner, group, size, date)
+  stat PATH                    attributes of a file or directory
+  meta PATH                    metadata of a file or directory (own and inherited)
+  search PATH COND...          directories under PATH matching every condition, with file counts and sizes
+  fields [COND...]             metadata fields, their type and values (compatible with the conditions)
+  define NAME TYPE SCOPE       define a field: TYPE int|float|string|date, SCOPE directory|file (administrators)
+  mkdir PATH [--mode M] [--meta K=V ...]
+  register PATH --size N --checksum C [--checksum-type T] [--guid G] [--mode M] [--meta K=V ...]
+  setmeta PATH K=V ...         set metadata on a file or directory; K= removes the value
+  rm PATH [-r]                 unregister a file, or remove a directory (-r: with everything below it)
+  import FILE.ndjson           apply newline-delimited operations through POST /filecatalogue/bulk
+
+conditions: Run>=5  Run<10  Site=CERN  Site!=CERN  or the raw form Site=in|CERN,PIC  Site=nin|PIC
+options: --url URL --ca FILE (--cert FILE --key FILE [--group G] [--setup S] | --token T) [--json]
+`;
+
+const OPTIONS = {
+  ...CONNECTION_OPTIONS,
+  token: { type: 'string' },
+  group: { type: 'string' },
+  setup: { type: 'string' },
+  json: { type: 'boolean' },
+  long: { type: 'boolean', short: 'l' },
+  recursive: { type: 'boolean', short: 'r' },
+  mode: { type: 'string' },
+  meta: { type: 'string', multiple: true },
+  size: { type: 'string' },
+  checksum: { type: 'string' },
+  'checksum-type': { type: 'string' },
+  guid: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+
+async function accessToken(conn: Connection, values: Values): Promise<string> {
+  if (values.token) return values.token;
+  if (conn.hasCertificate) return (await certificateToken(conn, values.group, values.setup)).access_token;
+  const fromEnv = environment.get('DIRIGO_TOKEN');
+  if (fromEnv) return fromEnv;
+  const { cachedAccessToken } = await import('../auth/cli.ts');
+  return cachedAccessToken(conn);
+}
+
+function catalogPath(text: string | undefined): string {
+  if (!text) throw new CliError(`a catalogue path is required\n\n${USAGE}`, 2);
+  const problem = pathProblem(text);
+  if (problem) throw new CliError(`path ${text} ${problem}`, 2);
+  return text;
+}
+
+const COMPACT = /^([A-Za-z][A-Za-z0-9_]*)(<=|>=|!=|=|<|>)(.*)$/s;
+
+/** `Run>=5` → ['Run', '>=|5']; the raw form `Site=in|a,b` passes through. */
+export function conditionParam(text: string): [string, string] {
+  const eq = text.indexOf('=');
+  if (text.includes('|') && eq > 0) return [text.slice(0, eq), text.slice(eq + 1)];
+  const m = COMPACT.exec(text);
+  if (!m) throw new CliError(`condition '${text}': write FIELD<op>VALUE (op one of < > = <= >= !=) or FIELD=op|value`, 2);
+  return [m[1]!, `${m[2]}|${m[3]}`];
+}
+
+function conditionQuery(conds: string[]): string {
+  return conds.map((c) => conditionParam(c).map(encodeURIComponent).join('=')).join('&');
+}
+
+function print(values: Values, data: unknown, text: () => string): void {
+  process.stdout.write(values.json ? `${JSON.stringify(data, null, 2)}\n` : text());
+}
+
+function modeString(mode: number, dir: boolean): string {
+  const bits = 'rwxrwxrwx';
+  return (dir ? 'd' : '-') + [...bits].map((c, i) => ((mode >> (8 - i)) & 1 ? c : '-')).join('');
+}
+
+function humanSize(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${n} B` : `${v.toFixed(1)} ${units[u]}`;
+}
+
+interface FieldInfo {
+  Type: string;
+  Scope: string;
+  Values: (string | number)[];
+}
+
+/** K=V pairs typed by the field definitions (numbers for int/float); `K=` gives null (removal). */
+async function metadataPairs(conn: Connection, token: string, pairs: string[]): Promise<Record<string, unknown>> {
+  if (pairs.length === 0) return {};
+  const fields = await callJson<Record<string, FieldInfo>>(conn, '/filecatalogue/metadata', { token });
+  const out: Record<string, unknown> = {};
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new CliError(`metadata '${pair}': write FIELD=VALUE`, 2);
+    const name = pair.slice(0, eq);
+    const text = pair.slice(eq + 1);
+    const field = fields[name];
+    if (!field) throw new CliError(`metadata '${name}': no such field (see 'dirigo catalogue fields')`, 2);
+    if (text === '') out[name] = null;
+    else if (field.Type === 'int' || field.Type === 'float') {
+      const n = Number(text);
+      if (!Number.isFinite(n)) throw new CliError(`metadata '${name}' is ${field.Type}: '${text}' is not a number`, 2);
+      out[name] = n;
+    } else out[name] = text;
+  }
+  return out;
+}
+
+const notFoundOk = (s: number) => (s >= 200 && s < 300) || s === 404;
+
+async function importFile(conn: Connection, token: string, file: string, values: Values): Promise<number> {
+  let total: number;
+  try {
+    total = statSync(file).size;
+  } catch (err) {
+    throw new CliError(`cannot read ${file}: ${(err as Error).message}`);
+  }
+  const bar = progress();
+  let bytes = 0;
+  let lines = 0;
+  const started = Date.now();
+  const counter = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      bytes += chunk.length;
+      for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++;
+      const pct = total > 0 ? ((100 * bytes) / total).toFixed(0) : '100';
+      const rate = lines / Math.max(0.001, (Date.now() - started) / 1000);
+      bar.update(`importing ${file}: ${lines} lines sent (${pct}%, ${rate.toFixed(0)} lines/s)`);
+      done(null, chunk);
+    },
+  });
+  const body = createReadStream(file).pipe(counter);
+  let res;
+  try {
+    res = await request(`${conn.url}/filecatalogue/bulk`, {
+      method: 'POST',
+      dispatcher: conn.agent,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-ndjson', accept: 'application/json' },
+      body,
+    });
+  } catch (err) {
+    throw new CliError(`cannot reach ${conn.url}: ${(err as Error).message}`);
+  }
+  const text = await res.body.text();
+  let answer: { applied?: number; error?: { line: number; error: string; error_description: string } | string; error_description?: string };
+  try {
+    answer = JSON.parse(text);
+  } catch {
+    throw new CliError(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`);
+  }
+  const seconds = (Date.now() - started) / 1000;
+  if (typeof answer.error === 'string') throw new CliError(`HTTP ${res.statusCode} ${answer.error}: ${answer.error_description ?? ''}`);
+  const applied = answer.applied ?? 0;
+  if (values.json) process.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
+  if (answer.error) {
+    bar.done(`applied ${applied} operations from ${file}, then stopped`);
+    process.stderr.write(`line ${answer.error.line}: ${answer.error.error}: ${answer.error.error_description}\n`);
+    return 1;
+  }
+  bar.done(`applied ${applied} operations from ${file} in ${seconds.toFixed(1)} s (${(applied / Math.max(seconds, 0.001)).toFixed(0)}/s)`);
+  return 0;
+}
+
+export async function catalogueCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  const [sub, ...args] = positionals;
+  if (values.help || !sub) {
+    process.stdout.write(USAGE);
+    return sub || values.help ? 0 : 2;
+  }
+  const conn = connect(values);
+  const token = await accessToken(conn, values);
+  const dirUrl = (p: string) => `/filecatalogue/directory/${encodePath(p)}`;
+  const fileUrl = (p: string) => `/filecatalogue/file/${encodePath(p)}`;
+
+  switch (sub) {
+    case 'ls': {
+      const path = catalogPath(args[0] ?? '/');
+      type Entry = { Path: string; Name: string; Size?: number; Owner?: string; OwnerGroup?: string; Mode?: number; ModificationDate?: string };
+      const listing = await callJson<{ Path: string; SubDirs: Entry[]; Files: Entry[] }>(conn, dirUrl(path), { token, query: { verbose: values.long ? 'true' : undefined } });
+      print(values, listing, () => {
+        const rows = [...listing.SubDirs.map((d) => ({ ...d, dir: true })), ...listing.Files.map((f) => ({ ...f, dir: false }))];
+        if (!values.long) return rows.map((r) => `${r.Name}${r.dir ? '/' : ''}\n`).join('');
+        const owner = Math.max(0, ...rows.map((r) => (r.Owner ?? '').length));
+        const group = Math.max(0, ...rows.map((r) => (r.OwnerGroup ?? '').length));
+        const size = Math.max(0, ...rows.map((r) => String(r.Size ?? 0).length));
+        return rows
+          .map((r) => `${modeString(r.Mode ?? 0, r.dir)} ${(r.Owner ?? '').padEnd(owner)} ${(r.OwnerGroup ?? '').padEnd(group)} ${String(r.dir ? 0 : (r.Size ?? 0)).padStart(size)} ${(r.ModificationDate ?? '').slice(0, 19)} ${r.Name}${r.dir ? '/' : ''}\n`)
+          .join('');
+      });
+      return 0;
+    }
+    case 'stat': {
+      const path = catalogPath(args[0]);
+      const file = await call(conn, `${fileUrl(path)}/attributes`, { token, accept: notFoundOk });
+      let record: Record<string, unknown>;
+      if (file.status === 200) record = JSON.parse(file.body.toString('utf8'));
+      else record = (await callJson<{ Directory: Record<string, unknown> }>(conn, dirUrl(path), { token, query: { verbose: 'true' } })).Directory;
+      print(values, record, () => Object.entries(record).map(([k, v]) => `${k.padEnd(16)} ${k === 'Mode' ? `0${Number(v).toString(8)}` : String(v)}\n`).join(''));
+      return 0;
+    }
+    case 'meta': {
+      const path = catalogPath(args[0]);
+      const file = await call(conn, `${fileUrl(path)}/metadata`, { token, accept: notFoundOk });
+      let meta: Record<string, unknown>;
+      if (file.status === 200) meta = JSON.parse(file.body.toString('utf8'));
+      else meta = (await callJson<{ Metadata: Record<string, unknown> }>(conn, dirUrl(path), { token, query: { verbose: 'true' } })).Metadata;
+      print(values, meta, () => Object.entries(meta).map(([k, v]) => `${k} = ${String(v)}\n`).join(''));
+      return 0;
+    }
+    case 'search': {
+      const path = catalogPath(args[0]);
+      const query = conditionQuery(args.slice(1));
+      const answer = await callJson<{ Directories: { Path: string; Files: number; Size: number }[]; Files: number; Size: number }>(conn, `${dirUrl(path)}/search${query ? `?${query}` : ''}`, { token });
+      print(values, answer, () => {
+        const width = Math.max(4, ...answer.Directories.map((d) => String(d.Files).length));
+        const lines = answer.Directories.map((d) => `${String(d.Files).padStart(width)} ${humanSize(d.Size).padStart(10)}  ${d.Path}\n`);
+        return `${lines.join('')}${answer.Directories.length} directories, ${answer.Files} files, ${humanSize(answer.Size)} (each file counted once)\n`;
+      });
+      return 0;
+    }
+    case 'fields': {
+      const query = conditionQuery(args);
+      const fields = await callJson<Record<string, FieldInfo>>(conn, `/filecatalogue/metadata${query ? `?${query}` : ''}`, { token });
+      print(values, fields, () =>
+        Object.entries(fields)
+          .map(([name, f]) => `${name.padEnd(16)} ${f.Type.padEnd(6)} ${f.Scope.padEnd(9)} ${f.Values.slice(0, 20).join(', ')}${f.Values.length > 20 ? `, … (${f.Values.length} values)` : ''}\n`)
+          .join(''),
+      );
+      return 0;
+    }
+    case 'define': {
+      const [Name, Type, Scope] = args;
+      if (!Name || !Type || !Scope) throw new CliError('usage: dirigo catalogue define NAME int|float|string|date directory|file', 2);
+      const field = await callJson(conn, '/filecatalogue/metadata', { token, method: 'POST', json: { Name, Type, Scope } });
+      print(values, field, () => `defined ${Name} (${Type}, ${Scope})\n`);
+      return 0;
+    }
+    case 'mkdir': {
+      const path = catalogPath(args[0]);
+      const Metadata = await metadataPairs(conn, token, values.meta ?? []);
+      const dir = await callJson(conn, dirUrl(path), { token, method: 'PUT', json: { ...(values.mode ? { Mode: values.mode } : {}), Metadata } });
+      print(values, dir, () => `${path}\n`);
+      return 0;
+    }
+    case 'register': {
+      const path = catalogPath(args[0]);
+      const size = Number(values.size);
+      if (values.size === undefined || !Number.isSafeInteger(size) || size < 0) throw new CliError('--size BYTES is required', 2);
+      if (!values.checksum) throw new CliError('--checksum is required', 2);
+      const Metadata = await metadataPairs(conn, token, values.meta ?? []);
+      const body = {
+        Size: size,
+        Checksum: values.checksum,
+        ...(values['checksum-type'] ? { ChecksumType: values['checksum-type'] } : {}),
+        ...(values.guid ? { GUID: values.guid } : {}),
+        ...(values.mode ? { Mode: values.mode } : {}),
+        Metadata,
+      };
+      const record = await callJson(conn, fileUrl(path), { token, method: 'PUT', json: body });
+      print(values, record, () => `${path}\n`);
+      return 0;
+    }
+    case 'setmeta': {
+      const path = catalogPath(args[0]);
+      const metadata = await metadataPairs(conn, token, args.slice(1));
+      if (Object.keys(metadata).length === 0) throw new CliError('give at least one FIELD=VALUE', 2);
+      const file = await call(conn, `${fileUrl(path)}/attributes`, { token, accept: notFoundOk });
+      const url = file.status === 200 ? `${fileUrl(path)}/metadata` : `${dirUrl(path)}/metadata`;
+      const result = await callJson<Record<string, unknown>>(conn, url, { token, method: 'PUT', json: metadata });
+      print(values, result, () => Object.entries(result).map(([k, v]) => `${k} = ${String(v)}\n`).join(''));
+      return 0;
+    }
+    case 'rm': {
+      const path = catalogPath(args[0]);
+      const file = await call(conn, fileUrl(path), { token, method: 'DELETE', accept: notFoundOk });
+      if (file.status === 404) await call(conn, dirUrl(path), { token, method: 'DELETE', query: { recursive: values.recursive ? 'true' : undefined } });
+      if (!values.json) process.stdout.write(`removed ${path}\n`);
+      return 0;
+    }
+    case 'import': {
+      if (!args[0]) throw new CliError('usage: dirigo catalogue import FILE.ndjson', 2);
+      return importFile(conn, token, args[0], values);
+    }
+    default:
+      throw new CliError(`unknown catalogue command '${sub}'\n\n${USAGE}`, 2);
+  }
+}
