@@ -21,6 +21,7 @@ export interface AuthenticatedClient {
 const BASIC_CHALLENGE = 'Basic realm="dirigo", charset="UTF-8"';
 
 function formDecode(s: string): string {
+  if (!s.includes('%') && !s.includes('+')) return s;
   try {
     return decodeURIComponent(s.replace(/\+/g, ' '));
   } catch {

@@ -1,10 +1,10 @@
 /**
  * OAuth clients: those of config.yaml plus those added with `dirigo admin client add` (database). Lookups
  * are cached for a few seconds so that a client added or removed on one instance reaches the others.
- * Secrets are scrypt hashes; a verified secret is remembered as a salted SHA-256 digest so that busy clients
- * (for example a resource server introspecting tokens) do not pay scrypt on every request.
+ * Secrets are scrypt hashes; the secret that last passed is remembered in memory so that busy clients (for
+ * example a resource server introspecting tokens) do not pay scrypt on every request.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
 import type { ClientConfig } from '../server/config.ts';
@@ -112,9 +112,8 @@ export class ClientRegistry {
   readonly #db: Db;
   readonly #configured = new Map<string, OAuthClient>();
   readonly #cache = new Map<string, { client: OAuthClient | undefined; at: number }>();
-  /** Salt of remembered secrets' digests; per process, never stored. */
-  readonly #memoSalt = randomBytes(32);
-  readonly #verified = new Map<string, Buffer>();
+  /** The secret that last passed scrypt, per client (memory only). */
+  readonly #verified = new Map<string, { hash: string; secret: Buffer }>();
 
   constructor(db: Db, configured: readonly ClientConfig[]) {
     this.#db = db;
@@ -144,14 +143,17 @@ export class ClientRegistry {
     return client;
   }
 
-  /** Constant-time secret check (scrypt once, then a digest comparison for the same secret). */
+  /**
+   * Constant-time secret check: scrypt once per client and secret, then a constant-time comparison with
+   * the secret that last passed (kept in memory only, like every secret the process receives).
+   */
   async verifySecret(client: OAuthClient, secret: string): Promise<boolean> {
     if (!client.secretHash) return false;
-    const mac = createHash('sha256').update(this.#memoSalt).update(client.clientId).update('\0').update(client.secretHash).update('\0').update(secret).digest();
+    const presented = Buffer.from(secret);
     const known = this.#verified.get(client.clientId);
-    if (known && timingSafeEqual(known, mac)) return true;
+    if (known && known.hash === client.secretHash && known.secret.length === presented.length && timingSafeEqual(known.secret, presented)) return true;
     const ok = await verifySecret(secret, client.secretHash);
-    if (ok) this.#verified.set(client.clientId, mac);
+    if (ok) this.#verified.set(client.clientId, { hash: client.secretHash, secret: presented });
     return ok;
   }
 
