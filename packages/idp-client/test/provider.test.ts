@@ -282,6 +282,45 @@ describe('device flow', () => {
   });
 });
 
+describe('device flow timing', () => {
+  it('deviceAuthorization waits with the server interval and gives up at expires_in', async () => {
+    const polls: number[] = [];
+    const server = await startHttps(async (req, res) => {
+      const path = (req.url ?? '').split('?')[0];
+      const body = new URLSearchParams(await readBody(req));
+      if (path === '/device') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const fast = body.get('scope') === 'fast';
+        res.end(JSON.stringify({ device_code: fast ? 'dc-fast' : 'dc-never', user_code: 'UC', verification_uri: 'https://x/device', interval: fast ? 1 : 0.2, expires_in: fast ? 30 : 1 }));
+        return;
+      }
+      polls.push(Date.now());
+      const done = body.get('device_code') === 'dc-fast' && polls.length >= 2;
+      res.writeHead(done ? 200 : 400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(done ? { access_token: 'AT', token_type: 'Bearer' } : { error: 'authorization_pending' }));
+    });
+    try {
+      const prompts: string[] = [];
+      const mk = (scope: string) => new OAuth2IdProvider({
+        client_id: 'c', scope, verify: pki.caFile, trust_env: false, device_prompt: (d) => { prompts.push(d.user_code); },
+        device_authorization_endpoint: `${server.url}/device`, token_endpoint: `${server.url}/token`,
+      });
+      const start = Date.now();
+      const t = ok(await mk('fast').deviceAuthorization());
+      assert.equal(t.access_token, 'AT');
+      assert.ok(Date.now() - start >= 2000, 'two polls one server interval (1 s) apart');
+      assert.ok((polls[1] as number) - (polls[0] as number) >= 950);
+      polls.length = 0;
+      const t0 = Date.now();
+      const never = await mk('never').deviceAuthorization();
+      assert.equal(never.OK, false);
+      assert.match((never as { Message: string }).Message, /timed out after 1 s/);
+      assert.ok(Date.now() - t0 < 5000);
+      assert.deepEqual(prompts, ['UC', 'UC']);
+    } finally { await server.close(); }
+  });
+});
+
 describe('JWKS rotation', () => {
   it('refetches the JWKS on an unknown kid, at most once a minute', async () => {
     const idp = provider({ audience: API_RESOURCE });
