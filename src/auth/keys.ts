@@ -3,7 +3,7 @@
  * The newest unretired key signs; a retired key stays published (JWKS) and accepted until the last token
  * it could have signed has expired. Instances reload the set periodically and on an unknown `kid`.
  */
-import { randomUUID, type KeyObject } from 'node:crypto';
+import { createPrivateKey, randomUUID, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
 import { PostgresAdapter, sql } from 'kysely';
 import type { Db } from '../db/database.ts';
@@ -110,7 +110,8 @@ export class KeyStore {
       keys.push({
         kid: row.kid,
         alg,
-        privateKey: (await importJWK(JSON.parse(row.private_jwk) as JWK, alg)) as unknown as KeyObject,
+        // A node:crypto KeyObject: TokenService signs with node:crypto directly.
+        privateKey: createPrivateKey({ key: JSON.parse(row.private_jwk) as JsonWebKey, format: 'jwk' }),
         publicKey: (await importJWK(publicJwk, alg)) as unknown as KeyObject,
         publicJwk,
         createdAt: row.created_at,

@@ -2,8 +2,8 @@
  * JWT access tokens (RFC 9068): signed with the active key, `typ: at+jwt`, carrying the claims DESIGN lists
  * and the WLCG token profile's `wlcg.ver` and `wlcg.groups`.
  */
-import { randomUUID } from 'node:crypto';
-import { SignJWT, jwtVerify, decodeProtectedHeader, errors as joseErrors, type JWTPayload } from 'jose';
+import { KeyObject, randomUUID, sign } from 'node:crypto';
+import { jwtVerify, decodeProtectedHeader, errors as joseErrors, type JWTPayload } from 'jose';
 import { InvalidToken } from '../server/errors.ts';
 import type { KeyStore } from './keys.ts';
 
@@ -104,7 +104,7 @@ export class TokenService {
       'wlcg.ver': '1.0',
       'wlcg.groups': [`/${grant.group}`],
     };
-    const token = await new SignJWT(claims).setProtectedHeader({ alg, kid, typ: 'at+jwt' }).sign(key);
+    const token = signCompact({ alg, kid, typ: 'at+jwt' }, claims, key);
     return { token, claims, expiresIn };
   }
 
@@ -162,4 +162,23 @@ function describeJoseError(err: unknown): string {
   if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'the access token signature is invalid';
   if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'the access token algorithm is not accepted';
   return 'the access token is invalid';
+}
+
+const nodeKeys = new WeakMap<object, KeyObject>();
+
+/**
+ * JWS compact serialisation (RFC 7515 §7.1) signed with node:crypto directly: the same bytes jose would
+ * produce, without a WebCrypto round trip per token (refresh rotation issues one token per request).
+ */
+function signCompact(header: { alg: string; kid: string; typ: string }, claims: object, key: object): string {
+  let keyObject = key instanceof KeyObject ? key : nodeKeys.get(key);
+  if (!keyObject) {
+    keyObject = KeyObject.from(key as Parameters<typeof KeyObject.from>[0]);
+    nodeKeys.set(key, keyObject);
+  }
+  const input = `${Buffer.from(JSON.stringify(header)).toString('base64url')}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
+  // RFC 8037 §3.1 (EdDSA); RFC 7518 §3.4 (ES256: r||s, not DER).
+  const signature =
+    header.alg === 'EdDSA' ? sign(null, Buffer.from(input), keyObject) : sign('sha256', Buffer.from(input), { key: keyObject, dsaEncoding: 'ieee-p1363' });
+  return `${input}.${signature.toString('base64url')}`;
 }
