@@ -235,6 +235,8 @@ export class OAuth2IdProvider extends OAuth2Session {
   async verify_jwt(token: string, audience: string | string[] | null | undefined): Promise<JWTClaims> {
     let keys = this.#freshKeys() ?? await this.#keys();
     const issuer = this.issuer ?? (typeof this.metadata.issuer === 'string' ? this.metadata.issuer : null);
+    // Without an issuer any key holder's tokens would pass: refuse rather than skip the check.
+    if (!issuer) throw new JWTVerificationError('invalid_token', 'no issuer is configured to check the token against');
     const opts = { issuer, audience, clockTolerance: this.clock_tolerance };
     try {
       return verifyJwt(token, keys, opts).claims;
@@ -253,7 +255,8 @@ export class OAuth2IdProvider extends OAuth2Session {
   async verifyToken(accessToken: string): Promise<Result<JWTClaims>> {
     try {
       if (typeof accessToken !== 'string' || !accessToken) return S_ERROR('no token given');
-      const audience = this.audience === undefined ? this.client_id : this.audience;
+      const audience = this.audience !== undefined ? this.audience : this.client_id ?? undefined;
+      if (audience === undefined) return S_ERROR('no audience configured: set client_id or audience (null skips the check)', 'invalid_token');
       return S_OK(await this.verify_jwt(accessToken, audience));
     } catch (e) {
       return S_ERROR(errorMessage(e), e instanceof JWTVerificationError ? e.code : undefined);

@@ -152,6 +152,15 @@ describe('token verification', () => {
     failed(await offline().verifyToken('not-a-jwt'), /compact JWS/);
     failed(await offline().verifyToken(''), /no token/);
   });
+
+  it('refuses to verify without an issuer or an audience to check against', async () => {
+    const noIssuer = new OAuth2IdProvider({ client_id: 'dirigo', jwks: { keys: [publicJwk as never] }, trust_env: false });
+    failed(await noIssuer.verifyToken(await sign(good())), /no issuer/);
+    const noAudience = new OAuth2IdProvider({ issuer: ISSUER, jwks: { keys: [publicJwk as never] }, trust_env: false });
+    failed(await noAudience.verifyToken(await sign(good())), /no audience/);
+    const skipAudience = new OAuth2IdProvider({ issuer: ISSUER, audience: null, jwks: { keys: [publicJwk as never] }, trust_env: false });
+    assert.ok((await skipAudience.verifyToken(await sign({ ...good(), aud: 'anything' }))).OK);
+  });
 });
 
 describe('token responses and error bodies', () => {
