@@ -8,7 +8,9 @@ import type { Db } from '../db/database.ts';
 import { nowIso } from '../db/database.ts';
 import type { Manifest } from '../jobs/manifest.ts';
 import { JobStatus } from '../jobs/model.ts';
-import { changeStatus } from '../jobs/state-machine.ts';
+import { canTransition, changeStatus } from '../jobs/state-machine.ts';
+import { InvalidTransition } from '../server/errors.ts';
+import { sql } from 'kysely';
 import { splitArguments } from '../jobs/arguments.ts';
 
 /** Statuses in which an agent holds a job. */
@@ -42,11 +44,14 @@ export interface MatchedJob {
 /**
  * Waiting → Matched for up to `n` jobs that may run on `site`, highest priority first, then oldest; on
  * PostgreSQL the candidates are locked `FOR UPDATE SKIP LOCKED`, so concurrent matches (any instance)
- * never wait for each other nor take the same job.
+ * never wait for each other nor take the same job (SQLite has one writer at a time anyway).
  */
 export async function matchJobs(db: Db, dialect: 'sqlite' | 'postgres', site: string, agent: AgentIdentity, n: number): Promise<MatchedJob[]> {
+  const minorStatus = `Pilot agent ${agent.agentId} (${agent.user}) at site ${site}`;
+  const source = `Agent@${site}`;
+  if (dialect === 'postgres') return matchJobsPostgres(db, site, agent, n, minorStatus, source);
   return db.transaction().execute(async (trx) => {
-    let q = trx
+    const q = trx
       .selectFrom('jobs')
       .select('job_id')
       .where('status', '=', JobStatus.Waiting)
@@ -54,13 +59,12 @@ export async function matchJobs(db: Db, dialect: 'sqlite' | 'postgres', site: st
       .orderBy('user_priority', 'desc')
       .orderBy('job_id', 'asc')
       .limit(n);
-    if (dialect === 'postgres') q = q.forUpdate().skipLocked();
     const ids = (await q.execute()).map((r) => Number(r.job_id));
     const won = await changeStatus(trx, ids, {
       from: JobStatus.Waiting,
       to: JobStatus.Matched,
-      minorStatus: `Pilot agent ${agent.agentId} (${agent.user}) at site ${site}`,
-      source: `Agent@${site}`,
+      minorStatus,
+      source,
       set: { site, executor_id: holderOf(agent), executor_ref: refOf(agent), lease_until: null, heartbeat_time: nowIso() },
     });
     if (won.length === 0) return [];
@@ -71,17 +75,48 @@ export async function matchJobs(db: Db, dialect: 'sqlite' | 'postgres', site: st
       .orderBy('user_priority', 'desc')
       .orderBy('job_id')
       .execute();
-    return rows.map((r) => {
-      const manifest = JSON.parse(r.manifest) as Manifest;
-      return {
-        JobID: Number(r.job_id),
-        Manifest: manifest,
-        Argv: manifest.Arguments ? splitArguments(manifest.Arguments) : [],
-        InputSandbox: r.input_sandbox !== null,
-        RescheduleCounter: r.reschedule_counter,
-      };
-    });
+    return rows.map(toMatched);
   });
+}
+
+function toMatched(r: { job_id: number; manifest: string; input_sandbox: string | null; reschedule_counter: number }): MatchedJob {
+  const manifest = JSON.parse(r.manifest) as Manifest;
+  return {
+    JobID: Number(r.job_id),
+    Manifest: manifest,
+    Argv: manifest.Arguments ? splitArguments(manifest.Arguments) : [],
+    InputSandbox: r.input_sandbox !== null,
+    RescheduleCounter: r.reschedule_counter,
+  };
+}
+
+/**
+ * The same claim as one statement (one round trip, autocommitted): pick `FOR UPDATE SKIP LOCKED`, the
+ * compare-and-set update (`status = 'Waiting'`) and its history rows. The transition is checked against the
+ * state machine's table first, as changeStatus does.
+ */
+async function matchJobsPostgres(db: Db, site: string, agent: AgentIdentity, n: number, minorStatus: string, source: string): Promise<MatchedJob[]> {
+  if (!canTransition(JobStatus.Waiting, JobStatus.Matched)) throw new InvalidTransition('a job cannot go from Waiting to Matched');
+  const now = nowIso();
+  const { rows } = await sql<{ job_id: number; manifest: string; input_sandbox: string | null; reschedule_counter: number }>`
+    with picked as (
+      select job_id from jobs
+      where status = ${JobStatus.Waiting} and (site = 'ANY' or site = ${site} or (site = 'Multiple' and sites like ${`%,${site},%`}))
+      order by user_priority desc, job_id asc
+      limit ${n}
+      for update skip locked
+    ), claimed as (
+      update jobs set status = ${JobStatus.Matched}, minor_status = ${minorStatus}, last_update_time = ${now}, site = ${site},
+        executor_id = ${holderOf(agent)}, executor_ref = ${refOf(agent)}, lease_until = null, heartbeat_time = ${now}
+      from picked where jobs.job_id = picked.job_id and jobs.status = ${JobStatus.Waiting}
+      returning jobs.job_id, jobs.manifest, jobs.input_sandbox, jobs.reschedule_counter, jobs.application_status, jobs.user_priority
+    ), history as (
+      insert into job_status_history (job_id, status, minor_status, application_status, status_time, source)
+      select job_id, ${JobStatus.Matched}, ${minorStatus}, application_status, ${now}, ${source} from claimed
+    )
+    select job_id, manifest, input_sandbox, reschedule_counter from claimed order by user_priority desc, job_id
+  `.execute(db);
+  return rows.map(toMatched);
 }
 
 export interface HeldRow {
