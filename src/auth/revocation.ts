@@ -66,10 +66,12 @@ export class RevocationList implements RevocationCheck {
 
   /** Records a revocation (idempotent) and applies it locally at once. */
   async revoke(key: string, expiresAt: Date, db: Db = this.#db): Promise<void> {
-    const existing = await db.selectFrom('revoked_tokens').select('id').where('jti', '=', key).executeTakeFirst();
-    if (!existing) {
-      await db.insertInto('revoked_tokens').values({ jti: key, expires_at: expiresAt.toISOString(), revoked_at: nowIso() }).execute();
-    }
+    // Concurrent revocations of the same key (a replay racing a reuse) must not fail each other.
+    await db
+      .insertInto('revoked_tokens')
+      .values({ jti: key, expires_at: expiresAt.toISOString(), revoked_at: nowIso() })
+      .onConflict((oc) => oc.column('jti').doNothing())
+      .execute();
     this.#revoked.set(key, expiresAt.getTime());
   }
 

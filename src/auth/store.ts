@@ -275,5 +275,12 @@ export class OAuthStore {
     await this.#db.deleteFrom('oauth_codes').where('expires_at', '<', new Date(Date.now() - 3600_000).toISOString()).execute();
     await this.#db.deleteFrom('oauth_device_codes').where('expires_at', '<', now).execute();
     await this.#db.deleteFrom('oauth_refresh_tokens').where('expires_at', '<', now).execute();
+    // A grant without refresh tokens only backs access tokens, which expire within their lifetime.
+    const idle = new Date(Date.now() - (this.#life.access + 3600) * 1000).toISOString();
+    await this.#db
+      .deleteFrom('oauth_grants')
+      .where('created_at', '<', idle)
+      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('oauth_refresh_tokens').select('token_hash').whereRef('oauth_refresh_tokens.grant_id', '=', 'oauth_grants.id'))))
+      .execute();
   }
 }
