@@ -11,7 +11,7 @@ import { postgresUnavailable } from '../test/helpers/dialects.ts';
 import { startCluster } from '../test/scale/cluster.ts';
 import { report } from './lib/load.ts';
 import { cpuSeconds } from './lib/server.ts';
-import { drive, postgresCpuSeconds, selfCpuSeconds } from './lib/scale.ts';
+import { drive, postgresCpuMeter, selfCpuSeconds } from './lib/scale.ts';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, full: { type: 'boolean' } } });
 const seconds = values.full ? 20 : Number(values.seconds);
@@ -58,15 +58,16 @@ try {
       },
     });
   await phase(1, 1); // warm-up: connections, JIT, statement plans
-  const cpu0 = { server: cpuSeconds(server.child.pid!), pg: postgresCpuSeconds(), self: selfCpuSeconds() };
+  const pgCpu = postgresCpuMeter();
+  const cpu0 = { server: cpuSeconds(server.child.pid!), self: selfCpuSeconds() };
   const one = await phase(1, seconds);
-  const cpu1 = { server: cpuSeconds(server.child.pid!), pg: postgresCpuSeconds(), self: selfCpuSeconds() };
+  const cpu1 = { server: cpuSeconds(server.child.pid!), pg: pgCpu(), self: selfCpuSeconds() };
   const ten = await phase(10, Math.max(2, seconds / 2));
   const per = (a: number, b: number) => ((b - a) / one.seconds).toFixed(2);
   console.log(`scale-agents (PostgreSQL, ${AGENTS} concurrent agents, ${one.seconds.toFixed(1)} s, ${total} jobs queued)`);
   report('agent matches (1 job per POST /agents/match)', one.perSecond, 'matches/s', { min: 500 }, `[${one.units} matched, ${one.errors} errors]`);
   console.log(
-    `      CPU per second of run: server ${per(cpu0.server, cpu1.server)} core, PostgreSQL ${per(cpu0.pg, cpu1.pg)} core, load generator ${per(cpu0.self, cpu1.self)} core (2 cores in all)`,
+    `      CPU per second of run: server ${per(cpu0.server, cpu1.server)} core, PostgreSQL ${per(0, cpu1.pg)} core, load generator ${per(cpu0.self, cpu1.self)} core (2 cores in all)`,
   );
   console.log(`      10 jobs per request: ${ten.perSecond.toFixed(0)} jobs/s [${ten.units} matched, ${ten.errors} errors]`);
 } finally {

@@ -13,7 +13,7 @@ import { postgresUnavailable } from '../test/helpers/dialects.ts';
 import { startCluster, type Instance } from '../test/scale/cluster.ts';
 import { report } from './lib/load.ts';
 import { cpuSeconds } from './lib/server.ts';
-import { drive, postgresCpuSeconds, selfCpuSeconds } from './lib/scale.ts';
+import { drive, postgresCpuMeter, selfCpuSeconds } from './lib/scale.ts';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, full: { type: 'boolean' } } });
 const seconds = values.full ? 30 : Number(values.seconds);
@@ -35,7 +35,8 @@ try {
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
 
   const measure = async (targets: Instance[], secs: number) => {
-    const before = { pg: postgresCpuSeconds(), self: selfCpuSeconds(), inst: targets.map((t) => cpuSeconds(t.child.pid!)) };
+    const pgCpu = postgresCpuMeter();
+    const before = { self: selfCpuSeconds(), inst: targets.map((t) => cpuSeconds(t.child.pid!)) };
     const r = await drive({
       targets: Array.from({ length: CLIENTS }, (_, i) => targets[i % targets.length]!.url),
       dispatcher,
@@ -46,7 +47,7 @@ try {
     const per = (x: number) => (x / r.seconds).toFixed(2);
     const cpu = [
       ...targets.map((t, i) => `${t.name} ${per(cpuSeconds(t.child.pid!) - before.inst[i]!)}`),
-      `PostgreSQL ${per(postgresCpuSeconds() - before.pg)}`,
+      `PostgreSQL ${per(pgCpu())}`,
       `load generator ${per(selfCpuSeconds() - before.self)}`,
     ].join(', ');
     return { ...r, cpu };

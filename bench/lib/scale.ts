@@ -5,9 +5,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { request, type Agent, type Dispatcher } from 'undici';
 
-/** CPU seconds (user+system) used so far by every `postgres` process on this machine. */
-export function postgresCpuSeconds(): number {
-  let total = 0;
+function postgresProcesses(): Map<string, number> {
+  const cpu = new Map<string, number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
@@ -15,12 +14,25 @@ export function postgresCpuSeconds(): number {
       const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
       if (comm !== 'postgres') continue;
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += (Number(fields[11]) + Number(fields[12])) / 100;
+      cpu.set(`${entry}:${fields[19]}`, (Number(fields[11]) + Number(fields[12])) / 100);
     } catch {
       // the process ended meanwhile
     }
   }
-  return total;
+  return cpu;
+}
+
+/**
+ * A meter of the CPU seconds used by every `postgres` process (server and backends) since it was made.
+ * Per process (pid and start time), so backends that come and go during the window are counted right.
+ */
+export function postgresCpuMeter(): () => number {
+  const before = postgresProcesses();
+  return () => {
+    let total = 0;
+    for (const [key, seconds] of postgresProcesses()) total += seconds - (before.get(key) ?? 0);
+    return total;
+  };
 }
 
 /** This process's own CPU seconds (the load generator). */
