@@ -20,6 +20,9 @@ export function getEnvironProxiesRaw(): Proxies {
 }
 
 /**
+ * @example
+ * shouldBypassProxies('https://db.internal.example/', 'internal.example,10.0.0.0/8'); // true
+ *
  * Whether `url` goes direct: NO_PROXY entries are host names (matching the host and its subdomains,
  * a leading dot optional), host:port, IP addresses, CIDR ranges, or `*`.
  */

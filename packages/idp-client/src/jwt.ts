@@ -52,7 +52,11 @@ export function decodeJwt(token: string): { header: Record<string, unknown>; cla
   return { header: b64json(parts[0] as string, 'header'), claims: b64json(parts[1] as string, 'payload') as JWTClaims };
 }
 
-/** Public keys of a JWKS, imported once and looked up by kid. */
+/**
+ * Public keys of a JWKS, imported once and looked up by kid.
+ * @example
+ * const keys = new KeyStore({ keys: [publicJwk] }); keys.hasKid('key-1');
+ */
 export class KeyStore {
   readonly jwks: JWKSet;
   #keys: Array<{ jwk: JWK; key: KeyObject }> = [];
@@ -107,7 +111,11 @@ export interface VerifyOptions {
   currentTime?: number;
 }
 
-/** Verifies signature, exp, nbf, iss and aud; throws JWTVerificationError with a precise reason. */
+/**
+ * Verifies signature, exp, nbf, iss and aud; throws JWTVerificationError with a precise reason.
+ * @example
+ * const { claims } = verifyJwt(token, new KeyStore(jwks), { issuer: 'https://idp.example.org', audience: 'dirigo' });
+ */
 export function verifyJwt(token: string, keys: KeyStore, options: VerifyOptions = {}): { header: Record<string, unknown>; claims: JWTClaims } {
   const parts = token.split('.');
   if (parts.length !== 3) throw new JWTVerificationError('invalid_token', 'not a compact JWS (three parts expected)');

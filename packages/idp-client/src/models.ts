@@ -281,7 +281,12 @@ const REASONS: Record<number, string> = {
   429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable',
 };
 
-/** A server's answer (requests.Response). Unless streamed, the body is already read into `content`. */
+/**
+ * A server's answer (requests.Response). Unless streamed, the body is already read into `content`.
+ * @example
+ * const r = await session.get(url, { stream: true });
+ * for await (const chunk of r.iter_content(65536)) out.write(chunk);
+ */
 export class Response {
   status_code: number;
   reason: string;

@@ -1,4 +1,9 @@
-/** A case-insensitive mapping that keeps the last-set spelling of each key (requests' CaseInsensitiveDict). */
+/**
+ * A case-insensitive mapping that keeps the last-set spelling of each key (requests' CaseInsensitiveDict).
+ * @example
+ * const h = new CaseInsensitiveDict({ 'Content-Type': 'text/plain' });
+ * h.get('content-type'); // 'text/plain'
+ */
 export class CaseInsensitiveDict<V = string> implements Iterable<[string, V]> {
   #store = new Map<string, [string, V]>();
 
