@@ -69,11 +69,10 @@ function translate(err: unknown, url: string, proxy: string | undefined): Error 
 }
 
 /**
- * @example
- * session.mount('https://legacy.example.org/', new HTTPAdapter()); // its own connection pools
- *
  * The default adapter: pooled undici dispatchers, one per (verify, cert, proxy) combination, so
  * keep-alive connections are reused across requests as in a requests Session.
+ * @example
+ * session.mount('https://legacy.example.org/', new HTTPAdapter()); // its own connection pools
  */
 export class HTTPAdapter implements BaseAdapter {
   #dispatchers = new Map<string, Dispatcher>();

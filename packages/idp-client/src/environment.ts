@@ -20,11 +20,10 @@ export function getEnvironProxiesRaw(): Proxies {
 }
 
 /**
- * @example
- * shouldBypassProxies('https://db.internal.example/', 'internal.example,10.0.0.0/8'); // true
- *
  * Whether `url` goes direct: NO_PROXY entries are host names (matching the host and its subdomains,
  * a leading dot optional), host:port, IP addresses, CIDR ranges, or `*`.
+ * @example
+ * shouldBypassProxies('https://db.internal.example/', 'internal.example,10.0.0.0/8'); // true
  */
 export function shouldBypassProxies(url: string, noProxy: string | null | undefined): boolean {
   const list = noProxy ?? env('no_proxy');

@@ -18,13 +18,12 @@ function asStrings(v: unknown): string[] {
 }
 
 /**
- * @example
- * extractUpstreamGroups({ 'wlcg.groups': ['/vo'], eduperson_entitlement: ['urn:mace:egi.eu:group:vo:sub:role=member#aai.egi.eu'] });
- * // → ['/vo', '/vo/sub']
- *
  * Upstream groups named by claims, in this order: `wlcg.groups` (WLCG profile), `eduperson_entitlement`
  * in AARC-G002 syntax (`/vo/sub`, or `/vo/sub:role=<role>` for roles other than member), a `groups`
  * claim (Keycloak), and `wlcg.groups:<group>` scopes.
+ * @example
+ * extractUpstreamGroups({ 'wlcg.groups': ['/vo'], eduperson_entitlement: ['urn:mace:egi.eu:group:vo:sub:role=member#aai.egi.eu'] });
+ * // → ['/vo', '/vo/sub']
  */
 export function extractUpstreamGroups(...claimSets: Array<Record<string, unknown> | null | undefined>): string[] {
   const out = new Set<string>();
@@ -44,11 +43,10 @@ export function extractUpstreamGroups(...claimSets: Array<Record<string, unknown
 }
 
 /**
- * @example
- * mapGroups(['/vo', '/vo/prod'], { '/vo/prod': 'vo_production' }); // → ['vo_production']
- *
  * Local groups for upstream ones. With a mapping, only mapped groups count (a value may name several
  * local groups); without one, upstream names are used as they are.
+ * @example
+ * mapGroups(['/vo', '/vo/prod'], { '/vo/prod': 'vo_production' }); // → ['vo_production']
  */
 export function mapGroups(upstream: string[], mapping: Record<string, string | string[]> | null | undefined): string[] {
   if (!mapping) return [...upstream];
