@@ -10,7 +10,7 @@ import type { AppContext } from '../server/context.ts';
 import { DirigoError, InvalidRequest, InvalidScope, UnauthorizedClient, UnsupportedResponseType } from '../server/errors.ts';
 import { GRANT_AUTHORIZATION_CODE, matchesRedirectUri, type OAuthClient } from '../registry/clients.ts';
 import { errorPage } from './pages.ts';
-import { parseScope } from './scopes.ts';
+import { parseScope, requestedGroup } from './scopes.ts';
 import { oauth } from './services.ts';
 
 /** The validated request, kept with the interaction until the user decides. */
@@ -24,8 +24,10 @@ export interface AuthorizeRequest {
   scope: string[];
   codeChallenge: string | undefined;
   codeChallengeMethod: 'S256' | undefined;
-  /** Optional preselection for the consent page (Dirigo extension). */
+  /** Preselected group: the `group` parameter (Dirigo extension) or a `wlcg.groups:/<group>` scope. */
   group: string | undefined;
+  /** Set when the scope names the group: the consent page offers only that one. */
+  requiredGroup?: string | undefined;
   setup: string | undefined;
 }
 
@@ -109,6 +111,9 @@ const redirectableRules: Rule[] = [
     if (c !== undefined && d.params.code_challenge_method === undefined) throw new InvalidRequest('code_challenge_method is required and must be S256 (plain is not supported)');
   },
   async function groupAndSetupKnown(ctx, d) {
+    const fromScope = requestedGroup(parseScope(d.params.scope));
+    if (fromScope !== undefined && d.params.group !== undefined && fromScope !== d.params.group) throw new InvalidScope(`group '${d.params.group}' differs from the scope's group '${fromScope}'`);
+    if (fromScope !== undefined && !ctx.registry.group(fromScope)) throw new InvalidScope(`unknown group '${fromScope}'`);
     if (d.params.group !== undefined && !ctx.registry.group(d.params.group)) throw new InvalidScope(`unknown group '${d.params.group}'`);
     if (d.params.setup !== undefined && !ctx.registry.hasSetup(d.params.setup)) throw new InvalidScope(`unknown setup '${d.params.setup}'`);
   },
@@ -163,7 +168,8 @@ export async function authorizationEndpoint(ctx: AppContext, request: FastifyReq
     scope: parseScope(params.scope),
     codeChallenge: params.code_challenge,
     codeChallengeMethod: params.code_challenge ? 'S256' : undefined,
-    group: params.group,
+    group: params.group ?? requestedGroup(parseScope(params.scope)),
+    requiredGroup: requestedGroup(parseScope(params.scope)),
     setup: params.setup,
   };
   const { sessions } = oauth(ctx);

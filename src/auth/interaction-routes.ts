@@ -8,7 +8,7 @@ import type { AppContext } from '../server/context.ts';
 import { withParams, type AuthorizeRequest } from './authorize.ts';
 import { certificateLoginUser, loginProviders, passwordLogin } from './login.ts';
 import { consentBody, deviceEntryBody, errorPage, loginBody, sendPage } from './pages.ts';
-import { describeScope } from './scopes.ts';
+import { describeScope, requestedGroup } from './scopes.ts';
 import { csrfMatches, type BrowserSession } from './sessions.ts';
 import { oauth } from './services.ts';
 import { normaliseUserCode } from './store.ts';
@@ -18,6 +18,8 @@ interface DeviceInteraction {
   userCode: string;
   clientId: string;
   scope: string[];
+  /** Set when the scope names the group (`wlcg.groups:/<group>`). */
+  requiredGroup?: string | undefined;
 }
 
 const FORM_LIMIT = 16 * 1024;
@@ -73,8 +75,12 @@ async function showInteraction(ctx: AppContext, reply: FastifyReply, request: Fa
       { status: error?.status ?? 200 },
     );
   }
-  if (user.groups.length === 0) return errorPage(reply, 403, 'No group', `${user.name} belongs to no group, so no token can be issued.`);
   const pending = interaction.payload;
+  const groups = pending.requiredGroup ? user.groups.filter((g) => g === pending.requiredGroup) : user.groups;
+  if (groups.length === 0) {
+    const why = pending.requiredGroup ? `${user.name} is not a member of ${pending.requiredGroup}, the group ${name} asks for.` : `${user.name} belongs to no group, so no token can be issued.`;
+    return errorPage(reply, 403, 'No group', why);
+  }
   const isAuthorize = interaction.kind === 'authorize';
   const preferred = isAuthorize ? (pending as AuthorizeRequest) : undefined;
   return sendPage(
@@ -87,7 +93,7 @@ async function showInteraction(ctx: AppContext, reply: FastifyReply, request: Fa
       clientId,
       username: user.name,
       scopes: pending.scope.map((s) => ({ scope: s, text: describeScope(s) })),
-      groups: user.groups,
+      groups,
       setups: ctx.registry.setups,
       group: preferred?.group,
       setup: preferred?.setup,
@@ -184,6 +190,8 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     const setup = field(request.body, 'setup') ?? '';
     if (decision !== 'allow' && decision !== 'deny') return errorPage(reply, 400, 'Invalid answer', 'Choose Allow or Deny.');
     if (decision === 'allow' && !ctx.registry.isMember(user.name, group)) return errorPage(reply, 400, 'Invalid group', `${user.name} is not a member of the group '${group}'.`);
+    const required = interaction.payload.requiredGroup;
+    if (decision === 'allow' && required !== undefined && group !== required) return errorPage(reply, 400, 'Invalid group', `The application asked for a token of the group '${required}'.`);
     if (decision === 'allow' && !ctx.registry.hasSetup(setup)) return errorPage(reply, 400, 'Invalid setup', `There is no setup '${setup}'.`);
     if (!(await sessions.finishInteraction(id))) return errorPage(reply, 400, 'Already answered', 'This request was already answered.');
 
@@ -244,7 +252,8 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
       limiter.fail(keys);
       return sendPage(reply, 'Connect a device', deviceEntryBody(session.csrf, entered, 'That code is unknown, expired or already used.'), { status: 400 });
     }
-    const payload: DeviceInteraction = { userCode: row.user_code, clientId: row.client_id, scope: row.scope ? row.scope.split(' ') : [] };
+    const scope = row.scope ? row.scope.split(' ') : [];
+    const payload: DeviceInteraction = { userCode: row.user_code, clientId: row.client_id, scope, requiredGroup: requestedGroup(scope) };
     const id = await sessions.createInteraction(session, 'device', payload);
     return reply.redirect(`/oauth2/interaction/${id}`, 303);
   });

@@ -13,6 +13,23 @@ export const PLAIN_SCOPES = ['wlcg', 'wlcg.groups', 'offline_access', 'profile',
 
 export const SCOPES_SUPPORTED: readonly string[] = [...PLAIN_SCOPES, ...COMPUTE_SCOPES, ...STORAGE_CAPABILITIES.map((s) => `${s}:/`)];
 
+/** WLCG Common JWT Profiles §3.2.1: `wlcg.groups:/<group>` asks for a token of that group. */
+const GROUP_SCOPE = /^wlcg\.groups:\/([A-Za-z0-9_.-]{1,64})$/;
+
+function isGroupScope(scope: string): boolean {
+  return GROUP_SCOPE.test(scope);
+}
+
+/**
+ * The group named by `wlcg.groups:/<group>` scopes, if any.
+ * @throws InvalidScope when they name more than one group (a token is for one group).
+ */
+export function requestedGroup(scopes: readonly string[]): string | undefined {
+  const groups = new Set(scopes.map((s) => GROUP_SCOPE.exec(s)?.[1]).filter((g): g is string => g !== undefined));
+  if (groups.size > 1) throw new InvalidScope(`the scope names several groups (${[...groups].join(', ')}); a token is for one group`);
+  return groups.values().next().value;
+}
+
 // RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
 
@@ -45,6 +62,7 @@ export function parseScope(scope: string | undefined): string[] {
     if (!SCOPE_TOKEN.test(raw)) throw new InvalidScope(`'${raw}' is not a valid scope token (RFC 6749 §3.3)`);
     let s: string;
     if (raw.startsWith('storage.')) s = normaliseStorage(raw);
+    else if (isGroupScope(raw)) s = raw;
     else if ((COMPUTE_SCOPES as readonly string[]).includes(raw) || (PLAIN_SCOPES as readonly string[]).includes(raw)) s = raw;
     else throw new InvalidScope(`unknown scope '${raw}'`);
     if (!out.includes(s)) out.push(s);
@@ -67,7 +85,8 @@ function storageCovers(granted: string, requested: string): boolean {
 export function isWithin(requested: readonly string[], granted: readonly string[]): boolean {
   const grantedCaps = granted.filter(isCapability);
   const requestedCaps = requested.filter(isCapability);
-  for (const s of requested.filter((x) => !isCapability(x))) if (!granted.includes(s)) return false;
+  // Group scopes select the token's group; membership is checked where the group is chosen.
+  for (const s of requested.filter((x) => !isCapability(x) && !isGroupScope(x))) if (!granted.includes(s)) return false;
   if (grantedCaps.length === 0) return true;
   if (requestedCaps.length === 0) return false;
   return requestedCaps.every((r) => grantedCaps.some((g) => (r.startsWith('storage.') ? storageCovers(g, r) : g === r)));
@@ -75,6 +94,8 @@ export function isWithin(requested: readonly string[], granted: readonly string[
 
 /** Human descriptions for the consent page. */
 export function describeScope(scope: string): string {
+  const group = GROUP_SCOPE.exec(scope)?.[1];
+  if (group) return `act as a member of ${group}`;
   const [name, path] = scope.split(/:(.*)/s, 2) as [string, string | undefined];
   const text: Record<string, string> = {
     wlcg: 'a WLCG-profile token',

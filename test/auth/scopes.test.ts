@@ -2,8 +2,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { isWithin, parseScope } from '../../src/auth/scopes.ts';
-import { authorize, Browser, pkcePair, postForm, startOAuthService } from './oauth-kit.ts';
+import { isWithin, parseScope, requestedGroup } from '../../src/auth/scopes.ts';
+import { authorize, basic, Browser, formOf, pkcePair, postForm, startOAuthService, WEB_SECRET } from './oauth-kit.ts';
 
 const b64 = (path: string) => Buffer.from(path).toString('base64url');
 
@@ -13,6 +13,14 @@ describe('scope parsing and narrowing', () => {
     for (const bad of ['compute.everything', 'storage.read:data', 'storage.read:/a/../b', 'storage.read://x', 'openid', 'x"y', 'storage.delete:/']) {
       assert.throws(() => parseScope(bad), { code: 'invalid_scope' }, bad);
     }
+  });
+
+  it('reads the group from wlcg.groups:/<group>', () => {
+    assert.equal(requestedGroup(parseScope('compute.read wlcg.groups:/dirigo_prod')), 'dirigo_prod');
+    assert.equal(requestedGroup(parseScope('wlcg.groups')), undefined);
+    assert.throws(() => requestedGroup(parseScope('wlcg.groups:/a wlcg.groups:/b')), { code: 'invalid_scope' });
+    assert.throws(() => parseScope('wlcg.groups:/a/b'), { code: 'invalid_scope' });
+    assert.ok(isWithin(['compute.read', 'wlcg.groups:/x'], ['compute.read']));
   });
 
   it('only narrows', () => {
@@ -67,6 +75,47 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal((await svc.request(`/filecatalogue/directory/${b64('/other')}`, { token: t.access_token })).status, 403);
       assert.notEqual((await svc.request(`/filecatalogue/directory/${b64('/data/x')}`, { token: t.access_token })).status, 403);
       assert.equal((await svc.request('/jobs', { token: t.access_token })).status, 403);
+    });
+
+    it('issues the group a wlcg.groups:/<group> scope asks for, and only that one', async () => {
+      const t = await token('compute.read wlcg.groups:/dirigo_prod');
+      assert.equal(t.group, 'dirigo_prod');
+      const b = new Browser(svc);
+      try {
+        const q = (scope: string) =>
+          `/oauth2/auth?${new URLSearchParams({ response_type: 'code', client_id: 'test-public', redirect_uri: 'http://127.0.0.1:40003/callback', scope, state: 's', code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })}`;
+        let page = await b.follow(q('wlcg.groups:/dirigo_prod'));
+        page = await b.login(page, 'alice', 'alice-password-1');
+        const { selects, hidden } = formOf(page.text, '/oauth2/consent');
+        assert.deepEqual(selects.group, ['dirigo_prod']);
+        const forged = await b.fetch('/oauth2/consent', { ...hidden, group: 'dirigo_user', setup: 'Dirigo-Test', decision: 'allow' });
+        assert.equal(forged.status, 400, 'the consent form cannot switch to another group');
+        page = await b.follow(q('wlcg.groups:/dirigo_admin'));
+        assert.equal(page.status, 403);
+        assert.match(page.text, /not a member of dirigo_admin/);
+        const two = await b.fetch(q('wlcg.groups:/dirigo_prod wlcg.groups:/dirigo_user'));
+        assert.equal(new URL(two.location!).searchParams.get('error'), 'invalid_scope');
+      } finally {
+        await b.close();
+      }
+      // Refresh stays in the group; exchange may switch with the same scope syntax.
+      let res = await postForm(svc, '/oauth2/token', { grant_type: 'refresh_token', refresh_token: t.refresh_token, client_id: 'test-public', scope: 'compute.read wlcg.groups:/dirigo_user' });
+      assert.equal(res.json.error, 'invalid_scope');
+      res = await postForm(
+        svc,
+        '/oauth2/token',
+        { grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token: t.access_token, subject_token_type: 'urn:ietf:params:oauth:token-type:access_token', scope: 'compute.read wlcg.groups:/dirigo_user' },
+        basic('test-web', WEB_SECRET),
+      );
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.json.group, 'dirigo_user');
+      res = await postForm(
+        svc,
+        '/oauth2/token',
+        { grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token: t.access_token, subject_token_type: 'urn:ietf:params:oauth:token-type:access_token', scope: 'compute.read wlcg.groups:/dirigo_admin' },
+        basic('test-web', WEB_SECRET),
+      );
+      assert.equal(res.json.error, 'invalid_scope');
     });
 
     it('gives a token without capability scopes the group rights, until it is revoked', async () => {

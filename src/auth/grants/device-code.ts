@@ -4,10 +4,10 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../../server/context.ts';
-import { AccessDenied, AuthorizationPending, ExpiredToken, InvalidGrant, InvalidRequest, SlowDown, UnauthorizedClient } from '../../server/errors.ts';
+import { AccessDenied, AuthorizationPending, ExpiredToken, InvalidGrant, InvalidRequest, InvalidScope, SlowDown, UnauthorizedClient } from '../../server/errors.ts';
 import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../../registry/clients.ts';
 import { authenticateClient, type AuthenticatedClient } from '../client-auth.ts';
-import { parseScope } from '../scopes.ts';
+import { parseScope, requestedGroup } from '../scopes.ts';
 import { oauth } from '../services.ts';
 import { formatUserCode, type DeviceRow } from '../store.ts';
 import type { TokenParameters, TokenResponse } from '../token-endpoint.ts';
@@ -26,7 +26,10 @@ export interface DeviceAuthorizationResponse {
 export async function deviceAuthorization(ctx: AppContext, params: TokenParameters, request: FastifyRequest): Promise<DeviceAuthorizationResponse> {
   const { client } = await authenticateClient(ctx, request, params);
   if (!client.grants.includes(GRANT_DEVICE_CODE)) throw new UnauthorizedClient(`${client.clientId} may not use the device authorization grant`);
-  const scope = parseScope(params.scope).join(' ');
+  const scopes = parseScope(params.scope);
+  const group = requestedGroup(scopes);
+  if (group !== undefined && !ctx.registry.group(group)) throw new InvalidScope(`unknown group '${group}'`);
+  const scope = scopes.join(' ');
   const { deviceCode, userCode } = await oauth(ctx).store.createDeviceCode(client.clientId, scope, ctx.config.oauth.deviceInterval);
   const verificationUri = `${ctx.publicUrl}/oauth2/device`;
   const shown = formatUserCode(userCode);

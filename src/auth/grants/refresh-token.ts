@@ -8,7 +8,7 @@ import type { AppContext } from '../../server/context.ts';
 import { InvalidGrant, InvalidRequest, InvalidScope, UnauthorizedClient } from '../../server/errors.ts';
 import { GRANT_REFRESH_TOKEN } from '../../registry/clients.ts';
 import { authenticateClient, type AuthenticatedClient } from '../client-auth.ts';
-import { isWithin, parseScope } from '../scopes.ts';
+import { isWithin, parseScope, requestedGroup } from '../scopes.ts';
 import { oauth } from '../services.ts';
 import type { Grant, RefreshRow } from '../store.ts';
 import type { TokenParameters, TokenResponse } from '../token-endpoint.ts';
@@ -70,6 +70,8 @@ const rules: Rule[] = [
       return;
     }
     const requested = parseScope(s.params.scope);
+    const group = requestedGroup(requested);
+    if (group !== undefined && group !== s.grant!.group_name) throw new InvalidScope(`the refresh token is bound to group ${s.grant!.group_name}; use token exchange for ${group}`);
     if (!isWithin(requested, s.grant!.scope ? s.grant!.scope.split(' ') : [])) throw new InvalidScope('the requested scope is wider than the one granted');
     s.scope = requested.join(' ');
   },

@@ -9,7 +9,7 @@ import type { AppContext } from '../../server/context.ts';
 import { DirigoError, InvalidRequest, InvalidScope, UnauthorizedClient } from '../../server/errors.ts';
 import { GRANT_TOKEN_EXCHANGE } from '../../registry/clients.ts';
 import { authenticateClient, type AuthenticatedClient } from '../client-auth.ts';
-import { isWithin, parseScope } from '../scopes.ts';
+import { isWithin, parseScope, requestedGroup } from '../scopes.ts';
 import type { AccessTokenClaims } from '../tokens.ts';
 import type { TokenParameters, TokenResponse } from '../token-endpoint.ts';
 
@@ -63,8 +63,11 @@ const rules: Rule[] = [
     }
     if (!ctx.registry.user(s.subject.sub)) throw new InvalidRequest('the subject token user no longer exists');
   },
+  // The group comes from `group` (Dirigo extension) or a `wlcg.groups:/<group>` scope (WLCG profile).
   function groupAllowed(ctx, s) {
-    s.group = s.params.group ?? s.subject!.group;
+    const fromScope = requestedGroup(parseScope(s.params.scope));
+    if (fromScope !== undefined && s.params.group !== undefined && fromScope !== s.params.group) throw new InvalidScope(`group '${s.params.group}' differs from the scope's group '${fromScope}'`);
+    s.group = s.params.group ?? fromScope ?? s.subject!.group;
     if (!ctx.registry.group(s.group)) throw new InvalidScope(`unknown group '${s.group}'`);
     if (!ctx.registry.isMember(s.subject!.sub, s.group)) throw new InvalidScope(`${s.subject!.sub} is not a member of group '${s.group}'`);
   },
