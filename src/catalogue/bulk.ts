@@ -95,7 +95,9 @@ async function runOps(s: WriteSession, ops: Op[]): Promise<void> {
       }
       continue;
     }
-    await flushFiles();
+    // Pending files may wait past directory lines (so they are inserted in large groups): a directory line
+    // never changes what a file registration does, except a Mode change, and field definitions must come first.
+    if (op.kind === 'field' || op.mode !== undefined) await flushFiles();
     try {
       if (op.kind === 'field') {
         await s.defineField(op.name, op.type, op.scope);
@@ -105,6 +107,8 @@ async function runOps(s: WriteSession, ops: Op[]): Promise<void> {
         if (Object.keys(op.metadata).length > 0) await s.setDirectoryMetadata(dir, op.metadata);
       }
     } catch (err) {
+      // Report the first failing line: a pending file before this line may fail too.
+      await flushFiles();
       throw err instanceof AtLine ? err : new AtLine(op.line, err);
     }
   }

@@ -20,10 +20,12 @@ export async function insertRows<R = unknown>(
   columns: readonly Column[],
   rows: readonly unknown[][],
   returning?: readonly string[],
+  /** A constant ON CONFLICT clause. */
+  onConflict = '',
 ): Promise<R[]> {
   if (rows.length === 0) return [];
   const names = columns.map(([c]) => `"${c}"`).join(', ');
-  const tail = returning ? ` returning ${returning.map((c) => `"${c}"`).join(', ')}` : '';
+  const tail = `${onConflict ? ` ${onConflict}` : ''}${returning ? ` returning ${returning.map((c) => `"${c}"`).join(', ')}` : ''}`;
   if (pg) {
     const text = `insert into "${table}" (${names}) select * from unnest(${columns.map(([, t], i) => `$${i + 1}::${t}[]`).join(', ')})${tail}`;
     const arrays = columns.map((_, i) => rows.map((r) => r[i]));

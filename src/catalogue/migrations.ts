@@ -81,7 +81,8 @@ export const catalogueMigrations: Record<string, Migration> = {
         .addColumn('str', 'text')
         .addPrimaryKeyConstraint('cat_file_meta_pk', ['file_id', 'field_id'])
         .execute();
-      await db.schema.createIndex('cat_file_meta_field').on('cat_file_meta').columns(['field_id', 'file_id']).execute();
+      // No (field_id, ...) index: file values are searched through cat_dir_file_values, and an extra index
+      // on this, the largest table, would slow every import.
 
       await db.schema
         .createTable('cat_dir_file_values')

@@ -32,6 +32,9 @@ const INSERT_CHUNK = 500;
 const BULK_CHUNK = 1000;
 const FILE_COLUMNS = ['dir_id', 'name', 'size', 'checksum', 'checksum_type', 'guid', 'owner', 'owner_group', 'mode', 'status', 'created_at', 'modified_at'] as const;
 const FILE_COLUMN_TYPES: readonly Column[] = FILE_COLUMNS.map((c) => [c, c === 'dir_id' || c === 'size' ? 'bigint' : c === 'mode' ? 'integer' : 'text'] as const);
+const DIR_META_COLUMNS: readonly Column[] = [['dir_id', 'bigint'], ['field_id', 'bigint'], ['num', 'double precision'], ['str', 'text']];
+const DIR_EFF_COLUMNS: readonly Column[] = [...DIR_META_COLUMNS, ['source_id', 'bigint']];
+const FILE_VALUE_COLUMNS: readonly Column[] = [['dir_id', 'bigint'], ['field_id', 'bigint'], ['num', 'double precision'], ['str', 'text'], ['refs', 'bigint']];
 const FILE_META_COLUMNS: readonly Column[] = [['file_id', 'bigint'], ['field_id', 'bigint'], ['num', 'double precision'], ['str', 'text']];
 
 export interface DirectoryRecord {
@@ -271,7 +274,8 @@ export class CatalogueStore {
     await this.db.transaction().execute(async (trx) => {
       const field = (await this.fields(trx)).get(name);
       if (!field) throw new NotFound(`no metadata field ${name}`);
-      const table = field.scope === 'directory' ? 'cat_dir_meta' : 'cat_file_meta';
+      // File values are summarised per directory in cat_dir_file_values (indexed by field).
+      const table = field.scope === 'directory' ? 'cat_dir_meta' : 'cat_dir_file_values';
       const used = await trx.selectFrom(table).select('field_id').where('field_id', '=', field.id).limit(1).executeTakeFirst();
       if (used) throw new Conflict(`metadata field ${name} is in use; remove its values first`);
       await trx.deleteFrom('cat_fields').where('id', '=', field.id).execute();
@@ -293,6 +297,8 @@ export class WriteSession {
   readonly #dirs = new Map<string, DirRow>();
   /** Directories created in this transaction: they hold no files yet. */
   readonly #created = new Set<number>();
+  /** Created in this transaction, without children and without metadata of their own yet. */
+  readonly #freshLeaves = new Set<number>();
   fieldsCache: Map<string, Field> | undefined;
   readonly pg: boolean;
 
@@ -389,6 +395,8 @@ export class WriteSession {
       const row = { ...inserted, id } as DirRow;
       this.#dirs.set(p, row);
       this.#created.add(id);
+      this.#freshLeaves.add(id);
+      this.#freshLeaves.delete(parent!.id);
       parent = row;
     }
     return { dir: parent, created: true };
@@ -399,14 +407,48 @@ export class WriteSession {
     requireCapability(this.principal, 'storage.modify', dir.path);
     requireAllowed(this.principal, dir, WRITE, dir.path, `set metadata on ${dir.path}`);
     const fields = await this.fields();
+    const values: { field: Field; value: StoredValue | null }[] = [];
     for (const [name, value] of Object.entries(metadata)) {
       const field = fields.get(name);
       if (!field) throw new InvalidRequest(`metadata ${JSON.stringify(name)}: no such field`);
       if (field.scope !== 'directory') throw new InvalidRequest(`metadata ${name}: a file field cannot be set on a directory`);
-      if (value === null) await this.#removeDirValue(dir, field);
-      else await this.#setDirValue(dir, field, toStored(field, value));
+      values.push({ field, value: value === null ? null : toStored(field, value) });
     }
-    if (Object.keys(metadata).length > 0) await this.trx.updateTable('cat_directories').set({ modified_at: nowIso() }).where('id', '=', dir.id).execute();
+    if (values.length === 0) return;
+    if (this.#freshLeaves.has(dir.id)) return this.#setOnFreshLeaf(dir, values);
+    for (const { field, value } of values) {
+      if (value === null) await this.#removeDirValue(dir, field);
+      else await this.#setDirValue(dir, field, value);
+    }
+    await this.trx.updateTable('cat_directories').set({ modified_at: nowIso() }).where('id', '=', dir.id).execute();
+  }
+
+  /**
+   * The bulk-import fast path: a directory made in this transaction has no descendants and no own values,
+   * so only its ancestors can conflict (one query), and its effective rows are just its own plus what it
+   * copied from its parent.
+   */
+  async #setOnFreshLeaf(dir: DirRow, values: { field: Field; value: StoredValue | null }[]): Promise<void> {
+    this.#freshLeaves.delete(dir.id);
+    const set = values.filter((v): v is { field: Field; value: StoredValue } => v.value !== null);
+    if (set.length === 0) return;
+    const inherited = await this.trx
+      .selectFrom('cat_dir_meta_eff as e')
+      .innerJoin('cat_directories as s', 's.id', 'e.source_id')
+      .select(['s.path', 'e.field_id'])
+      .where('e.dir_id', '=', dir.id)
+      .where(
+        'e.field_id',
+        'in',
+        set.map((v) => v.field.id),
+      )
+      .executeTakeFirst();
+    if (inherited) {
+      const field = set.find((v) => v.field.id === Number(inherited.field_id))!.field;
+      throw new Conflict(`metadata ${field.name} is already set on ${inherited.path}; a field may be set only once along a path`);
+    }
+    await insertRows(this.trx, this.pg, 'cat_dir_meta', DIR_META_COLUMNS, set.map(({ field, value }) => [dir.id, field.id, value.num, value.str]));
+    await insertRows(this.trx, this.pg, 'cat_dir_meta_eff', DIR_EFF_COLUMNS, set.map(({ field, value }) => [dir.id, field.id, value.num, value.str, dir.id]));
   }
 
   async #setDirValue(dir: DirRow, field: Field, value: StoredValue): Promise<void> {
@@ -486,14 +528,14 @@ export class WriteSession {
     const rows: Omit<FileRow, 'id'>[] = [];
     const meta: { key: string; item: NewFile }[] = [];
     const counters = new Map<number, { files: number; size: number; treeFiles: number; treeSize: number }>();
-    const bump = (id: number, direct: boolean, size: number) => {
+    const bump = (id: number, direct: boolean, files: number, size: number) => {
       let c = counters.get(id);
       if (!c) counters.set(id, (c = { files: 0, size: 0, treeFiles: 0, treeSize: 0 }));
       if (direct) {
-        c.files += 1;
+        c.files += files;
         c.size += size;
       }
-      c.treeFiles += 1;
+      c.treeFiles += files;
       c.treeSize += size;
     };
     // One query loads every directory on the way (then mkdirs only creates what is missing).
@@ -517,8 +559,9 @@ export class WriteSession {
         // A directory created in this transaction holds nothing yet: no need to ask the database.
         if (!this.#created.has(dir.id)) toCheck.set(`${dir.id}/${name}`, item);
       }
-      const chainIds = [...ancestorsOf(dirPath)].map((p) => this.#dirs.get(p)?.id);
-      if (chainIds.some((id) => id === undefined)) await this.#load(ancestorsOf(dirPath));
+      const above = ancestorsOf(dirPath);
+      if (above.some((p) => !this.#dirs.has(p))) await this.#load(above);
+      let size = 0;
       for (const item of list) {
         rows.push({
           dir_id: dir.id,
@@ -535,9 +578,10 @@ export class WriteSession {
           modified_at: now,
         });
         if (item.metadata.length > 0) meta.push({ key: `${dir.id}/${baseName(item.path)}`, item });
-        bump(dir.id, true, item.size);
-        for (const p of ancestorsOf(dirPath)) bump(this.#dirs.get(p)!.id, false, item.size);
+        size += item.size;
       }
+      bump(dir.id, true, list.length, size);
+      for (const p of above) bump(this.#dirs.get(p)!.id, false, list.length, size);
     }
     await this.#checkFree(toCheck, fail);
     const ids = new Map<string, number>();
@@ -631,12 +675,16 @@ export class WriteSession {
   }
 
   async #addFileValues(values: Database['cat_dir_file_values'][]): Promise<void> {
-    for (const part of chunks(values, INSERT_CHUNK)) {
-      await this.trx
-        .insertInto('cat_dir_file_values')
-        .values(part)
-        .onConflict((oc) => oc.columns(['dir_id', 'field_id', 'num', 'str']).doUpdateSet((eb) => ({ refs: eb('cat_dir_file_values.refs', '+', eb.ref('excluded.refs')) })))
-        .execute();
+    for (const part of chunks(values, BULK_CHUNK)) {
+      await insertRows(
+        this.trx,
+        this.pg,
+        'cat_dir_file_values',
+        FILE_VALUE_COLUMNS,
+        part.map((v) => [v.dir_id, v.field_id, v.num, v.str, v.refs]),
+        undefined,
+        'on conflict (dir_id, field_id, num, str) do update set refs = cat_dir_file_values.refs + excluded.refs',
+      );
     }
   }
 
