@@ -309,7 +309,7 @@ export class SlurmExecutor implements Executor {
     const target = h ? { slurmId: h.slurmId, stage: h.stage } : this.#parseRef(ref);
     this.#held.delete(jobId);
     if (!target) return;
-    this.#cleanup.set(target.slurmId, target.stage);
+    if (target.stage) this.#cleanup.set(target.slurmId, target.stage);
     try {
       await this.#slurm.cancel([target.slurmId]);
     } catch (err) {
@@ -322,7 +322,7 @@ export class SlurmExecutor implements Executor {
     const target = this.#parseRef(ref);
     if (!target) return;
     await this.#slurm.cancel([target.slurmId]).catch(() => {});
-    if (!this.#o.site.keepStaging) await rm(target.stage, { recursive: true, force: true }).catch(() => {});
+    if (target.stage && !this.#o.site.keepStaging) await rm(target.stage, { recursive: true, force: true }).catch(() => {});
   }
 
   /**
@@ -338,15 +338,21 @@ export class SlurmExecutor implements Executor {
     return held.map((h) => h.job.jobId);
   }
 
-  /** A ref from the database, trusted only when its stage lies inside this site's staging directory. */
-  #parseRef(ref: string | null): SlurmRef | undefined {
+  /**
+   * A ref from the database: the Slurm id when it is one, and the staging directory only when it lies inside
+   * this site's staging directory (a path from the database is never trusted for `rm` otherwise).
+   */
+  #parseRef(ref: string | null): { slurmId: string; stage: string | undefined } | undefined {
     if (!ref) return undefined;
     try {
       const parsed = JSON.parse(ref) as Partial<SlurmRef>;
-      if (typeof parsed.slurmId !== 'string' || typeof parsed.stage !== 'string') return undefined;
-      const rel = relative(this.#o.stagingDir, resolve(parsed.stage));
-      if (rel === '' || rel.startsWith('..') || rel.includes(`..${sep}`)) return undefined;
-      return { slurmId: parsed.slurmId, stage: resolve(parsed.stage) };
+      if (typeof parsed.slurmId !== 'string' || !/^\d+(_\d+)?$/.test(parsed.slurmId)) return undefined;
+      let stage: string | undefined;
+      if (typeof parsed.stage === 'string') {
+        const rel = relative(this.#o.stagingDir, resolve(parsed.stage));
+        if (rel !== '' && !rel.startsWith('..') && !rel.includes(`..${sep}`)) stage = resolve(parsed.stage);
+      }
+      return { slurmId: parsed.slurmId, stage };
     } catch {
       return undefined;
     }

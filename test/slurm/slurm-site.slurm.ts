@@ -16,6 +16,7 @@ import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { startJobsService, postMultipart, submit, untar, waitForStatus } from '../jobs/helpers.ts';
 import { slurmUnavailable } from './slurm-available.ts';
+import { SlurmClient } from '../../src/executors/slurm-client.ts';
 
 const noSlurm = slurmUnavailable();
 
@@ -117,6 +118,18 @@ describe('Slurm site', { concurrency: true }, async () => {
         const m = await waitForStatus(svc, alice, missing, ['Done', 'Failed', 'Killed'], 60000);
         assert.equal(m.Status, 'Failed');
         assert.match(String(m.MinorStatus), /no-such-program.*no such executable/);
+      });
+
+      test('squeue about unknown jobs: ids Slurm never had are simply absent, known ones answered', async () => {
+        const jid = await submit(svc, alice, { Executable: '/bin/true', Sites: ['Slurm'] });
+        await waitForStatus(svc, alice, jid, ['Done', 'Failed', 'Killed'], 60000);
+        const known = (await slurmJob(svc, jid))!.id;
+        const client = new SlurmClient({ timeoutMs: 15000 });
+        const states = await client.query(['99999998', known, '99999999']);
+        assert.deepEqual([...states.keys()], [known]);
+        assert.equal(states.get(known)?.state, 'COMPLETED');
+        assert.equal((await client.query(['99999997'])).size, 0, 'only unknown ids: an empty answer, not an error');
+        await client.cancel(['99999996']); // scancel of an unknown id is not an error either
       });
 
       test('a kill reaches Slurm (scancel) and the job is Killed', async () => {
