@@ -62,6 +62,7 @@ describe('Slurm site', { concurrency: true }, async () => {
             { name: 'Slurm', type: 'slurm', partition: 'debug' },
             { name: 'SlurmRefuses', type: 'slurm', partition: 'no_such_partition', retryDelayMs: 300 },
             { name: 'SlurmDown', type: 'slurm', slurmConf: downConf(dir), retryDelayMs: 300 },
+            { name: 'SlurmLater', type: 'slurm', sbatchOptions: ['--begin=now+1hour'] },
           ],
         });
         alice = await svc.token('alice');
@@ -130,6 +131,29 @@ describe('Slurm site', { concurrency: true }, async () => {
         assert.equal(states.get(known)?.state, 'COMPLETED');
         assert.equal((await client.query(['99999997'])).size, 0, 'only unknown ids: an empty answer, not an error');
         await client.cancel(['99999996']); // scancel of an unknown id is not an error either
+      });
+
+      test('a job pending in Slurm is Matched, "Queued in Slurm" with the reason; killing it cancels it', async () => {
+        const jid = await submit(svc, alice, { Executable: '/bin/true', Sites: ['SlurmLater'] });
+        const end = Date.now() + 30000;
+        let job: Record<string, unknown>;
+        for (;;) {
+          job = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
+          if (/BeginTime/.test(String(job.MinorStatus))) break;
+          assert.ok(Date.now() < end, `job is ${job.Status} (${job.MinorStatus})`);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        assert.equal(job.Status, 'Matched');
+        const sj = (await slurmJob(svc, jid))!;
+        assert.equal(sj.state, 'PENDING');
+        assert.equal(job.MinorStatus, `Queued in Slurm (batch job ${sj.id}: BeginTime)`);
+        assert.equal((await svc.request(`/jobs/${jid}`, { method: 'DELETE', token: alice })).status, 200);
+        const cancelEnd = Date.now() + 30000;
+        while ((await slurmJob(svc, jid))?.state !== 'CANCELLED') {
+          assert.ok(Date.now() < cancelEnd, 'the pending batch job is cancelled');
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        assert.equal((await svc.request(`/jobs/${jid}`, { token: alice })).json.Status, 'Killed');
       });
 
       test('a kill reaches Slurm (scancel) and the job is Killed', async () => {

@@ -1,0 +1,77 @@
+/**
+ * Two `dirigo serve` processes on one PostgreSQL schema with the same Slurm site, against the real daemons: when the instance holding jobs in Slurm is killed with `kill -9`,
+ * the other one cancels their batch jobs (scancel), reschedules them and runs them to Done in new batch jobs.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { dialects } from '../helpers/dialects.ts';
+import { startCluster, type Cluster, type Instance } from '../scale/cluster.ts';
+import { slurmUnavailable } from './slurm-available.ts';
+
+const noSlurm = slurmUnavailable();
+
+function slurmState(id: string): string {
+  return execFileSync('squeue', ['--noheader', '--states=all', `--jobs=${id}`, '--format=%T'], { encoding: 'utf8' }).trim();
+}
+
+for (const { dialect, skip } of await dialects()) {
+  const why = noSlurm ? `Slurm unavailable: ${noSlurm}` : dialect === 'sqlite' ? 'several instances share PostgreSQL' : skip;
+  describe(`Slurm site with several instances (${dialect})`, { skip: why }, () => {
+    let cluster: Cluster;
+    let a: Instance;
+    let b: Instance;
+
+    before(async () => {
+      cluster = await startCluster({
+        scheduler: { pollIntervalMs: 200, leaseMs: 3000, maxReschedules: 2 },
+        sites: [{ name: 'Slurm', type: 'slurm', partition: 'debug' }],
+      });
+      a = await cluster.start('a');
+    });
+    after(async () => cluster?.close());
+
+    test('kill -9 of the instance holding Slurm jobs: the survivor cancels and resubmits them, they end Done', { timeout: 120000 }, async () => {
+      const token = await cluster.token(a, 'alice');
+      const res = await cluster.request(a, '/jobs', { method: 'POST', token, json: Array.from({ length: 3 }, () => ({ Executable: '/bin/sh', Arguments: `-c 'sleep 3; echo ok'`, Sites: ['Slurm'] })) });
+      assert.equal(res.status, 201, res.text);
+      const jids = res.json.jids as number[];
+      // Wait until a holds all three in Slurm.
+      let first: Map<number, string>;
+      for (const end = Date.now() + 60000; ; ) {
+        const rows = await cluster.sql<{ job_id: number; executor_ref: string | null }>(`select job_id, executor_ref from jobs where job_id = any($1) and executor_ref is not null and status in ('Matched', 'Running')`, [jids]);
+        if (rows.length === 3) {
+          first = new Map(rows.map((r) => [Number(r.job_id), (JSON.parse(r.executor_ref!) as { slurmId: string }).slurmId]));
+          break;
+        }
+        assert.ok(Date.now() < end, 'a took the jobs to Slurm');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      b = await cluster.start('b');
+      a.child.kill('SIGKILL');
+      await a.exited;
+      for (const jid of jids) {
+        for (const end = Date.now() + 90000; ; ) {
+          const job = (await cluster.request(b, `/jobs/${jid}`, { token })).json;
+          if (['Done', 'Failed', 'Killed'].includes(job.Status)) {
+            assert.equal(job.Status, 'Done', String(job.MinorStatus));
+            assert.equal(job.RescheduleCounter, 1);
+            assert.ok((job.StatusHistory as { MinorStatus: string }[]).some((h) => /stopped renewing its lease/.test(h.MinorStatus)));
+            break;
+          }
+          assert.ok(Date.now() < end, `job ${jid} still ${job.Status} (${job.MinorStatus})`);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      }
+      const rows = await cluster.sql<{ job_id: number; executor_ref: string }>(`select job_id, executor_ref from jobs where job_id = any($1)`, [jids]);
+      for (const r of rows) {
+        const old = first.get(Number(r.job_id))!;
+        const now = (JSON.parse(r.executor_ref) as { slurmId: string }).slurmId;
+        assert.notEqual(now, old, 'rerun in a new batch job');
+        // The dead instance's batch job was cancelled (or had already ended: never left running twice).
+        assert.ok(['CANCELLED', 'COMPLETED'].includes(slurmState(old)), `old batch job ${old} is ${slurmState(old)}`);
+        assert.equal(slurmState(now), 'COMPLETED');
+      }
+    });
+  });
+}
