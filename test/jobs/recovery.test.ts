@@ -77,6 +77,35 @@ for (const { dialect, skip } of await dialects()) {
       }
     });
 
+    it('two schedulers on one database claim from one queue: every job runs exactly once', async () => {
+      const a = scheduler(3);
+      const b = scheduler(3);
+      // Both start before any job exists, so neither mistakes the other's claims for a dead predecessor's.
+      await Promise.all([a.start(), b.start()]);
+      try {
+        const res = await svc.request('/jobs', { method: 'POST', token: alice, json: Array.from({ length: 60 }, () => ({ Executable: '/bin/true', JobGroup: 'race' })) });
+        assert.equal(res.status, 201);
+        const jids: number[] = res.json.jids;
+        a.wake();
+        b.wake();
+        for (const jid of jids) await waitForStatus(svc, alice, jid, ['Done', 'Failed']);
+        const rows = await svc.ctx.db
+          .selectFrom('job_status_history')
+          .select(['job_id', 'status', 'source'])
+          .where('job_id', 'in', jids)
+          .where('status', 'in', ['Matched', 'Running', 'Done'])
+          .execute();
+        for (const jid of jids) {
+          const mine = rows.filter((r) => Number(r.job_id) === jid).map((r) => r.status);
+          assert.deepEqual(mine.sort(), ['Done', 'Matched', 'Running'], `job ${jid}: ${mine.join(',')}`);
+        }
+        const holders = await svc.ctx.db.selectFrom('jobs').select('executor_id').distinct().where('job_id', 'in', jids).execute();
+        assert.ok(holders.every((h) => h.executor_id === a.instanceId || h.executor_id === b.instanceId));
+      } finally {
+        await Promise.all([a.stop(), b.stop()]);
+      }
+    });
+
     it('on a clean shutdown, running jobs go back to Waiting without using up a reschedule', async () => {
       const s = scheduler(3);
       await s.start();
