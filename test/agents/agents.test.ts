@@ -5,6 +5,7 @@
  * rescheduled. Faults: non-Pilot tokens (403), reports on jobs the agent does not hold (403), bad input (400).
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +16,7 @@ import { postMultipart, startJobsService, submit, untar, waitForStatus } from '.
 import { startAgent, type AgentProcess } from './agent-process.ts';
 
 const FINAL = ['Done', 'Failed', 'Killed'];
+const ROOT = new URL('../../', import.meta.url).pathname;
 
 function alive(pid: number): boolean {
   try {
@@ -145,6 +147,25 @@ for (const { dialect, skip } of await dialects()) {
       const late = await svc.request(`/agents/jobs/${jid}/finish`, { method: 'POST', token: pilot, json: { agentId: 'holder', outcome: 'done', exitCode: 0, minorStatus: 'Execution Complete' } });
       assert.equal(late.status, 409, late.text);
       assert.equal((await svc.request(`/jobs/${jid}`, { token: alice })).json.Status, 'Killed');
+    });
+
+    test('dirigo agent refuses bad options with a usage error (exit 2)', async () => {
+      const cases: [string[], RegExp][] = [
+        [['--url', svc.url], /--site is required/],
+        [['--url', svc.url, '--site', 'Pool', '--slots', '0', '--token', 'x'], /--slots must be an integer from 1 to 1000/],
+        [['--url', svc.url, '--site', 'Pool', '--agent-id', 'a/b', '--token', 'x'], /--agent-id/],
+        [['--url', svc.url, '--site', 'Pool', '--ca', svc.pki.caFile], /authentication is needed/],
+      ];
+      for (const [args, why] of cases) {
+        const r = spawnSync(process.execPath, [join(ROOT, 'bin/dirigo.js'), 'agent', ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+        assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+        assert.match(r.stderr, why);
+      }
+      // An unknown site is the service's 400, reported and fatal.
+      const agent = startAgent(svc.url, svc.pki, { site: 'Nowhere' });
+      agents.push(agent);
+      assert.notEqual(await agent.exited, 0);
+      assert.match(agent.log(), /400 invalid_request: site: 'Nowhere' is not an agents site/);
     });
 
     test('bad agent requests are 400 naming the problem', async () => {
