@@ -2,7 +2,7 @@
  * Figure: trivial jobs (`/bin/true`) per second from submission to Done on the local executor — target
  * ≥ 50 jobs/s. `dirigo serve` runs as its own process with the default slots (one per CPU); the jobs are
  * submitted in arrays of 50 over keep-alive HTTPS and the clock stops when the last one is Done.
- * Usage: node bench/jobs-exec.ts [--jobs N] [--slots N] [--postgres]
+ * Usage: node bench/jobs-exec.ts [--jobs N] [--full (2,000 jobs)] [--slots N] [--postgres]
  */
 import { parseArgs } from 'node:util';
 import { rmSync } from 'node:fs';
@@ -11,8 +11,9 @@ import { request } from 'undici';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
 import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
 
-const { values } = parseArgs({ options: { jobs: { type: 'string', default: '300' }, slots: { type: 'string', default: '0' }, postgres: { type: 'boolean' } } });
-const total = Number(values.jobs);
+// Not strict: `npm run bench -- --flag` passes its flags to every bench.
+const { values } = parseArgs({ options: { jobs: { type: 'string' }, slots: { type: 'string', default: '0' }, postgres: { type: 'boolean' }, full: { type: 'boolean' } }, strict: false });
+const total = Number(values.jobs ?? (values.full ? 2000 : 300));
 const slots = Number(values.slots);
 
 async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {

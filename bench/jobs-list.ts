@@ -13,10 +13,12 @@ import { migrate, openDatabase } from '../src/db/database.ts';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
 import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
 
-const { values } = parseArgs({ options: { full: { type: 'boolean' }, jobs: { type: 'string' }, requests: { type: 'string', default: '400' }, dialect: { type: 'string', default: 'both' } } });
-if (!['sqlite', 'postgres', 'both'].includes(values.dialect)) throw new Error('--dialect: sqlite, postgres or both');
+// Not strict: `npm run bench -- --flag` passes its flags to every bench.
+const { values } = parseArgs({ options: { full: { type: 'boolean' }, jobs: { type: 'string' }, requests: { type: 'string', default: '400' }, dialect: { type: 'string', default: 'both' } }, strict: false });
+if (!['sqlite', 'postgres', 'both'].includes(String(values.dialect))) throw new Error('--dialect: sqlite, postgres or both');
 const total = Number(values.jobs ?? (values.full ? 1_000_000 : 100_000));
 const requests = Number(values.requests);
+const dialectChoice = String(values.dialect);
 
 const STATUSES = ['Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Failed', 'Failed', 'Killed', 'Running', 'Matched', 'Done', 'Done', 'Done', 'Waiting', 'Done'];
 
@@ -112,8 +114,8 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
   }
 }
 
-if (values.dialect !== 'postgres') await run('sqlite');
-if (values.dialect !== 'sqlite') {
+if (dialectChoice !== 'postgres') await run('sqlite');
+if (dialectChoice !== 'sqlite') {
   const why = await postgresUnavailable();
   if (why) console.log(`jobs-list (postgres): skipped, ${why}`);
   else await run('postgres');

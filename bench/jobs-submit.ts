@@ -3,7 +3,7 @@
  *   single-job POST /jobs from 16 concurrent clients — target ≥ 1,000 jobs/s on SQLite
  *   arrays of 100 manifests                           — target ≥ 10,000 jobs/s
  * The scheduler is off so that only acceptance is measured (as Slurm's figure is sbatch acceptance).
- * Usage: node bench/jobs-submit.ts [--seconds N] [--postgres]
+ * Usage: node bench/jobs-submit.ts [--seconds N] [--full (30 s phases)] [--postgres]
  */
 import { parseArgs } from 'node:util';
 import { rmSync } from 'node:fs';
@@ -11,8 +11,9 @@ import { request, type Agent } from 'undici';
 import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, postgres: { type: 'boolean' } } });
-const seconds = Number(values.seconds);
+// Not strict: `npm run bench -- --flag` passes its flags to every bench.
+const { values } = parseArgs({ options: { seconds: { type: 'string' }, postgres: { type: 'boolean' }, full: { type: 'boolean' } }, strict: false });
+const seconds = Number(values.seconds ?? (values.full ? 30 : 8));
 const CLIENTS = 16;
 
 async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
