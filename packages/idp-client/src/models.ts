@@ -94,6 +94,11 @@ export function encodeParams(params: ParamsLike | null | undefined): string {
   if (params === null || params === undefined) return '';
   if (typeof params === 'string') return params;
   if (params instanceof URLSearchParams) return params.toString();
+  if (!Array.isArray(params)) {
+    let empty = true;
+    for (const _ in params) { empty = false; break; }
+    if (empty) return '';
+  }
   const out = new URLSearchParams();
   const entries: Array<[string, unknown]> = Array.isArray(params) ? params : Object.entries(params);
   for (const [k, v] of entries) {

@@ -184,8 +184,9 @@ export class Session {
     p.prepare_cookies(this.cookies, request.cookies ?? {});
     p.prepare_body(request.data, request.files, request.json);
     await p.prepare_auth(auth ?? this.auth);
-    const hooks = [...asList(this.hooks.response), ...asList(request.hooks.response)];
-    p.prepare_hooks({ response: hooks });
+    const sessionHooks = asList(this.hooks.response);
+    const requestHooks = asList(request.hooks.response);
+    p.prepare_hooks({ response: requestHooks.length === 0 ? sessionHooks : sessionHooks.length === 0 ? requestHooks : [...sessionHooks, ...requestHooks] });
     return p;
   }
 
@@ -199,20 +200,21 @@ export class Session {
     const timeout = options.timeout ?? null;
     const adapter = this.get_adapter(request.url);
     const start = performance.now();
-    let r = await adapter.send(request, { stream, timeout, verify, cert, proxies });
+    const settings = { stream, timeout, verify, cert, proxies };
+    let r = await adapter.send(request, settings);
     r.elapsed = performance.now() - start;
-    r = await dispatchHooks(request.hooks, r, { stream, timeout, verify, cert, proxies });
+    r = await dispatchHooks(request.hooks, r, settings);
     this.extractCookies(r);
     if (allowRedirects && r.is_redirect) {
       const history: Response[] = [];
-      for await (const next of this.resolve_redirects(r, request, { stream, timeout, verify, cert, proxies })) history.push(next as Response);
+      for await (const next of this.resolve_redirects(r, request, settings)) history.push(next as Response);
       if (history.length) {
         history.unshift(r);
         r = history.pop() as Response;
         r.history = history;
       }
     } else if (!allowRedirects && r.is_redirect) {
-      const gen = this.resolve_redirects(r, request, { stream, timeout, verify, cert, proxies, yield_requests: true });
+      const gen = this.resolve_redirects(r, request, { ...settings, yield_requests: true });
       const first = await gen.next();
       r.next = first.done ? null : (first.value as PreparedRequest);
     }
@@ -363,7 +365,7 @@ export class Session {
       for (const [k, val] of Object.entries(envProxies)) if (!(k in merged)) merged[k] = val;
       if (v === true) v = environCaBundle() ?? true;
     }
-    for (const [k, val] of Object.entries(this.proxies)) if (!(k in merged)) merged[k] = val;
+    for (const k in this.proxies) if (!(k in merged)) merged[k] = this.proxies[k] as string;
     return { proxies: merged, stream: stream ?? this.stream, verify: v, cert: cert ?? this.cert };
   }
 
