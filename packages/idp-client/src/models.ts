@@ -1,7 +1,7 @@
 /** Request, PreparedRequest and Response, shaped after Python requests so its users find their way. */
 import { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
-import type { CookieJar } from 'tough-cookie';
+import { Cookie, type CookieJar } from 'tough-cookie';
 import { CaseInsensitiveDict } from './structures.ts';
 import { HTTPError, InvalidURL, redactUrl } from './errors.ts';
 import { REDIRECT_STATI } from './constants.ts';
@@ -320,6 +320,16 @@ export class Response {
   }
 
   get ok(): boolean { return this.status_code < 400; }
+
+  /** Cookies this response set (name → value), as requests' `Response.cookies`. */
+  get cookies(): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const line of this.set_cookie) {
+      const c = Cookie.parse(line);
+      if (c) out[c.key] = c.value;
+    }
+    return out;
+  }
   get is_redirect(): boolean { return this.headers.has('location') && REDIRECT_STATI.has(this.status_code); }
   get is_permanent_redirect(): boolean { return this.headers.has('location') && (this.status_code === 301 || this.status_code === 308); }
 

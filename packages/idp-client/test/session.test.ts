@@ -298,7 +298,8 @@ describe('cookies, hooks and streaming', () => {
   it('keeps cookies across requests and from redirect responses in a real jar', async () => {
     const s = session();
     assert.ok(s.cookies instanceof CookieJar);
-    await s.get(`${main.url}/set-cookie`);
+    const set = await s.get(`${main.url}/set-cookie`);
+    assert.deepEqual(set.cookies, { a: '1', b: '2' });
     const e = (await s.get(`${main.url}/echo`, { cookies: { once: 'x' } })).json<Echo>();
     assert.equal(e.headers.cookie, 'a=1; b=2; once=x');
     const again = (await s.get(`${main.url}/echo`)).json<Echo>();
