@@ -9,6 +9,7 @@ import { RevocationList } from './revocation.ts';
 import { OAuthStore } from './store.ts';
 import { SessionStore } from './sessions.ts';
 import { LoginLimiter } from './login.ts';
+import { runDuty } from '../cluster/duties.ts';
 
 export interface OAuthServices {
   clients: ClientRegistry;
@@ -52,12 +53,10 @@ export async function startOAuth(ctx: AppContext): Promise<void> {
   const s = oauth(ctx);
   await s.revocations.start();
   ctx.tokens.revocations = s.revocations;
-  const purge = setInterval(() => {
-    void Promise.all([s.store.purge(), s.sessions.purge(), s.revocations.purge()]).catch(() => {});
-  }, PURGE_MS);
-  purge.unref();
-  ctx.onClose(() => {
-    clearInterval(purge);
+  // Purging runs on one instance at a time when several share the database (a lease in cluster_duties).
+  const purge = runDuty(ctx.db, 'oauth-purge', PURGE_MS, async () => void (await Promise.all([s.store.purge(), s.sessions.purge(), s.revocations.purge()])), { warn: () => {} });
+  ctx.onClose(async () => {
+    await purge.stop();
     s.revocations.stop();
   });
 }

@@ -81,6 +81,8 @@ export function runDuty(db: Db, name: string, intervalMs: number, round: () => P
     timer = setTimeout(() => {
       current = tick().finally(schedule);
     }, intervalMs);
+    // Never what keeps a process alive; stop() ends it with the service.
+    timer.unref();
   };
   schedule();
   return {
