@@ -8,8 +8,10 @@ import { CliError } from './output.ts';
 import { clientAdminCommand } from '../registry/client-admin.ts';
 
 const USAGE = `usage: dirigo admin keys rotate [--data-dir DIR] [--config FILE]
+       dirigo admin client add|list|remove ...   (dirigo admin client --help)
 
 keys rotate   create a new token signing key; the old one stays published until its tokens expire
+client        register, list and remove OAuth clients
 `;
 
 export async function adminCommand(argv: string[]): Promise<number> {

@@ -16,7 +16,7 @@ const commands: Record<string, { run: Command; summary: string }> = {
   serve: { run: serveCommand, summary: 'start the HTTPS service (bootstraps the data dir on first start)' },
   init: { run: initCommand, summary: 'bootstrap the data dir without serving' },
   token: { run: tokenCommand, summary: 'obtain an access token with a certificate (flow A)' },
-  admin: { run: adminCommand, summary: 'administration: keys rotate' },
+  admin: { run: adminCommand, summary: 'administration: keys rotate, client add|list|remove' },
   jobs: { run: jobsCommand, summary: 'submit, list, show, kill, wait for jobs; fetch manifests and sandboxes' },
   catalogue: { run: catalogueCommand, summary: 'file catalogue: ls, stat, meta, search, fields, mkdir, register, setmeta, rm, import' },
   agent: { run: agentCommand, summary: 'pull-mode job agent for a worker node (takes and runs jobs of an agents site)' },

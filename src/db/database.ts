@@ -51,8 +51,16 @@ export async function migrate(db: Db): Promise<void> {
     allowUnorderedMigrations: true,
     ...(schema ? { migrationTableSchema: schema } : {}),
   });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) {
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator.migrateToLatest();
+    if (!error) return;
+    // Kysely's existence check introspects every schema; one dropped meanwhile (another database on the
+    // same server) fails that scan with 3F000/42P01. The migrations run in a transaction: try again.
+    const code = (error as { code?: string }).code;
+    if (schema && (code === '3F000' || code === '42P01') && attempt < 5) {
+      await new Promise((r) => setTimeout(r, 50 * attempt));
+      continue;
+    }
     const failed = results?.find((r) => r.status === 'Error');
     throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message}`);
   }

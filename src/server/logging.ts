@@ -4,7 +4,7 @@
  */
 import type { FastifyServerOptions, FastifyRequest } from 'fastify';
 
-const SECRET_PARAMETERS = /^(access_token|refresh_token|id_token|code|code_verifier|client_secret|password|device_code|subject_token|actor_token|token|assertion|client_assertion|state)$/i;
+const SECRET_PARAMETERS = /^(access_token|refresh_token|id_token|code|code_verifier|client_secret|password|device_code|subject_token|actor_token|token|assertion|client_assertion|state|user_code)$/i;
 
 /** `/x?access_token=abc&a=1` → `/x?access_token=[REDACTED]&a=1`. */
 export function redactUrl(url: string): string {

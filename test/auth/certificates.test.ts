@@ -19,7 +19,7 @@ const run = promisify(execFile);
 /** Debian's interpreter, with Debian's python3-requests. */
 const DEBIAN_PYTHON = '/usr/bin/python3';
 
-async function curl(svc: TestService, path: string, certFile?: string, keyFile?: string): Promise<{ status: number; body: any }> {
+async function curl(svc: TestService, path: string, certFile?: string, keyFile?: string): Promise<{ status: number; body: Record<string, string & string[]> }> {
   const args = ['-s', '-w', '\n%{http_code}', '--cacert', svc.pki.caFile];
   if (certFile) args.push('--cert', certFile, '--key', keyFile!);
   const { stdout } = await run('curl', [...args, svc.url + path]);
