@@ -1,5 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { postMultipart, processAlive, startJobsService, submit, untar, waitForStatus } from './helpers.ts';
@@ -134,8 +136,14 @@ for (const { dialect, skip } of await dialects()) {
 
     it('escalates to SIGKILL after the grace period when the job ignores SIGTERM', async () => {
       // SIG_IGN is inherited across exec: neither sh nor its sleep child will die of SIGTERM.
-      const jid = await submit(svc, alice, { Executable: '/bin/sh', Arguments: `-c "trap '' TERM; sleep 300; echo survived"` });
+      const jid = await submit(svc, alice, { Executable: '/bin/sh', Arguments: `-c "trap '' TERM; touch trapped; sleep 300; echo survived"` });
       await waitForStatus(svc, alice, jid, ['Running']);
+      // Kill only once the trap is in place (the working directory is <data dir>/work/<jid>).
+      const marker = join(svc.dataDir, 'work', String(jid), 'trapped');
+      for (let i = 0; !existsSync(marker); i++) {
+        assert.ok(i < 200, 'the job never set its trap');
+        await new Promise((r) => setTimeout(r, 25));
+      }
       const row = await svc.ctx.db.selectFrom('jobs').select('executor_ref').where('job_id', '=', jid).executeTakeFirstOrThrow();
       const { pid } = JSON.parse(row.executor_ref!) as { pid: number };
       const started = Date.now();
