@@ -19,12 +19,21 @@ const run = promisify(execFile);
 /** Debian's interpreter, with Debian's python3-requests. */
 const DEBIAN_PYTHON = '/usr/bin/python3';
 
-async function curl(svc: TestService, path: string, certFile?: string, keyFile?: string): Promise<{ status: number; body: Record<string, string & string[]> }> {
+async function curl(svc: TestService, path: string, certFile?: string, keyFile?: string): Promise<{ status: number; body: CurlBody }> {
   const args = ['-s', '-w', '\n%{http_code}', '--cacert', svc.pki.caFile];
   if (certFile) args.push('--cert', certFile, '--key', keyFile!);
   const { stdout } = await run('curl', [...args, svc.url + path]);
   const nl = stdout.lastIndexOf('\n');
   return { status: Number(stdout.slice(nl + 1)), body: JSON.parse(stdout.slice(0, nl)) };
+}
+
+/** The fields these tests read from JSON answers. */
+interface CurlBody {
+  error: string;
+  error_description: string;
+  access_token: string;
+  preferred_username: string;
+  groups: string[];
 }
 
 const PYTHON_FLOW_A = `
