@@ -12,7 +12,6 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
 import { startCluster } from '../test/scale/cluster.ts';
-import { report } from './lib/load.ts';
 
 const { values } = parseArgs({ options: { jobs: { type: 'string' }, full: { type: 'boolean' } } });
 const N = values.full ? 200 : Number(values.jobs ?? 80);
@@ -79,7 +78,7 @@ try {
   console.log(`scale-slurm (single-node Slurm from scripts/slurm-dev.sh, ${N} trivial jobs per phase, submission to end)`);
   console.log(`      direct sbatch  : ${viaSbatch.toFixed(2).padStart(7)} jobs/s  (${d.seconds.toFixed(1)} s, ${d.completed} COMPLETED)`);
   console.log(`      via Slurm site : ${viaDirigo.toFixed(2).padStart(7)} jobs/s  (${seconds.toFixed(1)} s, ${done} Done, ${failed} Failed; HTTPS submission, sbatch, batched squeue, output sandboxes)`);
-  report('Slurm site / direct sbatch (jobs/s, same run)', viaDirigo / viaSbatch, 'x', { min: 0.8 }, '(Dirigo overhead over Slurm alone; no target in the issue: 0.8 shown as a reference)');
+  console.log(`FIGURE  Slurm site / direct sbatch (jobs/s, same run): ${(viaDirigo / viaSbatch).toFixed(2)} x  (the issue sets no target: the ratio shows Dirigo's overhead over Slurm alone)`);
 } finally {
   await cluster.close();
 }
