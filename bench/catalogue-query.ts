@@ -6,17 +6,20 @@
  * The catalogue (5 directory fields, 3 file fields) is generated with bulk SQL, not HTTP: directories from
  * JavaScript in chunked inserts, files and file metadata with INSERT ... SELECT over a generated series.
  * Default 10,000 directories / 100,000 files (about a minute); `--full` builds 100,000 / 1,000,000.
- * Usage: node bench/catalogue-query.ts [--full] [--dirs N] [--files N] [--requests N] [--dialect sqlite|postgres|both]
+ * `--explain` prints both dialects' query plans for the search and compatible-values queries.
+ * Usage: node bench/catalogue-query.ts [--full] [--explain] [--dirs N] [--files N] [--requests N] [--dialect sqlite|postgres|both]
  */
 import { parseArgs } from 'node:util';
-import { sql, type Kysely } from 'kysely';
+import { CompiledQuery, sql, type Kysely } from 'kysely';
 import { Agent, request } from 'undici';
 import type { Database } from '../src/db/schema.ts';
+import { parseConditions } from '../src/catalogue/conditions.ts';
+import { CatalogueStore } from '../src/catalogue/store.ts';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
 import { startTestService, type TestService } from '../test/helpers/service.ts';
 
 const { values } = parseArgs({
-  options: { full: { type: 'boolean' }, dirs: { type: 'string' }, files: { type: 'string' }, requests: { type: 'string', default: '200' }, dialect: { type: 'string', default: 'both' } },
+  options: { full: { type: 'boolean' }, explain: { type: 'boolean' }, dirs: { type: 'string' }, files: { type: 'string' }, requests: { type: 'string', default: '200' }, dialect: { type: 'string', default: 'both' } },
 });
 if (!['sqlite', 'postgres', 'both'].includes(values.dialect)) throw new Error('--dialect: sqlite, postgres or both');
 const DIRS = Number(values.dirs ?? (values.full ? 100_000 : 10_000));
@@ -193,6 +196,20 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
     for (const row of await svc.ctx.db.selectFrom('cat_fields').select(['id', 'name']).execute()) fields[row.name] = Number(row.id);
     const { runsPerCampaign, seconds } = await generate(svc.ctx.db, dialect, fields);
     process.stderr.write(`  generated in ${seconds.toFixed(1)} s\n`);
+    if (values.explain) {
+      const store = new CatalogueStore(svc.ctx.db, svc.ctx.config.catalogue);
+      const all = await store.fields();
+      const plan = async (title: string, query: { compile(): CompiledQuery }) => {
+        const c = query.compile();
+        const prefix = dialect === 'postgres' ? 'explain (analyze, costs off, timing off) ' : 'explain query plan ';
+        const rows = (await svc.ctx.db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(prefix + c.sql, [...c.parameters]))).rows;
+        const lines = rows.map((r) => (dialect === 'postgres' ? String(r['QUERY PLAN']) : `${'  '.repeat(Number(r.parent) ? 1 : 0)}${String(r.detail)}`));
+        process.stdout.write(`-- ${dialect}: ${title}\n${c.sql}\n${lines.join('\n')}\n\n`);
+      };
+      const tree = parseConditions(`Campaign=in|campaign3&Run=<|${3 * runsPerCampaign + 10}&Stream=in|physics,calib`, all, { scope: 'directory' });
+      await plan('directory search, 3 conditions', store.searchQuery('/cat', tree));
+      await plan('compatible values, 2 conditions', store.compatibleQuery('/', parseConditions('Run=>=|100&Stream=in|calib', all, { scope: 'directory' })));
+    }
     const agent = new Agent({ connect: { ca: svc.pki.ca.certPem }, keepAliveTimeout: 60_000 });
     const random = rng(7);
     const totalRuns = CAMPAIGNS * runsPerCampaign;

@@ -7,7 +7,7 @@
  * Semantics, identical on SQLite and PostgreSQL: every condition requires the directory to have the field
  * (own or inherited); `!=` and `nin` therefore mean "has the field, with another value".
  */
-import type { ExpressionBuilder, Expression, SqlBool, SelectQueryBuilder } from 'kysely';
+import { sql, type ExpressionBuilder, type Expression, type SqlBool, type SelectQueryBuilder } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { InvalidRequest } from '../server/errors.ts';
 import { parseText, type Field, type FieldType } from './values.ts';
@@ -88,16 +88,16 @@ export function parseConditions(rawQuery: string, fields: ReadonlyMap<string, Fi
   return { kind: 'and', terms: [...byField.values()] };
 }
 
-type ValueTable = 'cat_dir_meta_eff';
-
 /** The predicates of one term on a row of `alias` (the effective-metadata table), as one bound expression. */
 function termExpression<DB extends Database, TB extends keyof DB>(
   eb: ExpressionBuilder<DB, TB>,
   column: string,
   term: FieldCondition,
+  noIndex: boolean,
 ): Expression<SqlBool> {
-  // `column` is one of two literal column names chosen below, never user text.
-  const ref = eb.ref(column as never);
+  // `column` is one of two literal column names chosen below, never user text. A unary plus keeps
+  // SQLite from using the value index for this term (see drivingTerm).
+  const ref = noIndex ? sql<unknown>`+${sql.ref(column)}` : eb.ref(column as never);
   const parts = term.predicates.map((p) => {
     switch (p.op) {
       case 'in':
@@ -114,28 +114,61 @@ function termExpression<DB extends Database, TB extends keyof DB>(
 }
 
 /**
- * Restricts a query over `cat_directories as d` to directories satisfying `tree`: one
- * `d.id in (select dir_id from cat_dir_meta_eff where field_id = ? and <predicates>)` per field, which both
- * planners drive from the (field_id, value) index of the most selective term.
+ * The term SQLite should start from. Without STAT4 histograms (Node's SQLite has none) its planner cannot
+ * tell a selective value from a common one and tends to start from a range; this picks an equality-like
+ * term (`=`, then `in` with the fewest values), else a closed range, else any range. The other terms are
+ * then checked through the (dir_id, field_id) primary key. PostgreSQL keeps its own statistics-based choice.
+ */
+export function drivingTerm(tree: ConditionTree): FieldCondition | undefined {
+  const score = (t: FieldCondition): number => {
+    let best = Infinity;
+    for (const p of t.predicates) {
+      if (p.op === '=') best = Math.min(best, 1);
+      else if (p.op === 'in') best = Math.min(best, 1 + p.values.length);
+    }
+    if (best !== Infinity) return best;
+    const lower = t.predicates.some((p) => p.op === '>' || p.op === '>=');
+    const upper = t.predicates.some((p) => p.op === '<' || p.op === '<=');
+    if (lower && upper) return 10_000;
+    if (lower || upper) return 100_000;
+    return Infinity; // != and nin cannot use an index range
+  };
+  let driver: FieldCondition | undefined;
+  let driverScore = Infinity;
+  for (const t of tree.terms) {
+    const s = score(t);
+    if (s < driverScore) {
+      driver = t;
+      driverScore = s;
+    }
+  }
+  return driver;
+}
+
+/**
+ * Restricts a query over `cat_directories as d` to directories satisfying `tree`: one inner join of the
+ * effective-metadata table per field (`c0`, `c1`, ... — generated aliases, never user text), on
+ * (dir_id, field_id) and the field's predicates. Both planners can then start from the most selective
+ * (field_id, value) index range and probe the other terms through the (dir_id, field_id) primary key,
+ * instead of materialising every term's directory list.
  */
 export function applyConditions<O>(
   query: SelectQueryBuilder<Database & { d: Database['cat_directories'] }, 'd', O>,
   tree: ConditionTree,
+  dialect: 'sqlite' | 'postgres',
 ): SelectQueryBuilder<Database & { d: Database['cat_directories'] }, 'd', O> {
   let q = query;
-  for (const term of tree.terms) {
-    const column = term.field.type === 'string' ? 'c.str' : 'c.num';
-    q = q.where((eb) =>
-      eb(
-        'd.id',
-        'in',
-        eb
-          .selectFrom(`${'cat_dir_meta_eff' satisfies ValueTable} as c`)
-          .select('c.dir_id')
-          .where('c.field_id', '=', term.field.id)
-          .where((inner) => termExpression(inner, column, term)),
-      ),
-    );
-  }
+  const driver = drivingTerm(tree);
+  tree.terms.forEach((term, i) => {
+    const noIndex = dialect === 'sqlite' && driver !== undefined && term !== driver;
+    const alias = `c${i}`;
+    const column = `${alias}.${term.field.type === 'string' ? 'str' : 'num'}`;
+    q = q.innerJoin(`cat_dir_meta_eff as ${alias}` as 'cat_dir_meta_eff as c', (join) =>
+      join
+        .onRef(`${alias}.dir_id` as 'c.dir_id', '=', 'd.id')
+        .on(`${alias}.field_id` as 'c.field_id', '=', term.field.id)
+        .on((eb) => termExpression(eb, column, term, noIndex)),
+    ) as unknown as typeof q;
+  });
   return q;
 }

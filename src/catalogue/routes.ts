@@ -58,18 +58,20 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
     '/filecatalogue/metadata',
     {
       preHandler,
-      schema: { ...common, summary: 'Metadata fields compatible with a condition, with their type and possible values', description: S.CONDITIONS_HELP, response: { 200: S.CompatibleMetadata, ...errors } },
+      schema: { ...common, summary: 'Metadata fields compatible with a condition, with their type and possible values (with conditions: directory fields)', description: S.CONDITIONS_HELP, response: { 200: S.CompatibleMetadata, ...errors } },
     },
     async (request) => {
       requireCapability(principalOf(request), 'storage.read', '/');
       const fields = await store.fields();
       const tree = parseConditions(rawQuery(request), fields, { scope: 'directory' });
-      const values = await store.compatibleValues('/', tree, fields);
+      // As DIRAC's getCompatibleMetadata: with conditions, the directory fields compatible with them (the
+      // values of file fields among every file of the matching directories would cost a scan of the files).
+      const values = await store.compatibleValues('/', tree, fields, tree.terms.length === 0);
       const out: Record<string, { Type: string; Scope: string; Values: (string | number)[] }> = {};
       for (const field of fields.values()) {
         const v = values.get(field);
         // Without a condition every field is listed (even without values), so that clients discover them.
-        if (v || tree.terms.length === 0) out[field.name] = { Type: field.type, Scope: field.scope, Values: v ?? [] };
+        if (v ? true : tree.terms.length === 0) out[field.name] = { Type: field.type, Scope: field.scope, Values: v ?? [] };
       }
       return out;
     },

@@ -125,10 +125,12 @@ function toField(row: { id: number; name: string; type: string; scope: string })
 export class CatalogueStore {
   readonly db: Db;
   readonly config: CatalogueConfig;
+  readonly pg: boolean;
 
   constructor(db: Db, config: CatalogueConfig) {
     this.db = db;
     this.config = config;
+    this.pg = isPostgres(db as unknown as Kysely<unknown>);
   }
 
   /** Creates the root directory on first use. */
@@ -205,12 +207,22 @@ export class CatalogueStore {
 
   #matching(path: string, tree: ConditionTree) {
     const base = this.db.selectFrom('cat_directories as d');
-    return applyConditions(subtree(path)(base), tree);
+    return applyConditions(subtree(path)(base), tree, this.pg ? 'postgres' : 'sqlite');
+  }
+
+  /** The search's query (exposed so that the benchmark can show both dialects' plans). */
+  searchQuery(path: string, tree: ConditionTree) {
+    return this.#matching(path, tree).select(['d.path', 'd.files', 'd.size', 'd.tree_files', 'd.tree_size']).orderBy('d.path');
+  }
+
+  /** The compatible-values query over directory fields (see compatibleValues). */
+  compatibleQuery(path: string, tree: ConditionTree) {
+    return this.db.selectFrom('cat_dir_meta_eff as e').select(['e.field_id', 'e.num', 'e.str']).distinct().where('e.dir_id', 'in', this.#matching(path, tree).select('d.id'));
   }
 
   /** Directories in the subtree of `path` (itself included) matching `tree`, with recursive counts. */
   async search(path: string, tree: ConditionTree): Promise<{ Path: string; Directories: { Path: string; Files: number; Size: number }[]; Files: number; Size: number }> {
-    const rows = await this.#matching(path, tree).select(['d.path', 'd.files', 'd.size', 'd.tree_files', 'd.tree_size']).orderBy('d.path').execute();
+    const rows = await this.searchQuery(path, tree).execute();
     let files = 0;
     let size = 0;
     const directories = rows.map((r) => {
@@ -226,7 +238,7 @@ export class CatalogueStore {
    * Values of every field among the directories of the subtree of `path` that match `tree`: directory
    * fields from their effective metadata, file fields from the files directly in them.
    */
-  async compatibleValues(path: string, tree: ConditionTree, fields: Map<string, Field>): Promise<Map<Field, JsonValue[]>> {
+  async compatibleValues(path: string, tree: ConditionTree, fields: Map<string, Field>, withFileFields = true): Promise<Map<Field, JsonValue[]>> {
     const byId = new Map([...fields.values()].map((f) => [f.id, f]));
     let dirRows: { field_id: number; num: number | null; str: string | null }[];
     let fileRows: { field_id: number; num: number | null; str: string | null }[];
@@ -236,8 +248,8 @@ export class CatalogueStore {
       fileRows = await this.db.selectFrom('cat_dir_file_values').select(['field_id', 'num', 'str']).distinct().execute();
     } else {
       const matching = () => this.#matching(path, tree).select('d.id');
-      dirRows = await this.db.selectFrom('cat_dir_meta_eff as e').select(['e.field_id', 'e.num', 'e.str']).distinct().where('e.dir_id', 'in', matching()).execute();
-      fileRows = await this.db.selectFrom('cat_dir_file_values as v').select(['v.field_id', 'v.num', 'v.str']).distinct().where('v.dir_id', 'in', matching()).execute();
+      dirRows = await this.compatibleQuery(path, tree).execute();
+      fileRows = withFileFields ? await this.db.selectFrom('cat_dir_file_values as v').select(['v.field_id', 'v.num', 'v.str']).distinct().where('v.dir_id', 'in', matching()).execute() : [];
     }
     const out = new Map<Field, JsonValue[]>();
     for (const r of [...dirRows, ...fileRows]) {
