@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../server/context.ts';
 import { withParams, type AuthorizeRequest } from './authorize.ts';
-import { certificateLoginUser, loginProviders, passwordLogin } from './login.ts';
+import { certificateLoginUser, loginProviders, passwordLogin, sessionGroups } from './login.ts';
 import { consentBody, deviceEntryBody, errorPage, loginBody, sendPage } from './pages.ts';
 import { describeScope, requestedGroup } from './scopes.ts';
 import { csrfMatches, type BrowserSession } from './sessions.ts';
@@ -72,11 +72,12 @@ async function showInteraction(ctx: AppContext, reply: FastifyReply, request: Fa
         error: error?.message,
         username: error?.username,
       }),
-      { status: error?.status ?? 200 },
+      { status: error?.status ?? 200, formTargets: loginProviders(ctx).flatMap((p) => p.origins?.() ?? []) },
     );
   }
   const pending = interaction.payload;
-  const groups = pending.requiredGroup ? user.groups.filter((g) => g === pending.requiredGroup) : user.groups;
+  const mayChoose = await sessionGroups(ctx, session, user);
+  const groups = pending.requiredGroup ? mayChoose.filter((g) => g === pending.requiredGroup) : mayChoose;
   if (groups.length === 0) {
     const why = pending.requiredGroup ? `${user.name} is not a member of ${pending.requiredGroup}, the group ${name} asks for.` : `${user.name} belongs to no group, so no token can be issued.`;
     return errorPage(reply, 403, 'No group', why);
@@ -105,12 +106,22 @@ async function showInteraction(ctx: AppContext, reply: FastifyReply, request: Fa
 
 /**
  * Signs the browser in as `username` and continues the interaction. Upstream login providers call this
- * from their callback once they know who the user is.
+ * from their callback once they know who the user is; `signedIn` runs with the new session before the
+ * browser is sent on (to attach what the provider learnt, such as the groups it allows).
  */
-export async function completeLogin(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, interactionId: string, username: string, method: string): Promise<FastifyReply> {
+export async function completeLogin(
+  ctx: AppContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  interactionId: string,
+  username: string,
+  method: string,
+  signedIn?: (session: BrowserSession) => Promise<void>,
+): Promise<FastifyReply> {
   const { sessions } = oauth(ctx);
   const session = await sessions.ensure(request, reply);
-  await sessions.signIn(reply, session, username, method);
+  const fresh = await sessions.signIn(reply, session, username, method);
+  await signedIn?.(fresh);
   return reply.redirect(`/oauth2/interaction/${encodeURIComponent(interactionId)}`, 303);
 }
 
@@ -190,6 +201,7 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     const setup = field(request.body, 'setup') ?? '';
     if (decision !== 'allow' && decision !== 'deny') return errorPage(reply, 400, 'Invalid answer', 'Choose Allow or Deny.');
     if (decision === 'allow' && !ctx.registry.isMember(user.name, group)) return errorPage(reply, 400, 'Invalid group', `${user.name} is not a member of the group '${group}'.`);
+    if (decision === 'allow' && !(await sessionGroups(ctx, session, user)).includes(group)) return errorPage(reply, 400, 'Invalid group', `This sign-in does not allow the group '${group}'.`);
     const required = interaction.payload.requiredGroup;
     if (decision === 'allow' && required !== undefined && group !== required) return errorPage(reply, 400, 'Invalid group', `The application asked for a token of the group '${required}'.`);
     if (decision === 'allow' && !ctx.registry.hasSetup(setup)) return errorPage(reply, 400, 'Invalid setup', `There is no setup '${setup}'.`);

@@ -9,6 +9,7 @@ import type { AppContext } from '../server/context.ts';
 import { hashSecret, verifySecret } from '../registry/passwords.ts';
 import type { RegistryUser } from '../registry/registry.ts';
 import { certificateIdentity } from './client-certificate.ts';
+import type { BrowserSession } from './sessions.ts';
 
 /** An upstream provider button on the login page ("Sign in with <label>"). */
 export interface LoginProvider {
@@ -21,6 +22,13 @@ export interface LoginProvider {
    * from interaction-routes.ts, which signs the browser in and continues to consent.
    */
   start(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, interactionId: string): Promise<unknown>;
+  /**
+   * The groups a session this provider signed in may choose on the consent page, or undefined when the
+   * session is not one of its own. The result is further limited to the user's registry groups.
+   */
+  groups?(ctx: AppContext, session: BrowserSession, user: RegistryUser): Promise<readonly string[] | undefined>;
+  /** Origins the login form may be redirected to (the Content-Security-Policy form-action of the login page). */
+  origins?(): string[];
 }
 
 const providers = new WeakMap<AppContext, LoginProvider[]>();
@@ -32,6 +40,15 @@ export function registerLoginProvider(ctx: AppContext, provider: LoginProvider):
 
 export function loginProviders(ctx: AppContext): readonly LoginProvider[] {
   return providers.get(ctx) ?? [];
+}
+
+/** Groups the signed-in `session` may choose: the user's registry groups, narrowed by its login provider. */
+export async function sessionGroups(ctx: AppContext, session: BrowserSession, user: RegistryUser): Promise<readonly string[]> {
+  for (const p of loginProviders(ctx)) {
+    const allowed = await p.groups?.(ctx, session, user);
+    if (allowed) return user.groups.filter((g) => allowed.includes(g));
+  }
+  return user.groups;
 }
 
 /** The registered user behind the browser's TLS client certificate, if it sent a valid one. */

@@ -8,6 +8,7 @@ import { jobsMigrations } from '../jobs/migrations.ts';
 import { catalogueMigrations } from '../catalogue/migrations.ts';
 import { registryMigrations } from '../registry/migrations.ts';
 import { clusterMigrations } from '../cluster/migrations.ts';
+import { federationMigrations } from '../federation/migrations.ts';
 
 export const migrations: Record<string, Migration> = {
   ...authMigrations,
@@ -15,4 +16,5 @@ export const migrations: Record<string, Migration> = {
   ...catalogueMigrations,
   ...registryMigrations,
   ...clusterMigrations,
+  ...federationMigrations,
 };

@@ -7,5 +7,6 @@ import type { CatalogueTables } from '../catalogue/tables.ts';
 import type { JobsTables } from '../jobs/tables.ts';
 import type { RegistryTables } from '../registry/tables.ts';
 import type { ClusterTables } from '../cluster/tables.ts';
+import type { FederationTables } from '../federation/tables.ts';
 
-export interface Database extends AuthTables, JobsTables, RegistryTables, ClusterTables {}
+export interface Database extends AuthTables, JobsTables, RegistryTables, ClusterTables, FederationTables {}

@@ -19,11 +19,17 @@ export interface RegistryUser {
   email: string | undefined;
   passwordHash: string | undefined;
   groups: readonly string[];
+  /** Upstream accounts (issuer + subject) that sign in as this user. */
+  identities: readonly { issuer: string; subject: string }[];
 }
+
+const identityKey = (issuer: string, subject: string) => JSON.stringify([issuer, subject]);
 
 export class Registry {
   readonly #users = new Map<string, RegistryUser>();
   readonly #byDn = new Map<string, RegistryUser>();
+  readonly #byIdentity = new Map<string, RegistryUser>();
+  readonly #byEmail = new Map<string, RegistryUser[]>();
   readonly #groups = new Map<string, GroupConfig>();
   readonly setups: readonly string[];
 
@@ -40,9 +46,12 @@ export class Registry {
         email: u.email,
         passwordHash: u.passwordHash,
         groups: membership.get(u.name) ?? [],
+        identities: u.identities ?? [],
       };
       this.#users.set(u.name, user);
       for (const dn of u.dns) this.#byDn.set(dn, user);
+      for (const id of user.identities) this.#byIdentity.set(identityKey(id.issuer, id.subject), user);
+      if (u.email) this.#byEmail.set(u.email.toLowerCase(), [...(this.#byEmail.get(u.email.toLowerCase()) ?? []), user]);
     }
     this.setups = config.registry.setups;
   }
@@ -53,6 +62,17 @@ export class Registry {
 
   userByDn(dn: string): RegistryUser | undefined {
     return this.#byDn.get(dn);
+  }
+
+  /** The user an upstream account (OIDC `iss` + `sub`) is linked to. */
+  userByIdentity(issuer: string, subject: string): RegistryUser | undefined {
+    return this.#byIdentity.get(identityKey(issuer, subject));
+  }
+
+  /** The one user with this email (case-insensitive); undefined when none or several have it. */
+  userByEmail(email: string): RegistryUser | undefined {
+    const found = this.#byEmail.get(email.toLowerCase());
+    return found?.length === 1 ? found[0] : undefined;
   }
 
   users(): RegistryUser[] {

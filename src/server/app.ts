@@ -10,6 +10,7 @@ import { authRoutes } from '../auth/routes.ts';
 import { jobsRoutes } from '../jobs/routes.ts';
 import { agentsRoutes } from '../agents/routes.ts';
 import { catalogueRoutes } from '../catalogue/routes.ts';
+import { federationRoutes } from '../federation/routes.ts';
 import type { AppContext } from './context.ts';
 import { errorHandler } from './error-handler.ts';
 import { InvalidRequest } from './errors.ts';
@@ -60,6 +61,7 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
 
   await instance.register(observabilityRoutes, { ctx });
   await instance.register(authRoutes, { ctx });
+  await instance.register(federationRoutes, { ctx });
   await instance.register(jobsRoutes, { ctx });
   await instance.register(agentsRoutes, { ctx });
   await instance.register(catalogueRoutes, { ctx });

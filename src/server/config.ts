@@ -11,6 +11,7 @@ import { parseDocument } from 'yaml';
 import { CatalogueConfigSchema } from '../catalogue/config-schema.ts';
 import { JobsConfigSchema } from '../jobs/config-schema.ts';
 import { OAuthConfigSchema } from '../auth/config-schema.ts';
+import { IdentityProvidersConfigSchema, checkIdentityProviders } from '../federation/config-schema.ts';
 
 const UserSchema = Type.Object(
   {
@@ -19,6 +20,8 @@ const UserSchema = Type.Object(
     email: Type.Optional(Type.String()),
     /** scrypt hash for local password login (embedded default only). */
     passwordHash: Type.Optional(Type.String()),
+    /** Upstream accounts (OIDC issuer + subject) that sign in as this user (identityProviders, matchBy identity). */
+    identities: Type.Optional(Type.Array(Type.Object({ issuer: Type.String({ minLength: 1 }), subject: Type.String({ minLength: 1 }) }, { additionalProperties: false }))),
   },
   { additionalProperties: false },
 );
@@ -93,6 +96,7 @@ const ConfigSchema = Type.Object(
     clients: Type.Array(ClientSchema, { default: [] }),
     jobs: JobsConfigSchema,
     oauth: OAuthConfigSchema,
+    identityProviders: IdentityProvidersConfigSchema,
     catalogue: CatalogueConfigSchema,
     logging: Type.Object(
       {
@@ -197,6 +201,8 @@ export function loadConfig(options: LoadConfigOptions): Config {
   }
   checkRegistry(parsed, source);
   checkClients(parsed, source);
+  const idpProblem = checkIdentityProviders(parsed, abs);
+  if (idpProblem) throw new ConfigError(`${source}: ${idpProblem}`);
   return deepFreeze({ ...parsed, dataDir, source });
 }
 
