@@ -146,6 +146,10 @@ for (const { dialect, skip } of await dialects()) {
       const who = await svc.request('/oauth2/userinfo', { token: token.access_token });
       assert.equal(who.status, 200);
       assert.equal(who.json.preferred_username, 'alice');
+      // A later authorization in the same browser session skips the login and keeps the narrowed choice.
+      const again = await b.follow(`${svc.url}/oauth2/auth?${new URLSearchParams({ response_type: 'code', client_id: 'test-web', redirect_uri: CLIENT_REDIRECT, state: 'client-state-2' })}`, here());
+      assert.equal(again.status, 200, again.text);
+      assert.deepEqual(formFields(again.text, /^\/oauth2\/consent$/).selects.group, ['dirigo_prod']);
     });
 
     it('matched by issuer and subject: upstream groups are intersected with the registry membership', async () => {
