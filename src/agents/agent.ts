@@ -69,6 +69,7 @@ export class JobAgent {
   #stopped = false;
   #wakeUp: (() => void) | undefined;
   #heartbeatTimer: NodeJS.Timeout | undefined;
+  #stopping: Promise<void> | undefined;
   matched = 0;
   finished = 0;
 
@@ -226,6 +227,7 @@ export class JobAgent {
 
   #scheduleHeartbeat(): void {
     if (this.#stopped) return;
+    clearTimeout(this.#heartbeatTimer);
     this.#heartbeatTimer = setTimeout(() => {
       void this.#heartbeat().finally(() => this.#scheduleHeartbeat());
     }, this.#heartbeatMs);
@@ -282,16 +284,22 @@ export class JobAgent {
     await this.stop();
   }
 
-  /** Stops matching; running payloads are stopped and their jobs reported Failed. */
-  async stop(): Promise<void> {
-    if (this.#stopped && !this.#heartbeatTimer) return;
+  /** Stops matching; running payloads are stopped and their jobs given back to the service (rescheduled). */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#heartbeatTimer);
-    this.#heartbeatTimer = undefined;
     this.#wakeUp?.();
     const stopped = await this.#executor.close();
     for (const jid of stopped) {
-      await this.#json('POST', `/agents/jobs/${jid}/finish`, { agentId: this.agentId, outcome: 'failed', exitCode: null, minorStatus: `Agent ${this.agentId} was stopped while the job ran` }).catch(() => {});
+      await this.#json('POST', `/agents/jobs/${jid}/finish`, { agentId: this.agentId, outcome: 'rescheduled', exitCode: null, minorStatus: `Agent ${this.agentId} was stopped while the job ran` }).catch((err: Error) =>
+        this.#o.log(`job ${jid}: could not give it back: ${err.message}`),
+      );
+      this.#o.log(`job ${jid} given back to the service`);
     }
     for (const file of this.#outputs.values()) await rm(file, { force: true });
   }

@@ -51,7 +51,8 @@ const StatusBody = Type.Object(
 const FinishBody = Type.Object(
   {
     agentId: AgentId,
-    outcome: Type.Union([Type.Literal('done'), Type.Literal('failed')]),
+    /** `rescheduled`: the agent is going away and gives the job back (it returns to Waiting). */
+    outcome: Type.Union([Type.Literal('done'), Type.Literal('failed'), Type.Literal('rescheduled')]),
     exitCode: Type.Union([Type.Integer({ minimum: -1000, maximum: 1000 }), Type.Null()]),
     minorStatus: Type.String({ minLength: 1, maxLength: 500 }),
     applicationStatus: Type.Optional(Type.String({ maxLength: 500 })),
@@ -261,14 +262,38 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
       const source = `Agent@${row.site}`;
       const set = { exit_code: body.exitCode, end_exec_time: nowIso(), heartbeat_time: nowIso() };
       const common = { minorStatus: body.minorStatus, ...(body.applicationStatus ? { applicationStatus: body.applicationStatus } : {}), source, executorId: holder, set };
+      let status: JobStatus = body.outcome === 'done' ? JobStatus.Done : JobStatus.Failed;
       const won = await ctx.db.transaction().execute(async (trx) => {
         if (body.outcome === 'failed') return changeStatus(trx, [row.job_id], { ...common, from: AGENT_HELD, to: JobStatus.Failed });
+        if (body.outcome === 'rescheduled') {
+          const counter = (await trx.selectFrom('jobs').select('reschedule_counter').where('job_id', '=', row.job_id).executeTakeFirstOrThrow()).reschedule_counter;
+          const release = { executor_id: null, executor_ref: null, lease_until: null };
+          const max = jobs.scheduler.maxReschedules;
+          if (counter >= max) {
+            return changeStatus(trx, [row.job_id], {
+              ...common,
+              minorStatus: `${body.minorStatus}; not rescheduled (already rescheduled ${counter} of ${max} times)`,
+              from: AGENT_HELD,
+              to: JobStatus.Failed,
+              set: { ...set, ...release },
+            });
+          }
+          const back = await changeStatus(trx, [row.job_id], {
+            ...common,
+            from: [JobStatus.Matched, JobStatus.Running],
+            to: JobStatus.Rescheduled,
+            set: { ...release, reschedule_counter: counter + 1, start_exec_time: null, heartbeat_time: nowIso() },
+          });
+          if (back.length === 0) return back;
+          status = JobStatus.Waiting;
+          return changeStatus(trx, [row.job_id], { from: JobStatus.Rescheduled, to: JobStatus.Waiting, minorStatus: `Rescheduled (${body.minorStatus}); waiting for a free slot`, source });
+        }
         // Done is reached through Completing; an agent that skipped reporting it gets it recorded here.
         await changeStatus(trx, [row.job_id], { from: JobStatus.Running, to: JobStatus.Completing, minorStatus: 'Uploading output sandbox', source, executorId: holder });
         return changeStatus(trx, [row.job_id], { ...common, from: JobStatus.Completing, to: JobStatus.Done });
       });
       if (won.length === 0) throw await lostRace(row.job_id);
-      return { JobID: row.job_id, Status: body.outcome === 'done' ? JobStatus.Done : JobStatus.Failed };
+      return { JobID: row.job_id, Status: status };
     },
   );
 

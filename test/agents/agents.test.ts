@@ -206,6 +206,21 @@ for (const { dialect, skip } of await dialects()) {
       assert.match(failed.MinorStatus, /Job stalled: its agent .* was silent/);
     });
 
+    test('an agent stopped with SIGTERM gives its running job back: rescheduled, then run by another agent', async () => {
+      const jid = await submit(svc, alice, { Executable: '/bin/sh', Arguments: `-c 'sleep 2; echo second run'`, Sites: ['Pool'] });
+      const first = startAgent(svc.url, svc.pki, { site: 'Pool', slots: 1 });
+      agents.push(first);
+      await waitForStatus(svc, alice, jid, ['Running'], 30000);
+      assert.equal(await first.stop('SIGTERM'), 0, first.log());
+      const waiting = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
+      assert.equal(waiting.Status, 'Waiting', String(waiting.MinorStatus));
+      assert.equal(waiting.RescheduleCounter, 1);
+      assert.match(String(waiting.MinorStatus), /was stopped while the job ran/);
+      agents.push(startAgent(svc.url, svc.pki, { site: 'Pool', slots: 1 }));
+      const job = await waitForStatus(svc, alice, jid, FINAL, 30000);
+      assert.equal(job.Status, 'Done', String(job.MinorStatus));
+    });
+
     test('past the reschedule limit a stalled job stays Failed', async () => {
       const jid = await submit(svc, alice, { Executable: '/bin/sleep', Arguments: '60', Sites: ['Pool'] });
       // Rescheduled once already (the limit is 1): the next stall is final.
