@@ -109,7 +109,7 @@ async function generate(db: Kysely<Database>, dialect: string, f: Fields): Promi
     await sql
       .raw(
         `insert into cat_files (dir_id, name, size, checksum, checksum_type, guid, owner, owner_group, mode, status, created_at, modified_at)
-         select case when i < ${BIG} then ${bigId} else ${firstLeaf} + (i % ${leaves.length}) end, 'f' || i, 1000 + (i * 7919) % 1000000, 'ad1e' || i, 'Adler32', 'guid-' || i,
+         select case when i < ${BIG} then ${bigId} else ${firstLeaf} + (i % ${leaves.length}) end, 'f' || i, 1000 + (cast(i as bigint) * 7919) % 1000000, 'ad1e' || i, 'Adler32', 'guid-' || i,
                 'admin', 'dirigo_admin', 420, 'AprioriGood', '${now}', '${now}'
          from (${seriesOf(from, to)}) as t`,
       )

@@ -13,6 +13,12 @@ export type Column = readonly [name: string, pgType: 'bigint' | 'text' | 'intege
 
 const cache = new Map<string, string>();
 
+export interface Inserted<R> {
+  rows: R[];
+  /** SQLite: the rowid of the last row inserted. */
+  insertId: number | undefined;
+}
+
 export async function insertRows<R = unknown>(
   db: Kysely<Database>,
   pg: boolean,
@@ -22,14 +28,14 @@ export async function insertRows<R = unknown>(
   returning?: readonly string[],
   /** A constant ON CONFLICT clause. */
   onConflict = '',
-): Promise<R[]> {
-  if (rows.length === 0) return [];
+): Promise<Inserted<R>> {
+  if (rows.length === 0) return { rows: [], insertId: undefined };
   const names = columns.map(([c]) => `"${c}"`).join(', ');
   const tail = `${onConflict ? ` ${onConflict}` : ''}${returning ? ` returning ${returning.map((c) => `"${c}"`).join(', ')}` : ''}`;
   if (pg) {
     const text = `insert into "${table}" (${names}) select * from unnest(${columns.map(([, t], i) => `$${i + 1}::${t}[]`).join(', ')})${tail}`;
     const arrays = columns.map((_, i) => rows.map((r) => r[i]));
-    return (await db.executeQuery<R>(CompiledQuery.raw(text, arrays))).rows;
+    return { rows: (await db.executeQuery<R>(CompiledQuery.raw(text, arrays))).rows, insertId: undefined };
   }
   const key = `${table}|${names}|${rows.length}|${tail}`;
   let text = cache.get(key);
@@ -39,5 +45,6 @@ export async function insertRows<R = unknown>(
     if (cache.size > 64) cache.clear();
     cache.set(key, text);
   }
-  return (await db.executeQuery<R>(CompiledQuery.raw(text, rows.flat()))).rows;
+  const result = await db.executeQuery<R>(CompiledQuery.raw(text, rows.flat()));
+  return { rows: result.rows, insertId: result.insertId === undefined ? undefined : Number(result.insertId) };
 }

@@ -8,6 +8,9 @@ export const catalogueMigrations: Record<string, Migration> = {
       // Subtree ranges need bytewise ordering of paths: SQLite's BINARY is; PostgreSQL needs "C".
       const pathType = pg ? sql`text collate "C"` : sql`text`;
       const double = sql`double precision`;
+      // SQLite: tables keyed by a composite primary key are stored in that key's b-tree (WITHOUT ROWID),
+      // one b-tree write per row instead of two; this is most of the cost of importing file metadata.
+      const clusterOnKey = <T extends { modifyEnd: (s: ReturnType<typeof sql>) => T }>(t: T): T => (pg ? t : t.modifyEnd(sql`without rowid`));
 
       await withAutoId(db, db.schema.createTable('cat_fields'), 'id')
         .addColumn('name', 'varchar(64)', (c) => c.notNull().unique())
@@ -57,6 +60,7 @@ export const catalogueMigrations: Record<string, Migration> = {
         .addColumn('num', double)
         .addColumn('str', 'text')
         .addPrimaryKeyConstraint('cat_dir_meta_pk', ['dir_id', 'field_id'])
+        .$call(clusterOnKey)
         .execute();
       await db.schema.createIndex('cat_dir_meta_field').on('cat_dir_meta').columns(['field_id', 'dir_id']).execute();
 
@@ -68,6 +72,7 @@ export const catalogueMigrations: Record<string, Migration> = {
         .addColumn('str', 'text')
         .addColumn('source_id', 'bigint', (c) => c.notNull())
         .addPrimaryKeyConstraint('cat_dir_meta_eff_pk', ['dir_id', 'field_id'])
+        .$call(clusterOnKey)
         .execute();
       await db.schema.createIndex('cat_dir_meta_eff_num').on('cat_dir_meta_eff').columns(['field_id', 'num', 'dir_id']).execute();
       await db.schema.createIndex('cat_dir_meta_eff_str').on('cat_dir_meta_eff').columns(['field_id', 'str', 'dir_id']).execute();
@@ -80,6 +85,7 @@ export const catalogueMigrations: Record<string, Migration> = {
         .addColumn('num', double)
         .addColumn('str', 'text')
         .addPrimaryKeyConstraint('cat_file_meta_pk', ['file_id', 'field_id'])
+        .$call(clusterOnKey)
         .execute();
       // No (field_id, ...) index: file values are searched through cat_dir_file_values, and an extra index
       // on this, the largest table, would slow every import.
@@ -92,6 +98,7 @@ export const catalogueMigrations: Record<string, Migration> = {
         .addColumn('str', 'text', (c) => c.notNull())
         .addColumn('refs', 'bigint', (c) => c.notNull())
         .addPrimaryKeyConstraint('cat_dir_file_values_pk', ['dir_id', 'field_id', 'num', 'str'])
+        .$call(clusterOnKey)
         .execute();
       await db.schema.createIndex('cat_dir_file_values_field').on('cat_dir_file_values').columns(['field_id', 'num', 'str']).execute();
     },

@@ -30,6 +30,7 @@ const DEFAULT_CHECKSUM_TYPE = 'Adler32';
 const INSERT_CHUNK = 500;
 /** Rows per multi-row INSERT: 12 columns × 1000 stays under SQLite's 32,766 and PostgreSQL's 65,535 parameters. */
 const BULK_CHUNK = 1000;
+/** In the order of the rows registerFiles builds. */
 const FILE_COLUMNS = ['dir_id', 'name', 'size', 'checksum', 'checksum_type', 'guid', 'owner', 'owner_group', 'mode', 'status', 'created_at', 'modified_at'] as const;
 const FILE_COLUMN_TYPES: readonly Column[] = FILE_COLUMNS.map((c) => [c, c === 'dir_id' || c === 'size' ? 'bigint' : c === 'mode' ? 'integer' : 'text'] as const);
 const DIR_META_COLUMNS: readonly Column[] = [['dir_id', 'bigint'], ['field_id', 'bigint'], ['num', 'double precision'], ['str', 'text']];
@@ -537,8 +538,8 @@ export class WriteSession {
       list.push(item);
     }
     const now = nowIso();
-    const rows: Omit<FileRow, 'id'>[] = [];
-    const meta: { key: string; item: NewFile }[] = [];
+    const rows: unknown[][] = [];
+    const meta: { row: number; dirId: number; item: NewFile }[] = [];
     const counters = new Map<number, { files: number; size: number; treeFiles: number; treeSize: number }>();
     const bump = (id: number, direct: boolean, files: number, size: number) => {
       let c = counters.get(id);
@@ -574,58 +575,62 @@ export class WriteSession {
       const above = ancestorsOf(dirPath);
       if (above.some((p) => !this.#dirs.has(p))) await this.#load(above);
       let size = 0;
+      const owner = this.principal.username;
+      const group = this.principal.group;
       for (const item of list) {
-        rows.push({
-          dir_id: dir.id,
-          name: baseName(item.path),
-          size: item.size,
-          checksum: item.checksum,
-          checksum_type: item.checksumType ?? DEFAULT_CHECKSUM_TYPE,
-          guid: item.guid ?? randomUUID(),
-          owner: this.principal.username,
-          owner_group: this.principal.group,
-          mode: item.mode ?? this.config.defaultFileMode,
-          status: item.status ?? DEFAULT_STATUS,
-          created_at: now,
-          modified_at: now,
-        });
-        if (item.metadata.length > 0) meta.push({ key: `${dir.id}/${baseName(item.path)}`, item });
+        const name = baseName(item.path);
+        if (item.metadata.length > 0) meta.push({ row: rows.length, dirId: dir.id, item });
+        rows.push([
+          dir.id,
+          name,
+          item.size,
+          item.checksum,
+          item.checksumType ?? DEFAULT_CHECKSUM_TYPE,
+          item.guid ?? randomUUID(),
+          owner,
+          group,
+          item.mode ?? this.config.defaultFileMode,
+          item.status ?? DEFAULT_STATUS,
+          now,
+          now,
+        ]);
         size += item.size;
       }
       bump(dir.id, true, list.length, size);
       for (const p of above) bump(this.#dirs.get(p)!.id, false, list.length, size);
     }
     await this.#checkFree(toCheck, fail);
-    const ids = new Map<string, number>();
-    for (const part of chunks(rows, BULK_CHUNK)) {
-      const inserted = await insertRows<{ id: number; dir_id: number; name: string }>(
-        this.trx,
-        this.pg,
-        'cat_files',
-        FILE_COLUMN_TYPES,
-        part.map((r) => FILE_COLUMNS.map((c) => r[c])),
-        meta.length > 0 ? ['id', 'dir_id', 'name'] : undefined,
-      );
-      for (const r of inserted) ids.set(`${r.dir_id}/${r.name}`, Number(r.id));
+    // File ids, by row index, for the metadata rows.
+    const ids: number[] = new Array<number>(rows.length);
+    for (let start = 0; start < rows.length; start += BULK_CHUNK) {
+      const part = rows.slice(start, start + BULK_CHUNK);
+      if (!this.pg) {
+        // One SQLite statement gives its rows consecutive rowids in VALUES order (AUTOINCREMENT, one writer).
+        const { insertId } = await insertRows(this.trx, false, 'cat_files', FILE_COLUMN_TYPES, part);
+        for (let k = 0; k < part.length; k++) ids[start + k] = insertId! - part.length + 1 + k;
+      } else {
+        const { rows: inserted } = await insertRows<{ id: number; dir_id: number; name: string }>(this.trx, true, 'cat_files', FILE_COLUMN_TYPES, part, meta.length > 0 ? ['id', 'dir_id', 'name'] : undefined);
+        if (meta.length === 0) continue;
+        const byKey = new Map(inserted.map((r) => [`${r.dir_id}/${r.name}`, Number(r.id)]));
+        for (let k = 0; k < part.length; k++) ids[start + k] = byKey.get(`${part[k]![0]}/${part[k]![1]}`)!;
+      }
     }
     if (meta.length > 0) {
-      const metaRows: Database['cat_file_meta'][] = [];
+      const metaRows: unknown[][] = [];
       const values = new Map<string, Database['cat_dir_file_values']>();
-      for (const { key, item } of meta) {
-        const fileId = ids.get(key)!;
-        const dirId = Number(key.slice(0, key.indexOf('/')));
+      for (const { row, dirId, item } of meta) {
+        const fileId = ids[row]!;
         for (const { field, value } of item.metadata) {
-          metaRows.push({ file_id: fileId, field_id: field.id, num: value.num, str: value.str });
-          const v = { dir_id: dirId, field_id: field.id, num: value.num ?? 0, str: value.str ?? '', refs: 1 };
-          const vk = `${dirId}|${field.id}|${v.num}|${v.str}`;
+          metaRows.push([fileId, field.id, value.num, value.str]);
+          const num = value.num ?? 0;
+          const str = value.str ?? '';
+          const vk = `${dirId}|${field.id}|${num}|${str}`;
           const seen = values.get(vk);
           if (seen) seen.refs += 1;
-          else values.set(vk, v);
+          else values.set(vk, { dir_id: dirId, field_id: field.id, num, str, refs: 1 });
         }
       }
-      for (const part of chunks(metaRows, BULK_CHUNK)) {
-        await insertRows(this.trx, this.pg, 'cat_file_meta', FILE_META_COLUMNS, part.map((m) => [m.file_id, m.field_id, m.num, m.str]));
-      }
+      for (const part of chunks(metaRows, BULK_CHUNK)) await insertRows(this.trx, this.pg, 'cat_file_meta', FILE_META_COLUMNS, part);
       await this.#addFileValues([...values.values()]);
     }
     await this.#addCounters(counters);
