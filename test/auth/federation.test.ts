@@ -51,10 +51,10 @@ for (const { dialect, skip } of await dialects()) {
     const there = () => [new URL(upstream.issuer).origin];
 
     /** Dirigo /oauth2/auth → login page → "Sign in with" → upstream login and consent; returns the page that redirects back. */
-    async function upstreamLogin(b: FederationBrowser, provider: string, account: string, decision: 'allow' | 'deny' = 'allow') {
+    async function upstreamLogin(b: FederationBrowser, provider: string, account: string, decision: 'allow' | 'deny' = 'allow', start?: Page) {
       const pkce = pkcePair();
       const q = new URLSearchParams({ response_type: 'code', client_id: 'test-web', redirect_uri: CLIENT_REDIRECT, state: 'client-state-1', code_challenge: pkce.challenge, code_challenge_method: 'S256' });
-      const login = await b.follow(`${svc.url}/oauth2/auth?${q}`, here());
+      const login = start ?? (await b.follow(`${svc.url}/oauth2/auth?${q}`, here()));
       assert.equal(login.status, 200);
       assert.match(login.text, /Sign in with Upstream IdP<\/button>/);
       assert.match(login.text, /Sign in with Upstream by email<\/button>/);
@@ -119,6 +119,33 @@ for (const { dialect, skip } of await dialects()) {
       const refreshed = await postForm(svc, '/oauth2/token', { grant_type: 'refresh_token', refresh_token: token.refresh_token }, basic('test-web', WEB_SECRET));
       assert.equal(refreshed.status, 200, refreshed.text);
       assert.equal(refreshed.json.group, 'dirigo_user');
+    });
+
+    it('two users finishing their upstream logins at the same moment each get their own session', async () => {
+      const [a, c] = [browser(), browser()];
+      const [fromA, fromC] = await Promise.all([upstreamLogin(a, 'upstream-mail', 'alice-up'), upstreamLogin(c, 'upstream-mail', 'bob-up')]);
+      const [pageA, pageC] = await Promise.all([a.follow(fromA.back.location!, here()), c.follow(fromC.back.location!, here())]);
+      assert.match(pageA.text, /Signed in as alice/);
+      assert.deepEqual(formFields(pageA.text, /^\/oauth2\/consent$/).selects.group, ['dirigo_prod']);
+      assert.match(pageC.text, /Signed in as bob/);
+      assert.deepEqual(formFields(pageC.text, /^\/oauth2\/consent$/).selects.group, ['dirigo_user']);
+    });
+
+    it('approves a device after a federated login on the verification page', async () => {
+      const device = await postForm(svc, '/oauth2/device', { client_id: 'test-public' });
+      assert.equal(device.status, 200, device.text);
+      const b = browser();
+      const entry = await b.follow(device.json.verification_uri_complete, here());
+      const login = await b.submit(entry, /^\/oauth2\/device\/verify$/, { user_code: device.json.user_code }, here());
+      const { back } = await upstreamLogin(b, 'upstream', 'bob-up', 'allow', login);
+      const consent = await b.follow(back.location!, here());
+      const form = formFields(consent.text, /^\/oauth2\/consent$/);
+      assert.deepEqual(form.selects.group, ['dirigo_user']);
+      const done = await b.fetch(`${svc.url}/oauth2/consent`, { ...form.hidden, group: 'dirigo_user', setup: form.selects.setup![0]!, decision: 'allow' });
+      assert.equal(done.status, 200, done.text);
+      const token = await postForm(svc, '/oauth2/token', { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: device.json.device_code, client_id: 'test-public' });
+      assert.equal(token.status, 200, token.text);
+      assert.equal(token.json.group, 'dirigo_user');
     });
 
     it('a replayed callback, a tampered state and a callback from another browser are refused (state mismatch)', async () => {
