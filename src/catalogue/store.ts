@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import { isPostgres } from '../db/portable.ts';
 import type { Principal } from '../auth/authenticate.ts';
-import { requireCapability } from '../auth/authenticate.ts';
+import { allowsCapability, requireCapability } from '../auth/authenticate.ts';
 import { nowIso, type Db } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import { Conflict, InvalidRequest, NotFound } from '../server/errors.ts';
@@ -14,7 +14,7 @@ import type { CatalogueConfig } from './config-schema.ts';
 import { insertRows, type Column } from './fast-insert.ts';
 import { applyConditions, type ConditionTree } from './conditions.ts';
 import { ancestorsOf, baseName, descendantRange, joinPath, parentOf } from './paths.ts';
-import { READ, WRITE, requireAdmin, requireAllowed, requireOwnerOrAdmin } from './permissions.ts';
+import { READ, WRITE, allowed, requireAdmin, requireAllowed, requireOwnerOrAdmin } from './permissions.ts';
 import { compareValues, fromStored, toStored, FIELD_SCOPES, FIELD_TYPES, type Field, type FieldScope, type FieldType, type JsonValue, type StoredValue } from './values.ts';
 
 type Q = Kysely<Database> | Transaction<Database>;
@@ -352,6 +352,14 @@ export class WriteSession {
   async mkdirs(path: string, mode?: number): Promise<{ dir: DirRow; created: boolean }> {
     const cached = this.#dirs.get(path);
     if (cached) return { dir: cached, created: false };
+    // Fast path (bulk imports): the parent is known and writable, so try the insert straight away.
+    const known = this.#dirs.get(parentOf(path) ?? '');
+    if (known && allowed(this.principal, known, WRITE) && allowsCapability(this.principal, 'storage.create', path)) {
+      const dir = await this.#createChild(known, path, mode, nowIso());
+      if (dir) return { dir, created: true };
+      await this.#load([path]);
+      return { dir: this.#dirs.get(path)!, created: false };
+    }
     const chain = [...ancestorsOf(path), path];
     await this.#load(chain);
     const existing = this.#dirs.get(path);
@@ -372,47 +380,56 @@ export class WriteSession {
     const now = nowIso();
     for (let i = firstMissing; i < chain.length; i++) {
       const p = chain[i]!;
-      const inserted = (await this.trx
-        .insertInto('cat_directories')
-        .values({
-          parent_id: parent.id,
-          path: p,
-          name: baseName(p),
-          depth: i,
-          owner: this.principal.username,
-          owner_group: this.principal.group,
-          mode: p === path && mode !== undefined ? mode : this.config.defaultDirectoryMode,
-          created_at: now,
-          modified_at: now,
-          files: 0,
-          size: 0,
-          tree_files: 0,
-          tree_size: 0,
-        })
-        .onConflict((oc) => oc.column('path').doNothing())
-        .returningAll()
-        .executeTakeFirst()) as DirRow | undefined;
-      if (!inserted) throw new Conflict(`${p} was created concurrently; retry`);
-      const id = Number(inserted.id);
-      // Inherit the parent's effective metadata.
-      await this.trx
-        .insertInto('cat_dir_meta_eff')
-        .columns(['dir_id', 'field_id', 'num', 'str', 'source_id'])
-        .expression((eb) =>
-          eb
-            .selectFrom('cat_dir_meta_eff')
-            .select([sql<number>`cast(${id} as bigint)`.as('dir_id'), 'field_id', 'num', 'str', 'source_id'])
-            .where('dir_id', '=', parent!.id),
-        )
-        .execute();
-      const row = { ...inserted, id } as DirRow;
-      this.#dirs.set(p, row);
-      this.#created.add(id);
-      this.#freshLeaves.add(id);
-      this.#freshLeaves.delete(parent!.id);
+      const row = await this.#createChild(parent, p, p === path ? mode : undefined, now);
+      if (!row) throw new Conflict(`${p} was created concurrently; retry`);
       parent = row;
     }
     return { dir: parent, created: true };
+  }
+
+  /** Inserts one directory under `parent` with the parent's effective metadata; undefined if it exists. */
+  async #createChild(parent: DirRow, p: string, mode: number | undefined, now: string): Promise<DirRow | undefined> {
+    const file = await this.trx.selectFrom('cat_files').select('id').where('dir_id', '=', parent.id).where('name', '=', baseName(p)).executeTakeFirst();
+    if (file) throw new Conflict(`${p} is already registered as a file`);
+    const inserted = (await this.trx
+      .insertInto('cat_directories')
+      .values({
+        parent_id: parent.id,
+        path: p,
+        name: baseName(p),
+        depth: Number(parent.depth) + 1,
+        owner: this.principal.username,
+        owner_group: this.principal.group,
+        mode: mode ?? this.config.defaultDirectoryMode,
+        created_at: now,
+        modified_at: now,
+        files: 0,
+        size: 0,
+        tree_files: 0,
+        tree_size: 0,
+      })
+      .onConflict((oc) => oc.column('path').doNothing())
+      .returningAll()
+      .executeTakeFirst()) as DirRow | undefined;
+    if (!inserted) return undefined;
+    const id = Number(inserted.id);
+    // Inherit the parent's effective metadata.
+    await this.trx
+      .insertInto('cat_dir_meta_eff')
+      .columns(['dir_id', 'field_id', 'num', 'str', 'source_id'])
+      .expression((eb) =>
+        eb
+          .selectFrom('cat_dir_meta_eff')
+          .select([sql<number>`cast(${id} as bigint)`.as('dir_id'), 'field_id', 'num', 'str', 'source_id'])
+          .where('dir_id', '=', parent.id),
+      )
+      .execute();
+    const row = { ...inserted, id } as DirRow;
+    this.#dirs.set(p, row);
+    this.#created.add(id);
+    this.#freshLeaves.add(id);
+    this.#freshLeaves.delete(parent.id);
+    return row;
   }
 
   /** Sets (or with null removes) directory metadata; a field may be set once along a path. */

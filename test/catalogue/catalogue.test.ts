@@ -106,6 +106,8 @@ for (const { dialect, skip } of await dialects()) {
       }
       expectError(await A.put(fileUrl('/lhc/run1/f3'), { Size: 1, Checksum: 'x' }), 409, 'conflict', 'already registered');
       expectError(await A.put(fileUrl('/lhc/run1/raw'), { Size: 1, Checksum: 'x' }), 409, 'conflict', 'directory');
+      expectError(await A.put(dirUrl('/lhc/run1/f3')), 409, 'conflict', 'as a file');
+      expectError(await A.put(dirUrl('/lhc/run1/f3/below')), 409, 'conflict', 'as a file');
 
       const plain = await A.get(dirUrl('/lhc/run1'));
       assert.equal(plain.status, 200, plain.text);
