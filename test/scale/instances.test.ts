@@ -119,14 +119,19 @@ for (const { dialect, skip } of await dialects()) {
 
     test('an instance killed with kill -9 while holding jobs: the other recovers them and they run to Done', async () => {
       const c = await cluster.start('c');
-      // All three instances match jobs; the ones c holds when it dies are found by their holder id.
-      const jids = await submit(c, aliceA, Array.from({ length: 6 }, () => ({ Executable: '/bin/sleep', Arguments: '2', Sites: ['Local'] })));
-      const held = await until('c to hold running jobs', async () => {
-        const rows = await cluster.sql<{ job_id: number }>(`select job_id from jobs where executor_id like $1 and status = 'Running' and job_id = any($2)`, [`%:${c.child.pid}:%`, jids]);
-        return rows.length > 0 ? rows.map((r) => Number(r.job_id)) : undefined;
-      });
-      c.child.kill('SIGKILL');
-      await c.exited;
+      // All three instances match jobs (3 slots each); with more jobs than a and b have slots, c holds
+      // some. The ones c holds when it dies are found by their holder id.
+      const jids = await submit(c, aliceA, Array.from({ length: 12 }, () => ({ Executable: '/bin/sleep', Arguments: '2', Sites: ['Local'] })));
+      let held: number[];
+      try {
+        held = await until('c to hold running jobs', async () => {
+          const rows = await cluster.sql<{ job_id: number }>(`select job_id from jobs where executor_id like $1 and status = 'Running' and job_id = any($2)`, [`%:${c.child.pid}:%`, jids]);
+          return rows.length > 0 ? rows.map((r) => Number(r.job_id)) : undefined;
+        });
+      } finally {
+        c.child.kill('SIGKILL');
+        await c.exited;
+      }
       for (const jid of jids) {
         const j = await until(`job ${jid} to end`, async () => {
           const r = await job(a, aliceA, jid);
