@@ -64,9 +64,10 @@ memory=$(sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' <<<"$hw")
 [ -n "$cpus" ] && [ -n "$memory" ] || die "cannot read the node's hardware from 'slurmd -C': $hw"
 
 new_conf=$(cat <<EOF
-# Written by Dirigo's scripts/slurm-dev.sh: a single-node development and CI cluster.
+# Written by Dirigo's scripts/slurm-dev.sh: a single-node development and CI cluster. Addresses are
+# 127.0.0.1 so that it works whether or not the host name resolves (containers).
 ClusterName=dirigo
-SlurmctldHost=$node
+SlurmctldHost=$node(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -101,7 +102,7 @@ KillWait=5
 Waittime=0
 # TIMEOUT within seconds of the limit, not minutes.
 OverTimeLimit=0
-NodeName=$node CPUs=$cpus Boards=${boards:-1} SocketsPerBoard=${sockets:-1} CoresPerSocket=${cores:-$cpus} ThreadsPerCore=${threads:-1} RealMemory=$memory State=UNKNOWN
+NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus Boards=${boards:-1} SocketsPerBoard=${sockets:-1} CoresPerSocket=${cores:-$cpus} ThreadsPerCore=${threads:-1} RealMemory=$memory State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 EOF
 )
