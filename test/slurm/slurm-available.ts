@@ -16,8 +16,8 @@ export function slurmUnavailable(): string | undefined {
     if (!nodes.some((s) => /^(idle|mixed|allocated|completing)/.test(s))) throw new Error(`no usable node (sinfo: ${nodes.join(', ')})`);
     probe = undefined;
   } catch (err) {
-    const e = err as NodeJS.ErrnoException & { stderr?: string };
-    probe = e.code === 'ENOENT' ? 'Slurm is not installed (no scontrol)' : (e.stderr?.trim() || e.message).split('\n')[0];
+    const e = err as NodeJS.ErrnoException & { stderr?: string; stdout?: string };
+    probe = e.code === 'ENOENT' ? 'Slurm is not installed (no scontrol)' : (e.stderr?.toString().trim() || e.stdout?.toString().trim() || e.message).split('\n')[0];
   }
   if (probe !== undefined) {
     if (process.env.DIRIGO_REQUIRE_SLURM === '1') throw new Error(`DIRIGO_REQUIRE_SLURM=1 but Slurm is unavailable: ${probe}. Run scripts/slurm-dev.sh first.`);
