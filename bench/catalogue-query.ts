@@ -208,6 +208,8 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
       };
       const tree = parseConditions(`Campaign=in|campaign3&Run=<|${3 * runsPerCampaign + 10}&Stream=in|physics,calib`, all, { scope: 'directory' });
       await plan('directory search, 3 conditions', store.searchQuery('/cat', tree));
+      const big = await svc.ctx.db.selectFrom('cat_directories').select('id').where('path', '=', '/cat/big').executeTakeFirstOrThrow();
+      await plan('listing', svc.ctx.db.selectFrom('cat_files').selectAll().where('dir_id', '=', big.id).orderBy('name'));
       await plan('compatible values, 2 conditions', store.compatibleQuery('/', parseConditions('Run=>=|100&Stream=in|calib', all, { scope: 'directory' })));
     }
     const agent = new Agent({ connect: { ca: svc.pki.ca.certPem }, keepAliveTimeout: 60_000 });

@@ -14,7 +14,7 @@ import type { CatalogueConfig } from './config-schema.ts';
 import { insertRows, type Column } from './fast-insert.ts';
 import { applyConditions, type ConditionTree } from './conditions.ts';
 import { ancestorsOf, baseName, descendantRange, joinPath, parentOf } from './paths.ts';
-import { READ, WRITE, allowed, requireAdmin, requireAllowed, requireOwnerOrAdmin } from './permissions.ts';
+import { WRITE, allowed, requireAdmin, requireAllowed, requireOwnerOrAdmin } from './permissions.ts';
 import { compareValues, fromStored, toStored, FIELD_SCOPES, FIELD_TYPES, type Field, type FieldScope, type FieldType, type JsonValue, type StoredValue } from './values.ts';
 
 type Q = Kysely<Database> | Transaction<Database>;
@@ -820,9 +820,5 @@ export class WriteSession {
     this.#dirs.clear();
     if (Number(dir.tree_files) > 0) await this.#bumpChain(parent.path, undefined, -Number(dir.tree_files), -Number(dir.tree_size));
     return { directories: Number(counted.n), files: Number(dir.tree_files) };
-  }
-
-  requireRead(obj: DirRow | FileRow, path: string): void {
-    requireAllowed(this.principal, obj, READ, path, `read ${path}`);
   }
 }
