@@ -9,4 +9,4 @@ import type { RegistryTables } from '../registry/tables.ts';
 import type { ClusterTables } from '../cluster/tables.ts';
 import type { FederationTables } from '../federation/tables.ts';
 
-export interface Database extends AuthTables, JobsTables, RegistryTables, ClusterTables, FederationTables {}
+export interface Database extends AuthTables, CatalogueTables, JobsTables, RegistryTables, ClusterTables, FederationTables {}
