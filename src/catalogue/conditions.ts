@@ -7,7 +7,7 @@
  * Semantics, identical on SQLite and PostgreSQL: every condition requires the directory to have the field
  * (own or inherited); `!=` and `nin` therefore mean "has the field, with another value".
  */
-import { sql, type ExpressionBuilder, type Expression, type SqlBool, type SelectQueryBuilder } from 'kysely';
+import { sql, type ExpressionBuilder, type Expression, type Kysely, type SqlBool, type SelectQueryBuilder } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { InvalidRequest } from '../server/errors.ts';
 import { parseText, type Field, type FieldType } from './values.ts';
@@ -170,5 +170,32 @@ export function applyConditions<O>(
         .on((eb) => termExpression(eb, column, term, noIndex)),
     ) as unknown as typeof q;
   });
+  return q;
+}
+
+/**
+ * The ids of every directory of the catalogue satisfying a non-empty `tree`, from the effective-metadata
+ * table alone: when the subtree is the whole catalogue there is nothing to check on the directory rows,
+ * so the driving term's index range joined with the other terms' primary-key probes is the whole query.
+ */
+export function matchingIdsEverywhere(db: Kysely<Database>, tree: ConditionTree, dialect: 'sqlite' | 'postgres') {
+  const driver = drivingTerm(tree) ?? tree.terms[0]!;
+  let q = db
+    .selectFrom('cat_dir_meta_eff as c0')
+    .select('c0.dir_id')
+    .where('c0.field_id', '=', driver.field.id)
+    .where((eb) => termExpression(eb, driver.field.type === 'string' ? 'c0.str' : 'c0.num', driver, false));
+  tree.terms
+    .filter((t) => t !== driver)
+    .forEach((term, i) => {
+      const alias = `c${i + 1}`;
+      const column = `${alias}.${term.field.type === 'string' ? 'str' : 'num'}`;
+      q = q.innerJoin(`cat_dir_meta_eff as ${alias}` as 'cat_dir_meta_eff as c', (join) =>
+        join
+          .onRef(`${alias}.dir_id` as 'c.dir_id', '=', 'c0.dir_id')
+          .on(`${alias}.field_id` as 'c.field_id', '=', term.field.id)
+          .on((eb) => termExpression(eb, column, term, dialect === 'sqlite')),
+      ) as unknown as typeof q;
+    });
   return q;
 }

@@ -12,7 +12,7 @@ import type { Database } from '../db/schema.ts';
 import { Conflict, InvalidRequest, NotFound } from '../server/errors.ts';
 import type { CatalogueConfig } from './config-schema.ts';
 import { insertRows, type Column } from './fast-insert.ts';
-import { applyConditions, type ConditionTree } from './conditions.ts';
+import { applyConditions, matchingIdsEverywhere, type ConditionTree } from './conditions.ts';
 import { ancestorsOf, baseName, descendantRange, joinPath, parentOf } from './paths.ts';
 import { WRITE, allowed, requireAdmin, requireAllowed, requireOwnerOrAdmin } from './permissions.ts';
 import { compareValues, fromStored, toStored, FIELD_SCOPES, FIELD_TYPES, type Field, type FieldScope, type FieldType, type JsonValue, type StoredValue } from './values.ts';
@@ -216,9 +216,15 @@ export class CatalogueStore {
     return this.#matching(path, tree).select(['d.path', 'd.files', 'd.size', 'd.tree_files', 'd.tree_size']).orderBy('d.path');
   }
 
+  /** Ids of the directories of the subtree of `path` matching `tree`. */
+  #matchingIds(path: string, tree: ConditionTree) {
+    if (path === '/' && tree.terms.length > 0) return matchingIdsEverywhere(this.db, tree, this.pg ? 'postgres' : 'sqlite');
+    return this.#matching(path, tree).select('d.id');
+  }
+
   /** The compatible-values query over directory fields (see compatibleValues). */
   compatibleQuery(path: string, tree: ConditionTree) {
-    return this.db.selectFrom('cat_dir_meta_eff as e').select(['e.field_id', 'e.num', 'e.str']).distinct().where('e.dir_id', 'in', this.#matching(path, tree).select('d.id'));
+    return this.db.selectFrom('cat_dir_meta_eff as e').select(['e.field_id', 'e.num', 'e.str']).distinct().where('e.dir_id', 'in', this.#matchingIds(path, tree));
   }
 
   /** Directories in the subtree of `path` (itself included) matching `tree`, with recursive counts. */
@@ -248,7 +254,7 @@ export class CatalogueStore {
       dirRows = await this.db.selectFrom('cat_dir_meta').select(['field_id', 'num', 'str']).distinct().execute();
       fileRows = await this.db.selectFrom('cat_dir_file_values').select(['field_id', 'num', 'str']).distinct().execute();
     } else {
-      const matching = () => this.#matching(path, tree).select('d.id');
+      const matching = () => this.#matchingIds(path, tree);
       dirRows = await this.compatibleQuery(path, tree).execute();
       fileRows = withFileFields ? await this.db.selectFrom('cat_dir_file_values as v').select(['v.field_id', 'v.num', 'v.str']).distinct().where('v.dir_id', 'in', matching()).execute() : [];
     }
