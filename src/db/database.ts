@@ -36,8 +36,11 @@ export function openDatabase(url: string, options: OpenDatabaseOptions = {}): Op
     connectionTimeoutMillis: 5000,
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
   });
-  // An idle client that loses its server must not crash the process; the next query reports it.
+  // A client that loses its server must not crash the process: idle ones report through the pool, and a
+  // checked-out one between two queries (inside a transaction) emits 'error' on itself. The query in
+  // flight, or the next one, fails and is answered 503; the pool drops the broken client on release.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres' };
 }
 
