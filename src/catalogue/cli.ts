@@ -6,10 +6,9 @@ import { createReadStream, statSync } from 'node:fs';
 import { Transform } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { environment } from '../server/config.ts';
-import { call, callJson, connect, CONNECTION_OPTIONS, type Connection } from '../cli/http.ts';
+import { call, callJson, connect, type Connection } from '../cli/http.ts';
 import { CliError, progress } from '../cli/output.ts';
-import { certificateToken } from '../cli/token.ts';
+import { CREDENTIAL_OPTIONS, userAccessToken } from '../cli/credentials.ts';
 import { encodePath, pathProblem } from './paths.ts';
 
 const USAGE = `usage: dirigo catalogue <command> [arguments] [options]
@@ -32,10 +31,7 @@ options: --url URL --ca FILE (--cert FILE --key FILE [--group G] [--setup S] | -
 `;
 
 const OPTIONS = {
-  ...CONNECTION_OPTIONS,
-  token: { type: 'string' },
-  group: { type: 'string' },
-  setup: { type: 'string' },
+  ...CREDENTIAL_OPTIONS,
   json: { type: 'boolean' },
   long: { type: 'boolean', short: 'l' },
   recursive: { type: 'boolean', short: 'r' },
@@ -50,14 +46,6 @@ const OPTIONS = {
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
 
-async function accessToken(conn: Connection, values: Values): Promise<string> {
-  if (values.token) return values.token;
-  if (conn.hasCertificate) return (await certificateToken(conn, values.group, values.setup)).access_token;
-  const fromEnv = environment.get('DIRIGO_TOKEN');
-  if (fromEnv) return fromEnv;
-  const { cachedAccessToken } = await import('../auth/cli.ts');
-  return cachedAccessToken(conn);
-}
 
 function catalogPath(text: string | undefined): string {
   if (!text) throw new CliError(`a catalogue path is required\n\n${USAGE}`, 2);
@@ -192,7 +180,7 @@ export async function catalogueCommand(argv: string[]): Promise<number> {
     return sub || values.help ? 0 : 2;
   }
   const conn = connect(values);
-  const token = await accessToken(conn, values);
+  const token = await userAccessToken(conn, values);
   const dirUrl = (p: string) => `/filecatalogue/directory/${encodePath(p)}`;
   const fileUrl = (p: string) => `/filecatalogue/file/${encodePath(p)}`;
 

@@ -8,10 +8,9 @@ import { mkdir } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { environment } from '../server/config.ts';
-import { call, callJson, connect, CONNECTION_OPTIONS, type Connection } from '../cli/http.ts';
+import { call, callJson, connect, type Connection } from '../cli/http.ts';
 import { CliError, progress } from '../cli/output.ts';
-import { certificateToken } from '../cli/token.ts';
+import { CREDENTIAL_OPTIONS, userAccessToken } from '../cli/credentials.ts';
 import { unpackArchive } from './sandbox-archive.ts';
 import { fileNameProblem } from './file-names.ts';
 import { FINAL_STATUSES, type JobRecord, type StatusHistoryEntry } from './model.ts';
@@ -35,10 +34,7 @@ connection: --url URL (or DIRIGO_URL), --ca FILE (or DIRIGO_CA); --json prints r
 `;
 
 const OPTIONS = {
-  ...CONNECTION_OPTIONS,
-  token: { type: 'string' },
-  group: { type: 'string' },
-  setup: { type: 'string' },
+  ...CREDENTIAL_OPTIONS,
   json: { type: 'boolean' },
   status: { type: 'string', multiple: true },
   attr: { type: 'string', multiple: true },
@@ -53,15 +49,6 @@ const OPTIONS = {
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
 
-async function accessToken(conn: Connection, values: Values): Promise<string> {
-  if (values.token) return values.token;
-  if (conn.hasCertificate) return (await certificateToken(conn, values.group, values.setup)).access_token;
-  const fromEnv = environment.get('DIRIGO_TOKEN');
-  if (fromEnv) return fromEnv;
-  // The token cache belongs to `dirigo login` (src/auth/cli.ts); it explains itself when nobody signed in.
-  const { cachedAccessToken } = await import('../auth/cli.ts');
-  return cachedAccessToken(conn);
-}
 
 function jid(text: string | undefined): string {
   if (!text || !/^\d+$/.test(text)) throw new CliError(`a job id (a positive integer) is required, not '${text ?? ''}'`, 2);
@@ -157,7 +144,7 @@ export async function jobsCommand(argv: string[]): Promise<number> {
     return sub || values.help ? 0 : 2;
   }
   const conn = connect(values);
-  const token = await accessToken(conn, values);
+  const token = await userAccessToken(conn, values);
   switch (sub) {
     case 'submit':
       return submit(conn, token, values, args);
