@@ -12,6 +12,7 @@ import { canTransition, changeStatus } from '../jobs/state-machine.ts';
 import { InvalidTransition } from '../server/errors.ts';
 import { sql } from 'kysely';
 import { splitArguments } from '../jobs/arguments.ts';
+import { waitingJobIdsFor } from '../jobs/store.ts';
 
 /** Statuses in which an agent holds a job. */
 export const AGENT_HELD: JobStatus[] = [JobStatus.Matched, JobStatus.Running, JobStatus.Completing, JobStatus.Stalled];
@@ -51,15 +52,7 @@ export async function matchJobs(db: Db, dialect: 'sqlite' | 'postgres', site: st
   const source = `Agent@${site}`;
   if (dialect === 'postgres') return matchJobsPostgres(db, site, agent, n, minorStatus, source);
   return db.transaction().execute(async (trx) => {
-    const q = trx
-      .selectFrom('jobs')
-      .select('job_id')
-      .where('status', '=', JobStatus.Waiting)
-      .where((eb) => eb.or([eb('site', '=', 'ANY'), eb('site', '=', site), eb.and([eb('site', '=', 'Multiple'), eb('sites', 'like', `%,${site},%`)])]))
-      .orderBy('user_priority', 'desc')
-      .orderBy('job_id', 'asc')
-      .limit(n);
-    const ids = (await q.execute()).map((r) => Number(r.job_id));
+    const ids = await waitingJobIdsFor(trx, 'sqlite', site, n);
     const won = await changeStatus(trx, ids, {
       from: JobStatus.Waiting,
       to: JobStatus.Matched,

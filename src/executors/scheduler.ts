@@ -16,6 +16,7 @@ import type { Manifest } from '../jobs/manifest.ts';
 import { JobStatus } from '../jobs/model.ts';
 import { changeStatus } from '../jobs/state-machine.ts';
 import { splitArguments } from '../jobs/arguments.ts';
+import { waitingJobIdsFor } from '../jobs/store.ts';
 import type { Executor, ExecutorEvent, JobToRun } from './executor.ts';
 
 const HELD: JobStatus[] = [JobStatus.Matched, JobStatus.Running, JobStatus.Completing];
@@ -146,16 +147,7 @@ export class Scheduler {
   async #claim(site: string, n: number): Promise<JobToRun[]> {
     const lease = new Date(Date.now() + this.#config.leaseMs).toISOString();
     const rows = await this.#db.transaction().execute(async (trx) => {
-      let q = trx
-        .selectFrom('jobs')
-        .select('job_id')
-        .where('status', '=', JobStatus.Waiting)
-        .where((eb) => eb.or([eb('site', '=', 'ANY'), eb('site', '=', site), eb.and([eb('site', '=', 'Multiple'), eb('sites', 'like', `%,${site},%`)])]))
-        .orderBy('user_priority', 'desc')
-        .orderBy('job_id', 'asc')
-        .limit(n);
-      if (this.#dialect === 'postgres') q = q.forUpdate().skipLocked();
-      const ids = (await q.execute()).map((r) => Number(r.job_id));
+      const ids = await waitingJobIdsFor(trx, this.#dialect, site, n);
       const won = await changeStatus(trx, ids, {
         from: JobStatus.Waiting,
         to: JobStatus.Matched,
