@@ -13,6 +13,28 @@ export type Column = readonly [name: string, pgType: 'bigint' | 'text' | 'intege
 
 const cache = new Map<string, string>();
 
+const NEEDS_ESCAPE = /[\\"]/;
+const ESCAPED = /[\\"]/g;
+
+/**
+ * Column `i` of `rows` as a PostgreSQL array literal (`{1,NULL,"a\"b"}`), sent as one text parameter. The
+ * driver's generic array serialisation (two regular expressions per element) was a tenth of the import's
+ * time in this process. Every string element is quoted, so no text can end the literal or add elements.
+ */
+function arrayLiteral(rows: readonly unknown[][], i: number): string {
+  const parts = new Array<string>(rows.length);
+  for (let k = 0; k < rows.length; k++) {
+    const v = rows[k]![i];
+    if (v === null || v === undefined) parts[k] = 'NULL';
+    else if (typeof v === 'number' || typeof v === 'bigint') parts[k] = String(v);
+    else {
+      const text = String(v);
+      parts[k] = `"${NEEDS_ESCAPE.test(text) ? text.replace(ESCAPED, '\\$&') : text}"`;
+    }
+  }
+  return `{${parts.join(',')}}`;
+}
+
 export interface Inserted<R> {
   rows: R[];
   /** SQLite: the rowid of the last row inserted. */
@@ -34,7 +56,7 @@ export async function insertRows<R = unknown>(
   const tail = `${onConflict ? ` ${onConflict}` : ''}${returning ? ` returning ${returning.map((c) => `"${c}"`).join(', ')}` : ''}`;
   if (pg) {
     const text = `insert into "${table}" (${names}) select * from unnest(${columns.map(([, t], i) => `$${i + 1}::${t}[]`).join(', ')})${tail}`;
-    const arrays = columns.map((_, i) => rows.map((r) => r[i]));
+    const arrays = columns.map((_, i) => arrayLiteral(rows, i));
     return { rows: (await db.executeQuery<R>(CompiledQuery.raw(text, arrays))).rows, insertId: undefined };
   }
   const key = `${table}|${names}|${rows.length}|${tail}`;

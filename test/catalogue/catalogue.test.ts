@@ -489,5 +489,18 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(big.json.error.error, 'payload_too_large');
       assert.ok(big.json.applied > 0 && big.json.applied < 4000);
     });
+
+    it('keeps quotes, backslashes, braces, commas and NULL in bulk-imported names and values (array literals)', async () => {
+      const tricky = ['a"b', 'c\\d', '{e,f}', 'NULL', ' sp ', "q'uote", '\\"', 'é,"}'];
+      const lines = tricky.map((t, i) => JSON.stringify({ file: `/bulkq/${t}`, size: i, checksum: t, metadata: { Quality: t } }));
+      const res = await as(admin).bulk(`${lines.join('\n')}\n`);
+      assert.equal(res.status, 200, res.text);
+      const listed = ((await as(bob).get(dirUrl('/bulkq'))).json.Files as { Path: string }[]).map((f) => f.Path);
+      assert.deepEqual(listed.sort(), tricky.map((t) => `/bulkq/${t}`).sort());
+      for (const t of tricky) {
+        assert.equal((await as(bob).get(fileUrl(`/bulkq/${t}`, '/attributes'))).json.Checksum, t);
+        assert.equal((await as(bob).get(fileUrl(`/bulkq/${t}`, '/metadata'))).json.Quality, t);
+      }
+    });
   });
 }
