@@ -103,4 +103,14 @@ export const catalogueMigrations: Record<string, Migration> = {
       await db.schema.createIndex('cat_dir_file_values_field').on('cat_dir_file_values').columns(['field_id', 'num', 'str']).execute();
     },
   },
+  '2026_11_22_0401_catalogue_eff_covering': {
+    async up(db: Kysely<unknown>) {
+      // A search joins one cat_dir_meta_eff row per condition by (dir_id, field_id) and filters on its
+      // value: on PostgreSQL the primary key alone costs a heap fetch per candidate directory, an index
+      // holding the values answers from the index. (SQLite stores the table in its primary key's b-tree,
+      // so the key lookup already has the values.) One row per directory and field: imports barely notice.
+      if (!isPostgres(db)) return;
+      await db.schema.createIndex('cat_dir_meta_eff_values').on('cat_dir_meta_eff').columns(['dir_id', 'field_id', 'num', 'str']).execute();
+    },
+  },
 };
