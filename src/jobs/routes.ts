@@ -16,7 +16,8 @@ import type { JobsConfig } from './config-schema.ts';
 import { ATTRIBUTES, isFinal, type AttributeName } from './model.ts';
 import { FileSandboxStore } from './sandbox-store.ts';
 import { JobsService } from './service.ts';
-import type { Restrictions } from './store.ts';
+import { referencedSandboxes, type Restrictions } from './store.ts';
+import { runDuty } from '../cluster/duties.ts';
 import { manifestsFromJson, readMultipart } from './submission.ts';
 
 // Type arrays rather than anyOf: the serializer checks them inline instead of validating each value.
@@ -76,6 +77,9 @@ export function parseListQuery(url: string): { allOwners: boolean; maxJobs: numb
   };
 }
 
+/** How often unreferenced sandboxes are swept, and how old they must be to go. */
+const SANDBOX_SWEEP_MS = 3600_000;
+
 export async function jobsRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   const config: JobsConfig = ctx.config.jobs;
   const sandboxDir = resolve(ctx.config.dataDir, config.sandbox.dir);
@@ -84,6 +88,12 @@ export async function jobsRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
   app.addHook('onReady', async () => {
     await store.removeStaleTemporaries(3600_000).catch((err: Error) => app.log.warn({ err }, 'cannot clean the sandbox temporaries'));
   });
+  // Sandboxes a crash left without their job row: swept hourly by one instance.
+  const sweep = runDuty(ctx.db, 'sandbox-sweep', SANDBOX_SWEEP_MS, async () => {
+    const removed = await store.removeUnreferenced(SANDBOX_SWEEP_MS, (shas) => referencedSandboxes(ctx.db, shas));
+    if (removed > 0) app.log.info({ removed }, 'removed sandboxes no job references');
+  }, app.log);
+  ctx.onClose(() => sweep.stop());
   let scheduler: Scheduler | undefined;
   if (config.scheduler.enabled) {
     const executors = createExecutors({ config, dataDir: ctx.config.dataDir, store, log: app.log });

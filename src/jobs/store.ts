@@ -136,3 +136,15 @@ export async function waitingJobIdsFor(trx: Db, dialect: 'sqlite' | 'postgres', 
   if (dialect === 'postgres') q = q.forUpdate().skipLocked();
   return (await q.execute()).map((r) => Number(r.job_id));
 }
+
+/** Which of `sha256s` a job still references, as input or output sandbox. */
+export async function referencedSandboxes(db: Db, sha256s: string[]): Promise<Set<string>> {
+  if (sha256s.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('jobs')
+    .select('input_sandbox as sha256')
+    .where('input_sandbox', 'in', sha256s)
+    .union(db.selectFrom('jobs').select('output_sandbox as sha256').where('output_sandbox', 'in', sha256s))
+    .execute();
+  return new Set(rows.map((r) => r.sha256!));
+}
