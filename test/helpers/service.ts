@@ -5,7 +5,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent } from 'undici';
+import { send, type HttpResponse, type SendOptions } from './http.ts';
 import { loadConfig } from '../../src/server/config.ts';
 import { createContext, type AppContext } from '../../src/server/context.ts';
 import { startServer, type StartedServer } from '../../src/server/server.ts';
@@ -30,20 +31,9 @@ export function testRegistry() {
   };
 }
 
-export interface HttpResponse {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Buffer;
-  text: string;
-  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
+export type { HttpResponse };
 
-export interface RequestOptions {
-  method?: Dispatcher.HttpMethod;
-  headers?: Record<string, string>;
-  body?: string | Buffer;
-  json?: unknown;
-  token?: string;
+export interface RequestOptions extends SendOptions {
   /** Send a client certificate: a test user's name, or explicit PEMs. */
   as?: string | { cert: string; key: string };
 }
@@ -109,23 +99,7 @@ export async function startTestService(options: TestServiceOptions): Promise<Tes
     dataDir,
     dialect: options.dialect,
     async request(path, opts = {}) {
-      const headers: Record<string, string> = { ...opts.headers };
-      let body = opts.body;
-      if (opts.json !== undefined) {
-        headers['content-type'] = 'application/json';
-        body = JSON.stringify(opts.json);
-      }
-      if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-      const res = await request(server.url + path, { method: opts.method ?? 'GET', headers, body, dispatcher: agentFor(opts.as) });
-      const buf = Buffer.from(await res.body.arrayBuffer());
-      const text = buf.toString('utf8');
-      let json: unknown;
-      try {
-        json = JSON.parse(text);
-      } catch {
-        json = undefined;
-      }
-      return { status: res.statusCode, headers: res.headers, body: buf, text, json };
+      return send(server.url + path, opts, agentFor(opts.as));
     },
     async token(user, group = 'dirigo_user', setup = TEST_SETUP) {
       const res = await service.request(`/oauth2/token?grant_type=client_credentials&group=${group}&setup=${setup}`, { as: user });

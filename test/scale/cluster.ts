@@ -8,11 +8,12 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { Agent, request } from 'undici';
+import { Agent } from 'undici';
 import { stringify } from 'yaml';
 import { createPostgresSchema, POSTGRES_URL } from '../helpers/dialects.ts';
 import { testPki, type TestPki } from '../helpers/pki.ts';
-import { testRegistry, TEST_SETUP, type HttpResponse } from '../helpers/service.ts';
+import { send, type HttpResponse } from '../helpers/http.ts';
+import { testRegistry, TEST_SETUP } from '../helpers/service.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -99,23 +100,7 @@ export async function startCluster(jobs: Record<string, unknown>): Promise<Clust
         agent = new Agent({ connect: { ca: pki.ca.certPem, ...identity } });
         agents.set(key, agent);
       }
-      const headers: Record<string, string> = {};
-      if (options.token) headers.authorization = `Bearer ${options.token}`;
-      let body: string | undefined;
-      if (options.json !== undefined) {
-        headers['content-type'] = 'application/json';
-        body = JSON.stringify(options.json);
-      }
-      const res = await request(instance.url + path, { method: options.method ?? 'GET', headers, body, dispatcher: agent });
-      const buf = Buffer.from(await res.body.arrayBuffer());
-      const text = buf.toString('utf8');
-      let json: unknown;
-      try {
-        json = JSON.parse(text);
-      } catch {
-        json = undefined;
-      }
-      return { status: res.statusCode, headers: res.headers, body: buf, text, json };
+      return send(instance.url + path, options, agent);
     },
     async token(instance, user, group = 'dirigo_user') {
       const res = await cluster.request(instance, `/oauth2/token?grant_type=client_credentials&group=${group}&setup=${TEST_SETUP}`, { as: user });
