@@ -2,7 +2,7 @@
  * Figure (issue 4): bulk import through the real `POST /filecatalogue/bulk` endpoint over HTTPS, at least
  * 50,000 files/s, on SQLite and PostgreSQL. Each file line carries 3 file-metadata values; one directory
  * line (with 2 directory fields) precedes every 100 files. Default 200,000 files; `--full` 1,000,000.
- * Usage: node bench/catalogue-import.ts [--full] [--files N] [--dialect sqlite|postgres|both]
+ * Usage: node bench/catalogue-import.ts [--full] [--files N] [--dialect sqlite|postgres|both] [--batch-size N (default: the configuration's)]
  */
 import { parseArgs } from 'node:util';
 import { Readable } from 'node:stream';
@@ -10,7 +10,7 @@ import { Agent, request } from 'undici';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
 import { startTestService } from '../test/helpers/service.ts';
 
-const { values } = parseArgs({ options: { full: { type: 'boolean' }, files: { type: 'string' }, dialect: { type: 'string', default: 'both' } } });
+const { values } = parseArgs({ options: { full: { type: 'boolean' }, files: { type: 'string' }, dialect: { type: 'string', default: 'both' }, 'batch-size': { type: 'string' } } });
 if (!['sqlite', 'postgres', 'both'].includes(values.dialect)) throw new Error('--dialect: sqlite, postgres or both');
 const FILES = Number(values.files ?? (values.full ? 1_000_000 : 200_000));
 const PER_DIR = 100;
@@ -32,7 +32,7 @@ function ndjson(): Buffer[] {
 }
 
 async function run(dialect: 'sqlite' | 'postgres', body: Buffer[]): Promise<void> {
-  const svc = await startTestService({ dialect, logLevel: 'silent', config: { catalogue: { bulkBodyLimit: 1024 * 1024 * 1024 } } });
+  const svc = await startTestService({ dialect, logLevel: 'silent', config: { catalogue: { bulkBodyLimit: 1024 * 1024 * 1024, ...(values['batch-size'] ? { bulkBatchSize: Number(values['batch-size']) } : {}) } } });
   try {
     const admin = await svc.token('admin', 'dirigo_admin');
     for (const [Name, Type, Scope] of [

@@ -20,17 +20,22 @@ import { checkPath } from './paths.ts';
 import { parseMode } from './permissions.ts';
 import { BULK_FILE_KEYS, isObject, metadataObject, newFile } from './requests.ts';
 import { BulkAnswer } from './schemas.ts';
-import { AtLine, type CatalogueStore, type NewFile, type WriteSession } from './store.ts';
+import type { Field } from './values.ts';
+import { AtLine, BatchedWriteFailed, type CatalogueStore, type NewFile, type PreparedDirectory, type WriteSession } from './store.ts';
 
 const MAX_LINE = 1024 * 1024;
 
 type Op =
   | { kind: 'field'; line: number; name: unknown; type: unknown; scope: unknown }
   | { kind: 'dir'; line: number; path: string; mode: number | undefined; metadata: Record<string, unknown> }
-  | { kind: 'file'; line: number; path: string; body: Record<string, unknown> };
+  | { kind: 'file'; line: number; path: string; body: Record<string, unknown>; checked: NewFile | undefined };
 
-/** Parses one line's JSON and shape; fields are resolved later, in order, inside the transaction. */
-export function parseLine(text: string, line: number): Op {
+/**
+ * Parses one line's JSON and shape. A file line is also checked against `fields` (the fields defined when
+ * the request began), so that this work overlaps the previous batch's transaction; a line that fails the
+ * check, or names a field defined later, is checked again, in order, inside the transaction.
+ */
+export function parseLine(text: string, line: number, fields: ReadonlyMap<string, Field>): Op {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -50,16 +55,34 @@ export function parseLine(text: string, line: number): Op {
     return { kind: 'dir', line, path: checkPath(value.dir, 'dir'), mode: parseMode(value.mode, 'mode'), metadata: metadataObject(value.metadata, 'metadata') };
   }
   if (typeof value.file !== 'string') throw new InvalidRequest('"file" must be a path string');
-  return { kind: 'file', line, path: checkPath(value.file, 'file'), body: value };
+  const path = checkPath(value.file, 'file');
+  let checked: NewFile | undefined;
+  try {
+    checked = { ...newFile(path, value, fields, BULK_FILE_KEYS, ['file'], 'file'), line };
+  } catch {
+    checked = undefined;
+  }
+  return { kind: 'file', line, path, body: value, checked };
+}
+
+/** Whether every field of `before` is still defined alike in `now` (then checks made against it hold). */
+function stillDefined(before: ReadonlyMap<string, Field>, now: ReadonlyMap<string, Field>): boolean {
+  for (const [name, f] of before) {
+    const g = now.get(name);
+    if (!g || g.id !== f.id || g.type !== f.type || g.scope !== f.scope) return false;
+  }
+  return true;
 }
 
 async function* readLines(stream: Readable, limit: number): AsyncGenerator<string> {
   const decoder = new StringDecoder('utf8');
   let buffer = '';
   let bytes = 0;
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
+  for await (const received of stream as AsyncIterable<Buffer>) {
+    // The lines that end within the limit are still applied: a chunk is cut at it, whatever its size.
+    const over = bytes + received.length > limit;
+    const chunk = over ? received.subarray(0, limit - bytes) : received;
     bytes += chunk.length;
-    if (bytes > limit) throw new PayloadTooLarge(`the bulk body is larger than ${limit} bytes (catalogue.bulkBodyLimit)`);
     buffer += decoder.write(chunk);
     let start = 0;
     for (let nl = buffer.indexOf('\n'); nl !== -1; nl = buffer.indexOf('\n', start)) {
@@ -67,17 +90,36 @@ async function* readLines(stream: Readable, limit: number): AsyncGenerator<strin
       start = nl + 1;
     }
     buffer = buffer.slice(start);
+    if (over) throw new PayloadTooLarge(`the bulk body is larger than ${limit} bytes (catalogue.bulkBodyLimit)`);
     if (buffer.length > MAX_LINE) throw new PayloadTooLarge(`a line is longer than ${MAX_LINE} bytes`);
   }
   buffer += decoder.end();
   if (buffer.length > 0) yield buffer;
 }
 
-async function runOps(s: WriteSession, ops: Op[]): Promise<void> {
+/**
+ * Applies `ops` in order inside one transaction. Files wait and are registered in large groups; with
+ * `batched`, new directories under existing parents wait too and are created in groups (createDirectories),
+ * which may refuse with BatchedWriteFailed: the caller then runs the operations again one by one (without
+ * `batched`), and that run names the first failing line.
+ */
+async function runOps(s: WriteSession, ops: Op[], batched: boolean, checkedWith: ReadonlyMap<string, Field>): Promise<void> {
+  const trusted = stillDefined(checkedWith, await s.fields());
   // The directories this batch names, and their ancestors, in one query instead of one per directory line.
   await s.preload(ops.filter((o) => o.kind === 'dir').map((o) => o.path));
   let files: NewFile[] = [];
+  let dirs: PreparedDirectory[] = [];
+  const pendingDirs = new Set<string>();
+  const flushDirs = async () => {
+    if (dirs.length === 0) return;
+    const group = dirs;
+    dirs = [];
+    pendingDirs.clear();
+    await s.createDirectories(group);
+  };
   const flushFiles = async () => {
+    // Files may lie in directories still waiting.
+    await flushDirs();
     if (files.length === 0) return;
     const group = files;
     files = [];
@@ -90,16 +132,30 @@ async function runOps(s: WriteSession, ops: Op[]): Promise<void> {
   for (const op of ops) {
     if (op.kind === 'file') {
       try {
-        files.push({ ...newFile(op.path, op.body, await s.fields(), BULK_FILE_KEYS, ['file'], 'file'), line: op.line });
+        files.push(trusted && op.checked ? op.checked : { ...newFile(op.path, op.body, await s.fields(), BULK_FILE_KEYS, ['file'], 'file'), line: op.line });
       } catch (err) {
         await flushFiles();
         throw new AtLine(op.line, err);
       }
       continue;
     }
+    if (batched && op.kind === 'dir') {
+      // A directory under one still waiting needs its parent made first: make the group, then look again.
+      let prepared = await s.prepareDirectory(op.path, op.mode, op.metadata, pendingDirs);
+      if (!prepared && dirs.length > 0) {
+        await flushDirs();
+        prepared = await s.prepareDirectory(op.path, op.mode, op.metadata, pendingDirs);
+      }
+      if (prepared) {
+        dirs.push(prepared);
+        pendingDirs.add(op.path);
+        continue;
+      }
+    }
     // Pending files may wait past directory lines (so they are inserted in large groups): a directory line
     // never changes what a file registration does, except a Mode change, and field definitions must come first.
     if (op.kind === 'field' || op.mode !== undefined) await flushFiles();
+    else await flushDirs();
     try {
       if (op.kind === 'field') {
         await s.defineField(op.name, op.type, op.scope);
@@ -145,6 +201,7 @@ export async function bulkRoute(
       const stream = request.body as Readable | undefined;
       if (!stream || typeof (stream as Readable).pipe !== 'function') throw new UnsupportedMediaType('send the operations as application/x-ndjson');
       const principal = request.principal!;
+      const fields = await store.fields();
       let applied = 0;
       /** The first failing line of an applied batch (the earliest failure: batches run in order). */
       let failure: { line: number; error: unknown } | undefined;
@@ -155,7 +212,12 @@ export async function bulkRoute(
       const apply = async (ops: Op[]): Promise<void> => {
         if (ops.length === 0) return;
         try {
-          await store.write(principal, (s) => runOps(s, ops));
+          try {
+            await store.write(principal, (s) => runOps(s, ops, true, fields));
+          } catch (err) {
+            if (!(err instanceof BatchedWriteFailed)) throw err;
+            await store.write(principal, (s) => runOps(s, ops, false, fields));
+          }
           applied += ops.length;
           return;
         } catch (err) {
@@ -164,7 +226,7 @@ export async function bulkRoute(
           const before = ops.findIndex((o) => o.line === at.line);
           if (before > 0) {
             try {
-              await store.write(principal, (s) => runOps(s, ops.slice(0, before)));
+              await store.write(principal, (s) => runOps(s, ops.slice(0, before), false, fields));
               applied += before;
             } catch (again) {
               const a = again instanceof AtLine ? again : new AtLine(ops[0]!.line, again);
@@ -185,7 +247,7 @@ export async function bulkRoute(
           if (text.trim() === '') continue;
           let op: Op;
           try {
-            op = parseLine(text, line);
+            op = parseLine(text, line, fields);
           } catch (err) {
             readFailure = { line, error: err };
             break;

@@ -1,6 +1,13 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import { isPostgres, withAutoId } from '../db/portable.ts';
 
+// SQLite: tables keyed by a composite primary key are stored in that key's b-tree (WITHOUT ROWID), one
+// b-tree write per row instead of two.
+const clusterOnKey =
+  (pg: boolean) =>
+  <T extends { modifyEnd: (s: ReturnType<typeof sql>) => T }>(t: T): T =>
+    pg ? t : t.modifyEnd(sql`without rowid`);
+
 export const catalogueMigrations: Record<string, Migration> = {
   '2026_11_22_0400_catalogue_tables': {
     async up(db: Kysely<unknown>) {
@@ -8,9 +15,6 @@ export const catalogueMigrations: Record<string, Migration> = {
       // Subtree ranges need bytewise ordering of paths: SQLite's BINARY is; PostgreSQL needs "C".
       const pathType = pg ? sql`text collate "C"` : sql`text`;
       const double = sql`double precision`;
-      // SQLite: tables keyed by a composite primary key are stored in that key's b-tree (WITHOUT ROWID),
-      // one b-tree write per row instead of two; this is most of the cost of importing file metadata.
-      const clusterOnKey = <T extends { modifyEnd: (s: ReturnType<typeof sql>) => T }>(t: T): T => (pg ? t : t.modifyEnd(sql`without rowid`));
 
       await withAutoId(db, db.schema.createTable('cat_fields'), 'id')
         .addColumn('name', 'varchar(64)', (c) => c.notNull().unique())
@@ -60,7 +64,7 @@ export const catalogueMigrations: Record<string, Migration> = {
         .addColumn('num', double)
         .addColumn('str', 'text')
         .addPrimaryKeyConstraint('cat_dir_meta_pk', ['dir_id', 'field_id'])
-        .$call(clusterOnKey)
+        .$call(clusterOnKey(pg))
         .execute();
       await db.schema.createIndex('cat_dir_meta_field').on('cat_dir_meta').columns(['field_id', 'dir_id']).execute();
 
@@ -72,7 +76,7 @@ export const catalogueMigrations: Record<string, Migration> = {
         .addColumn('str', 'text')
         .addColumn('source_id', 'bigint', (c) => c.notNull())
         .addPrimaryKeyConstraint('cat_dir_meta_eff_pk', ['dir_id', 'field_id'])
-        .$call(clusterOnKey)
+        .$call(clusterOnKey(pg))
         .execute();
       await db.schema.createIndex('cat_dir_meta_eff_num').on('cat_dir_meta_eff').columns(['field_id', 'num', 'dir_id']).execute();
       await db.schema.createIndex('cat_dir_meta_eff_str').on('cat_dir_meta_eff').columns(['field_id', 'str', 'dir_id']).execute();
@@ -85,7 +89,7 @@ export const catalogueMigrations: Record<string, Migration> = {
         .addColumn('num', double)
         .addColumn('str', 'text')
         .addPrimaryKeyConstraint('cat_file_meta_pk', ['file_id', 'field_id'])
-        .$call(clusterOnKey)
+        .$call(clusterOnKey(pg))
         .execute();
       // No (field_id, ...) index: file values are searched through cat_dir_file_values, and an extra index
       // on this, the largest table, would slow every import.
@@ -98,7 +102,7 @@ export const catalogueMigrations: Record<string, Migration> = {
         .addColumn('str', 'text', (c) => c.notNull())
         .addColumn('refs', 'bigint', (c) => c.notNull())
         .addPrimaryKeyConstraint('cat_dir_file_values_pk', ['dir_id', 'field_id', 'num', 'str'])
-        .$call(clusterOnKey)
+        .$call(clusterOnKey(pg))
         .execute();
       await db.schema.createIndex('cat_dir_file_values_field').on('cat_dir_file_values').columns(['field_id', 'num', 'str']).execute();
     },
@@ -111,6 +115,78 @@ export const catalogueMigrations: Record<string, Migration> = {
       // so the key lookup already has the values.) One row per directory and field: imports barely notice.
       if (!isPostgres(db)) return;
       await db.schema.createIndex('cat_dir_meta_eff_values').on('cat_dir_meta_eff').columns(['dir_id', 'field_id', 'num', 'str']).execute();
+    },
+  },
+  '2026_11_22_0402_catalogue_file_meta_in_row': {
+    /**
+     * File metadata moves into the file row and the per-directory summary of file values becomes one row
+     * per (directory, field). A file's values are only ever read whole (conditions select directories),
+     * so one row per value cost an index entry each for nothing, and the summary, one row per distinct
+     * value, grew with the files for any field with many values: together they were two thirds of what a
+     * bulk import wrote on PostgreSQL. Files also lose their surrogate id, which only keyed those
+     * metadata rows: (dir_id, name) is their key, and one index fewer is a third of a file insert.
+     * - `cat_files.meta`: JSON `{"<field id>": value}` (a number for int/float/date, else a string), or null;
+     * - `cat_dir_file_summary.vals`: JSON `{"<value>": count}`, the values held by the files directly in
+     *   the directory and how many hold each (numbers as their shortest decimal text).
+     */
+    async up(db: Kysely<unknown>) {
+      const pg = isPostgres(db);
+      await db.schema.alterTable('cat_files').addColumn('meta', 'text').execute();
+      await db.schema
+        .createTable('cat_dir_file_summary')
+        .addColumn('dir_id', 'bigint', (c) => c.notNull())
+        .addColumn('field_id', 'bigint', (c) => c.notNull())
+        .addColumn('vals', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('cat_dir_file_summary_pk', ['dir_id', 'field_id'])
+        .$call(clusterOnKey(pg))
+        .execute();
+      // "Is this field in use?" before a field is removed.
+      await db.schema.createIndex('cat_dir_file_summary_field').on('cat_dir_file_summary').column('field_id').execute();
+      // Exactly one of num and str is set; numbers keep their JSON number form.
+      if (pg) {
+        await sql`update cat_files set meta = m.obj
+          from (select file_id, json_object_agg(field_id::text, case when str is null then to_json(num) else to_json(str) end)::text as obj
+                from cat_file_meta group by file_id) as m
+          where cat_files.id = m.file_id`.execute(db);
+        await sql`insert into cat_dir_file_summary (dir_id, field_id, vals)
+          select v.dir_id, v.field_id, json_object_agg(case when f.type = 'string' then v.str else v.num::text end, v.refs)::text
+          from cat_dir_file_values v join cat_fields f on f.id = v.field_id group by v.dir_id, v.field_id`.execute(db);
+      } else {
+        await sql`update cat_files set meta = (select json_group_object(cast(field_id as text), coalesce(str, num)) from cat_file_meta where file_id = cat_files.id)
+          where id in (select file_id from cat_file_meta)`.execute(db);
+        await sql`insert into cat_dir_file_summary (dir_id, field_id, vals)
+          select v.dir_id, v.field_id, json_group_object(case when f.type = 'string' then v.str else cast(v.num as text) end, v.refs)
+          from cat_dir_file_values v join cat_fields f on f.id = v.field_id group by v.dir_id, v.field_id`.execute(db);
+      }
+      await db.schema.dropTable('cat_file_meta').execute();
+      await db.schema.dropTable('cat_dir_file_values').execute();
+      if (pg) {
+        await db.schema.alterTable('cat_files').dropColumn('id').execute();
+        await sql`alter table cat_files add constraint cat_files_pk primary key using index cat_files_dir_name`.execute(db);
+      } else {
+        // SQLite cannot drop a primary-key column: the table is rebuilt, clustered on its new key.
+        await db.schema
+          .createTable('cat_files_keyed')
+          .addColumn('dir_id', 'bigint', (c) => c.notNull())
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('size', 'bigint', (c) => c.notNull())
+          .addColumn('checksum', 'varchar(128)', (c) => c.notNull())
+          .addColumn('checksum_type', 'varchar(32)', (c) => c.notNull())
+          .addColumn('guid', 'varchar(64)', (c) => c.notNull())
+          .addColumn('owner', 'varchar(64)', (c) => c.notNull())
+          .addColumn('owner_group', 'varchar(64)', (c) => c.notNull())
+          .addColumn('mode', 'integer', (c) => c.notNull())
+          .addColumn('status', 'varchar(32)', (c) => c.notNull())
+          .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+          .addColumn('modified_at', 'varchar(32)', (c) => c.notNull())
+          .addColumn('meta', 'text')
+          .addPrimaryKeyConstraint('cat_files_pk', ['dir_id', 'name'])
+          .$call(clusterOnKey(pg))
+          .execute();
+        await sql`insert into cat_files_keyed select dir_id, name, size, checksum, checksum_type, guid, owner, owner_group, mode, status, created_at, modified_at, meta from cat_files`.execute(db);
+        await db.schema.dropTable('cat_files').execute();
+        await db.schema.alterTable('cat_files_keyed').renameTo('cat_files').execute();
+      }
     },
   },
 };

@@ -230,7 +230,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
     { preHandler, schema: { ...common, summary: 'File metadata, own and inherited from its directories', params: S.PathParams, response: { 200: S.MetadataMap, ...errors } } },
     async (request) => {
       const { dir, file } = await readableFile(request, (request.params as { path: string }).path);
-      return store.fileMetadata(dir.id, file.id, await store.fields());
+      return store.fileMetadata(dir.id, file.meta, await store.fields());
     },
   );
 
@@ -246,9 +246,8 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
       if (!isObject(body)) throw new InvalidRequest('body must be a JSON object {"field": value}');
       return store.write(principalOf(request), async (s) => {
         const { dir, file } = await store.requireFile(path, s.trx);
-        await s.setFileMetadata(dir, file, body);
-        const fields = await s.fields();
-        return store.fileMetadata(dir.id, file.id, fields, s.trx);
+        const meta = await s.setFileMetadata(dir, file, body);
+        return store.fileMetadata(dir.id, meta, await s.fields(), s.trx);
       });
     },
   );

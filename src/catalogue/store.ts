@@ -3,7 +3,7 @@
  * WriteSession (one per transaction) that caches the directories it has seen and checks permissions.
  */
 import { randomUUID } from 'node:crypto';
-import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
+import { CompiledQuery, sql, type Expression, type Kysely, type Transaction } from 'kysely';
 import { isPostgres } from '../db/portable.ts';
 import type { Principal } from '../auth/authenticate.ts';
 import { allowsCapability, requireCapability } from '../auth/authenticate.ts';
@@ -12,6 +12,7 @@ import type { Database } from '../db/schema.ts';
 import { Conflict, InvalidRequest, NotFound } from '../server/errors.ts';
 import type { CatalogueConfig } from './config-schema.ts';
 import { insertRows, type Column } from './fast-insert.ts';
+import { decodeFileMeta, encodeFileMeta, fromSummaryKey, FileValueChanges, summaryKey } from './file-values.ts';
 import { applyConditions, matchingIdsEverywhere, type ConditionTree } from './conditions.ts';
 import { ancestorsOf, baseName, descendantRange, joinPath, parentOf } from './paths.ts';
 import { WRITE, allowed, requireAdmin, requireAllowed, requireOwnerOrAdmin } from './permissions.ts';
@@ -28,15 +29,19 @@ const RESERVED_FIELD_NAMES = new Set(['access_token', 'verbose']);
 const DEFAULT_STATUS = 'AprioriGood';
 const DEFAULT_CHECKSUM_TYPE = 'Adler32';
 const INSERT_CHUNK = 500;
-/** Rows per multi-row INSERT: 12 columns × 1000 stays under SQLite's 32,766 and PostgreSQL's 65,535 parameters. */
+/** Rows per multi-row INSERT on SQLite: 13 columns × 1000 stays under its 32,766 parameters. */
 const BULK_CHUNK = 1000;
+/** File rows per INSERT on PostgreSQL (one array per column through unnest; the size only sets the pipelining). */
+const PG_FILE_SLICE = 2000;
 /** In the order of the rows registerFiles builds. */
-const FILE_COLUMNS = ['dir_id', 'name', 'size', 'checksum', 'checksum_type', 'guid', 'owner', 'owner_group', 'mode', 'status', 'created_at', 'modified_at'] as const;
+const FILE_COLUMNS = ['dir_id', 'name', 'size', 'checksum', 'checksum_type', 'guid', 'owner', 'owner_group', 'mode', 'status', 'created_at', 'modified_at', 'meta'] as const;
+/** What a file record shows (listings leave the metadata out). */
+const FILE_RECORD_COLUMNS = FILE_COLUMNS.filter((c) => c !== 'meta');
 const FILE_COLUMN_TYPES: readonly Column[] = FILE_COLUMNS.map((c) => [c, c === 'dir_id' || c === 'size' ? 'bigint' : c === 'mode' ? 'integer' : 'text'] as const);
+const DIRECTORY_COLUMNS = ['parent_id', 'path', 'name', 'depth', 'owner', 'owner_group', 'mode', 'created_at', 'modified_at', 'files', 'size', 'tree_files', 'tree_size'] as const;
+const DIRECTORY_COLUMN_TYPES: readonly Column[] = DIRECTORY_COLUMNS.map((c) => [c, c === 'path' || c === 'name' || c.startsWith('owner') || c.endsWith('_at') ? 'text' : c === 'depth' || c === 'mode' ? 'integer' : 'bigint'] as const);
 const DIR_META_COLUMNS: readonly Column[] = [['dir_id', 'bigint'], ['field_id', 'bigint'], ['num', 'double precision'], ['str', 'text']];
 const DIR_EFF_COLUMNS: readonly Column[] = [...DIR_META_COLUMNS, ['source_id', 'bigint']];
-const FILE_VALUE_COLUMNS: readonly Column[] = [['dir_id', 'bigint'], ['field_id', 'bigint'], ['num', 'double precision'], ['str', 'text'], ['refs', 'bigint']];
-const FILE_META_COLUMNS: readonly Column[] = [['file_id', 'bigint'], ['field_id', 'bigint'], ['num', 'double precision'], ['str', 'text']];
 
 export interface DirectoryRecord {
   Path: string;
@@ -60,7 +65,7 @@ export function directoryRecord(d: DirRow): DirectoryRecord {
   return { Path: d.path, Name: baseName(d.path), Owner: d.owner, OwnerGroup: d.owner_group, Mode: Number(d.mode), CreationDate: d.created_at, ModificationDate: d.modified_at };
 }
 
-export function fileRecord(dirPath: string, f: FileRow): FileRecord {
+export function fileRecord(dirPath: string, f: Omit<FileRow, 'meta'>): FileRecord {
   return {
     Path: joinPath(dirPath, f.name),
     Name: f.name,
@@ -99,6 +104,25 @@ export class AtLine extends Error {
     super(cause instanceof Error ? cause.message : String(cause));
     this.line = line;
     this.cause = cause;
+  }
+}
+
+/** A directory line that the batched path can create: its parent exists and every check passed. */
+export interface PreparedDirectory {
+  path: string;
+  parent: DirRow;
+  mode: number;
+  values: { field: Field; value: StoredValue }[];
+}
+
+/**
+ * The batched path of a bulk import met something it does not report line by line (a name taken, a value
+ * already set along the path, a concurrent writer): the caller rolls back and applies the lines one by one,
+ * which finds the first failing line.
+ */
+export class BatchedWriteFailed extends Error {
+  constructor(reason: string) {
+    super(`batched write refused: ${reason}`);
   }
 }
 
@@ -193,16 +217,16 @@ export class CatalogueStore {
     return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : 1)));
   }
 
-  /** A file's own metadata and the metadata its directory has (own or inherited). */
-  async fileMetadata(dirId: number, fileId: number, fields: Map<string, Field>, q: Q = this.db): Promise<Record<string, JsonValue>> {
-    const own = await q.selectFrom('cat_file_meta').select(['field_id', 'num', 'str']).where('file_id', '=', fileId).execute();
+  /** A file's own metadata (its `meta` column) and the metadata its directory has (own or inherited). */
+  async fileMetadata(dirId: number, meta: string | null, fields: Map<string, Field>, q: Q = this.db): Promise<Record<string, JsonValue>> {
+    const own = [...decodeFileMeta(meta)].map(([field_id, v]) => ({ field_id, ...v }));
     const inherited = await q.selectFrom('cat_dir_meta_eff').select(['field_id', 'num', 'str']).where('dir_id', '=', dirId).execute();
     return this.#named([...inherited, ...own], fields);
   }
 
-  async listing(dir: DirRow): Promise<{ dirs: DirRow[]; files: FileRow[] }> {
+  async listing(dir: DirRow): Promise<{ dirs: DirRow[]; files: Omit<FileRow, 'meta'>[] }> {
     const dirs = (await this.db.selectFrom('cat_directories').selectAll().where('parent_id', '=', dir.id).orderBy('name').execute()) as DirRow[];
-    const files = (await this.db.selectFrom('cat_files').selectAll().where('dir_id', '=', dir.id).orderBy('name').execute()) as FileRow[];
+    const files = (await this.db.selectFrom('cat_files').select(FILE_RECORD_COLUMNS).where('dir_id', '=', dir.id).orderBy('name').execute()) as Omit<FileRow, 'meta'>[];
     return { dirs, files };
   }
 
@@ -247,19 +271,17 @@ export class CatalogueStore {
    */
   async compatibleValues(path: string, tree: ConditionTree, fields: Map<string, Field>, withFileFields = true): Promise<Map<Field, JsonValue[]>> {
     const byId = new Map([...fields.values()].map((f) => [f.id, f]));
-    let dirRows: { field_id: number; num: number | null; str: string | null }[];
-    let fileRows: { field_id: number; num: number | null; str: string | null }[];
-    if (path === '/' && tree.terms.length === 0) {
-      // Everything: each effective value originates from an own value, a much smaller table.
-      dirRows = await this.db.selectFrom('cat_dir_meta').select(['field_id', 'num', 'str']).distinct().execute();
-      fileRows = await this.db.selectFrom('cat_dir_file_values').select(['field_id', 'num', 'str']).distinct().execute();
-    } else {
-      const matching = () => this.#matchingIds(path, tree);
-      dirRows = await this.compatibleQuery(path, tree).execute();
-      fileRows = withFileFields ? await this.db.selectFrom('cat_dir_file_values as v').select(['v.field_id', 'v.num', 'v.str']).distinct().where('v.dir_id', 'in', matching()).execute() : [];
+    const everything = path === '/' && tree.terms.length === 0;
+    // Everything: each effective value originates from an own value, a much smaller table.
+    const dirRows = everything ? await this.db.selectFrom('cat_dir_meta').select(['field_id', 'num', 'str']).distinct().execute() : await this.compatibleQuery(path, tree).execute();
+    const fileRows = withFileFields ? await this.#fileValueKeys(everything ? undefined : this.#matchingIds(path, tree)) : [];
+    const rows = [...dirRows];
+    for (const r of fileRows) {
+      const f = byId.get(Number(r.field_id));
+      if (f) rows.push({ field_id: f.id, ...fromSummaryKey(f.type, r.key) });
     }
     const out = new Map<Field, JsonValue[]>();
-    for (const r of [...dirRows, ...fileRows]) {
+    for (const r of rows) {
       const f = byId.get(Number(r.field_id));
       if (!f) continue;
       let list = out.get(f);
@@ -268,6 +290,14 @@ export class CatalogueStore {
     }
     for (const list of out.values()) list.sort(compareValues);
     return out;
+  }
+
+  /** The distinct (field, value key) pairs of the file-value summaries of `dirIds` (every directory without). */
+  async #fileValueKeys(dirIds: Expression<unknown> | undefined): Promise<{ field_id: number; key: string }[]> {
+    const keys = this.pg ? sql`json_object_keys(s.vals::json) as k(key)` : sql`json_each(s.vals) as k`;
+    const where = dirIds ? sql`where s.dir_id in (${dirIds})` : sql``;
+    const { rows } = await sql<{ field_id: number; key: string }>`select distinct s.field_id, k.key from cat_dir_file_summary as s cross join ${keys} ${where}`.execute(this.db);
+    return rows;
   }
 
   // ---- fields ----
@@ -293,8 +323,8 @@ export class CatalogueStore {
     await this.db.transaction().execute(async (trx) => {
       const field = (await this.fields(trx)).get(name);
       if (!field) throw new NotFound(`no metadata field ${name}`);
-      // File values are summarised per directory in cat_dir_file_values (indexed by field).
-      const table = field.scope === 'directory' ? 'cat_dir_meta' : 'cat_dir_file_values';
+      // File values are summarised per directory in cat_dir_file_summary (indexed by field).
+      const table = field.scope === 'directory' ? 'cat_dir_meta' : 'cat_dir_file_summary';
       const used = await trx.selectFrom(table).select('field_id').where('field_id', '=', field.id).limit(1).executeTakeFirst();
       if (used) throw new Conflict(`metadata field ${name} is in use; remove its values first`);
       await trx.deleteFrom('cat_fields').where('id', '=', field.id).execute();
@@ -407,7 +437,7 @@ export class WriteSession {
   /** Inserts one directory under `parent` with the parent's effective metadata; undefined if it exists. */
   async #createChild(parent: DirRow, p: string, mode: number | undefined, now: string): Promise<DirRow | undefined> {
     if (this.pg) return this.#createChildPg(parent, p, mode, now);
-    const file = await this.trx.selectFrom('cat_files').select('id').where('dir_id', '=', parent.id).where('name', '=', baseName(p)).executeTakeFirst();
+    const file = await this.trx.selectFrom('cat_files').select('name').where('dir_id', '=', parent.id).where('name', '=', baseName(p)).executeTakeFirst();
     if (file) throw new Conflict(`${p} is already registered as a file`);
     const inserted = (await this.trx
       .insertInto('cat_directories')
@@ -546,6 +576,96 @@ export class WriteSession {
     await insertRows(this.trx, this.pg, 'cat_dir_meta_eff', DIR_EFF_COLUMNS, set.map(({ field, value }) => [dir.id, field.id, value.num, value.str, dir.id]));
   }
 
+  /**
+   * Checks a directory line for createDirectories: a path that does not exist yet, under a parent that
+   * does (or is created by an earlier line of the same group: not batchable, the caller creates the group
+   * first), with every permission and value check passing. Undefined when the line must be applied alone,
+   * which then reports its own error.
+   */
+  async prepareDirectory(path: string, mode: number | undefined, metadata: Record<string, unknown>, pending: ReadonlySet<string>): Promise<PreparedDirectory | undefined> {
+    if (this.#dirs.has(path) || pending.has(path)) return undefined;
+    const parentPath = parentOf(path);
+    const parent = parentPath === undefined ? undefined : this.#dirs.get(parentPath);
+    if (!parent || !allowed(this.principal, parent, WRITE) || !allowsCapability(this.principal, 'storage.create', path)) return undefined;
+    const dirMode = mode ?? this.config.defaultDirectoryMode;
+    const fields = await this.fields();
+    const values: PreparedDirectory['values'] = [];
+    for (const [name, value] of Object.entries(metadata)) {
+      const field = fields.get(name);
+      if (!field || field.scope !== 'directory') return undefined;
+      if (value === null) continue;
+      try {
+        values.push({ field, value: toStored(field, value) });
+      } catch {
+        return undefined;
+      }
+    }
+    if (values.length > 0) {
+      const row = { owner: this.principal.username, owner_group: this.principal.group, mode: dirMode };
+      if (!allowsCapability(this.principal, 'storage.modify', path) || !allowed(this.principal, row, WRITE)) return undefined;
+    }
+    return { path, parent, mode: dirMode, values };
+  }
+
+  /**
+   * Creates prepared directories and sets their metadata in a fixed number of statements, whatever their
+   * number: what the one-by-one path (mkdirs, then setDirectoryMetadata on a fresh leaf) does in two round
+   * trips per directory.
+   * @throws BatchedWriteFailed when a name is taken or a value is already set above.
+   */
+  async createDirectories(list: PreparedDirectory[]): Promise<void> {
+    if (list.length === 0) return;
+    const taken = await this.#firstTaken(list.map((d) => `${d.parent.id}/${baseName(d.path)}`));
+    if (taken) throw new BatchedWriteFailed(`a name is taken (${taken.key})`);
+    const now = nowIso();
+    const rows = list.map((d) => [d.parent.id, d.path, baseName(d.path), Number(d.parent.depth) + 1, this.principal.username, this.principal.group, d.mode, now, now, 0, 0, 0, 0]);
+    const created: DirRow[] = [];
+    for (const part of chunks(rows, this.pg ? rows.length : INSERT_CHUNK)) {
+      const { rows: inserted } = await insertRows<DirRow>(this.trx, this.pg, 'cat_directories', DIRECTORY_COLUMN_TYPES, part, ['id', ...DIRECTORY_COLUMNS], 'on conflict (path) do nothing');
+      created.push(...inserted.map((r) => ({ ...r, id: Number(r.id) })));
+    }
+    if (created.length !== list.length) throw new BatchedWriteFailed('a directory was created concurrently');
+    const ids = created.map((d) => d.id);
+    // Each new directory inherits its parent's effective metadata.
+    for (const part of chunks(ids, INSERT_CHUNK)) {
+      await this.trx
+        .insertInto('cat_dir_meta_eff')
+        .columns(['dir_id', 'field_id', 'num', 'str', 'source_id'])
+        .expression((eb) =>
+          eb
+            .selectFrom('cat_directories as d')
+            .innerJoin('cat_dir_meta_eff as e', 'e.dir_id', 'd.parent_id')
+            .select(['d.id', 'e.field_id', 'e.num', 'e.str', 'e.source_id'])
+            .where('d.id', 'in', part),
+        )
+        .execute();
+    }
+    const idOf = new Map(created.map((d) => [d.path, d.id]));
+    const own = list.flatMap((d) => d.values.map(({ field, value }) => [idOf.get(d.path)!, field.id, value.num, value.str] as [number, number, number | null, string | null]));
+    if (own.length > 0) {
+      // A value already set above (inherited) would break the once-per-path rule.
+      const pairs = own.map((r) => [r[0], r[1]] as [number, number]);
+      for (const part of chunks(pairs, BULK_CHUNK)) {
+        const query = this.pg
+          ? CompiledQuery.raw('select dir_id from cat_dir_meta_eff where (dir_id, field_id) in (select * from unnest($1::bigint[], $2::bigint[])) limit 1', [part.map((p) => p[0]), part.map((p) => p[1])])
+          : CompiledQuery.raw(`select dir_id from cat_dir_meta_eff where (dir_id, field_id) in (values ${part.map(() => '(?, ?)').join(', ')}) limit 1`, part.flat());
+        if ((await this.trx.executeQuery(query)).rows.length > 0) throw new BatchedWriteFailed('a value is already set along a path');
+      }
+      for (const part of chunks(own, this.pg ? own.length : INSERT_CHUNK)) {
+        await insertRows(this.trx, this.pg, 'cat_dir_meta', DIR_META_COLUMNS, part);
+        await insertRows(this.trx, this.pg, 'cat_dir_meta_eff', DIR_EFF_COLUMNS, part.map((r) => [...r, r[0]]));
+      }
+    }
+    const byPath = new Map(created.map((c) => [c.path, c]));
+    for (const d of list) {
+      const row = byPath.get(d.path)!;
+      this.#dirs.set(row.path, row);
+      this.#created.add(row.id);
+      if (d.values.length === 0) this.#freshLeaves.add(row.id);
+      this.#freshLeaves.delete(d.parent.id);
+    }
+  }
+
   async #setDirValue(dir: DirRow, field: Field, value: StoredValue): Promise<void> {
     const own = await this.trx.selectFrom('cat_dir_meta').select('dir_id').where('dir_id', '=', dir.id).where('field_id', '=', field.id).executeTakeFirst();
     if (own) {
@@ -621,7 +741,7 @@ export class WriteSession {
     }
     const now = nowIso();
     const rows: unknown[][] = [];
-    const meta: { row: number; dirId: number; item: NewFile }[] = [];
+    const values = new FileValueChanges();
     const counters = new Map<number, { files: number; size: number; treeFiles: number; treeSize: number }>();
     const bump = (id: number, direct: boolean, files: number, size: number) => {
       let c = counters.get(id);
@@ -661,7 +781,7 @@ export class WriteSession {
       const group = this.principal.group;
       for (const item of list) {
         const name = baseName(item.path);
-        if (item.metadata.length > 0) meta.push({ row: rows.length, dirId: dir.id, item });
+        for (const { field, value } of item.metadata) values.addKey(dir.id, field, summaryKey(value), 1);
         rows.push([
           dir.id,
           name,
@@ -675,6 +795,7 @@ export class WriteSession {
           item.status ?? DEFAULT_STATUS,
           now,
           now,
+          encodeFileMeta(item.metadata),
         ]);
         size += item.size;
       }
@@ -682,54 +803,35 @@ export class WriteSession {
       for (const p of above) bump(this.#dirs.get(p)!.id, false, list.length, size);
     }
     await this.#checkFree(toCheck, fail);
-    // File ids, by row index, for the metadata rows.
-    const ids: number[] = new Array<number>(rows.length);
-    const chunk = this.#bulkChunk();
-    for (let start = 0; start < rows.length; start += chunk) {
-      const part = rows.slice(start, start + chunk);
-      if (!this.pg) {
-        // One SQLite statement gives its rows consecutive rowids in VALUES order (AUTOINCREMENT, one writer).
-        const { insertId } = await insertRows(this.trx, false, 'cat_files', FILE_COLUMN_TYPES, part);
-        for (let k = 0; k < part.length; k++) ids[start + k] = insertId! - part.length + 1 + k;
-      } else {
-        const { rows: inserted } = await insertRows<{ id: number; dir_id: number; name: string }>(this.trx, true, 'cat_files', FILE_COLUMN_TYPES, part, meta.length > 0 ? ['id', 'dir_id', 'name'] : undefined);
-        if (meta.length === 0) continue;
-        const byKey = new Map(inserted.map((r) => [`${r.dir_id}/${r.name}`, Number(r.id)]));
-        for (let k = 0; k < part.length; k++) ids[start + k] = byKey.get(`${part[k]![0]}/${part[k]![1]}`)!;
+    if (this.pg) {
+      // In slices sent back to back: the database inserts one slice while this process encodes the next.
+      // The transaction's connection runs them in order; the first error fails the whole registration.
+      const sent: Promise<unknown>[] = [];
+      for (let start = 0; start < rows.length; start += PG_FILE_SLICE) {
+        const inserted = insertRows(this.trx, true, 'cat_files', FILE_COLUMN_TYPES, rows.slice(start, start + PG_FILE_SLICE));
+        inserted.catch(() => {}); // awaited below
+        sent.push(inserted);
+        await new Promise((resolve) => setImmediate(resolve)); // lets the slice go out before the next is encoded
       }
+      await Promise.all(sent);
+    } else {
+      for (let start = 0; start < rows.length; start += BULK_CHUNK) await insertRows(this.trx, false, 'cat_files', FILE_COLUMN_TYPES, rows.slice(start, start + BULK_CHUNK));
     }
-    if (meta.length > 0) {
-      const metaRows: unknown[][] = [];
-      const values = new Map<string, Database['cat_dir_file_values']>();
-      for (const { row, dirId, item } of meta) {
-        const fileId = ids[row]!;
-        for (const { field, value } of item.metadata) {
-          metaRows.push([fileId, field.id, value.num, value.str]);
-          const num = value.num ?? 0;
-          const str = value.str ?? '';
-          const vk = `${dirId}|${field.id}|${num}|${str}`;
-          const seen = values.get(vk);
-          if (seen) seen.refs += 1;
-          else values.set(vk, { dir_id: dirId, field_id: field.id, num, str, refs: 1 });
-        }
-      }
-      for (const part of chunks(metaRows, chunk)) await insertRows(this.trx, this.pg, 'cat_file_meta', FILE_META_COLUMNS, part);
-      await this.#addFileValues([...values.values()]);
-    }
+    await values.write(this.trx, this.pg, this.#created);
     await this.#addCounters(counters);
   }
 
-  /**
-   * Rows per multi-row INSERT: SQLite binds every value (BULK_CHUNK rows stay under its parameter limit);
-   * PostgreSQL gets one array per column through unnest, of any length, so one statement per table.
-   */
-  #bulkChunk(): number {
-    return this.pg ? Number.POSITIVE_INFINITY : BULK_CHUNK;
+  /** Refuses names already taken by a file or a directory. */
+  async #checkFree(pairs: Map<string, NewFile>, fail: (item: NewFile, err: unknown) => never): Promise<void> {
+    const taken = await this.#firstTaken([...pairs.keys()]);
+    if (taken) {
+      const item = pairs.get(taken.key)!;
+      fail(item, new Conflict(`${item.path} is already registered${taken.isDir ? ' as a directory' : ''}`));
+    }
   }
 
-  /** Refuses names already taken by a file or a directory, in one round trip per chunk. */
-  async #checkFree(pairs: Map<string, NewFile>, fail: (item: NewFile, err: unknown) => never): Promise<void> {
-    const keys = [...pairs.keys()];
+  /** The first of `keys` ("<directory id>/<name>") that a file or a directory holds, in one round trip per chunk. */
+  async #firstTaken(keys: string[]): Promise<{ key: string; isDir: boolean } | undefined> {
     for (const part of chunks(keys, BULK_CHUNK)) {
       const ids: number[] = [];
       const names: string[] = [];
@@ -753,11 +855,9 @@ export class WriteSession {
       }
       const res = await this.trx.executeQuery<{ id: number; name: string; is_dir: number }>(CompiledQuery.raw(text, params));
       const clash = res.rows[0];
-      if (clash) {
-        const item = pairs.get(`${Number(clash.id)}/${clash.name}`)!;
-        fail(item, new Conflict(`${item.path} is already registered${Number(clash.is_dir) ? ' as a directory' : ''}`));
-      }
+      if (clash) return { key: `${Number(clash.id)}/${clash.name}`, isDir: Number(clash.is_dir) === 1 };
     }
+    return undefined;
   }
 
   /** Adds file counts and sizes to directories, in one UPDATE ... FROM (VALUES ...) per chunk. */
@@ -782,62 +882,37 @@ export class WriteSession {
     }
   }
 
-  async #addFileValues(values: Database['cat_dir_file_values'][]): Promise<void> {
-    for (const part of chunks(values, this.#bulkChunk())) {
-      await insertRows(
-        this.trx,
-        this.pg,
-        'cat_dir_file_values',
-        FILE_VALUE_COLUMNS,
-        part.map((v) => [v.dir_id, v.field_id, v.num, v.str, v.refs]),
-        undefined,
-        'on conflict (dir_id, field_id, num, str) do update set refs = cat_dir_file_values.refs + excluded.refs',
-      );
-    }
-  }
-
-  async #dropFileValue(dirId: number, fieldId: number, value: StoredValue): Promise<void> {
-    const where = { dir_id: dirId, field_id: fieldId, num: value.num ?? 0, str: value.str ?? '' };
-    await this.trx
-      .updateTable('cat_dir_file_values')
-      .set((eb) => ({ refs: eb('refs', '-', 1) }))
-      .where('dir_id', '=', where.dir_id)
-      .where('field_id', '=', where.field_id)
-      .where('num', '=', where.num)
-      .where('str', '=', where.str)
-      .execute();
-    await this.trx
-      .deleteFrom('cat_dir_file_values')
-      .where('dir_id', '=', where.dir_id)
-      .where('field_id', '=', where.field_id)
-      .where('num', '=', where.num)
-      .where('str', '=', where.str)
-      .where('refs', '<=', 0)
-      .execute();
-  }
-
-  /** Sets (or with null removes) file metadata. */
-  async setFileMetadata(dir: DirRow, file: FileRow, metadata: Record<string, unknown>): Promise<void> {
+  /**
+   * Sets (or with null removes) file metadata.
+   * @returns the file's new `meta` column.
+   */
+  async setFileMetadata(dir: DirRow, file: FileRow, metadata: Record<string, unknown>): Promise<string | null> {
     const path = joinPath(dir.path, file.name);
     requireCapability(this.principal, 'storage.modify', path);
     requireAllowed(this.principal, file, WRITE, path, `set metadata on ${path}`);
     const fields = await this.fields();
+    const own = decodeFileMeta(file.meta);
+    const changes = new FileValueChanges();
     for (const [name, value] of Object.entries(metadata)) {
       const field = fields.get(name);
       if (!field) throw new InvalidRequest(`metadata ${JSON.stringify(name)}: no such field`);
       if (field.scope !== 'file') throw new InvalidRequest(`metadata ${name}: a directory field cannot be set on a file (set it on a directory; files inherit it)`);
       const stored = value === null ? undefined : toStored(field, value);
-      const old = await this.trx.selectFrom('cat_file_meta').select(['num', 'str']).where('file_id', '=', file.id).where('field_id', '=', field.id).executeTakeFirst();
-      if (old) {
-        await this.trx.deleteFrom('cat_file_meta').where('file_id', '=', file.id).where('field_id', '=', field.id).execute();
-        await this.#dropFileValue(dir.id, field.id, old);
-      }
+      const old = own.get(field.id);
+      if (old) changes.add(dir.id, field, old, -1);
       if (stored) {
-        await this.trx.insertInto('cat_file_meta').values({ file_id: file.id, field_id: field.id, ...stored }).execute();
-        await this.#addFileValues([{ dir_id: dir.id, field_id: field.id, num: stored.num ?? 0, str: stored.str ?? '', refs: 1 }]);
+        changes.add(dir.id, field, stored, 1);
+        own.set(field.id, stored);
+      } else {
+        own.delete(field.id);
       }
     }
-    if (Object.keys(metadata).length > 0) await this.trx.updateTable('cat_files').set({ modified_at: nowIso() }).where('id', '=', file.id).execute();
+    if (Object.keys(metadata).length === 0) return file.meta;
+    const byId = new Map([...fields.values()].map((f) => [f.id, f]));
+    const meta = encodeFileMeta([...own].flatMap(([id, value]) => (byId.has(id) ? [{ field: byId.get(id)!, value }] : [])));
+    await this.trx.updateTable('cat_files').set({ meta, modified_at: nowIso() }).where('dir_id', '=', dir.id).where('name', '=', file.name).execute();
+    await changes.write(this.trx, this.pg, new Set());
+    return meta;
   }
 
   async #bumpChain(dirPath: string, directId: number | undefined, files: number, size: number): Promise<void> {
@@ -863,10 +938,14 @@ export class WriteSession {
     requireCapability(this.principal, 'storage.modify', path);
     const { dir, file } = await this.store.requireFile(path, this.trx);
     if (file.owner !== this.principal.username) requireAllowed(this.principal, dir, WRITE, dir.path, `remove ${path}`);
-    const values = await this.trx.selectFrom('cat_file_meta').select(['field_id', 'num', 'str']).where('file_id', '=', file.id).execute();
-    for (const v of values) await this.#dropFileValue(dir.id, Number(v.field_id), v);
-    await this.trx.deleteFrom('cat_file_meta').where('file_id', '=', file.id).execute();
-    await this.trx.deleteFrom('cat_files').where('id', '=', file.id).execute();
+    const byId = new Map([...(await this.fields()).values()].map((f) => [f.id, f]));
+    const changes = new FileValueChanges();
+    for (const [id, value] of decodeFileMeta(file.meta)) {
+      const field = byId.get(id);
+      if (field) changes.add(dir.id, field, value, -1);
+    }
+    await this.trx.deleteFrom('cat_files').where('dir_id', '=', dir.id).where('name', '=', file.name).execute();
+    await changes.write(this.trx, this.pg, new Set());
     await this.#bumpChain(dir.path, dir.id, -1, -Number(file.size));
   }
 
@@ -885,9 +964,8 @@ export class WriteSession {
     }
     const ids = () => subtree(path)(this.trx.selectFrom('cat_directories as d')).select('d.id');
     const counted = await subtree(path)(this.trx.selectFrom('cat_directories as d')).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-    await this.trx.deleteFrom('cat_file_meta').where('file_id', 'in', (eb) => eb.selectFrom('cat_files').select('id').where('dir_id', 'in', ids())).execute();
     await this.trx.deleteFrom('cat_files').where('dir_id', 'in', ids()).execute();
-    await this.trx.deleteFrom('cat_dir_file_values').where('dir_id', 'in', ids()).execute();
+    await this.trx.deleteFrom('cat_dir_file_summary').where('dir_id', 'in', ids()).execute();
     await this.trx.deleteFrom('cat_dir_meta').where('dir_id', 'in', ids()).execute();
     await this.trx.deleteFrom('cat_dir_meta_eff').where('dir_id', 'in', ids()).execute();
     await this.trx.deleteFrom('cat_directories').where('id', 'in', ids()).execute();

@@ -9,8 +9,10 @@
  *   metadata is a set of (dir, field) → value rows without conflicts; it is materialised in
  *   `cat_dir_meta_eff` (indexed by field and value) and maintained when metadata is set/removed or a
  *   directory is created, which turns every condition into an index range scan plus a join.
- * - file-field values are summarised per directory in `cat_dir_file_values` (reference-counted) so that
- *   "values compatible with a condition" never scans the files themselves.
+ * - a file's own metadata is a JSON object in its row (`meta`): conditions select directories, so file
+ *   values are only read whole, and one row per value would cost an index entry each on every import.
+ * - file-field values are summarised per directory and field in `cat_dir_file_summary` (values with how
+ *   many files hold each) so that "values compatible with a condition" never reads the files themselves.
  * - no foreign keys: the store deletes dependants explicitly, and bulk inserts skip per-row FK probes.
  */
 import type { Generated } from 'kysely';
@@ -41,8 +43,8 @@ export interface CatDirectoryTable {
   tree_size: number;
 }
 
+/** Keyed by (dir_id, name). */
 export interface CatFileTable {
-  id: Generated<number>;
   dir_id: number;
   name: string;
   size: number;
@@ -55,6 +57,8 @@ export interface CatFileTable {
   status: string;
   created_at: string;
   modified_at: string;
+  /** Own metadata, JSON `{"<field id>": number | string}`; null when there is none. */
+  meta: string | null;
 }
 
 /** Metadata set on a directory itself. */
@@ -74,22 +78,12 @@ export interface CatDirMetaEffTable {
   source_id: number;
 }
 
-export interface CatFileMetaTable {
-  file_id: number;
-  field_id: number;
-  num: number | null;
-  str: string | null;
-}
-
-/** Distinct file-field values among the files directly in a directory, with how many files hold each. */
-export interface CatDirFileValueTable {
+/** The values of one file field among the files directly in a directory. */
+export interface CatDirFileSummaryTable {
   dir_id: number;
   field_id: number;
-  /** 0 for string fields (the unique key needs non-null columns). */
-  num: number;
-  /** '' for numeric fields. */
-  str: string;
-  refs: number;
+  /** JSON `{"<value>": count}`: numbers as their shortest decimal text (`String(n)`), strings as they are. */
+  vals: string;
 }
 
 export interface CatalogueTables {
@@ -98,6 +92,5 @@ export interface CatalogueTables {
   cat_files: CatFileTable;
   cat_dir_meta: CatDirMetaTable;
   cat_dir_meta_eff: CatDirMetaEffTable;
-  cat_file_meta: CatFileMetaTable;
-  cat_dir_file_values: CatDirFileValueTable;
+  cat_dir_file_summary: CatDirFileSummaryTable;
 }
