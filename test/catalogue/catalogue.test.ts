@@ -412,6 +412,35 @@ for (const { dialect, skip } of await dialects()) {
       expectError(await as(admin).del('/filecatalogue/metadata/Run'), 409, 'conflict', 'in use');
     });
 
+    it('keeps the file values of a directory right as file metadata changes and files go', async () => {
+      const A = as(alice);
+      const values = async () => (await A.get(dirUrl('/vals', '/metadata'))).json;
+      for (const [name, Metadata] of [
+        ['a', { Quality: 'good', Events: 5 }],
+        ['b', { Quality: 'good', Events: 7 }],
+        ['c', { Quality: 'bad' }],
+      ] as const) {
+        const res = await A.put(fileUrl(`/vals/${name}`), { Size: 1, Checksum: 'x', Metadata });
+        assert.equal(res.status, 201, res.text);
+      }
+      assert.deepEqual(await values(), { Events: [5, 7], Quality: ['bad', 'good'] });
+      const changed = await A.put(fileUrl('/vals/a', '/metadata'), { Quality: 'bad', Events: null });
+      assert.equal(changed.status, 200, changed.text);
+      assert.deepEqual(changed.json, { Quality: 'bad' });
+      assert.deepEqual(await values(), { Events: [7], Quality: ['bad', 'good'] }, 'b still holds good');
+      assert.equal((await A.put(fileUrl('/vals/b', '/metadata'), { Quality: 'bad' })).status, 200);
+      assert.deepEqual(await values(), { Events: [7], Quality: ['bad'] });
+      assert.equal((await A.del(fileUrl('/vals/b'))).status, 200);
+      assert.deepEqual(await values(), { Quality: ['bad'] }, 'the last Events value went with b');
+      // A bulk import into the existing directory merges with its summary.
+      const bulk = await as(alice).bulk('{"file": "/vals/d", "size": 1, "checksum": "x", "metadata": {"Events": 5, "Quality": "bad"}}\n');
+      assert.equal(bulk.status, 200, bulk.text);
+      assert.deepEqual(await values(), { Events: [5], Quality: ['bad'] });
+      assert.deepEqual((await A.get(fileUrl('/vals/d', '/metadata'))).json, { Events: 5, Quality: 'bad' });
+      assert.equal((await A.del(`${dirUrl('/vals')}?recursive=true`)).status, 200);
+      assert.equal((await A.get(dirUrl('/vals', '/metadata'))).status, 404);
+    });
+
     it('applies bulk NDJSON in bounded transactions and reports the first error with its line', async () => {
       const lines = [
         '{"field": "Beam", "type": "string", "scope": "directory"}',
