@@ -71,6 +71,12 @@ async function generate(db: Kysely<Database>, dialect: string, f: Fields): Promi
   }
   dirs.push(...runs, ...leaves);
   const byPath = new Map<string, Dir>(dirs.map((d) => [d.path, d]));
+  // Each directory's effective document: its own values and those of its ancestors.
+  const documentOf = (d: Dir): string => {
+    const doc: Record<string, number | string> = {};
+    for (let p: Dir | undefined = d; p; p = byPath.get(p.parent)) for (const [field, num, str] of p.own) doc[field] = str ?? num!;
+    return JSON.stringify(doc);
+  };
   const root = await db.selectFrom('cat_directories').select('id').where('path', '=', '/').executeTakeFirstOrThrow();
   const ids = new Map<string, number>([['/', Number(root.id)]]);
   const chunk = 1000;
@@ -78,7 +84,7 @@ async function generate(db: Kysely<Database>, dialect: string, f: Fields): Promi
     const part = dirs.slice(i, i + chunk);
     const rows = await db
       .insertInto('cat_directories')
-      .values(part.map((d) => ({ parent_id: ids.get(d.parent)!, path: d.path, name: d.path.slice(d.path.lastIndexOf('/') + 1), depth: d.depth, owner: 'admin', owner_group: 'dirigo_admin', mode: 0o755, created_at: now, modified_at: now, files: 0, size: 0, tree_files: 0, tree_size: 0 })))
+      .values(part.map((d) => ({ parent_id: ids.get(d.parent)!, path: d.path, name: d.path.slice(d.path.lastIndexOf('/') + 1), depth: d.depth, owner: 'admin', owner_group: 'dirigo_admin', mode: 0o755, created_at: now, modified_at: now, files: 0, size: 0, tree_files: 0, tree_size: 0, eff: documentOf(d) })))
       .returning(['id', 'path'])
       .execute();
     for (const r of rows) ids.set(r.path, Number(r.id));

@@ -1,8 +1,9 @@
 /**
  * Metadata conditions (DESIGN "File catalogue"): query parameters `key=op|value`, ANDed; a repeated key
  * gives a range. Parsed into a typed tree first (field names checked against the defined fields, operators
- * against the field's type, values parsed as the field's type), then compiled to SQL through Kysely's
- * expression builder with every value as a bound parameter: no user text ever becomes SQL.
+ * against the field's type, values parsed as the field's type), then compiled to SQL with every value as a
+ * bound parameter, so no user text ever becomes SQL: here for SQLite (joins through cat_dir_meta_eff), in
+ * effective.ts for PostgreSQL (predicates on each directory's effective document).
  *
  * Semantics, identical on SQLite and PostgreSQL: every condition requires the directory to have the field
  * (own or inherited); `!=` and `nin` therefore mean "has the field, with another value".
@@ -117,7 +118,7 @@ function termExpression<DB extends Database, TB extends keyof DB>(
  * The term SQLite should start from. Without STAT4 histograms (Node's SQLite has none) its planner cannot
  * tell a selective value from a common one and tends to start from a range; this picks an equality-like
  * term (`=`, then `in` with the fewest values), else a closed range, else any range. The other terms are
- * then checked through the (dir_id, field_id) primary key. PostgreSQL keeps its own statistics-based choice.
+ * then checked through the (dir_id, field_id) primary key.
  */
 export function drivingTerm(tree: ConditionTree): FieldCondition | undefined {
   const score = (t: FieldCondition): number => {
@@ -146,21 +147,20 @@ export function drivingTerm(tree: ConditionTree): FieldCondition | undefined {
 }
 
 /**
- * Restricts a query over `cat_directories as d` to directories satisfying `tree`: one inner join of the
- * effective-metadata table per field (`c0`, `c1`, ... — generated aliases, never user text), on
- * (dir_id, field_id) and the field's predicates. Both planners can then start from the most selective
- * (field_id, value) index range and probe the other terms through the (dir_id, field_id) primary key,
- * instead of materialising every term's directory list.
+ * SQLite: restricts a query over `cat_directories as d` to directories satisfying `tree`: one inner join of
+ * the effective-metadata table per field (`c0`, `c1`, ... — generated aliases, never user text), on
+ * (dir_id, field_id) and the field's predicates. The planner starts from the driving term's (field_id,
+ * value) index range and probes the other terms through the (dir_id, field_id) primary key, instead of
+ * materialising every term's directory list.
  */
 export function applyConditions<O>(
   query: SelectQueryBuilder<Database & { d: Database['cat_directories'] }, 'd', O>,
   tree: ConditionTree,
-  dialect: 'sqlite' | 'postgres',
 ): SelectQueryBuilder<Database & { d: Database['cat_directories'] }, 'd', O> {
   let q = query;
   const driver = drivingTerm(tree);
   tree.terms.forEach((term, i) => {
-    const noIndex = dialect === 'sqlite' && driver !== undefined && term !== driver;
+    const noIndex = driver !== undefined && term !== driver;
     const alias = `c${i}`;
     const column = `${alias}.${term.field.type === 'string' ? 'str' : 'num'}`;
     q = q.innerJoin(`cat_dir_meta_eff as ${alias}` as 'cat_dir_meta_eff as c', (join) =>
@@ -174,11 +174,12 @@ export function applyConditions<O>(
 }
 
 /**
- * The ids of every directory of the catalogue satisfying a non-empty `tree`, from the effective-metadata
- * table alone: when the subtree is the whole catalogue there is nothing to check on the directory rows,
- * so the driving term's index range joined with the other terms' primary-key probes is the whole query.
+ * SQLite: the ids of every directory of the catalogue satisfying a non-empty `tree`, from the
+ * effective-metadata table alone: when the subtree is the whole catalogue there is nothing to check on the
+ * directory rows, so the driving term's index range joined with the other terms' primary-key probes is the
+ * whole query.
  */
-export function matchingIdsEverywhere(db: Kysely<Database>, tree: ConditionTree, dialect: 'sqlite' | 'postgres') {
+export function matchingIdsEverywhere(db: Kysely<Database>, tree: ConditionTree) {
   const driver = drivingTerm(tree) ?? tree.terms[0]!;
   let q = db
     .selectFrom('cat_dir_meta_eff as c0')
@@ -194,7 +195,7 @@ export function matchingIdsEverywhere(db: Kysely<Database>, tree: ConditionTree,
         join
           .onRef(`${alias}.dir_id` as 'c.dir_id', '=', 'c0.dir_id')
           .on(`${alias}.field_id` as 'c.field_id', '=', term.field.id)
-          .on((eb) => termExpression(eb, column, term, dialect === 'sqlite')),
+          .on((eb) => termExpression(eb, column, term, true)),
       ) as unknown as typeof q;
     });
   return q;

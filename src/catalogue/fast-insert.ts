@@ -9,7 +9,7 @@ import { CompiledQuery, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 
 /** A column and its PostgreSQL type (for the unnest arrays). */
-export type Column = readonly [name: string, pgType: 'bigint' | 'text' | 'integer' | 'double precision'];
+export type Column = readonly [name: string, pgType: 'bigint' | 'text' | 'integer' | 'double precision' | 'jsonb'];
 
 const cache = new Map<string, string>();
 

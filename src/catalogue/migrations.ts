@@ -1,5 +1,7 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import { isPostgres, withAutoId } from '../db/portable.ts';
+import { createFieldIndex } from './effective.ts';
+import type { FieldType } from './values.ts';
 
 // SQLite: tables keyed by a composite primary key are stored in that key's b-tree (WITHOUT ROWID), one
 // b-tree write per row instead of two.
@@ -186,6 +188,35 @@ export const catalogueMigrations: Record<string, Migration> = {
         await sql`insert into cat_files_keyed select dir_id, name, size, checksum, checksum_type, guid, owner, owner_group, mode, status, created_at, modified_at, meta from cat_files`.execute(db);
         await db.schema.dropTable('cat_files').execute();
         await db.schema.alterTable('cat_files_keyed').renameTo('cat_files').execute();
+      }
+    },
+  },
+  '2026_11_22_0403_catalogue_effective_document': {
+    /**
+     * Each directory carries its effective metadata as one document (`eff`: jsonb on PostgreSQL, JSON text
+     * on SQLite), kept beside cat_dir_meta_eff. On PostgreSQL every directory field gets a partial
+     * expression index on it (catalogue/effective.ts), so that a search ANDs one bitmap per condition over
+     * the directory rows themselves: a third of the time of joining one cat_dir_meta_eff row per condition,
+     * whose value indexes are then no longer read there and are dropped (imports write them no more).
+     * SQLite keeps searching through cat_dir_meta_eff, where its clustered keys make the joins cheap.
+     */
+    async up(db: Kysely<unknown>) {
+      const pg = isPostgres(db);
+      await db.schema
+        .alterTable('cat_directories')
+        .addColumn('eff', pg ? 'jsonb' : 'text', (c) => c.notNull().defaultTo('{}'))
+        .execute();
+      if (pg) {
+        await sql`update cat_directories set eff = x.doc
+          from (select dir_id, jsonb_object_agg(field_id::text, case when str is null then to_jsonb(num) else to_jsonb(str) end) as doc
+                from cat_dir_meta_eff group by dir_id) as x
+          where cat_directories.id = x.dir_id`.execute(db);
+        const fields = await sql<{ id: number; type: string }>`select id, type from cat_fields where scope = 'directory'`.execute(db);
+        for (const f of fields.rows) await createFieldIndex(db, Number(f.id), f.type as FieldType);
+        for (const index of ['cat_dir_meta_eff_num', 'cat_dir_meta_eff_str', 'cat_dir_meta_eff_values']) await db.schema.dropIndex(index).execute();
+      } else {
+        await sql`update cat_directories set eff = (select json_group_object(cast(field_id as text), coalesce(str, num)) from cat_dir_meta_eff where dir_id = cat_directories.id)
+          where id in (select dir_id from cat_dir_meta_eff)`.execute(db);
       }
     },
   },

@@ -7,15 +7,16 @@
  *   reading the matched rows instead of aggregating millions of files.
  * - a directory field may be set once along a path, so each directory's effective (own + inherited)
  *   metadata is a set of (dir, field) → value rows without conflicts; it is materialised in
- *   `cat_dir_meta_eff` (indexed by field and value) and maintained when metadata is set/removed or a
- *   directory is created, which turns every condition into an index range scan plus a join.
+ *   `cat_dir_meta_eff` and, as one document, in the directory's `eff` column, both maintained when
+ *   metadata is set/removed or a directory is created. SQLite searches by joining the rows (indexed by
+ *   field and value), PostgreSQL by ANDing per-field indexes on the documents (effective.ts).
  * - a file's own metadata is a JSON object in its row (`meta`): conditions select directories, so file
  *   values are only read whole, and one row per value would cost an index entry each on every import.
  * - file-field values are summarised per directory and field in `cat_dir_file_summary` (values with how
  *   many files hold each) so that "values compatible with a condition" never reads the files themselves.
  * - no foreign keys: the store deletes dependants explicitly, and bulk inserts skip per-row FK probes.
  */
-import type { Generated } from 'kysely';
+import type { ColumnType, Generated } from 'kysely';
 
 export interface CatFieldTable {
   id: Generated<number>;
@@ -41,6 +42,11 @@ export interface CatDirectoryTable {
   size: number;
   tree_files: number;
   tree_size: number;
+  /**
+   * Effective metadata as one document (effective.ts): an object from PostgreSQL (jsonb), JSON text from
+   * SQLite; written as JSON text.
+   */
+  eff: ColumnType<unknown, string | undefined, string>;
 }
 
 /** Keyed by (dir_id, name). */

@@ -531,5 +531,22 @@ for (const { dialect, skip } of await dialects()) {
         assert.equal((await as(bob).get(fileUrl(`/bulkq/${t}`, '/metadata'))).json.Quality, t);
       }
     });
+
+    it('keeps every directory document equal to its effective metadata rows, after all the writes above', async () => {
+      const db = svc.ctx.db;
+      const rows = await db.selectFrom('cat_dir_meta_eff').select(['dir_id', 'field_id', 'num', 'str']).execute();
+      const expected = new Map<number, Record<string, number | string>>();
+      for (const r of rows) {
+        const doc = expected.get(Number(r.dir_id)) ?? {};
+        doc[String(r.field_id)] = r.str ?? Number(r.num);
+        expected.set(Number(r.dir_id), doc);
+      }
+      const dirs = await db.selectFrom('cat_directories').select(['id', 'path', 'eff']).execute();
+      assert.ok(expected.size >= 5, `the suite set directory metadata (${expected.size} directories have some)`);
+      for (const d of dirs) {
+        const doc = (typeof d.eff === 'string' ? JSON.parse(d.eff) : d.eff) as Record<string, number | string>;
+        assert.deepEqual(doc, expected.get(Number(d.id)) ?? {}, d.path);
+      }
+    });
   });
 }

@@ -1,6 +1,7 @@
 /**
- * Migration 2026_11_22_0402 on every dialect: a catalogue written by the earlier schema (one row per file
- * value, one summary row per distinct value, files with a surrogate id) reads the same afterwards.
+ * Migrations 2026_11_22_0402 and 0403 on every dialect: a catalogue written by the earlier schema (one row
+ * per file value, one summary row per distinct value, files with a surrogate id, no effective document)
+ * reads the same afterwards.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -91,6 +92,7 @@ for (const { dialect, skip } of await dialects()) {
       const fields = await store.fields();
       const a = await store.requireFile('/d/a');
       assert.deepEqual(await store.fileMetadata(a.dir.id, a.file.meta, fields), { Events: 5, Quality: 'good', Run: 7, Weight: 0.1 });
+      assert.deepEqual(JSON.parse(JSON.stringify((await store.requireDirectory('/d')).eff)), dialect === 'postgres' ? { 4: 7 } : '{"4":7.0}');
       const c = await store.requireFile('/d/c');
       assert.equal(c.file.meta, null);
       const tree = parseConditions('', fields, { scope: 'directory' });
