@@ -3,7 +3,8 @@
  *   {"field": name, "type": t, "scope": s}                      define a field (CatalogueAdministrator)
  *   {"dir": path, "metadata"?: {...}, "mode"?: m}               mkdir -p, then set metadata
  *   {"file": path, "size": n, "checksum": c, "checksumType"?, "guid"?, "status"?, "mode"?, "metadata"?}
- * The body is streamed and applied in transactions of `catalogue.bulkBatchSize` operations, in order.
+ * The body is streamed and applied in transactions of `catalogue.bulkBatchSize` operations (and at most
+ * 16 MiB of lines), in order.
  * On the first bad line the operations before it are applied (the failing transaction is rolled back and
  * replayed up to that line) and nothing after it: the answer says how many were applied and which line
  * failed why. The body limit is `catalogue.bulkBodyLimit`, counted here because the stream bypasses
@@ -24,6 +25,8 @@ import type { Field } from './values.ts';
 import { AtLine, BatchedWriteFailed, type CatalogueStore, type NewFile, type PreparedDirectory, type WriteSession } from './store.ts';
 
 const MAX_LINE = 1024 * 1024;
+/** A batch also ends at this much line text, so that long lines cannot make one transaction hold much memory. */
+const MAX_BATCH_CHARS = 16 * 1024 * 1024;
 
 type Op =
   | { kind: 'field'; line: number; name: unknown; type: unknown; scope: unknown }
@@ -208,6 +211,7 @@ export async function bulkRoute(
       /** A line that did not parse or a body that broke off; it comes after every batch already sent. */
       let readFailure: { line: number; error: unknown } | undefined;
       let batch: Op[] = [];
+      let batchChars = 0;
 
       const apply = async (ops: Op[]): Promise<void> => {
         if (ops.length === 0) return;
@@ -253,11 +257,13 @@ export async function bulkRoute(
             break;
           }
           batch.push(op);
-          if (batch.length >= bulkBatchSize) {
+          batchChars += text.length;
+          if (batch.length >= bulkBatchSize || batchChars >= MAX_BATCH_CHARS) {
             await inflight;
             if (failure) break;
             inflight = apply(batch);
             batch = [];
+            batchChars = 0;
           }
         }
       } catch (err) {
