@@ -142,12 +142,13 @@ async function runOps(s: WriteSession, ops: Op[], batched: boolean, checkedWith:
       }
       continue;
     }
-    if (batched && op.kind === 'dir') {
+    // A line with a Mode goes alone, after the files before it (which it could otherwise make unwritable).
+    if (batched && op.kind === 'dir' && op.mode === undefined) {
       // A directory under one still waiting needs its parent made first: make the group, then look again.
-      let prepared = await s.prepareDirectory(op.path, op.mode, op.metadata, pendingDirs);
+      let prepared = await s.prepareDirectory(op.path, op.metadata, pendingDirs);
       if (!prepared && dirs.length > 0) {
         await flushDirs();
-        prepared = await s.prepareDirectory(op.path, op.mode, op.metadata, pendingDirs);
+        prepared = await s.prepareDirectory(op.path, op.metadata, pendingDirs);
       }
       if (prepared) {
         dirs.push(prepared);

@@ -617,12 +617,12 @@ export class WriteSession {
    * first), with every permission and value check passing. Undefined when the line must be applied alone,
    * which then reports its own error.
    */
-  async prepareDirectory(path: string, mode: number | undefined, metadata: Record<string, unknown>, pending: ReadonlySet<string>): Promise<PreparedDirectory | undefined> {
+  async prepareDirectory(path: string, metadata: Record<string, unknown>, pending: ReadonlySet<string>): Promise<PreparedDirectory | undefined> {
     if (this.#dirs.has(path) || pending.has(path)) return undefined;
     const parentPath = parentOf(path);
     const parent = parentPath === undefined ? undefined : this.#dirs.get(parentPath);
     if (!parent || !allowed(this.principal, parent, WRITE) || !allowsCapability(this.principal, 'storage.create', path)) return undefined;
-    const dirMode = mode ?? this.config.defaultDirectoryMode;
+    const dirMode = this.config.defaultDirectoryMode;
     const fields = await this.fields();
     const values: PreparedDirectory['values'] = [];
     for (const [name, value] of Object.entries(metadata)) {

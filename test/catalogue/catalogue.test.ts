@@ -463,6 +463,23 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(f3.GUID, 'g-3');
       assert.equal(f3.ChecksumType, 'MD5');
 
+      // Directory lines created together, one below another, inherit as if made one by one; a line with a
+      // Mode is applied after the files before it (here one that it would otherwise make unwritable).
+      const nested = await as(admin).bulk(
+        [
+          '{"dir": "/bulk/n", "metadata": {"Beam": "e"}}',
+          '{"dir": "/bulk/n/m", "metadata": {"Run": 11}}',
+          '{"file": "/bulk/n/m/f", "size": 1, "checksum": "x", "metadata": {"Quality": "good"}}',
+          '{"file": "/bulk/ro/f", "size": 1, "checksum": "x"}',
+          '{"dir": "/bulk/ro", "mode": 365}',
+        ].join('\n') + '\n',
+      );
+      assert.equal(nested.status, 200, nested.text);
+      assert.deepEqual((await as(bob).get(fileUrl('/bulk/n/m/f', '/metadata'))).json, { Beam: 'e', Quality: 'good', Run: 11 });
+      assert.deepEqual((await as(bob).get(`${dirUrl('/bulk', '/search')}?Beam=in|e&Run=%3D|11`)).json.Directories, [{ Path: '/bulk/n/m', Files: 1, Size: 1 }]);
+      assert.equal((await as(bob).get(`${dirUrl('/bulk/ro')}?verbose=true`)).json.Directory.Mode, 0o555);
+      assert.equal((await as(bob).get(fileUrl('/bulk/ro/f', '/attributes'))).status, 200);
+
       // An error on line 5 of 7 (batch size 3): lines 1–4 are applied, nothing after.
       const failing = [
         '{"dir": "/bulk/c"}',
