@@ -11,7 +11,7 @@
  */
 import { sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { ConditionTree, FieldCondition } from './conditions.ts';
-import type { Field, FieldType, StoredValue } from './values.ts';
+import type { FieldType } from './values.ts';
 
 export type EffectiveDocument = Record<string, number | string>;
 
@@ -74,13 +74,6 @@ export function documentConditions(tree: ConditionTree, alias = 'd'): Expression
 export function readDocument(value: unknown): EffectiveDocument {
   if (value === null || value === undefined) return {};
   return (typeof value === 'string' ? JSON.parse(value) : value) as EffectiveDocument;
-}
-
-/** The document holding `values` (to merge into a directory's document). */
-export function documentOf(values: readonly { field: Field; value: StoredValue }[]): EffectiveDocument {
-  const doc: EffectiveDocument = {};
-  for (const { field, value } of values) doc[field.id] = value.str ?? value.num!;
-  return doc;
 }
 
 /** SQL merging `doc` (JSON text, a bound parameter) into the `eff` column. */

@@ -44,12 +44,6 @@ function arrayLiteral(rows: readonly unknown[][], i: number): string {
   return `{${values.join(',')}}`;
 }
 
-export interface Inserted<R> {
-  rows: R[];
-  /** SQLite: the rowid of the last row inserted. */
-  insertId: number | undefined;
-}
-
 export async function insertRows<R = unknown>(
   db: Kysely<Database>,
   pg: boolean,
@@ -59,14 +53,14 @@ export async function insertRows<R = unknown>(
   returning?: readonly string[],
   /** A constant ON CONFLICT clause. */
   onConflict = '',
-): Promise<Inserted<R>> {
-  if (rows.length === 0) return { rows: [], insertId: undefined };
+): Promise<R[]> {
+  if (rows.length === 0) return [];
   const names = columns.map(([c]) => `"${c}"`).join(', ');
   const tail = `${onConflict ? ` ${onConflict}` : ''}${returning ? ` returning ${returning.map((c) => `"${c}"`).join(', ')}` : ''}`;
   if (pg) {
     const text = `insert into "${table}" (${names}) select * from unnest(${columns.map(([, t], i) => `$${i + 1}::${t}[]`).join(', ')})${tail}`;
     const arrays = columns.map((_, i) => arrayLiteral(rows, i));
-    return { rows: (await db.executeQuery<R>(CompiledQuery.raw(text, arrays))).rows, insertId: undefined };
+    return (await db.executeQuery<R>(CompiledQuery.raw(text, arrays))).rows;
   }
   const key = `${table}|${names}|${rows.length}|${tail}`;
   let text = cache.get(key);
@@ -76,6 +70,5 @@ export async function insertRows<R = unknown>(
     if (cache.size > 64) cache.clear();
     cache.set(key, text);
   }
-  const result = await db.executeQuery<R>(CompiledQuery.raw(text, rows.flat()));
-  return { rows: result.rows, insertId: result.insertId === undefined ? undefined : Number(result.insertId) };
+  return (await db.executeQuery<R>(CompiledQuery.raw(text, rows.flat()))).rows;
 }

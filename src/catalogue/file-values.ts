@@ -9,7 +9,7 @@
 import { CompiledQuery, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { insertRows, type Column } from './fast-insert.ts';
-import type { Field, StoredValue } from './values.ts';
+import { valuesById, type Field, type StoredValue } from './values.ts';
 
 const SUMMARY_COLUMNS: readonly Column[] = [['dir_id', 'bigint'], ['field_id', 'bigint'], ['vals', 'text']];
 const SUMMARY_UPSERT = 'on conflict (dir_id, field_id) do update set vals = excluded.vals';
@@ -18,10 +18,7 @@ const CHUNK = 500;
 
 /** A file's own metadata as the text of its `meta` column (null when it has none). */
 export function encodeFileMeta(values: readonly { field: Field; value: StoredValue }[]): string | null {
-  if (values.length === 0) return null;
-  const out: Record<string, number | string> = {};
-  for (const { field, value } of values) out[field.id] = value.str ?? value.num!;
-  return JSON.stringify(out);
+  return values.length === 0 ? null : JSON.stringify(valuesById(values));
 }
 
 /** The values of a `meta` column, by field id. */

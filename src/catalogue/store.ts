@@ -14,10 +14,10 @@ import type { CatalogueConfig } from './config-schema.ts';
 import { insertRows, type Column } from './fast-insert.ts';
 import { decodeFileMeta, encodeFileMeta, fromSummaryKey, FileValueChanges, summaryKey } from './file-values.ts';
 import { applyConditions, matchingIdsEverywhere, type ConditionTree } from './conditions.ts';
-import { createFieldIndex, documentConditions, documentOf, dropFieldIndex, mergeIntoDocument, readDocument, removeFromDocument } from './effective.ts';
+import { createFieldIndex, documentConditions, dropFieldIndex, mergeIntoDocument, readDocument, removeFromDocument } from './effective.ts';
 import { ancestorsOf, baseName, descendantRange, joinPath, parentOf } from './paths.ts';
 import { WRITE, allowed, requireAdmin, requireAllowed, requireOwnerOrAdmin } from './permissions.ts';
-import { compareValues, fromStored, toStored, FIELD_SCOPES, FIELD_TYPES, type Field, type FieldScope, type FieldType, type JsonValue, type StoredValue } from './values.ts';
+import { compareValues, fromStored, toStored, valuesById, FIELD_SCOPES, FIELD_TYPES, type Field, type FieldScope, type FieldType, type JsonValue, type StoredValue } from './values.ts';
 
 type Q = Kysely<Database> | Transaction<Database>;
 
@@ -583,7 +583,7 @@ export class WriteSession {
         eff as (insert into cat_dir_meta_eff (dir_id, field_id, num, str, source_id) select $1::bigint, field_id, num, str, $1::bigint from v),
         doc as (update cat_directories set eff = eff || $5::jsonb where id = $1::bigint and not exists (select 1 from clash))
         select path, field_id from clash`;
-      const params = [dir.id, set.map((v) => v.field.id), set.map((v) => v.value.num), set.map((v) => v.value.str), JSON.stringify(documentOf(set))];
+      const params = [dir.id, set.map((v) => v.field.id), set.map((v) => v.value.num), set.map((v) => v.value.str), JSON.stringify(valuesById(set))];
       const clash = (await this.trx.executeQuery<{ path: string; field_id: number }>(CompiledQuery.raw(text, params))).rows[0];
       if (clash) {
         const field = set.find((v) => v.field.id === Number(clash.field_id))!.field;
@@ -608,7 +608,7 @@ export class WriteSession {
     }
     await insertRows(this.trx, this.pg, 'cat_dir_meta', DIR_META_COLUMNS, set.map(({ field, value }) => [dir.id, field.id, value.num, value.str]));
     await insertRows(this.trx, this.pg, 'cat_dir_meta_eff', DIR_EFF_COLUMNS, set.map(({ field, value }) => [dir.id, field.id, value.num, value.str, dir.id]));
-    await this.trx.updateTable('cat_directories').set({ eff: mergeIntoDocument(false, documentOf(set)) }).where('id', '=', dir.id).execute();
+    await this.trx.updateTable('cat_directories').set({ eff: mergeIntoDocument(false, valuesById(set)) }).where('id', '=', dir.id).execute();
   }
 
   /**
@@ -662,12 +662,12 @@ export class WriteSession {
       const above = inherited.get(d.parent.id)!;
       // A value already set above would break the once-per-path rule.
       if (d.values.some((v) => String(v.field.id) in above)) throw new BatchedWriteFailed('a value is already set along a path');
-      const eff = JSON.stringify({ ...above, ...documentOf(d.values) });
+      const eff = JSON.stringify({ ...above, ...valuesById(d.values) });
       return [d.parent.id, d.path, baseName(d.path), Number(d.parent.depth) + 1, this.principal.username, this.principal.group, d.mode, now, now, 0, 0, 0, 0, eff];
     });
     const created: DirRow[] = [];
     for (const part of chunks(rows, this.pg ? rows.length : INSERT_CHUNK)) {
-      const { rows: inserted } = await insertRows<DirRow>(this.trx, this.pg, 'cat_directories', DIRECTORY_COLUMN_TYPES, part, ['id', ...DIRECTORY_COLUMNS], 'on conflict (path) do nothing');
+      const inserted = await insertRows<DirRow>(this.trx, this.pg, 'cat_directories', DIRECTORY_COLUMN_TYPES, part, ['id', ...DIRECTORY_COLUMNS], 'on conflict (path) do nothing');
       created.push(...inserted.map((r) => ({ ...r, id: Number(r.id) })));
     }
     if (created.length !== list.length) throw new BatchedWriteFailed('a directory was created concurrently');
@@ -704,7 +704,7 @@ export class WriteSession {
 
   async #setDirValue(dir: DirRow, field: Field, value: StoredValue): Promise<void> {
     const own = await this.trx.selectFrom('cat_dir_meta').select('dir_id').where('dir_id', '=', dir.id).where('field_id', '=', field.id).executeTakeFirst();
-    const doc = mergeIntoDocument(this.pg, documentOf([{ field, value }]));
+    const doc = mergeIntoDocument(this.pg, valuesById([{ field, value }]));
     if (own) {
       await this.trx.updateTable('cat_dir_meta').set(value).where('dir_id', '=', dir.id).where('field_id', '=', field.id).execute();
       await this.trx.updateTable('cat_dir_meta_eff').set(value).where('source_id', '=', dir.id).where('field_id', '=', field.id).execute();

@@ -83,6 +83,13 @@ export function toStored(field: Pick<Field, 'name' | 'type'>, value: unknown): S
   }
 }
 
+/** Values as one JSON object keyed by field id (file rows, directory documents): numbers or strings as stored. */
+export function valuesById(values: readonly { field: Pick<Field, 'id'>; value: StoredValue }[]): Record<string, number | string> {
+  const out: Record<string, number | string> = {};
+  for (const { field, value } of values) out[field.id] = value.str ?? value.num!;
+  return out;
+}
+
 /** A stored value as JSON shows it. */
 export function fromStored(type: FieldType, value: StoredValue): JsonValue {
   if (type === 'string') return value.str ?? '';
