@@ -74,8 +74,9 @@ export class FileValueChanges {
 
   /**
    * Writes the changes: directories in `fresh` (created in this transaction) have no summary yet and get
-   * plain inserts; the others are read, merged and written back, locked first on PostgreSQL so that
-   * concurrent writers to one directory apply their changes one after the other.
+   * plain inserts; the others are read, merged and written back, locked first on PostgreSQL (in id order,
+   * a no-op when the caller holds them already) so that concurrent writers to one directory apply their
+   * changes one after the other.
    */
   async write(trx: Transaction<Database>, pg: boolean, fresh: ReadonlySet<number>): Promise<void> {
     const rows: unknown[][] = [];

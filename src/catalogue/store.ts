@@ -435,9 +435,7 @@ export class WriteSession {
     const known = this.#dirs.get(parentOf(path) ?? '');
     if (known && allowed(this.principal, known, WRITE) && allowsCapability(this.principal, 'storage.create', path)) {
       const dir = await this.#createChild(known, path, mode, nowIso());
-      if (dir) return { dir, created: true };
-      await this.#load([path]);
-      return { dir: this.#dirs.get(path)!, created: false };
+      return dir ? { dir, created: true } : { dir: await this.#madeMeanwhile(path), created: false };
     }
     const chain = [...ancestorsOf(path), path];
     await this.#load(chain);
@@ -457,13 +455,31 @@ export class WriteSession {
     requireCapability(this.principal, 'storage.create', path);
     requireAllowed(this.principal, parent, WRITE, parent.path, `create ${path}`);
     const now = nowIso();
+    let created = false;
     for (let i = firstMissing; i < chain.length; i++) {
       const p = chain[i]!;
       const row = await this.#createChild(parent, p, p === path ? mode : undefined, now);
-      if (!row) throw new Conflict(`${p} was created concurrently; retry`);
-      parent = row;
+      created = row !== undefined;
+      if (row) {
+        parent = row;
+        continue;
+      }
+      // Another writer made it meanwhile: use theirs, as mkdir -p does, if the caller may write below it.
+      parent = await this.#madeMeanwhile(p);
+      if (p !== path) requireAllowed(this.principal, parent, WRITE, parent.path, `create ${path}`);
     }
-    return { dir: parent, created: true };
+    return { dir: parent, created };
+  }
+
+  /**
+   * A directory whose insert found its path taken: another transaction made it and committed (PostgreSQL
+   * waits for that transaction before answering the insert), so reading it again finds it.
+   */
+  async #madeMeanwhile(path: string): Promise<DirRow> {
+    await this.#load([path]);
+    const row = this.#dirs.get(path);
+    if (!row) throw new Conflict(`${path} was created and removed by another request meanwhile; retry`);
+    return row;
   }
 
   /** Inserts one directory under `parent` with the parent's effective metadata; undefined if it exists. */
@@ -862,8 +878,9 @@ export class WriteSession {
     } else {
       for (let start = 0; start < rows.length; start += BULK_CHUNK) await insertRows(this.trx, false, 'cat_files', FILE_COLUMN_TYPES, rows.slice(start, start + BULK_CHUNK));
     }
-    await values.write(this.trx, this.pg, this.#created);
+    // Counters first: they lock every directory involved, in one order (the summaries' directories among them).
     await this.#addCounters(counters);
+    await values.write(this.trx, this.pg, this.#created);
   }
 
   /** Refuses names already taken by a file or a directory. */
@@ -908,6 +925,9 @@ export class WriteSession {
   /** Adds file counts and sizes to directories, in one UPDATE ... FROM (VALUES ...) per chunk. */
   async #addCounters(counters: Map<number, { files: number; size: number; treeFiles: number; treeSize: number }>): Promise<void> {
     const pg = this.pg;
+    // PostgreSQL: lock the rows in id order first, whatever order the update's plan visits them in, so that
+    // writers sharing directories (every one shares the root) wait for each other instead of deadlocking.
+    if (pg) await this.trx.executeQuery(CompiledQuery.raw('select id from cat_directories where id = any($1::bigint[]) order by id for update', [[...counters.keys()].sort((a, b) => a - b)]));
     for (const part of chunks([...counters], INSERT_CHUNK)) {
       const params: unknown[] = [];
       const tuples = part.map(([id, c]) => {
