@@ -84,7 +84,7 @@ export class FileValueChanges {
     const stored = new Map<string, string>();
     if (existing.length > 0) {
       existing.sort((a, b) => a - b);
-      if (pg) await trx.executeQuery(CompiledQuery.raw('select id from cat_directories where id = any($1::bigint[]) order by id for update', [existing]));
+      if (pg) await trx.executeQuery(CompiledQuery.raw('select id from cat_directories where id = any($1::bigint[]) order by id for no key update', [existing]));
       for (let i = 0; i < existing.length; i += CHUNK) {
         const part = existing.slice(i, i + CHUNK);
         const found = await trx.selectFrom('cat_dir_file_summary').select(['dir_id', 'field_id', 'vals']).where('dir_id', 'in', part).execute();

@@ -380,6 +380,8 @@ export class WriteSession {
   readonly #created = new Set<number>();
   /** Created in this transaction, without children and without metadata of their own yet. */
   readonly #freshLeaves = new Set<number>();
+  /** Paths this transaction holds FOR KEY SHARE (PostgreSQL). */
+  readonly #keyShared = new Set<string>();
   fieldsCache: Map<string, Field> | undefined;
   readonly pg: boolean;
 
@@ -427,6 +429,39 @@ export class WriteSession {
     return this.#dirs.get(path);
   }
 
+  /**
+   * PostgreSQL row locks that order metadata writes against directory creation along a path (SQLite runs
+   * one writer at a time): a transaction creating directories under `paths` holds FOR KEY SHARE on them and
+   * their ancestors, one setting a value holds it on the ancestors and FOR UPDATE on the directory itself
+   * (#lockForValues). So a value set above a directory being created waits for it and then reaches it, and
+   * two values of one field along a path cannot both pass their checks. Counter updates (FOR NO KEY UPDATE)
+   * conflict with neither, so imports do not wait for each other here.
+   * @returns the locked directories' documents by id.
+   */
+  async #lockForChildren(paths: Iterable<string>): Promise<Map<number, unknown>> {
+    const docs = new Map<number, unknown>();
+    if (!this.pg) return docs;
+    const wanted = new Set<string>();
+    for (const p of paths) for (const a of [...ancestorsOf(p), p]) if (!this.#keyShared.has(a)) wanted.add(a);
+    if (wanted.size === 0) return docs;
+    const { rows } = await this.trx.executeQuery<{ id: number; path: string; eff: unknown }>(
+      CompiledQuery.raw('select id, path, eff from cat_directories where path = any($1::text[]) order by id for key share', [[...wanted]]),
+    );
+    for (const r of rows) {
+      this.#keyShared.add(r.path);
+      docs.set(Number(r.id), r.eff);
+    }
+    return docs;
+  }
+
+  /** See lockForChildren: before a value of `dir` changes (PostgreSQL). */
+  async #lockForValues(dir: DirRow): Promise<void> {
+    if (!this.pg) return;
+    await this.#lockForChildren(ancestorsOf(dir.path));
+    const { rows } = await this.trx.executeQuery(CompiledQuery.raw('select id from cat_directories where id = $1::bigint for update', [dir.id]));
+    if (rows.length === 0) throw new NotFound(`${dir.path} was removed by another request meanwhile`);
+  }
+
   /** `mkdir -p`: creates `path` and its missing ancestors, owned by the caller. */
   async mkdirs(path: string, mode?: number): Promise<{ dir: DirRow; created: boolean }> {
     const cached = this.#dirs.get(path);
@@ -434,6 +469,7 @@ export class WriteSession {
     // Fast path (bulk imports): the parent is known and writable, so try the insert straight away.
     const known = this.#dirs.get(parentOf(path) ?? '');
     if (known && allowed(this.principal, known, WRITE) && allowsCapability(this.principal, 'storage.create', path)) {
+      await this.#lockForChildren([known.path]);
       const dir = await this.#createChild(known, path, mode, nowIso());
       return dir ? { dir, created: true } : { dir: await this.#madeMeanwhile(path), created: false };
     }
@@ -454,6 +490,7 @@ export class WriteSession {
     if (!parent) throw new Error('the catalogue root is missing');
     requireCapability(this.principal, 'storage.create', path);
     requireAllowed(this.principal, parent, WRITE, parent.path, `create ${path}`);
+    await this.#lockForChildren([parent.path]);
     const now = nowIso();
     let created = false;
     for (let i = firstMissing; i < chain.length; i++) {
@@ -573,6 +610,7 @@ export class WriteSession {
     }
     if (values.length === 0) return;
     if (this.#freshLeaves.has(dir.id)) return this.#setOnFreshLeaf(dir, values);
+    await this.#lockForValues(dir);
     for (const { field, value } of values) {
       if (value === null) await this.#removeDirValue(dir, field);
       else await this.#setDirValue(dir, field, value);
@@ -668,10 +706,19 @@ export class WriteSession {
     if (list.length === 0) return;
     const taken = await this.#firstTaken(list.map((d) => `${d.parent.id}/${baseName(d.path)}`));
     if (taken) throw new BatchedWriteFailed(`a name is taken (${taken.key})`);
-    // The parents' documents: what each new directory inherits.
+    // The parents' documents: what each new directory inherits (read under the lock on PostgreSQL).
     const inherited = new Map<number, Record<string, unknown>>();
-    for (const part of chunks([...new Set(list.map((d) => d.parent.id))], INSERT_CHUNK)) {
-      for (const r of await this.trx.selectFrom('cat_directories').select(['id', 'eff']).where('id', 'in', part).execute()) inherited.set(Number(r.id), readDocument(r.eff));
+    const parentIds = [...new Set(list.map((d) => d.parent.id))];
+    if (this.pg) {
+      const locked = await this.#lockForChildren(new Set(list.map((d) => d.parent.path)));
+      const missing = parentIds.filter((id) => !locked.has(id));
+      // Parents locked by an earlier group: read again, as a value may have been set on them meanwhile in this transaction.
+      for (const r of missing.length ? await this.trx.selectFrom('cat_directories').select(['id', 'eff']).where('id', 'in', missing).execute() : []) locked.set(Number(r.id), r.eff);
+      for (const id of parentIds) inherited.set(id, readDocument(locked.get(id)));
+    } else {
+      for (const part of chunks(parentIds, INSERT_CHUNK)) {
+        for (const r of await this.trx.selectFrom('cat_directories').select(['id', 'eff']).where('id', 'in', part).execute()) inherited.set(Number(r.id), readDocument(r.eff));
+      }
     }
     const now = nowIso();
     const rows = list.map((d) => {
@@ -926,8 +973,9 @@ export class WriteSession {
   async #addCounters(counters: Map<number, { files: number; size: number; treeFiles: number; treeSize: number }>): Promise<void> {
     const pg = this.pg;
     // PostgreSQL: lock the rows in id order first, whatever order the update's plan visits them in, so that
-    // writers sharing directories (every one shares the root) wait for each other instead of deadlocking.
-    if (pg) await this.trx.executeQuery(CompiledQuery.raw('select id from cat_directories where id = any($1::bigint[]) order by id for update', [[...counters.keys()].sort((a, b) => a - b)]));
+    // writers sharing directories (every one shares the root) wait for each other instead of deadlocking
+    // (the strength a plain UPDATE takes: it leaves lockForChildren's share locks alone).
+    if (pg) await this.trx.executeQuery(CompiledQuery.raw('select id from cat_directories where id = any($1::bigint[]) order by id for no key update', [[...counters.keys()].sort((a, b) => a - b)]));
     for (const part of chunks([...counters], INSERT_CHUNK)) {
       const params: unknown[] = [];
       const tuples = part.map(([id, c]) => {

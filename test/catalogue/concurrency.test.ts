@@ -1,12 +1,34 @@
 /**
  * Concurrent writers on every dialect: bulk imports that register files in the same directories, in
  * opposite orders and in many transactions, and registrations that create the same missing directories,
- * all succeed with every file counted once.
+ * all succeed with every file counted once. Then two transactions held open side by side at the store
+ * (PostgreSQL runs them concurrently and orders them by row locks; SQLite one after the other): a value
+ * set above a directory being created reaches it, and one field cannot be set twice along a path.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import type { Principal } from '../../src/auth/authenticate.ts';
+import { CatalogueStore, type WriteSession } from '../../src/catalogue/store.ts';
 import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
+
+/** Runs `first` in a transaction that stays open until `second`, started meanwhile, has had time to run or wait. */
+async function sideBySide(store: CatalogueStore, who: Principal, first: (s: WriteSession) => Promise<void>, second: (s: WriteSession) => Promise<void>): Promise<PromiseSettledResult<void>[]> {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let reached!: () => void;
+  const firstDone = new Promise<void>((r) => (reached = r));
+  const a = store.write(who, async (s) => {
+    await first(s);
+    reached();
+    await held;
+  });
+  await firstDone;
+  const b = store.write(who, second);
+  await new Promise((r) => setTimeout(r, 150));
+  release();
+  return Promise.allSettled([a, b]);
+}
 
 for (const { dialect, skip } of await dialects()) {
   describe(`catalogue under concurrent writers (${dialect})`, { skip }, () => {
@@ -46,6 +68,42 @@ for (const { dialect, skip } of await dialects()) {
       for (const a of answers) assert.equal(a.status, 201, a.text);
       const listing = (await svc.request(`/filecatalogue/directory/${Buffer.from('/fresh/x/y').toString('base64url')}`, { token: admin })).json;
       assert.equal(listing.Files.length, 16);
+    });
+
+    it('gives a directory being created the value set meanwhile on its parent', async () => {
+      const store = new CatalogueStore(svc.ctx.db, svc.ctx.config.catalogue);
+      const who = { username: 'admin', group: 'dirigo_admin', properties: ['CatalogueAdministrator'], scopes: [] } as unknown as Principal;
+      await store.write(who, async (s) => {
+        await s.defineField('Beam', 'string', 'directory');
+        await s.mkdirs('/race/a');
+      });
+      const results = await sideBySide(
+        store,
+        who,
+        async (s) => void (await s.mkdirs('/race/a/child')),
+        async (s) => s.setDirectoryMetadata((await s.directory('/race/a'))!, { Beam: 'p' }),
+      );
+      assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'fulfilled']);
+      const fields = await store.fields();
+      const child = await store.requireDirectory('/race/a/child');
+      assert.deepEqual(await store.directoryMetadata(child.id, fields), { Beam: 'p' });
+      const found = (await svc.request(`/filecatalogue/directory/${Buffer.from('/race').toString('base64url')}/search?Beam=in|p`, { token: admin })).json;
+      assert.deepEqual(found.Directories.map((d: { Path: string }) => d.Path), ['/race/a', '/race/a/child']);
+    });
+
+    it('refuses the second of two values of one field set along a path at the same time', async () => {
+      const store = new CatalogueStore(svc.ctx.db, svc.ctx.config.catalogue);
+      const who = { username: 'admin', group: 'dirigo_admin', properties: ['CatalogueAdministrator'], scopes: [] } as unknown as Principal;
+      await store.write(who, (s) => s.mkdirs('/once/a/b').then(() => undefined));
+      const results = await sideBySide(
+        store,
+        who,
+        async (s) => s.setDirectoryMetadata((await s.directory('/once/a/b'))!, { Beam: 'below' }),
+        async (s) => s.setDirectoryMetadata((await s.directory('/once/a'))!, { Beam: 'above' }),
+      );
+      assert.equal(results[0]!.status, 'fulfilled');
+      assert.equal(results[1]!.status, 'rejected');
+      assert.match(String((results[1] as PromiseRejectedResult).reason), /already set below/);
     });
   });
 }
