@@ -451,6 +451,7 @@ export class WriteSession {
       this.#keyShared.add(r.path);
       docs.set(Number(r.id), r.eff);
     }
+    for (const p of wanted) if (!this.#keyShared.has(p)) throw new Conflict(`${p} was removed by another request meanwhile; retry`);
     return docs;
   }
 
@@ -710,7 +711,9 @@ export class WriteSession {
     const inherited = new Map<number, Record<string, unknown>>();
     const parentIds = [...new Set(list.map((d) => d.parent.id))];
     if (this.pg) {
-      const locked = await this.#lockForChildren(new Set(list.map((d) => d.parent.path)));
+      const locked = await this.#lockForChildren(new Set(list.map((d) => d.parent.path))).catch((err: unknown) => {
+        throw err instanceof Conflict ? new BatchedWriteFailed(err.message) : err;
+      });
       const missing = parentIds.filter((id) => !locked.has(id));
       // Parents locked by an earlier group: read again, as a value may have been set on them meanwhile in this transaction.
       for (const r of missing.length ? await this.trx.selectFrom('cat_directories').select(['id', 'eff']).where('id', 'in', missing).execute() : []) locked.set(Number(r.id), r.eff);
