@@ -105,5 +105,30 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(results[1]!.status, 'rejected');
       assert.match(String((results[1] as PromiseRejectedResult).reason), /already set below/);
     });
+
+    it('never leaves a directory under one removed meanwhile', async () => {
+      const store = new CatalogueStore(svc.ctx.db, svc.ctx.config.catalogue);
+      const who = { username: 'admin', group: 'dirigo_admin', properties: ['CatalogueAdministrator'], scopes: [] } as unknown as Principal;
+      await store.write(who, (s) => s.mkdirs('/gone/a').then(() => undefined));
+      const results = await sideBySide(
+        store,
+        who,
+        async (s) => void (await s.removeDirectory('/gone', true)),
+        async (s) => s.registerFiles([{ path: '/gone/a/b/f', size: 1, checksum: 'x', metadata: [] }]),
+      );
+      assert.equal(results[0]!.status, 'fulfilled');
+      // PostgreSQL refuses the registration (its parent went away while it waited); SQLite, one writer at a
+      // time, makes the directories again after the removal. Either way no directory lacks its parent.
+      const second = results[1]!;
+      if (second.status === 'rejected') assert.match(String(second.reason), /removed by another request/);
+      const orphans = await svc.ctx.db
+        .selectFrom('cat_directories as d')
+        .leftJoin('cat_directories as p', 'p.id', 'd.parent_id')
+        .select('d.path')
+        .where('d.parent_id', 'is not', null)
+        .where('p.id', 'is', null)
+        .execute();
+      assert.deepEqual(orphans, []);
+    });
   });
 }
