@@ -436,23 +436,17 @@ export class WriteSession {
    * (#lockForValues). So a value set above a directory being created waits for it and then reaches it, and
    * two values of one field along a path cannot both pass their checks. Counter updates (FOR NO KEY UPDATE)
    * conflict with neither, so imports do not wait for each other here.
-   * @returns the locked directories' documents by id.
    */
-  async #lockForChildren(paths: Iterable<string>): Promise<Map<number, unknown>> {
-    const docs = new Map<number, unknown>();
-    if (!this.pg) return docs;
+  async #lockForChildren(paths: Iterable<string>): Promise<void> {
+    if (!this.pg) return;
     const wanted = new Set<string>();
     for (const p of paths) for (const a of [...ancestorsOf(p), p]) if (!this.#keyShared.has(a)) wanted.add(a);
-    if (wanted.size === 0) return docs;
-    const { rows } = await this.trx.executeQuery<{ id: number; path: string; eff: unknown }>(
-      CompiledQuery.raw('select id, path, eff from cat_directories where path = any($1::text[]) order by id for key share', [[...wanted]]),
+    if (wanted.size === 0) return;
+    const { rows } = await this.trx.executeQuery<{ path: string }>(
+      CompiledQuery.raw('select path from cat_directories where path = any($1::text[]) order by id for key share', [[...wanted]]),
     );
-    for (const r of rows) {
-      this.#keyShared.add(r.path);
-      docs.set(Number(r.id), r.eff);
-    }
+    for (const r of rows) this.#keyShared.add(r.path);
     for (const p of wanted) if (!this.#keyShared.has(p)) throw new Conflict(`${p} was removed by another request meanwhile; retry`);
-    return docs;
   }
 
   /** See lockForChildren: before a value of `dir` changes (PostgreSQL). */
@@ -708,20 +702,12 @@ export class WriteSession {
     const taken = await this.#firstTaken(list.map((d) => `${d.parent.id}/${baseName(d.path)}`));
     if (taken) throw new BatchedWriteFailed(`a name is taken (${taken.key})`);
     // The parents' documents: what each new directory inherits (read under the lock on PostgreSQL).
+    await this.#lockForChildren(new Set(list.map((d) => d.parent.path))).catch((err: unknown) => {
+      throw err instanceof Conflict ? new BatchedWriteFailed(err.message) : err;
+    });
     const inherited = new Map<number, Record<string, unknown>>();
-    const parentIds = [...new Set(list.map((d) => d.parent.id))];
-    if (this.pg) {
-      const locked = await this.#lockForChildren(new Set(list.map((d) => d.parent.path))).catch((err: unknown) => {
-        throw err instanceof Conflict ? new BatchedWriteFailed(err.message) : err;
-      });
-      const missing = parentIds.filter((id) => !locked.has(id));
-      // Parents locked by an earlier group: read again, as a value may have been set on them meanwhile in this transaction.
-      for (const r of missing.length ? await this.trx.selectFrom('cat_directories').select(['id', 'eff']).where('id', 'in', missing).execute() : []) locked.set(Number(r.id), r.eff);
-      for (const id of parentIds) inherited.set(id, readDocument(locked.get(id)));
-    } else {
-      for (const part of chunks(parentIds, INSERT_CHUNK)) {
-        for (const r of await this.trx.selectFrom('cat_directories').select(['id', 'eff']).where('id', 'in', part).execute()) inherited.set(Number(r.id), readDocument(r.eff));
-      }
+    for (const part of chunks([...new Set(list.map((d) => d.parent.id))], INSERT_CHUNK)) {
+      for (const r of await this.trx.selectFrom('cat_directories').select(['id', 'eff']).where('id', 'in', part).execute()) inherited.set(Number(r.id), readDocument(r.eff));
     }
     const now = nowIso();
     const rows = list.map((d) => {
