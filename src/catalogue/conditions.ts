@@ -157,20 +157,23 @@ export function applyConditions<O>(
   query: SelectQueryBuilder<Database & { d: Database['cat_directories'] }, 'd', O>,
   tree: ConditionTree,
 ): SelectQueryBuilder<Database & { d: Database['cat_directories'] }, 'd', O> {
-  let q = query;
   const driver = drivingTerm(tree);
-  tree.terms.forEach((term, i) => {
-    const noIndex = driver !== undefined && term !== driver;
-    const alias = `c${i}`;
-    const column = `${alias}.${term.field.type === 'string' ? 'str' : 'num'}`;
-    q = q.innerJoin(`cat_dir_meta_eff as ${alias}` as 'cat_dir_meta_eff as c', (join) =>
-      join
-        .onRef(`${alias}.dir_id` as 'c.dir_id', '=', 'd.id')
-        .on(`${alias}.field_id` as 'c.field_id', '=', term.field.id)
-        .on((eb) => termExpression(eb, column, term, noIndex)),
-    ) as unknown as typeof q;
-  });
-  return q;
+  return tree.terms.reduce((q, term, i) => joinTerm(q, `c${i}`, 'd.id', term, driver !== undefined && term !== driver), query);
+}
+
+/**
+ * Joins one row of cat_dir_meta_eff (as `alias`, a generated name) per term: on `dirId`, the term's field
+ * and its predicates (kept off the value index with `noIndex`, see drivingTerm).
+ */
+function joinTerm<Q>(query: Q, alias: string, dirId: string, term: FieldCondition, noIndex: boolean): Q {
+  const column = `${alias}.${term.field.type === 'string' ? 'str' : 'num'}`;
+  const q = query as unknown as SelectQueryBuilder<Database & { c: Database['cat_dir_meta_eff']; d: Database['cat_directories'] }, 'c' | 'd', unknown>;
+  return q.innerJoin(`cat_dir_meta_eff as ${alias}` as 'cat_dir_meta_eff as c', (join) =>
+    join
+      .onRef(`${alias}.dir_id` as 'c.dir_id', '=', dirId as 'd.id')
+      .on(`${alias}.field_id` as 'c.field_id', '=', term.field.id)
+      .on((eb) => termExpression(eb, column, term, noIndex)),
+  ) as unknown as Q;
 }
 
 /**
@@ -181,22 +184,10 @@ export function applyConditions<O>(
  */
 export function matchingIdsEverywhere(db: Kysely<Database>, tree: ConditionTree) {
   const driver = drivingTerm(tree) ?? tree.terms[0]!;
-  let q = db
+  const q = db
     .selectFrom('cat_dir_meta_eff as c0')
     .select('c0.dir_id')
     .where('c0.field_id', '=', driver.field.id)
     .where((eb) => termExpression(eb, driver.field.type === 'string' ? 'c0.str' : 'c0.num', driver, false));
-  tree.terms
-    .filter((t) => t !== driver)
-    .forEach((term, i) => {
-      const alias = `c${i + 1}`;
-      const column = `${alias}.${term.field.type === 'string' ? 'str' : 'num'}`;
-      q = q.innerJoin(`cat_dir_meta_eff as ${alias}` as 'cat_dir_meta_eff as c', (join) =>
-        join
-          .onRef(`${alias}.dir_id` as 'c.dir_id', '=', 'c0.dir_id')
-          .on(`${alias}.field_id` as 'c.field_id', '=', term.field.id)
-          .on((eb) => termExpression(eb, column, term, true)),
-      ) as unknown as typeof q;
-    });
-  return q;
+  return tree.terms.filter((t) => t !== driver).reduce((acc, term, i) => joinTerm(acc, `c${i + 1}`, 'c0.dir_id', term, true), q);
 }
