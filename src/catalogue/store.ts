@@ -17,7 +17,7 @@ import { applyConditions, matchingIdsEverywhere, type ConditionTree } from './co
 import { createFieldIndex, documentConditions, dropFieldIndex, mergeIntoDocument, readDocument, removeFromDocument } from './effective.ts';
 import { ancestorsOf, baseName, descendantRange, joinPath, parentOf } from './paths.ts';
 import { WRITE, allowed, requireAdmin, requireAllowed, requireOwnerOrAdmin } from './permissions.ts';
-import { compareValues, fromStored, toStored, valuesById, FIELD_SCOPES, FIELD_TYPES, type Field, type FieldScope, type FieldType, type JsonValue, type StoredValue } from './values.ts';
+import { compareValues, fieldsById, fromStored, toStored, valuesById, FIELD_SCOPES, FIELD_TYPES, type Field, type FieldScope, type FieldType, type JsonValue, type StoredValue } from './values.ts';
 
 type Q = Kysely<Database> | Transaction<Database>;
 
@@ -211,7 +211,7 @@ export class CatalogueStore {
   }
 
   #named(rows: { field_id: number; num: number | null; str: string | null }[], fields: Map<string, Field>): Record<string, JsonValue> {
-    const byId = new Map([...fields.values()].map((f) => [f.id, f]));
+    const byId = fieldsById(fields);
     const out: Record<string, JsonValue> = {};
     for (const r of rows) {
       const f = byId.get(Number(r.field_id));
@@ -252,23 +252,27 @@ export class CatalogueStore {
   }
 
   /**
-   * The compatible-values query over directory fields (see compatibleValues), for the benchmark's plans:
-   * on SQLite the distinct effective values of the matching directories, on PostgreSQL their documents
-   * (collected by #directoryValues: reading each document whole is cheaper there than one index probe per
-   * value).
+   * The compatible-values query over directory fields (see compatibleValues; exposed for the benchmark's
+   * plans): on SQLite the distinct effective values of the matching directories, on PostgreSQL their
+   * documents, collected here (reading each document whole is cheaper there than one index probe per value).
    */
   compatibleQuery(path: string, tree: ConditionTree) {
-    if (this.pg) return this.#matching(path, tree).select('d.eff');
+    return this.pg ? this.#documentsQuery(path, tree) : this.#effectiveValuesQuery(path, tree);
+  }
+
+  #effectiveValuesQuery(path: string, tree: ConditionTree) {
     return this.db.selectFrom('cat_dir_meta_eff as e').select(['e.field_id', 'e.num', 'e.str']).distinct().where('e.dir_id', 'in', this.#matchingIds(path, tree));
+  }
+
+  /** The matching documents as one JSON text: one parse here instead of one per row in the driver. */
+  #documentsQuery(path: string, tree: ConditionTree) {
+    return this.#matching(path, tree).select(sql<string | null>`string_agg(d.eff::text, ',')`.as('docs'));
   }
 
   /** The distinct (field, value) pairs of the directories of the subtree of `path` matching `tree`. */
   async #directoryValues(path: string, tree: ConditionTree): Promise<{ field_id: number; num: number | null; str: string | null }[]> {
-    if (!this.pg) return this.db.selectFrom('cat_dir_meta_eff as e').select(['e.field_id', 'e.num', 'e.str']).distinct().where('e.dir_id', 'in', this.#matchingIds(path, tree)).execute();
-    // The documents as one JSON text: one parse here instead of one per row in the driver.
-    const row = await this.#matching(path, tree)
-      .select(sql<string | null>`string_agg(d.eff::text, ',')`.as('docs'))
-      .executeTakeFirst();
+    if (!this.pg) return this.#effectiveValuesQuery(path, tree).execute();
+    const row = await this.#documentsQuery(path, tree).executeTakeFirst();
     const byField = new Map<string, Set<number | string>>();
     for (const doc of JSON.parse(`[${row?.docs ?? ''}]`) as Record<string, number | string>[]) {
       for (const id in doc) {
@@ -299,7 +303,7 @@ export class CatalogueStore {
    * fields from their effective metadata, file fields from the files directly in them.
    */
   async compatibleValues(path: string, tree: ConditionTree, fields: Map<string, Field>, withFileFields = true): Promise<Map<Field, JsonValue[]>> {
-    const byId = new Map([...fields.values()].map((f) => [f.id, f]));
+    const byId = fieldsById(fields);
     const everything = path === '/' && tree.terms.length === 0;
     // Everything: each effective value originates from an own value, a much smaller table.
     const dirRows = everything ? await this.db.selectFrom('cat_dir_meta').select(['field_id', 'num', 'str']).distinct().execute() : await this.#directoryValues(path, tree);
@@ -1010,7 +1014,7 @@ export class WriteSession {
       }
     }
     if (Object.keys(metadata).length === 0) return file.meta;
-    const byId = new Map([...fields.values()].map((f) => [f.id, f]));
+    const byId = fieldsById(fields);
     const meta = encodeFileMeta([...own].flatMap(([id, value]) => (byId.has(id) ? [{ field: byId.get(id)!, value }] : [])));
     await this.trx.updateTable('cat_files').set({ meta, modified_at: nowIso() }).where('dir_id', '=', dir.id).where('name', '=', file.name).execute();
     await changes.write(this.trx, this.pg, new Set());
@@ -1040,7 +1044,7 @@ export class WriteSession {
     requireCapability(this.principal, 'storage.modify', path);
     const { dir, file } = await this.store.requireFile(path, this.trx);
     if (file.owner !== this.principal.username) requireAllowed(this.principal, dir, WRITE, dir.path, `remove ${path}`);
-    const byId = new Map([...(await this.fields()).values()].map((f) => [f.id, f]));
+    const byId = fieldsById(await this.fields());
     const changes = new FileValueChanges();
     for (const [id, value] of decodeFileMeta(file.meta)) {
       const field = byId.get(id);

@@ -83,6 +83,11 @@ export function toStored(field: Pick<Field, 'name' | 'type'>, value: unknown): S
   }
 }
 
+/** Fields by id (stored values name their field by id). */
+export function fieldsById(fields: ReadonlyMap<string, Field>): Map<number, Field> {
+  return new Map([...fields.values()].map((f) => [f.id, f]));
+}
+
 /** Values as one JSON object keyed by field id (file rows, directory documents): numbers or strings as stored. */
 export function valuesById(values: readonly { field: Pick<Field, 'id'>; value: StoredValue }[]): Record<string, number | string> {
   const out: Record<string, number | string> = {};
