@@ -12,8 +12,11 @@ import { CatalogueStore, type WriteSession } from '../../src/catalogue/store.ts'
 import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 
+/** An administrator, as the store's write sessions see one. */
+const who = { username: 'admin', group: 'dirigo_admin', properties: ['CatalogueAdministrator'], scopes: [] } as unknown as Principal;
+
 /** Runs `first` in a transaction that stays open until `second`, started meanwhile, has had time to run or wait. */
-async function sideBySide(store: CatalogueStore, who: Principal, first: (s: WriteSession) => Promise<void>, second: (s: WriteSession) => Promise<void>): Promise<PromiseSettledResult<void>[]> {
+async function sideBySide(store: CatalogueStore, first: (s: WriteSession) => Promise<void>, second: (s: WriteSession) => Promise<void>): Promise<PromiseSettledResult<void>[]> {
   let release!: () => void;
   const held = new Promise<void>((r) => (release = r));
   let reached!: () => void;
@@ -72,14 +75,12 @@ for (const { dialect, skip } of await dialects()) {
 
     it('gives a directory being created the value set meanwhile on its parent', async () => {
       const store = new CatalogueStore(svc.ctx.db, svc.ctx.config.catalogue);
-      const who = { username: 'admin', group: 'dirigo_admin', properties: ['CatalogueAdministrator'], scopes: [] } as unknown as Principal;
       await store.write(who, async (s) => {
         await s.defineField('Beam', 'string', 'directory');
         await s.mkdirs('/race/a');
       });
       const results = await sideBySide(
         store,
-        who,
         async (s) => void (await s.mkdirs('/race/a/child')),
         async (s) => s.setDirectoryMetadata((await s.directory('/race/a'))!, { Beam: 'p' }),
       );
@@ -93,11 +94,9 @@ for (const { dialect, skip } of await dialects()) {
 
     it('refuses the second of two values of one field set along a path at the same time', async () => {
       const store = new CatalogueStore(svc.ctx.db, svc.ctx.config.catalogue);
-      const who = { username: 'admin', group: 'dirigo_admin', properties: ['CatalogueAdministrator'], scopes: [] } as unknown as Principal;
       await store.write(who, (s) => s.mkdirs('/once/a/b').then(() => undefined));
       const results = await sideBySide(
         store,
-        who,
         async (s) => s.setDirectoryMetadata((await s.directory('/once/a/b'))!, { Beam: 'below' }),
         async (s) => s.setDirectoryMetadata((await s.directory('/once/a'))!, { Beam: 'above' }),
       );
@@ -108,11 +107,9 @@ for (const { dialect, skip } of await dialects()) {
 
     it('never leaves a directory under one removed meanwhile', async () => {
       const store = new CatalogueStore(svc.ctx.db, svc.ctx.config.catalogue);
-      const who = { username: 'admin', group: 'dirigo_admin', properties: ['CatalogueAdministrator'], scopes: [] } as unknown as Principal;
       await store.write(who, (s) => s.mkdirs('/gone/a').then(() => undefined));
       const results = await sideBySide(
         store,
-        who,
         async (s) => void (await s.removeDirectory('/gone', true)),
         async (s) => s.registerFiles([{ path: '/gone/a/b/f', size: 1, checksum: 'x', metadata: [] }]),
       );
