@@ -107,7 +107,14 @@ PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscr
 EOF
 )
 
-running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# A pid file names the daemon only if that process is still the daemon: a pid file left behind in /run
+# (a machine restored from a snapshot, say) may name a pid some other process has since been given.
+running() {
+  local pidfile=$1 name=$2 pid
+  [ -f "$pidfile" ] || return 1
+  pid=$(cat "$pidfile")
+  [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$name" ]
+}
 
 changed=false
 if [ ! -f "$conf" ] || [ "$(cat "$conf")" != "$new_conf" ]; then
@@ -119,10 +126,10 @@ fi
 
 stop_daemon() {
   local pidfile=$1 name=$2
-  if running "$pidfile"; then
+  if running "$pidfile" "$name"; then
     log "stopping $name"
     kill "$(cat "$pidfile")"
-    for _ in $(seq 1 100); do running "$pidfile" || break; sleep 0.1; done
+    for _ in $(seq 1 100); do running "$pidfile" "$name" || break; sleep 0.1; done
   fi
 }
 if $restart || $changed; then
@@ -130,22 +137,27 @@ if $restart || $changed; then
   stop_daemon "$run/slurmctld.pid" slurmctld
 fi
 
-if ! running "$run/slurmctld.pid"; then
+if ! running "$run/slurmctld.pid" slurmctld; then
   log "starting slurmctld"
   /usr/sbin/slurmctld -f "$conf"
 fi
 for _ in $(seq 1 100); do scontrol ping 2>/dev/null | grep -q 'is UP' && break; sleep 0.2; done
 scontrol ping | grep -q 'is UP' || die "slurmctld does not answer (see $logs/slurmctld.log)"
 
-if ! running "$run/slurmd.pid"; then
+if ! running "$run/slurmd.pid" slurmd; then
   log "starting slurmd"
   /usr/sbin/slurmd -f "$conf"
 fi
 
 # --- wait until the node is idle ------------------------------------------------------------------
 state=""
-for i in $(seq 1 150); do
+for i in $(seq 1 300); do
   state=$(sinfo -h -n "$node" -o '%T' 2>/dev/null | head -n1 || true)
+  # A trailing * is "not responding": if slurmd died at start, start it again (every 5 s).
+  if [[ "$state" == *'*' ]] && [ $((i % 25)) = 0 ] && ! running "$run/slurmd.pid" slurmd; then
+    log "slurmd is not running; starting it again"
+    /usr/sbin/slurmd -f "$conf" || true
+  fi
   case "$state" in
     idle|mixed|allocated) break ;;
     down*|drain*|fail*)
@@ -156,5 +168,11 @@ for i in $(seq 1 150); do
 done
 case "$state" in
   idle|mixed|allocated) log "node $node is $state; Slurm is ready (sinfo):"; sinfo ;;
-  *) die "node $node is '${state:-unknown}' after 30 s (see $logs/slurmd.log and $logs/slurmctld.log)" ;;
+  *)
+    # Say why where CI shows it: the daemons' own last words.
+    running "$run/slurmd.pid" slurmd && log "slurmd is running" || log "slurmd is not running"
+    for f in "$logs/slurmd.log" "$logs/slurmctld.log"; do
+      log "last lines of $f:"; tail -n 30 "$f" 2>/dev/null || true
+    done
+    die "node $node is '${state:-unknown}' after 60 s" ;;
 esac
