@@ -102,7 +102,9 @@ export class HTTPAdapter implements BaseAdapter {
       const token = p.username ? `Basic ${Buffer.from(`${decodeURIComponent(p.username)}:${decodeURIComponent(p.password)}`).toString('base64')}` : undefined;
       p.username = '';
       p.password = '';
-      d = new ProxyAgent({ uri: p.href, ...(token ? { token } : {}), requestTls: tls, proxyTls: tls });
+      // proxyTunnel false: a plain-http request goes to an http proxy in absolute form (GET http://host/path),
+      // as requests sends it, so the proxy can apply its policy; https still tunnels with CONNECT.
+      d = new ProxyAgent({ uri: p.href, ...(token ? { token } : {}), requestTls: tls, proxyTls: tls, proxyTunnel: false });
     } else {
       d = new Agent({ connect: tls, allowH2: false });
     }
@@ -126,7 +128,8 @@ export class HTTPAdapter implements BaseAdapter {
     const origin = href.slice(0, pathStart);
     const path = (hash < 0 ? href.slice(pathStart) : href.slice(pathStart, hash)) || '/';
     const candidate = selectProxy(request.url, options.proxies);
-    const proxy = candidate && !shouldBypassProxies(request.url, options.proxies.no_proxy ?? null) ? candidate : undefined;
+    // Only the request's own no_proxy counts here: the environment's arrives in it when trust_env allows.
+    const proxy = candidate && !shouldBypassProxies(request.url, options.proxies.no_proxy ?? '') ? candidate : undefined;
     const dispatcher = this.dispatcherFor(options.verify, options.cert, proxy);
     const [connectTimeout, readTimeout] = Array.isArray(options.timeout) ? options.timeout : [options.timeout, options.timeout];
     const headers: Record<string, string> = {};

@@ -2,13 +2,29 @@
  * Error classes. The protocol layer (snake_case operations) throws these; the provider layer
  * (camelCase operations) turns them into S_ERROR results.
  */
-import type { Response } from './models.ts';
+import type { CaseInsensitiveDict } from './structures.ts';
+
+/**
+ * What a failure keeps of the response it was raised for. The object is always the session's `Response`
+ * (`err.response instanceof Response` narrows it); this interface names what errors promise of it, so
+ * that the error classes need not import the HTTP models that throw them.
+ */
+export interface ErrorResponse {
+  readonly status_code: number;
+  readonly reason: string;
+  readonly url: string;
+  readonly ok: boolean;
+  readonly headers: CaseInsensitiveDict<string>;
+  /** The decoded body (read unless the request streamed). */
+  readonly text: string;
+  json<T = unknown>(): T;
+}
 
 /** Base of every HTTP-session failure (requests' RequestException). */
 export class RequestException extends Error {
   override name = 'RequestException';
-  response: Response | undefined;
-  constructor(message: string, options: { response?: Response; cause?: unknown } = {}) {
+  response: ErrorResponse | undefined;
+  constructor(message: string, options: { response?: ErrorResponse; cause?: unknown } = {}) {
     super(message, { cause: options.cause });
     this.response = options.response;
   }

@@ -1,9 +1,10 @@
 /** Request, PreparedRequest and Response, shaped after Python requests so its users find their way. */
+import { STATUS_CODES } from 'node:http';
 import { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { Cookie, type CookieJar } from 'tough-cookie';
 import { CaseInsensitiveDict } from './structures.ts';
-import { HTTPError, InvalidURL, redactUrl } from './errors.ts';
+import { HTTPError, InvalidURL, redactUrl, type ErrorResponse } from './errors.ts';
 import { REDIRECT_STATI } from './constants.ts';
 
 export type Scalar = string | number | boolean;
@@ -279,12 +280,6 @@ function encodeMultipart(files: FilesLike, fields: ParamsLike | null): [Buffer, 
   return [Buffer.concat(parts), `multipart/form-data; boundary=${boundary}`];
 }
 
-const REASONS: Record<number, string> = {
-  200: 'OK', 201: 'Created', 204: 'No Content', 301: 'Moved Permanently', 302: 'Found', 303: 'See Other',
-  304: 'Not Modified', 307: 'Temporary Redirect', 308: 'Permanent Redirect', 400: 'Bad Request',
-  401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict',
-  429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable',
-};
 
 /**
  * A server's answer (requests.Response). Unless streamed, the body is already read into `content`.
@@ -292,7 +287,7 @@ const REASONS: Record<number, string> = {
  * const r = await session.get(url, { stream: true });
  * for await (const chunk of r.iter_content(65536)) out.write(chunk);
  */
-export class Response {
+export class Response implements ErrorResponse {
   status_code: number;
   reason: string;
   headers: CaseInsensitiveDict<string>;
@@ -311,7 +306,7 @@ export class Response {
 
   constructor(init: { status: number; headers: CaseInsensitiveDict<string>; set_cookie?: string[]; url: string; request: PreparedRequest; body: Readable | null; reason?: string }) {
     this.status_code = init.status;
-    this.reason = init.reason ?? REASONS[init.status] ?? '';
+    this.reason = init.reason ?? STATUS_CODES[init.status] ?? '';
     this.headers = init.headers;
     this.set_cookie = init.set_cookie ?? [];
     this.url = init.url;

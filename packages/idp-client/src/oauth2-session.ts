@@ -116,13 +116,29 @@ export class TokenAuth implements AuthBase {
   session: OAuth2Session;
   constructor(session: OAuth2Session) { this.session = session; }
 
+  /**
+   * As authlib's OAuth2Auth: make sure the token is active (an expired one that cannot be renewed is
+   * refused before anything is sent), sign with the token's type (only Bearer, RFC 6750), then run the
+   * protected_request compliance hooks, which see and may change what was signed.
+   */
   async apply(r: PreparedRequest): Promise<PreparedRequest> {
     // Skip the renewal machinery (and its promise) while the token is fresh: the common case.
-    if (isTokenExpired(this.session.token, this.session.leeway)) await this.session.ensure_active_token();
+    if (isTokenExpired(this.session.token, this.session.leeway) && !(await this.session.ensure_active_token())) {
+      throw new OAuthError('token_invalid', 'the access token has expired and cannot be renewed (no refresh token or token endpoint)');
+    }
     const token = this.session.token;
     if (!token?.access_token) throw new OAuthError('missing_token', 'the session has no access token');
+    const type = typeof token.token_type === 'string' ? token.token_type : 'Bearer';
+    if (type.toLowerCase() !== 'bearer') throw new OAuthError('unsupported_token_type', `Unsupported token_type: '${type}'`);
     const hooks = this.session.compliance_hook.protected_request;
     const placement = this.session.token_placement;
+    if (placement === 'header') {
+      r.headers.set('Authorization', `Bearer ${token.access_token}`);
+    } else if (placement === 'uri') {
+      const u = new URL(r.url);
+      u.searchParams.set('access_token', token.access_token);
+      r.url = u.href;
+    }
     // The body is handled as text only when a hook or the body placement needs it, so binary bodies stay intact.
     if (hooks.length > 0 || placement === 'body') {
       if (r.body !== null && typeof r.body !== 'string' && !Buffer.isBuffer(r.body)) {
@@ -130,30 +146,23 @@ export class TokenAuth implements AuthBase {
       }
       const before = r.body;
       let body = before === null ? '' : typeof before === 'string' ? before : before.toString('utf8');
-      let url = r.url;
-      let headers = r.headers;
-      for (const hook of hooks) [url, headers, body] = await hook(url, headers, body);
-      r.url = url;
-      r.headers = headers;
       if (placement === 'body') {
         const p = new URLSearchParams(body);
         p.set('access_token', token.access_token);
         body = p.toString();
         r.headers.set('Content-Type', 'application/x-www-form-urlencoded');
       }
+      let url = r.url;
+      let headers = r.headers;
+      for (const hook of hooks) [url, headers, body] = await hook(url, headers, body);
+      r.url = url;
+      r.headers = headers;
       const unchanged = before === null ? body === '' : typeof before === 'string' ? body === before : body === before.toString('utf8');
       if (!unchanged) {
         r.body = body;
         r.headers.set('Content-Length', String(Buffer.byteLength(body)));
         r._body_position = 0;
       }
-    }
-    if (placement === 'header') {
-      r.headers.set('Authorization', `Bearer ${token.access_token}`);
-    } else if (placement === 'uri') {
-      const u = new URL(r.url);
-      u.searchParams.set('access_token', token.access_token);
-      r.url = u.href;
     }
     return r;
   }

@@ -234,6 +234,44 @@ describe('protected requests', () => {
     await s.close();
   });
 
+  it('as authlib: refuse a token type other than Bearer, and an expired token that cannot be renewed, before sending', async () => {
+    let hits = 0;
+    const counting = await startHttps(async (_req, res) => {
+      hits++;
+      res.end('{}');
+    });
+    try {
+      for (const token_type of ['mac', 'invalid']) {
+        const s = new OAuth2Session({ verify: pki.caFile, trust_env: false, token: { access_token: 'AT', token_type } });
+        await assert.rejects(s.get(`${counting.url}/r`), (err: OAuthError) => err.error === 'unsupported_token_type');
+        await s.close();
+      }
+      // No refresh token and no token endpoint: nothing can renew it.
+      const expired = new OAuth2Session({ verify: pki.caFile, trust_env: false, token: { access_token: 'AT', token_type: 'Bearer', expires_at: Math.floor(Date.now() / 1000) - 10 } });
+      await assert.rejects(expired.get(`${counting.url}/r`), (err: OAuthError) => err.error === 'token_invalid');
+      await expired.close();
+      assert.equal(hits, 0, 'nothing reached the server');
+    } finally {
+      await counting.close();
+    }
+  });
+
+  it('as authlib: the protected_request hook runs after the token is attached, and may change it', async () => {
+    for (const token_placement of ['header', 'uri'] as const) {
+      const s = new OAuth2Session({ verify: pki.caFile, trust_env: false, token: { access_token: 'AT3', token_type: 'Bearer' }, token_placement });
+      const seen: string[] = [];
+      s.register_compliance_hook('protected_request', (u, h, b) => {
+        seen.push(token_placement === 'header' ? String(h.get('Authorization')) : u);
+        h.set('Authorization', 'Bearer changed');
+        return [u, h, b];
+      });
+      const e = (await s.get(`${local.url}/echo`)).json<{ url: string; headers: Record<string, string> }>();
+      assert.match(seen[0]!, /AT3/, 'the hook saw the token');
+      assert.equal(e.headers.authorization, 'Bearer changed');
+      await s.close();
+    }
+  });
+
   it('place the token in the body or the URI when token_placement says so', async () => {
     const body = new OAuth2Session({ verify: pki.caFile, trust_env: false, token: { access_token: 'AT1', token_type: 'Bearer' }, token_placement: 'body' });
     const e1 = (await body.post(`${local.url}/echo`, { data: { a: '1' } })).json<{ body: string; headers: Record<string, string> }>();

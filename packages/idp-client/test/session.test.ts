@@ -387,6 +387,37 @@ describe('proxies', () => {
     } finally { await proxy.close(); }
   });
 
+  it('sends a plain-http request to an http proxy in absolute form (as requests), and tunnels https with CONNECT', async () => {
+    const proxy = await startConnectProxy();
+    try {
+      const s = new Session({ verify: pki.caFile, trust_env: false, proxies: { http: `http://127.0.0.1:${proxy.port}`, https: `http://127.0.0.1:${proxy.port}` } });
+      assert.equal((await s.get(`${plain.url}/echo?x=1`)).status_code, 200);
+      assert.deepEqual(proxy.forwarded, [`${plain.url}/echo?x=1`]);
+      assert.equal(proxy.connects.length, 0);
+      assert.equal((await s.get(`${main.url}/echo`)).status_code, 200);
+      assert.equal(proxy.connects.length, 1);
+      await s.close();
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('without trust_env, no environment variable has any effect: NO_PROXY does not bypass an explicit proxy', async () => {
+    const proxy = await startConnectProxy();
+    const saved = { NO_PROXY: process.env.NO_PROXY, no_proxy: process.env.no_proxy };
+    try {
+      process.env.NO_PROXY = '127.0.0.1';
+      process.env.no_proxy = '127.0.0.1';
+      const s = new Session({ verify: pki.caFile, trust_env: false, proxies: { https: `http://127.0.0.1:${proxy.port}` } });
+      assert.equal((await s.get(`${main.url}/echo`)).status_code, 200);
+      assert.equal(proxy.connects.length, 1, 'the request went through the explicit proxy');
+      await s.close();
+    } finally {
+      for (const [k, v] of Object.entries(saved)) { if (v === undefined) delete process.env[k]; else process.env[k] = v; }
+      await proxy.close();
+    }
+  });
+
   it('takes proxies from the environment with trust_env, honouring NO_PROXY', async () => {
     const proxy = await startConnectProxy();
     const saved = { HTTPS_PROXY: process.env.HTTPS_PROXY, NO_PROXY: process.env.NO_PROXY, https_proxy: process.env.https_proxy, no_proxy: process.env.no_proxy };

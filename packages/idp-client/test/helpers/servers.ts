@@ -3,7 +3,7 @@
  * port 0, and a CONNECT proxy. Everything listens on 127.0.0.1 only.
  */
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
-import { createServer as createHttpServer, type IncomingMessage, type ServerResponse, type Server as HttpServer } from 'node:http';
+import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type ServerResponse, type Server as HttpServer } from 'node:http';
 import { connect as netConnect, type AddressInfo, type Socket } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -114,12 +114,27 @@ export const echo: Handler = async (req, res) => {
 export interface ProxyServer extends Running {
   /** "host:port" of each CONNECT, and the Proxy-Authorization seen with it. */
   connects: Array<{ target: string; auth: string | undefined }>;
+  /** The request target of each plain-http request the proxy forwarded (absolute form: http://host/path). */
+  forwarded: string[];
 }
 
 /** A CONNECT proxy (HTTP) that tunnels to 127.0.0.1 targets only; `auth` makes it require Basic credentials. */
 export async function startConnectProxy(options: { auth?: string } = {}): Promise<ProxyServer> {
   const connects: ProxyServer['connects'] = [];
-  const server = createHttpServer((_req, res) => { res.writeHead(405); res.end(); });
+  const forwarded: string[] = [];
+  // A plain-http request arrives in absolute form; it is forwarded to 127.0.0.1 targets only.
+  const server = createHttpServer((req, res) => {
+    forwarded.push(req.url ?? '');
+    let target: URL;
+    try { target = new URL(req.url ?? ''); } catch { res.writeHead(400); res.end(); return; }
+    if (target.hostname !== '127.0.0.1') { res.writeHead(403); res.end(); return; }
+    const upstream = httpRequest({ host: '127.0.0.1', port: target.port, path: `${target.pathname}${target.search}`, method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    upstream.on('error', () => { res.writeHead(502); res.end(); });
+    req.pipe(upstream);
+  });
   const sockets = new Set<Socket>();
   server.on('connect', (req: IncomingMessage, client: Socket, head: Buffer) => {
     const target = req.url ?? '';
@@ -143,7 +158,7 @@ export async function startConnectProxy(options: { auth?: string } = {}): Promis
   });
   const r = await running(server, 'http');
   return {
-    ...r, connects,
+    ...r, connects, forwarded,
     close: async () => { for (const s of sockets) s.destroy(); await r.close(); },
   };
 }
