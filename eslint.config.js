@@ -12,12 +12,12 @@ export default tseslint.config(
       // Domains join their table interfaces into Database by extension.
       '@typescript-eslint/no-empty-object-type': ['error', { allowInterfaces: 'with-single-extends' }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      // Configuration is read once, in src/server/config.ts.
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read configuration through src/server/config.ts.' }],
+      // Configuration is read once, in src/kernel/config.ts.
+      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read configuration through src/kernel/config.ts.' }],
     },
   },
   {
-    files: ['src/server/config.ts', 'test/**', 'bench/**', 'scripts/**', 'packages/**'],
+    files: ['src/kernel/config.ts', 'test/**', 'bench/**', 'scripts/**', 'packages/**'],
     rules: { 'no-restricted-properties': 'off' },
   },
 );

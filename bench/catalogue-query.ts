@@ -13,7 +13,7 @@
 import { parseArgs } from 'node:util';
 import { CompiledQuery, sql, type Kysely } from 'kysely';
 import { Agent, request } from 'undici';
-import type { Database } from '../src/db/schema.ts';
+import type { Database } from '../src/kernel/db/schema.ts';
 import { parseConditions } from '../src/catalogue/conditions.ts';
 import { CatalogueStore } from '../src/catalogue/store.ts';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';

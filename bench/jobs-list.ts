@@ -9,7 +9,8 @@ import { parseArgs } from 'node:util';
 import { readFileSync, rmSync } from 'node:fs';
 import { sql } from 'kysely';
 import { request } from 'undici';
-import { migrate, openDatabase } from '../src/db/database.ts';
+import { migrate, openDatabase } from '../src/kernel/db/database.ts';
+import { migrations } from '../src/app/migrations.ts';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
 import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
 
@@ -27,7 +28,7 @@ async function fill(databaseUrl: string, schema: string | undefined, n: number):
   const { db, dialect } = openDatabase(databaseUrl, schema ? { schema, poolSize: 2 } : {});
   const started = Date.now();
   try {
-    await migrate(db);
+    await migrate(db, migrations);
     const statusCase = `case (i % ${STATUSES.length}) ${STATUSES.map((s, k) => `when ${k} then '${s}'`).join(' ')} end`;
     const owner = `case when i % 3 = 0 then 'alice' else 'user' || (i % 29) end`;
     const chunk = 100_000;

@@ -9,9 +9,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { bootstrapDataDir, DEMO_CONFIDENTIAL_CLIENT, DEMO_SETUP } from '../src/server/bootstrap.ts';
-import { loadConfig } from '../src/server/config.ts';
-import { createContext } from '../src/server/context.ts';
+import { bootstrapDataDir, DEMO_CONFIDENTIAL_CLIENT, DEMO_SETUP } from '../src/app/bootstrap.ts';
+import { loadConfig } from '../src/app/config.ts';
+import { createContext } from '../src/app/context.ts';
 import { percentile, report, runLoad } from './lib/load.ts';
 import { cpuSeconds, startBenchServer } from './lib/server.ts';
 

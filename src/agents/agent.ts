@@ -15,11 +15,11 @@ import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { request, type Agent as HttpAgent, type Dispatcher } from 'undici';
-import { LocalExecutor } from '../executors/local.ts';
-import type { ExecutorEvent } from '../executors/executor.ts';
-import type { Manifest } from '../jobs/manifest.ts';
-import type { SandboxStore, StoredObject } from '../jobs/sandbox-store.ts';
-import { PayloadTooLarge } from '../server/errors.ts';
+import { LocalExecutor } from '../executors/index.ts';
+import type { ExecutorEvent } from '../executors/index.ts';
+import type { Manifest } from '../jobs/index.ts';
+import type { SandboxStore, StoredObject } from '../jobs/index.ts';
+import { PayloadTooLarge } from '../kernel/errors.ts';
 
 export interface JobAgentOptions {
   url: string;

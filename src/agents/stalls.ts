@@ -5,11 +5,11 @@
  * its reschedule count is under the limit. Every change is a compare-and-set on the silent agent's claim, so
  * a heartbeat or a kill arriving meanwhile wins cleanly.
  */
-import type { Db } from '../db/database.ts';
-import { nowIso } from '../db/database.ts';
-import { JobStatus } from '../jobs/model.ts';
-import { changeStatus } from '../jobs/state-machine.ts';
-import type { AgentSiteConfig } from './config-schema.ts';
+import type { Db } from '../kernel/db/database.ts';
+import { nowIso } from '../kernel/db/database.ts';
+import { JobStatus } from '../jobs/index.ts';
+import { changeStatus } from '../jobs/index.ts';
+import type { AgentSiteConfig } from '../jobs/index.ts';
 
 const SOURCE = 'StalledJobAgent';
 

@@ -4,15 +4,15 @@
  * Only that pilot user's agent may report on it afterwards. Every status change goes through the state
  * machine's compare-and-set, so a kill racing an agent's report ends in one valid state.
  */
-import type { Db } from '../db/database.ts';
-import { nowIso } from '../db/database.ts';
-import type { Manifest } from '../jobs/manifest.ts';
-import { JobStatus } from '../jobs/model.ts';
-import { canTransition, changeStatus } from '../jobs/state-machine.ts';
-import { InvalidTransition } from '../server/errors.ts';
+import type { Db } from '../kernel/db/database.ts';
+import { nowIso } from '../kernel/db/database.ts';
+import type { Manifest } from '../jobs/index.ts';
+import { JobStatus } from '../jobs/index.ts';
+import { canTransition, changeStatus } from '../jobs/index.ts';
+import { InvalidTransition } from '../kernel/errors.ts';
 import { sql } from 'kysely';
-import { splitArguments } from '../jobs/arguments.ts';
-import { waitingJobIdsFor } from '../jobs/store.ts';
+import { splitArguments } from '../jobs/index.ts';
+import { waitingJobIdsFor } from '../jobs/index.ts';
 
 /** Statuses in which an agent holds a job. */
 export const AGENT_HELD: JobStatus[] = [JobStatus.Matched, JobStatus.Running, JobStatus.Completing, JobStatus.Stalled];

@@ -1,10 +1,11 @@
 /**
  * Resource-request authentication (RFC 6750): the access token comes in the Authorization header
- * (§2.1, scheme case-insensitive) or the `access_token` query parameter (§2.3), never both.
+ * (§2.1, scheme case-insensitive), a form-encoded body parameter (§2.2) or the `access_token` query
+ * parameter (§2.3), never in more than one (§2).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AuthenticationRequired, InsufficientPrivileges, InvalidRequest, InvalidToken } from '../server/errors.ts';
-import type { AppContext } from '../server/context.ts';
+import { AuthenticationRequired, InsufficientPrivileges, InvalidRequest, InvalidToken } from '../kernel/errors.ts';
+import type { AppContext } from '../kernel/context.ts';
 import type { AccessTokenClaims } from './tokens.ts';
 
 export interface Principal {
@@ -27,9 +28,23 @@ declare module 'fastify' {
 
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
+/** §2.2: `access_token` in an application/x-www-form-urlencoded body of a request that has a body. */
+function fromFormBody(request: FastifyRequest): string | undefined {
+  if (request.method === 'GET' || !String(request.headers['content-type'] ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded')) return undefined;
+  const value = (request.body as Record<string, unknown> | null | undefined)?.access_token;
+  if (Array.isArray(value)) throw new InvalidRequest('access_token is given more than once');
+  return typeof value === 'string' ? value : undefined;
+}
+
 /** Extracts the token; sets `Cache-Control: no-store` when it came in the URL (RFC 6750 §2.3). */
 export function extractToken(request: FastifyRequest, reply: FastifyReply): string | undefined {
   const header = request.headers.authorization;
+  const fromBody = fromFormBody(request);
+  if (fromBody !== undefined) {
+    if (header !== undefined || request.url.includes('access_token=')) throw new InvalidRequest('the access token is given in more than one way (RFC 6750 §2)');
+    if (fromBody === '') throw new InvalidToken('the access_token parameter is empty');
+    return fromBody;
+  }
   let fromQuery: string | undefined;
   const q = request.url.indexOf('?');
   if (q !== -1 && request.url.includes('access_token', q)) {

@@ -6,12 +6,13 @@
  * (RFC 9207). A valid request becomes a pending interaction: login, then consent.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AppContext } from '../server/context.ts';
-import { DirigoError, InvalidRequest, InvalidScope, UnauthorizedClient, UnsupportedResponseType } from '../server/errors.ts';
-import { GRANT_AUTHORIZATION_CODE, matchesRedirectUri, type OAuthClient } from '../registry/clients.ts';
+import type { AppContext } from '../kernel/context.ts';
+import { DirigoError, InvalidRequest, InvalidScope, UnauthorizedClient, UnsupportedResponseType } from '../kernel/errors.ts';
+import { GRANT_AUTHORIZATION_CODE, matchesRedirectUri, type OAuthClient } from '../registry/index.ts';
 import { errorPage } from './pages.ts';
 import { parseScope, requestedGroup } from './scopes.ts';
 import { oauth } from './services.ts';
+import { promptDecision, type PromptRequest } from './prompt.ts';
 
 /** The validated request, kept with the interaction until the user decides. */
 export interface AuthorizeRequest {
@@ -29,6 +30,12 @@ export interface AuthorizeRequest {
   /** Set when the scope names the group: the consent page offers only that one. */
   requiredGroup?: string | undefined;
   setup: string | undefined;
+  /** OpenID Connect Core §3.1.2.1: echoed in the ID token. */
+  nonce?: string | undefined;
+  /** prompt=login, max_age, id_token_hint: the user must have signed in at or after this (epoch ms). */
+  signInAfter?: number | undefined;
+  /** login_hint (or the id_token_hint's subject): prefills the login form. */
+  loginHint?: string | undefined;
 }
 
 /** An error about the client or redirect URI: shown to the user, never redirected. */
@@ -92,6 +99,9 @@ const redirectableRules: Rule[] = [
   function stateLength(_ctx, d) {
     if (d.params.state !== undefined && d.params.state.length > MAX_STATE) throw new InvalidRequest(`state is longer than ${MAX_STATE} characters`);
   },
+  function nonceLength(_ctx, d) {
+    if (d.params.nonce !== undefined && d.params.nonce.length > MAX_STATE) throw new InvalidRequest(`nonce is longer than ${MAX_STATE} characters`);
+  },
   function scopeValid(_ctx, d) {
     parseScope(d.params.scope);
   },
@@ -150,9 +160,12 @@ export async function authorizationEndpoint(ctx: AppContext, request: FastifyReq
     throw err;
   }
   const redirectUri = d.redirectUri!;
+  const { sessions } = oauth(ctx);
+  let prompt: PromptRequest;
   try {
     if (repeated) throw new InvalidRequest(`parameter ${repeated} is given more than once`);
     for (const rule of redirectableRules) await rule(ctx, d);
+    prompt = await promptDecision(ctx, params, await sessions.current(request));
   } catch (err) {
     if (!(err instanceof DirigoError) || err.status >= 500) throw err;
     return reply.redirect(
@@ -171,8 +184,9 @@ export async function authorizationEndpoint(ctx: AppContext, request: FastifyReq
     group: params.group ?? requestedGroup(parseScope(params.scope)),
     requiredGroup: requestedGroup(parseScope(params.scope)),
     setup: params.setup,
+    nonce: params.nonce,
+    ...prompt,
   };
-  const { sessions } = oauth(ctx);
   const session = await sessions.ensure(request, reply);
   const id = await sessions.createInteraction(session, 'authorize', pending);
   reply.header('cache-control', 'no-store');

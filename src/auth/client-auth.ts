@@ -5,9 +5,9 @@
  * Exactly one method per request (§2.3). Checks run in order; the first failing one answers.
  */
 import type { FastifyRequest } from 'fastify';
-import { InvalidClient, InvalidRequest } from '../server/errors.ts';
-import type { AppContext } from '../server/context.ts';
-import type { OAuthClient } from '../registry/clients.ts';
+import { InvalidClient, InvalidRequest } from '../kernel/errors.ts';
+import type { AppContext } from '../kernel/context.ts';
+import type { OAuthClient } from '../registry/index.ts';
 import { oauth } from './services.ts';
 
 export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';

@@ -6,10 +6,10 @@
 import { X509Certificate } from 'node:crypto';
 import type { TLSSocket, DetailedPeerCertificate } from 'node:tls';
 import type { FastifyRequest } from 'fastify';
-import { CertificateRejected, type VerifiedIdentity } from '../pki/chain.ts';
-import type { RegistryUser } from '../registry/registry.ts';
-import { InvalidClient } from '../server/errors.ts';
-import type { AppContext } from '../server/context.ts';
+import { CertificateRejected, type VerifiedIdentity } from '../pki/index.ts';
+import type { RegistryUser } from '../registry/index.ts';
+import { InvalidClient } from '../kernel/errors.ts';
+import type { AppContext } from '../kernel/context.ts';
 
 type Outcome = { identity: VerifiedIdentity } | { rejected: string } | { absent: true };
 

@@ -1,8 +1,28 @@
 /**
- * The `oauth` configuration section: lifetimes of codes, refresh tokens, device codes and browser
+ * The `tokens` and `oauth` configuration sections. `tokens`: issuer, audience, signing algorithm and
+ * lifetime of access tokens. `oauth`: lifetimes of codes, refresh tokens, device codes and browser
  * sessions, the device-flow polling interval, extra token-exchange audiences and the login rate limit.
  */
 import { Type, type Static } from 'typebox';
+import { CapabilityRuleSchema, DEFAULT_CAPABILITY_POLICY } from './scope-policy.ts';
+
+export const TokensConfigSchema = Type.Object(
+  {
+    issuer: Type.Optional(Type.String({ pattern: '^https://' })),
+    audience: Type.Optional(Type.String()),
+    /** Signs access tokens. ES256 by default: WLCG resource servers (scitokens-cpp) accept RS256 and ES256, not EdDSA. */
+    algorithm: Type.Union([Type.Literal('ES256'), Type.Literal('RS256'), Type.Literal('EdDSA')], { default: 'ES256' }),
+    accessTokenLifetime: Type.Integer({ minimum: 60, maximum: 86400, default: 3600 }),
+    /**
+     * Seconds a rotated-in key is published in the JWKS before it signs: longer than any resource server
+     * caches the JWKS (scitokens-cpp: 600 s), so that none meets a key id it has not fetched.
+     */
+    keyPrepublication: Type.Integer({ minimum: 0, maximum: 604800, default: 900 }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+export type TokensConfig = Static<typeof TokensConfigSchema>;
 
 export const OAuthConfigSchema = Type.Object(
   {
@@ -20,9 +40,18 @@ export const OAuthConfigSchema = Type.Object(
     audiences: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
     /** Failed password logins allowed per user name and per address within loginWindow seconds. */
     loginAttempts: Type.Integer({ minimum: 1, default: 5 }),
+    /** Which storage.* and compute.* capabilities members of each group may hold (scope-policy.ts). */
+    capabilityPolicy: Type.Array(CapabilityRuleSchema, { default: DEFAULT_CAPABILITY_POLICY }),
     loginWindow: Type.Integer({ minimum: 1, default: 300 }),
   },
   { additionalProperties: false, default: {} },
 );
 
 export type OAuthConfig = Static<typeof OAuthConfigSchema>;
+
+declare module '../kernel/config.ts' {
+  interface AppConfig {
+    tokens: TokensConfig;
+    oauth: OAuthConfig;
+  }
+}

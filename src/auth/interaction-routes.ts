@@ -4,12 +4,14 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { AppContext } from '../server/context.ts';
+import type { AppContext } from '../kernel/context.ts';
 import { withParams, type AuthorizeRequest } from './authorize.ts';
 import { certificateLoginUser, loginProviders, passwordLogin, sessionGroups } from './login.ts';
 import { consentBody, deviceEntryBody, errorPage, loginBody, sendPage } from './pages.ts';
 import { describeScope, requestedGroup } from './scopes.ts';
+import { grantableScope } from './scope-policy.ts';
 import { csrfMatches, type BrowserSession } from './sessions.ts';
+import { authContextOf } from './id-tokens.ts';
 import { oauth } from './services.ts';
 import { normaliseUserCode } from './store.ts';
 
@@ -52,13 +54,30 @@ async function clientName(ctx: AppContext, clientId: string): Promise<string> {
   return (await oauth(ctx).clients.get(clientId))?.name ?? clientId;
 }
 
+function isGrantable(ctx: AppContext, username: string, group: string, scope: readonly string[]): boolean {
+  try {
+    grantableScope(ctx, username, group, scope);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** prompt=login, max_age or an id_token_hint for another user (authorize.ts) ask for a newer sign-in. */
+function mustSignInAgain(session: BrowserSession, pending: AuthorizeRequest | DeviceInteraction): boolean {
+  const after = (pending as AuthorizeRequest).signInAfter;
+  if (after === undefined) return false;
+  return !session.authTime || Date.parse(session.authTime) < after;
+}
+
 async function showInteraction(ctx: AppContext, reply: FastifyReply, request: FastifyRequest, session: BrowserSession, id: string, error?: { message: string; status: number; username?: string }) {
   const interaction = await oauth(ctx).sessions.interaction<AuthorizeRequest | DeviceInteraction>(session, id);
   if (!interaction) return errorPage(reply, 400, 'Sign-in expired', EXPIRED);
   const clientId = interaction.payload.clientId;
   const name = await clientName(ctx, clientId);
+  const pending = interaction.payload;
   const user = session.username ? ctx.registry.user(session.username) : undefined;
-  if (!user) {
+  if (!user || mustSignInAgain(session, pending)) {
     const cert = certificateLoginUser(ctx, request);
     return sendPage(
       reply,
@@ -70,16 +89,21 @@ async function showInteraction(ctx: AppContext, reply: FastifyReply, request: Fa
         certificate: cert ? { username: cert.user.name, dn: cert.dn } : undefined,
         providers: loginProviders(ctx),
         error: error?.message,
-        username: error?.username,
+        username: error?.username ?? (pending as AuthorizeRequest).loginHint,
       }),
       { status: error?.status ?? 200, formTargets: loginProviders(ctx).flatMap((p) => p.origins?.() ?? []) },
     );
   }
-  const pending = interaction.payload;
   const mayChoose = await sessionGroups(ctx, session, user);
-  const groups = pending.requiredGroup ? mayChoose.filter((g) => g === pending.requiredGroup) : mayChoose;
+  const members = pending.requiredGroup ? mayChoose.filter((g) => g === pending.requiredGroup) : mayChoose;
+  // Only groups in which the capability policy grants everything asked for (scope-policy.ts).
+  const groups = members.filter((g) => isGrantable(ctx, user.name, g, pending.scope));
   if (groups.length === 0) {
-    const why = pending.requiredGroup ? `${user.name} is not a member of ${pending.requiredGroup}, the group ${name} asks for.` : `${user.name} belongs to no group, so no token can be issued.`;
+    const why = pending.requiredGroup
+      ? `${user.name} is not a member of ${pending.requiredGroup}, the group ${name} asks for, or may not hold what it asks for there.`
+      : members.length === 0
+        ? `${user.name} belongs to no group, so no token can be issued.`
+        : `${name} asks for ${pending.scope.join(' ')}, which none of ${user.name}'s groups may hold.`;
     return errorPage(reply, 403, 'No group', why);
   }
   const isAuthorize = interaction.kind === 'authorize';
@@ -146,17 +170,17 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     const username = (field(request.body, 'username') ?? '').slice(0, 128);
     const password = field(request.body, 'password') ?? '';
     const keys = [`user:${username.toLowerCase()}`, `addr:${request.ip}`];
-    const wait = limiter.retryAfter(keys);
+    const wait = await limiter.retryAfter(keys);
     if (wait > 0) {
       reply.header('retry-after', String(wait));
       return showInteraction(ctx, reply, request, session, id, { message: `Too many failed sign-in attempts. Try again in ${wait} seconds.`, status: 429, username });
     }
     const user = username && password ? await passwordLogin(ctx, username, password) : undefined;
     if (!user) {
-      limiter.fail(keys);
+      await limiter.fail(keys);
       return showInteraction(ctx, reply, request, session, id, { message: 'Wrong user name or password.', status: 401, username });
     }
-    limiter.succeed([`user:${username.toLowerCase()}`]);
+    await limiter.succeed([`user:${username.toLowerCase()}`]);
     if (!(await sessions.interaction(session, id))) return errorPage(reply, 400, 'Sign-in expired', EXPIRED);
     await sessions.signIn(reply, session, user.name, 'password');
     return reply.redirect(`/oauth2/interaction/${encodeURIComponent(id)}`, 303);
@@ -195,7 +219,7 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     const interaction = await sessions.interaction<AuthorizeRequest | DeviceInteraction>(session, id);
     if (!interaction) return errorPage(reply, 400, 'Sign-in expired', EXPIRED);
     const user = session.username ? ctx.registry.user(session.username) : undefined;
-    if (!user) return showInteraction(ctx, reply, request, session, id);
+    if (!user || mustSignInAgain(session, interaction.payload)) return showInteraction(ctx, reply, request, session, id);
     const decision = field(request.body, 'decision');
     const group = field(request.body, 'group') ?? '';
     const setup = field(request.body, 'setup') ?? '';
@@ -205,11 +229,17 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     const required = interaction.payload.requiredGroup;
     if (decision === 'allow' && required !== undefined && group !== required) return errorPage(reply, 400, 'Invalid group', `The application asked for a token of the group '${required}'.`);
     if (decision === 'allow' && !ctx.registry.hasSetup(setup)) return errorPage(reply, 400, 'Invalid setup', `There is no setup '${setup}'.`);
+    if (decision === 'allow' && !isGrantable(ctx, user.name, group, interaction.payload.scope)) {
+      return errorPage(reply, 400, 'Invalid group', `Members of '${group}' may not hold ${interaction.payload.scope.join(' ')}.`);
+    }
     if (!(await sessions.finishInteraction(id))) return errorPage(reply, 400, 'Already answered', 'This request was already answered.');
 
     if (interaction.kind === 'device') {
       const p = interaction.payload as DeviceInteraction;
-      const ok = await store.decideDeviceCode(p.userCode, decision === 'allow' ? { approved: true, username: user.name, group, setup } : { approved: false });
+      const ok = await store.decideDeviceCode(
+        p.userCode,
+        decision === 'allow' ? { approved: true, username: user.name, group, setup, authContext: authContextOf(session) } : { approved: false },
+      );
       if (!ok) return errorPage(reply, 400, 'Code expired', 'The code has expired or was already used. Start again on your device.');
       return sendPage(
         reply,
@@ -233,6 +263,7 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
       redirectUri: p.redirectUriGiven ? p.redirectUri : null,
       codeChallenge: p.codeChallenge ?? null,
       codeChallengeMethod: p.codeChallengeMethod ?? null,
+      authContext: authContextOf(session, p.nonce),
     });
     // RFC 6749 §4.1.2 with RFC 9207 iss; 303 so the browser does not repeat the POST (RFC 9700 §4.12).
     return reply.redirect(withParams(p.redirectUri, { code, state: p.state, iss }), 303);
@@ -253,7 +284,7 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     if (!session) return reply;
     const entered = field(request.body, 'user_code') ?? '';
     const keys = [`device-addr:${request.ip}`];
-    const wait = limiter.retryAfter(keys);
+    const wait = await limiter.retryAfter(keys);
     if (wait > 0) {
       reply.header('retry-after', String(wait));
       return sendPage(reply, 'Connect a device', deviceEntryBody(session.csrf, entered, `Too many wrong codes. Try again in ${wait} seconds.`), { status: 429 });
@@ -261,7 +292,7 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     const userCode = normaliseUserCode(entered);
     const row = userCode ? await store.findUserCode(userCode) : undefined;
     if (!row || row.status !== 'pending' || row.expires_at < new Date().toISOString()) {
-      limiter.fail(keys);
+      await limiter.fail(keys);
       return sendPage(reply, 'Connect a device', deviceEntryBody(session.csrf, entered, 'That code is unknown, expired or already used.'), { status: 400 });
     }
     const scope = row.scope ? row.scope.split(' ') : [];

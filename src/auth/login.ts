@@ -5,9 +5,10 @@
  * user exists.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AppContext } from '../server/context.ts';
-import { hashSecret, verifySecret } from '../registry/passwords.ts';
-import type { RegistryUser } from '../registry/registry.ts';
+import type { AppContext } from '../kernel/context.ts';
+import type { Db } from '../kernel/db/database.ts';
+import { hashSecret, verifySecret } from '../registry/index.ts';
+import type { RegistryUser } from '../registry/index.ts';
 import { certificateIdentity } from './client-certificate.ts';
 import type { BrowserSession } from './sessions.ts';
 
@@ -59,47 +60,64 @@ export function certificateLoginUser(ctx: AppContext, request: FastifyRequest): 
   } catch {
     return undefined;
   }
-  if (!identity) return undefined;
+  // A limited proxy may read, not sign in to act for its owner.
+  if (!identity || identity.limited) return undefined;
   const user = ctx.registry.userByDn(identity.dn);
   return user ? { user, dn: identity.dn } : undefined;
 }
 
-/** Fixed-window failure counters keyed by user name and by address. Per instance. */
+/**
+ * Fixed-window failure counters keyed by user name and by address, kept in the database so that every
+ * instance counts the same attempts: N instances behind a load balancer must not give N times the tries.
+ */
 export class LoginLimiter {
+  readonly #db: Db;
   readonly #max: number;
   readonly #windowMs: number;
-  readonly #failures = new Map<string, { count: number; since: number }>();
 
-  constructor(max: number, windowSeconds: number) {
+  constructor(db: Db, max: number, windowSeconds: number) {
+    this.#db = db;
     this.#max = max;
     this.#windowMs = windowSeconds * 1000;
   }
 
   /** Seconds until `keys` may try again, or 0. */
-  retryAfter(keys: string[]): number {
+  async retryAfter(keys: string[]): Promise<number> {
     const now = Date.now();
+    const rows = await this.#db.selectFrom('login_failures').select(['key', 'count', 'since']).where('key', 'in', keys).execute();
     let wait = 0;
-    for (const key of keys) {
-      const f = this.#failures.get(key);
-      if (!f) continue;
-      if (now - f.since >= this.#windowMs) this.#failures.delete(key);
-      else if (f.count >= this.#max) wait = Math.max(wait, Math.ceil((f.since + this.#windowMs - now) / 1000));
+    for (const r of rows) {
+      const since = Date.parse(r.since);
+      if (now - since < this.#windowMs && Number(r.count) >= this.#max) wait = Math.max(wait, Math.ceil((since + this.#windowMs - now) / 1000));
     }
     return wait;
   }
 
-  fail(keys: string[]): void {
-    const now = Date.now();
-    if (this.#failures.size > 100_000) this.#failures.clear();
+  /** Counts one failure for each key; a window that has passed starts again at 1 (one atomic upsert). */
+  async fail(keys: string[]): Promise<void> {
+    const now = new Date();
+    const windowStart = new Date(now.getTime() - this.#windowMs).toISOString();
     for (const key of keys) {
-      const f = this.#failures.get(key);
-      if (!f || now - f.since >= this.#windowMs) this.#failures.set(key, { count: 1, since: now });
-      else f.count++;
+      await this.#db
+        .insertInto('login_failures')
+        .values({ key, count: 1, since: now.toISOString() })
+        .onConflict((oc) =>
+          oc.column('key').doUpdateSet((eb) => ({
+            count: eb.case().when('login_failures.since', '<', windowStart).then(1).else(eb('login_failures.count', '+', 1)).end(),
+            since: eb.case().when('login_failures.since', '<', windowStart).then(now.toISOString()).else(eb.ref('login_failures.since')).end(),
+          })),
+        )
+        .execute();
     }
   }
 
-  succeed(keys: string[]): void {
-    for (const key of keys) this.#failures.delete(key);
+  async succeed(keys: string[]): Promise<void> {
+    await this.#db.deleteFrom('login_failures').where('key', 'in', keys).execute();
+  }
+
+  /** Forgets windows that have passed. */
+  async purge(): Promise<void> {
+    await this.#db.deleteFrom('login_failures').where('since', '<', new Date(Date.now() - this.#windowMs).toISOString()).execute();
   }
 }
 

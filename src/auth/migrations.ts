@@ -1,5 +1,5 @@
 import type { Kysely, Migration } from 'kysely';
-import { withAutoId } from '../db/portable.ts';
+import { withAutoId } from '../kernel/db/portable.ts';
 
 export const authMigrations: Record<string, Migration> = {
   '2026_11_22_0001_auth_signing_keys': {
@@ -94,6 +94,31 @@ export const authMigrations: Record<string, Migration> = {
         .addColumn('expires_at', t, (c) => c.notNull())
         .execute();
       await db.schema.createIndex('revoked_tokens_revoked_at').on('revoked_tokens').column('revoked_at').execute();
+    },
+  },
+  '2026_11_24_0001_auth_signing_key_activation': {
+    // Key rollover: a key is published before it signs (see keys.ts).
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable('signing_keys').addColumn('activates_at', 'varchar(32)').execute();
+    },
+  },
+  '2026_11_24_0002_auth_oidc_context': {
+    // OpenID Connect: the sign-in behind a code, grant or device approval, for its ID tokens.
+    async up(db: Kysely<unknown>) {
+      for (const table of ['oauth_grants', 'oauth_codes', 'oauth_device_codes']) {
+        await db.schema.alterTable(table).addColumn('auth_context', 'text').execute();
+      }
+    },
+  },
+  '2026_11_24_0003_auth_login_failures': {
+    // Login rate limits counted where every instance sees them.
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('login_failures')
+        .addColumn('key', 'varchar(200)', (c) => c.primaryKey())
+        .addColumn('count', 'integer', (c) => c.notNull())
+        .addColumn('since', 'varchar(32)', (c) => c.notNull())
+        .execute();
     },
   },
 };

@@ -4,11 +4,12 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import type { AppContext } from '../server/context.ts';
-import { ErrorBody } from '../server/schemas.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_TOKEN_EXCHANGE } from '../registry/clients.ts';
+import type { AppContext } from '../kernel/context.ts';
+import { ErrorBody } from '../kernel/schemas.ts';
+import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_TOKEN_EXCHANGE } from '../registry/index.ts';
 import { authorizationEndpoint } from './authorize.ts';
 import { interactionRoutes } from './interaction-routes.ts';
+import { logoutRoutes } from './logout.ts';
 import { authorizationCodeGrant } from './grants/authorization-code.ts';
 import { deviceAuthorization, deviceCodeGrant } from './grants/device-code.ts';
 import { refreshTokenGrant } from './grants/refresh-token.ts';
@@ -55,6 +56,7 @@ export async function oauthRoutes(app: FastifyInstance, { ctx }: { ctx: AppConte
   );
 
   app.register(interactionRoutes, { ctx });
+  app.register(logoutRoutes, { ctx });
 
   const noStore = { 'cache-control': 'no-store', pragma: 'no-cache' };
 

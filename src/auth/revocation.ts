@@ -4,8 +4,8 @@
  * every second, so resource requests never query the database and a revocation reaches every instance
  * within about a second.
  */
-import type { Db } from '../db/database.ts';
-import { nowIso } from '../db/database.ts';
+import type { Db } from '../kernel/db/database.ts';
+import { nowIso } from '../kernel/db/database.ts';
 import type { RevocationCheck } from './tokens.ts';
 
 const POLL_MS = 1_000;

@@ -3,12 +3,12 @@
  * authenticated client. Access tokens are our JWTs; refresh tokens are looked up by hash.
  */
 import type { FastifyRequest } from 'fastify';
-import type { AppContext } from '../server/context.ts';
-import { InvalidClient, InvalidRequest, UnauthorizedClient } from '../server/errors.ts';
+import type { AppContext } from '../kernel/context.ts';
+import { InvalidClient, InvalidRequest, UnauthorizedClient } from '../kernel/errors.ts';
 import { authenticateClient } from './client-auth.ts';
 import { oauth } from './services.ts';
 import type { AccessTokenClaims } from './tokens.ts';
-import type { TokenParameters } from './token-endpoint.ts';
+import type { TokenParameters } from './grants/grant.ts';
 
 /** The access token's claims when it is one of ours with a valid signature (expired or not). */
 async function ownAccessToken(ctx: AppContext, token: string): Promise<AccessTokenClaims | 'revoked' | undefined> {

@@ -3,14 +3,16 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import type { AppContext } from '../server/context.ts';
-import { ErrorBody } from '../server/schemas.ts';
+import type { AppContext } from '../kernel/context.ts';
+import { ErrorBody } from '../kernel/schemas.ts';
 import { certificateUser } from './client-certificate.ts';
 import { requireToken } from './authenticate.ts';
 import { grantHandlers, tokenEndpoint } from './token-endpoint.ts';
 import { oauthRoutes } from './oauth-routes.ts';
 import { CLIENT_AUTH_METHODS } from './client-auth.ts';
 import { SCOPES_SUPPORTED } from './scopes.ts';
+import { ID_TOKEN_ALGORITHM } from './keys.ts';
+import { scopedClaims } from './id-tokens.ts';
 
 const TokenResponseSchema = Type.Object({
   access_token: Type.String(),
@@ -21,6 +23,7 @@ const TokenResponseSchema = Type.Object({
   setup: Type.String(),
   refresh_token: Type.Optional(Type.String()),
   issued_token_type: Type.Optional(Type.String()),
+  id_token: Type.Optional(Type.String({ description: 'OpenID Connect Core §3.1.3.3: when the scope has openid' })),
 });
 
 const TokenQuery = Type.Object(
@@ -45,6 +48,8 @@ export function authorizationServerMetadata(ctx: AppContext): Record<string, unk
     revocation_endpoint: `${base}/oauth2/revoke`,
     introspection_endpoint: `${base}/oauth2/introspect`,
     userinfo_endpoint: `${base}/oauth2/userinfo`,
+    // OpenID Connect RP-Initiated Logout 1.0.
+    end_session_endpoint: `${base}/oauth2/logout`,
     jwks_uri: `${base}/oauth2/jwks`,
     grant_types_supported: [...grantHandlers.keys()],
     response_types_supported: ['code'],
@@ -57,9 +62,14 @@ export function authorizationServerMetadata(ctx: AppContext): Record<string, unk
     // RFC 9207 §3: the authorization response carries iss.
     authorization_response_iss_parameter_supported: true,
     scopes_supported: SCOPES_SUPPORTED,
-    claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'nbf', 'jti', 'client_id', 'scope', 'group', 'setup', 'preferred_username', 'email', 'wlcg.ver', 'wlcg.groups', 'grant_id'],
+    claims_supported: [
+      ...['sub', 'iss', 'aud', 'exp', 'iat', 'nbf', 'jti', 'client_id', 'scope', 'group', 'setup', 'preferred_username', 'name', 'email', 'email_verified'],
+      ...['wlcg.ver', 'wlcg.groups', 'eduperson_entitlement', 'grant_id', 'auth_time', 'nonce', 'azp', 'at_hash', 'acr', 'amr', 'sid'],
+    ],
     subject_types_supported: ['public'],
-    id_token_signing_alg_values_supported: [ctx.config.tokens.algorithm],
+    // OpenID Connect Core §15.1: ID tokens are RS256; access tokens use tokens.algorithm.
+    id_token_signing_alg_values_supported: [ID_TOKEN_ALGORITHM],
+    acr_values_supported: ['urn:dirigo:acr:password', 'urn:dirigo:acr:x509', 'urn:dirigo:acr:federated'],
     dirigo_groups_endpoint: `${base}/oauth2/groups`,
     dirigo_setups_endpoint: `${base}/oauth2/setups`,
     service_documentation: `${base}/docs`,
@@ -111,8 +121,11 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
     return ctx.keys.jwks();
   });
 
+  // OpenID Connect Core §5.3: for a token of an OpenID Connect sign-in (scope openid), the claims its
+  // scopes allow (§5.4); for other tokens, Dirigo's own description of the caller.
   const userinfo = async (request: import('fastify').FastifyRequest) => {
     const p = request.principal!;
+    if (p.scopes.includes('openid')) return { sub: p.claims.sub, ...scopedClaims(ctx, p.username, p.scopes) };
     const user = ctx.registry.user(p.username)!;
     return {
       sub: p.claims.sub,

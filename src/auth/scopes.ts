@@ -4,12 +4,15 @@
  * scopes is limited to them (see requireCapability in authenticate.ts); a token without any carries the
  * rights of its group. Capabilities only ever restrict group rights, so no scope widens what a user may do.
  */
-import { InvalidScope } from '../server/errors.ts';
+import { InvalidScope } from '../kernel/errors.ts';
 
 export const COMPUTE_SCOPES = ['compute.read', 'compute.create', 'compute.modify', 'compute.cancel'] as const;
 export const STORAGE_CAPABILITIES = ['storage.read', 'storage.create', 'storage.modify'] as const;
-/** Plain scopes besides capabilities. `offline_access` is accepted; refresh tokens are issued anyway. */
-export const PLAIN_SCOPES = ['wlcg', 'wlcg.groups', 'offline_access', 'profile', 'email'] as const;
+/**
+ * Plain scopes besides capabilities. `openid` asks for an ID token (OpenID Connect Core §3.1.2.1);
+ * `offline_access` is accepted; refresh tokens are issued anyway.
+ */
+export const PLAIN_SCOPES = ['openid', 'wlcg', 'wlcg.groups', 'offline_access', 'profile', 'email'] as const;
 
 export const SCOPES_SUPPORTED: readonly string[] = [...PLAIN_SCOPES, ...COMPUTE_SCOPES, ...STORAGE_CAPABILITIES.map((s) => `${s}:/`)];
 
@@ -98,6 +101,7 @@ export function describeScope(scope: string): string {
   if (group) return `act as a member of ${group}`;
   const [name, path] = scope.split(/:(.*)/s, 2) as [string, string | undefined];
   const text: Record<string, string> = {
+    openid: 'sign you in to the application',
     wlcg: 'a WLCG-profile token',
     'wlcg.groups': 'your group membership',
     offline_access: 'access while you are away (refresh tokens)',

@@ -3,13 +3,13 @@
  * revocation list, grant store, browser sessions and the login rate limiter. Background duties (revocation
  * polling, purging) start with the routes and stop with ctx.close().
  */
-import type { AppContext } from '../server/context.ts';
-import { ClientRegistry } from '../registry/clients.ts';
+import type { AppContext } from '../kernel/context.ts';
+import { ClientRegistry } from '../registry/index.ts';
 import { RevocationList } from './revocation.ts';
 import { OAuthStore } from './store.ts';
 import { SessionStore } from './sessions.ts';
 import { LoginLimiter } from './login.ts';
-import { runDuty } from '../cluster/duties.ts';
+import { runDuty } from '../cluster/index.ts';
 
 export interface OAuthServices {
   clients: ClientRegistry;
@@ -39,7 +39,7 @@ export function oauth(ctx: AppContext): OAuthServices {
         access: ctx.config.tokens.accessTokenLifetime,
       }),
       sessions: new SessionStore(ctx.db, c.sessionLifetime),
-      limiter: new LoginLimiter(c.loginAttempts, c.loginWindow),
+      limiter: new LoginLimiter(ctx.db, c.loginAttempts, c.loginWindow),
     };
     services.set(ctx, s);
   }
@@ -54,7 +54,7 @@ export async function startOAuth(ctx: AppContext): Promise<void> {
   await s.revocations.start();
   ctx.tokens.revocations = s.revocations;
   // Purging runs on one instance at a time when several share the database (a lease in cluster_duties).
-  const purge = runDuty(ctx.db, 'oauth-purge', PURGE_MS, async () => void (await Promise.all([s.store.purge(), s.sessions.purge(), s.revocations.purge()])), { warn: () => {} });
+  const purge = runDuty(ctx.db, 'oauth-purge', PURGE_MS, async () => void (await Promise.all([s.store.purge(), s.sessions.purge(), s.revocations.purge(), s.limiter.purge()])), { warn: () => {} });
   ctx.onClose(async () => {
     await purge.stop();
     s.revocations.stop();

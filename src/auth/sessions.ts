@@ -5,8 +5,8 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Db } from '../db/database.ts';
-import { nowIso } from '../db/database.ts';
+import type { Db } from '../kernel/db/database.ts';
+import { nowIso } from '../kernel/db/database.ts';
 import { hashToken, randomToken } from './store.ts';
 import type { OAuthSessionTable } from './tables.ts';
 

@@ -5,10 +5,11 @@
  * conditional updates, so exactly one request wins.
  */
 import { createHash, randomBytes, randomInt, randomUUID } from 'node:crypto';
-import type { Db } from '../db/database.ts';
-import { nowIso } from '../db/database.ts';
+import type { Db } from '../kernel/db/database.ts';
+import { nowIso } from '../kernel/db/database.ts';
 import type { OAuthCodeTable, OAuthDeviceCodeTable, OAuthGrantTable, OAuthRefreshTokenTable } from './tables.ts';
 import { grantRevocationKey, type RevocationList } from './revocation.ts';
+import { parseAuthContext, type AuthContext } from './auth-context.ts';
 
 /** SHA-256, base64url: what the tables store instead of the secret value. */
 export function hashToken(token: string): string {
@@ -47,6 +48,8 @@ export interface GrantData {
   group: string;
   setup: string;
   scope: string;
+  /** The sign-in behind it (OpenID Connect); absent for grants without one. */
+  authContext?: AuthContext | undefined;
 }
 
 export type Grant = OAuthGrantTable;
@@ -96,6 +99,7 @@ export class OAuthStore {
         expires_at: new Date(Date.now() + this.#life.code * 1000).toISOString(),
         used_at: null,
         grant_id: null,
+        auth_context: data.authContext ? JSON.stringify(data.authContext) : null,
       })
       .execute();
     return code;
@@ -114,7 +118,7 @@ export class OAuthStore {
       const now = nowIso();
       const res = await trx.updateTable('oauth_codes').set({ used_at: now }).where('code_hash', '=', row.code_hash).where('used_at', 'is', null).executeTakeFirst();
       if (Number(res.numUpdatedRows) !== 1) return undefined;
-      const grant = await this.#insertGrant(trx, { clientId: row.client_id, username: row.username, group: row.group_name, setup: row.setup, scope: row.scope });
+      const grant = await this.#insertGrant(trx, { clientId: row.client_id, username: row.username, group: row.group_name, setup: row.setup, scope: row.scope, authContext: parseAuthContext(row.auth_context) });
       await trx.updateTable('oauth_codes').set({ grant_id: grant.id }).where('code_hash', '=', row.code_hash).execute();
       const refreshToken = withRefresh ? await this.#insertRefresh(trx, grant) : undefined;
       return { grant, refreshToken };
@@ -131,6 +135,7 @@ export class OAuthStore {
       scope: data.scope,
       created_at: nowIso(),
       revoked_at: null,
+      auth_context: data.authContext ? JSON.stringify(data.authContext) : null,
     };
     await db.insertInto('oauth_grants').values(grant).execute();
     return grant;
@@ -168,6 +173,12 @@ export class OAuthStore {
       await trx.updateTable('oauth_refresh_tokens').set({ revoked_at: now }).where('grant_id', '=', grantId).where('revoked_at', 'is', null).execute();
       await this.#revocations.revoke(grantRevocationKey(grantId), new Date(Date.now() + (this.#life.access + 60) * 1000), trx);
     });
+  }
+
+  /** The live grants of `clientId` that came from the sign-in `sid` (RP-initiated logout ends them). */
+  async grantsOfSignIn(clientId: string, sid: string): Promise<string[]> {
+    const rows = await this.#db.selectFrom('oauth_grants').select(['id', 'auth_context']).where('client_id', '=', clientId).where('revoked_at', 'is', null).where('auth_context', 'is not', null).execute();
+    return rows.filter((r) => parseAuthContext(r.auth_context)?.sid === sid).map((r) => r.id);
   }
 
   // --- refresh tokens (RFC 6749 §6, RFC 9700 §4.14.2 rotation) ---
@@ -210,6 +221,7 @@ export class OAuthStore {
             group_name: null,
             setup: null,
             interval_seconds: interval,
+            auth_context: null,
             last_polled_at: null,
             expires_at: new Date(Date.now() + this.#life.device * 1000).toISOString(),
             created_at: nowIso(),
@@ -242,10 +254,17 @@ export class OAuthStore {
   }
 
   /** The user's decision on the verification page; only a pending, unexpired code changes. */
-  async decideDeviceCode(userCode: string, decision: { approved: true; username: string; group: string; setup: string } | { approved: false }): Promise<boolean> {
+  async decideDeviceCode(
+    userCode: string,
+    decision: { approved: true; username: string; group: string; setup: string; authContext: AuthContext } | { approved: false },
+  ): Promise<boolean> {
     const res = await this.#db
       .updateTable('oauth_device_codes')
-      .set(decision.approved ? { status: 'approved', username: decision.username, group_name: decision.group, setup: decision.setup } : { status: 'denied' })
+      .set(
+        decision.approved
+          ? { status: 'approved', username: decision.username, group_name: decision.group, setup: decision.setup, auth_context: JSON.stringify(decision.authContext) }
+          : { status: 'denied' },
+      )
       .where('user_code', '=', userCode)
       .where('status', '=', 'pending')
       .where('expires_at', '>', nowIso())
@@ -263,7 +282,14 @@ export class OAuthStore {
         .where('status', '=', 'approved')
         .executeTakeFirst();
       if (Number(res.numUpdatedRows) !== 1) return undefined;
-      const grant = await this.#insertGrant(trx, { clientId: row.client_id, username: row.username!, group: row.group_name!, setup: row.setup!, scope: row.scope });
+      const grant = await this.#insertGrant(trx, {
+        clientId: row.client_id,
+        username: row.username!,
+        group: row.group_name!,
+        setup: row.setup!,
+        scope: row.scope,
+        authContext: parseAuthContext(row.auth_context),
+      });
       const refreshToken = withRefresh ? await this.#insertRefresh(trx, grant) : undefined;
       return { grant, refreshToken };
     });

@@ -6,7 +6,9 @@ export interface SigningKeyTable {
   private_jwk: string;
   public_jwk: string;
   created_at: string;
-  /** Set when a newer key takes over; the key stays published until its last token expires. */
+  /** From when the key signs (published before); null for keys made before rollover existed (created_at). */
+  activates_at: string | null;
+  /** When a newer key takes (or took) over; the key stays published until its last token expires. */
   retired_at: string | null;
 }
 
@@ -36,6 +38,8 @@ export interface OAuthGrantTable {
   scope: string;
   created_at: string;
   revoked_at: string | null;
+  /** JSON AuthContext of the sign-in the grant came from (ID tokens on refresh); null for flow A. */
+  auth_context: string | null;
 }
 
 /** Authorization codes (RFC 6749 §4.1.2), stored by SHA-256 hash only. */
@@ -55,6 +59,8 @@ export interface OAuthCodeTable {
   used_at: string | null;
   /** The grant created at redemption; revoked when the code is replayed. */
   grant_id: string | null;
+  /** JSON AuthContext: the sign-in behind the code, and the nonce of the request (ID tokens). */
+  auth_context: string | null;
 }
 
 /** Refresh tokens by SHA-256 hash; rotation marks the old one used, reuse revokes the grant. */
@@ -80,6 +86,8 @@ export interface OAuthDeviceCodeTable {
   group_name: string | null;
   setup: string | null;
   interval_seconds: number;
+  /** JSON AuthContext of the approving sign-in (ID tokens). */
+  auth_context: string | null;
   last_polled_at: string | null;
   expires_at: string;
   created_at: string;
@@ -107,11 +115,23 @@ export interface OAuthInteractionTable {
   expires_at: string;
 }
 
+/** Failed password logins per user name or address, in the current window (every instance shares them). */
+export interface LoginFailureTable {
+  key: string;
+  count: number;
+  since: string;
+}
+
 export interface OAuthTables {
+  login_failures: LoginFailureTable;
   oauth_grants: OAuthGrantTable;
   oauth_codes: OAuthCodeTable;
   oauth_refresh_tokens: OAuthRefreshTokenTable;
   oauth_device_codes: OAuthDeviceCodeTable;
   oauth_sessions: OAuthSessionTable;
   oauth_interactions: OAuthInteractionTable;
+}
+
+declare module '../kernel/db/schema.ts' {
+  interface Database extends AuthTables {}
 }

@@ -3,28 +3,10 @@
  * a handler in one table; the endpoint parses parameters, picks the handler and answers per §5.1/§5.2.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { InvalidRequest, UnsupportedGrantType } from '../server/errors.ts';
-import type { AppContext } from '../server/context.ts';
+import { InvalidRequest, UnsupportedGrantType } from '../kernel/errors.ts';
+import type { AppContext } from '../kernel/context.ts';
 import { clientCredentialsGrant } from './grants/client-credentials.ts';
-
-export type TokenParameters = Readonly<Record<string, string>>;
-
-export interface TokenResponse {
-  access_token: string;
-  token_type: 'Bearer';
-  expires_in: number;
-  scope: string;
-  group: string;
-  setup: string;
-  refresh_token?: string;
-  issued_token_type?: string;
-}
-
-export type GrantHandler = (
-  ctx: AppContext,
-  params: TokenParameters,
-  request: FastifyRequest,
-) => Promise<TokenResponse>;
+import type { GrantHandler, TokenResponse } from './grants/grant.ts';
 
 export const grantHandlers = new Map<string, GrantHandler>([['client_credentials', clientCredentialsGrant]]);
 

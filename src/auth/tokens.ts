@@ -4,8 +4,8 @@
  */
 import { KeyObject, randomUUID, sign } from 'node:crypto';
 import { jwtVerify, decodeProtectedHeader, errors as joseErrors, type JWTPayload } from 'jose';
-import { InvalidToken } from '../server/errors.ts';
-import type { KeyStore } from './keys.ts';
+import { InvalidToken } from '../kernel/errors.ts';
+import { ID_TOKEN_ALGORITHM, type KeyStore } from './keys.ts';
 
 const CLOCK_TOLERANCE_S = 30;
 /**
@@ -108,6 +108,12 @@ export class TokenService {
     return { token, claims, expiresIn };
   }
 
+  /** Signs an OpenID Connect ID token (claims made by id-tokens.ts) with the ID-token key (RS256). */
+  async signIdToken(claims: Record<string, unknown>): Promise<string> {
+    const { kid, alg, key } = await this.#keys.signingKey(ID_TOKEN_ALGORITHM);
+    return signCompact({ alg, kid, typ: 'JWT' }, claims, key);
+  }
+
   /**
    * Verifies signature, `typ`, `iss`, `aud`, `exp` and `nbf` (RFC 9068 §4) and the revocation list.
    * @throws InvalidToken naming what failed.
@@ -177,8 +183,12 @@ function signCompact(header: { alg: string; kid: string; typ: string }, claims: 
     nodeKeys.set(key, keyObject);
   }
   const input = `${Buffer.from(JSON.stringify(header)).toString('base64url')}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
-  // RFC 8037 §3.1 (EdDSA); RFC 7518 §3.4 (ES256: r||s, not DER).
+  // RFC 8037 §3.1 (EdDSA); RFC 7518 §3.4 (ES256: r||s, not DER); RFC 7518 §3.3 (RS256: PKCS #1 v1.5).
   const signature =
-    header.alg === 'EdDSA' ? sign(null, Buffer.from(input), keyObject) : sign('sha256', Buffer.from(input), { key: keyObject, dsaEncoding: 'ieee-p1363' });
+    header.alg === 'EdDSA'
+      ? sign(null, Buffer.from(input), keyObject)
+      : header.alg === 'ES256'
+        ? sign('sha256', Buffer.from(input), { key: keyObject, dsaEncoding: 'ieee-p1363' })
+        : sign('sha256', Buffer.from(input), keyObject);
   return `${input}.${signature.toString('base64url')}`;
 }

@@ -13,10 +13,11 @@
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppContext } from '../server/context.ts';
-import { toDirigoError } from '../server/error-handler.ts';
-import { InvalidRequest, PayloadTooLarge, UnsupportedMediaType } from '../server/errors.ts';
-import { ErrorBody } from '../server/schemas.ts';
+import type { AppContext } from '../kernel/context.ts';
+import { toDirigoError } from '../kernel/error-handler.ts';
+import { InvalidRequest, PayloadTooLarge, UnsupportedMediaType } from '../kernel/errors.ts';
+import { refuseUnstorableText } from '../kernel/storable-text.ts';
+import { ErrorBody } from '../kernel/schemas.ts';
 import { checkPath } from './paths.ts';
 import { parseMode } from './permissions.ts';
 import { BULK_FILE_KEYS, isObject, metadataObject, newFile } from './requests.ts';
@@ -46,6 +47,8 @@ export function parseLine(text: string, line: number, fields: ReadonlyMap<string
     throw new InvalidRequest(`not JSON: ${(err as Error).message}`);
   }
   if (!isObject(value)) throw new InvalidRequest('each line must be a JSON object');
+  // The body is a stream of lines, outside the route's body check (app.ts): the same rule, per line.
+  refuseUnstorableText(value, 'line');
   const kinds = ['field', 'dir', 'file'].filter((k) => k in value);
   if (kinds.length !== 1) throw new InvalidRequest('a line must have exactly one of "field", "dir" or "file"');
   if ('field' in value) {

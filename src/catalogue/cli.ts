@@ -6,9 +6,9 @@ import { createReadStream, statSync } from 'node:fs';
 import { Transform } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { call, callJson, connect, type Connection } from '../cli/http.ts';
-import { CliError, progress } from '../cli/output.ts';
-import { CREDENTIAL_OPTIONS, userAccessToken } from '../cli/credentials.ts';
+import { call, callJson, connect, type Connection } from '../kernel/cli/http.ts';
+import { CliError, progress } from '../kernel/cli/output.ts';
+import { CREDENTIAL_OPTIONS, userAccessToken } from '../kernel/cli/credentials.ts';
 import { encodePath, pathProblem } from './paths.ts';
 
 const USAGE = `usage: dirigo catalogue <command> [arguments] [options]

@@ -9,8 +9,8 @@
  * (own or inherited); `!=` and `nin` therefore mean "has the field, with another value".
  */
 import { sql, type ExpressionBuilder, type Expression, type Kysely, type SqlBool, type SelectQueryBuilder } from 'kysely';
-import type { Database } from '../db/schema.ts';
-import { InvalidRequest } from '../server/errors.ts';
+import type { Database } from '../kernel/db/schema.ts';
+import { InvalidRequest } from '../kernel/errors.ts';
 import { parseText, type Field, type FieldType } from './values.ts';
 
 export const MAX_CONDITIONS = 32;

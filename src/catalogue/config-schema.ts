@@ -14,11 +14,17 @@ export const CatalogueConfigSchema = Type.Object(
     rootOwner: Type.String({ default: 'root' }),
     rootGroup: Type.String({ default: 'dirigo_admin' }),
     /** 0o777: every user may create top-level directories, which they then own. */
-    rootMode: Type.Integer({ minimum: 0, maximum: 0o777, default: 0o777 }),
-    defaultDirectoryMode: Type.Integer({ minimum: 0, maximum: 0o777, default: 0o755 }),
+    rootMode: Type.Integer({ minimum: 0, maximum: 0o1777, default: 0o1777 }),
+    defaultDirectoryMode: Type.Integer({ minimum: 0, maximum: 0o1777, default: 0o755 }),
     defaultFileMode: Type.Integer({ minimum: 0, maximum: 0o777, default: 0o644 }),
   },
   { additionalProperties: false, default: {} },
 );
 
 export type CatalogueConfig = Static<typeof CatalogueConfigSchema>;
+
+declare module '../kernel/config.ts' {
+  interface AppConfig {
+    catalogue: CatalogueConfig;
+  }
+}

@@ -6,7 +6,7 @@
  * the callers, never user text; every value is a bound parameter.
  */
 import { CompiledQuery, type Kysely } from 'kysely';
-import type { Database } from '../db/schema.ts';
+import type { Database } from '../kernel/db/schema.ts';
 
 /** A column and its PostgreSQL type (for the unnest arrays). */
 export type Column = readonly [name: string, pgType: 'bigint' | 'text' | 'integer' | 'double precision' | 'jsonb'];

@@ -7,7 +7,7 @@
  * transaction, one row per directory and field.
  */
 import { CompiledQuery, type Transaction } from 'kysely';
-import type { Database } from '../db/schema.ts';
+import type { Database } from '../kernel/db/schema.ts';
 import { insertRows, type Column } from './fast-insert.ts';
 import { valuesById, type Field, type StoredValue } from './values.ts';
 

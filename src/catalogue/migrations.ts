@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Migration } from 'kysely';
-import { isPostgres, withAutoId } from '../db/portable.ts';
+import { isPostgres, withAutoId } from '../kernel/db/portable.ts';
 import { createFieldIndex } from './effective.ts';
 import type { FieldType } from './values.ts';
 
@@ -218,6 +218,12 @@ export const catalogueMigrations: Record<string, Migration> = {
         await sql`update cat_directories set eff = (select json_group_object(cast(field_id as text), coalesce(str, num)) from cat_dir_meta_eff where dir_id = cat_directories.id)
           where id in (select dir_id from cat_dir_meta_eff)`.execute(db);
       }
+    },
+  },
+  '2026_11_24_0404_catalogue_sticky_root': {
+    // A world-writable root gets the sticky bit (as /tmp): users may no longer remove each other's entries.
+    async up(db: Kysely<unknown>) {
+      await sql`update cat_directories set mode = mode + 512 where path = '/' and (mode & 512) = 0 and (mode & 2) <> 0`.execute(db);
     },
   },
 };

@@ -8,10 +8,17 @@
  * - the bytes must be UTF-8; the path must start with `/`, have no empty, `.` or `..` segment, no NUL or
  *   other C0 control character, no trailing `/` except for the root, at most 4096 bytes and 255 bytes per name.
  */
-import { InvalidRequest } from '../server/errors.ts';
+import { InvalidRequest, UriTooLong } from '../kernel/errors.ts';
 
 export const MAX_PATH_BYTES = 4096;
 export const MAX_NAME_BYTES = 255;
+/** The longest catalogue path in a URL: MAX_PATH_BYTES in base 64 with its padding. */
+export const MAX_PATH_PARAM_CHARS = Math.ceil(MAX_PATH_BYTES / 3) * 4;
+
+/** The answer to a URL segment longer than any catalogue path (the router's parameter limit). */
+export function pathParamTooLong(): UriTooLong {
+  return new UriTooLong(`a path segment is longer than ${MAX_PATH_PARAM_CHARS} characters (a catalogue path has at most ${MAX_PATH_BYTES} bytes)`);
+}
 
 const BASE64URL = /^[A-Za-z0-9_-]*(={0,2})$/;
 const utf8 = new TextDecoder('utf-8', { fatal: true });

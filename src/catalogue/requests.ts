@@ -1,5 +1,5 @@
 /** Validation of write bodies shared by the REST writes and the bulk endpoint; messages name the key. */
-import { InvalidRequest } from '../server/errors.ts';
+import { InvalidRequest } from '../kernel/errors.ts';
 import type { NewFile } from './store.ts';
 import { parseMode } from './permissions.ts';
 import { toStored, type Field } from './values.ts';

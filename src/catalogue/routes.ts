@@ -3,14 +3,14 @@
  * them, and the bulk endpoint. Paths in URLs are URL-safe base 64 (paths.ts); every route needs a token.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { requireCapability, requireToken, type Principal } from '../auth/authenticate.ts';
-import type { AppContext } from '../server/context.ts';
-import { InvalidRequest, NotFound } from '../server/errors.ts';
-import { ErrorBody } from '../server/schemas.ts';
+import { requireCapability, requireToken, type Principal } from '../auth/index.ts';
+import type { AppContext } from '../kernel/context.ts';
+import { InvalidRequest, NotFound } from '../kernel/errors.ts';
+import { ErrorBody } from '../kernel/schemas.ts';
 import { bulkRoute } from './bulk.ts';
 import { parseConditions } from './conditions.ts';
-import { decodePathParam } from './paths.ts';
-import { READ, requireAllowed } from './permissions.ts';
+import { baseName, decodePathParam, MAX_PATH_PARAM_CHARS, parentOf, pathParamTooLong } from './paths.ts';
+import { READ, requireAllowed, requireTraversable } from './permissions.ts';
 import { directoryBody, isObject, newFile, REST_FILE_KEYS } from './requests.ts';
 import { CatalogueStore, directoryRecord, fileRecord } from './store.ts';
 import * as S from './schemas.ts';
@@ -33,12 +33,13 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
   const common = { tags, security };
   const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody };
 
-  /** Decodes the path, checks the token's storage capability and r on the directory. */
+  /** Decodes the path, checks the token's storage capability, x on every ancestor and r on the directory. */
   const readableDirectory = async (request: FastifyRequest, encoded: string) => {
     const path = decodePathParam(encoded);
     const principal = principalOf(request);
     requireCapability(principal, 'storage.read', path);
-    const dir = await store.directory(path);
+    const { ancestors, dir } = await store.withAncestors(path);
+    requireTraversable(principal, ancestors, `read ${path}`);
     if (!dir) throw new NotFound(`no directory ${path}`);
     requireAllowed(principal, dir, READ, path, `read ${path}`);
     return dir;
@@ -47,9 +48,15 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
     const path = decodePathParam(encoded);
     const principal = principalOf(request);
     requireCapability(principal, 'storage.read', path);
-    const found = await store.requireFile(path);
-    requireAllowed(principal, found.file, READ, path, `read ${path}`);
-    return { path, ...found };
+    const parent = parentOf(path);
+    if (parent === undefined) throw new NotFound(`no file ${path}`);
+    // The file's directory is the last of the directories above it: one query for all of them.
+    const { ancestors, dir } = await store.withAncestors(parent);
+    requireTraversable(principal, dir ? [...ancestors, dir] : ancestors, `read ${path}`);
+    const file = dir ? await store.fileIn(dir, baseName(path)) : undefined;
+    if (!dir || !file) throw new NotFound(`no file ${path}`);
+    requireAllowed(principal, file, READ, path, `read ${path}`);
+    return { path, dir, file };
   };
 
   // ---- fields ----
@@ -282,6 +289,17 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
       return { Path: path };
     },
   );
+
+  // What the path routes cannot match: a segment too long for any catalogue path (the router's limit), or
+  // a '/' inside it (standard base 64). Either is said plainly instead of 404.
+  const notUrlSafe = async (request: FastifyRequest) => {
+    const segment = ((request.params as { '*'?: string })['*'] ?? '').split('/')[0]!;
+    if (segment.length > MAX_PATH_PARAM_CHARS) {
+      throw pathParamTooLong();
+    }
+    throw new InvalidRequest("path: a '/' inside the path segment is not URL-safe base 64; write '+' and '/' as '-' and '_' (RFC 4648 §5)");
+  };
+  for (const prefix of ['/filecatalogue/directory/*', '/filecatalogue/file/*']) app.all(prefix, { schema: { hide: true } }, notUrlSafe);
 
   await bulkRoute(app, ctx, store, preHandler);
 }

@@ -100,3 +100,7 @@ export interface CatalogueTables {
   cat_dir_meta_eff: CatDirMetaEffTable;
   cat_dir_file_summary: CatDirFileSummaryTable;
 }
+
+declare module '../kernel/db/schema.ts' {
+  interface Database extends CatalogueTables {}
+}

@@ -5,7 +5,7 @@
  *   Integers are limited to the safe range ±(2^53 − 1) so that a double holds them exactly;
  * - `string` in `str` (at most 1024 characters).
  */
-import { InvalidRequest } from '../server/errors.ts';
+import { InvalidRequest } from '../kernel/errors.ts';
 
 export type FieldType = 'int' | 'float' | 'string' | 'date';
 export type FieldScope = 'directory' | 'file';

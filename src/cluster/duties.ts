@@ -6,8 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Db } from '../db/database.ts';
-import { nowIso } from '../db/database.ts';
+import type { Db } from '../kernel/db/database.ts';
+import { nowIso } from '../kernel/db/database.ts';
 
 /** This process's identity as a duty holder. */
 export const INSTANCE_ID = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;

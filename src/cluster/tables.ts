@@ -11,3 +11,7 @@ export interface ClusterDutyTable {
 export interface ClusterTables {
   cluster_duties: ClusterDutyTable;
 }
+
+declare module '../kernel/db/schema.ts' {
+  interface Database extends ClusterTables {}
+}

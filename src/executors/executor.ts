@@ -7,8 +7,8 @@
  * Backends never write job statuses themselves: they report events, and the scheduler applies them through
  * the state machine (compare-and-set), so a backend that reports late simply loses the race.
  */
-import type { Manifest } from '../jobs/manifest.ts';
-import type { StoredObject } from '../jobs/sandbox-store.ts';
+import type { Manifest } from '../jobs/index.ts';
+import type { StoredObject } from '../jobs/index.ts';
 
 /** A job claimed for a site (Waiting → Matched), with what a backend needs to run it. */
 export interface JobToRun {

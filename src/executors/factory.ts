@@ -4,8 +4,8 @@
  */
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import type { JobsConfig } from '../jobs/config-schema.ts';
-import type { SandboxStore } from '../jobs/sandbox-store.ts';
+import type { JobsConfig } from '../jobs/index.ts';
+import type { SandboxStore } from '../jobs/index.ts';
 import type { Executor } from './executor.ts';
 import { LocalExecutor } from './local.ts';
 import { SlurmExecutor } from './slurm.ts';

@@ -8,15 +8,15 @@
  * time stands in for it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { hostname } from 'node:os';
+import { constants as osConstants, hostname } from 'node:os';
 import { chmod, lstat, mkdir, open, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import picomatch from 'picomatch';
-import { environment } from '../server/config.ts';
-import type { LocalSiteConfig } from '../jobs/config-schema.ts';
-import type { SandboxStore, StoredObject } from '../jobs/sandbox-store.ts';
-import { packFiles, unpackArchive, type ArchiveFile } from '../jobs/sandbox-archive.ts';
-import { PayloadTooLarge } from '../server/errors.ts';
+import { environment } from '../kernel/config.ts';
+import type { LocalSiteConfig } from '../jobs/index.ts';
+import type { SandboxStore, StoredObject } from '../jobs/index.ts';
+import { packFiles, unpackArchive, type ArchiveFile } from '../jobs/index.ts';
+import { PayloadTooLarge } from '../kernel/errors.ts';
 import type { Executor, ExecutorEvent, ExecutorSink, HeldJob, JobToRun } from './executor.ts';
 import { groupCpuSeconds, HAS_PROC, readStat } from './process-stats.ts';
 
@@ -60,6 +60,20 @@ function signalGroup(pid: number, signal: NodeJS.Signals): void {
     process.kill(-pid, signal);
   } catch {
     // ESRCH: the group is gone already.
+  }
+}
+
+/** Why a process could not be started, in the words of the job's MinorStatus. */
+function startProblem(err: Error | undefined): string {
+  switch ((err as NodeJS.ErrnoException | undefined)?.code) {
+    case 'ENOENT':
+      return 'no such executable';
+    case 'E2BIG':
+      return 'its arguments and environment are too large to start it (E2BIG)';
+    case 'EACCES':
+      return 'permission denied (is it executable?)';
+    default:
+      return err?.message ?? 'it did not start';
   }
 }
 
@@ -195,13 +209,20 @@ export class LocalExecutor implements Executor {
             DIRIGO_JOB_ID: String(job.jobId),
             DIRIGO_SITE: this.site,
           };
-          const child = spawn(command, job.argv, { cwd: dir, env, stdio: ['ignore', out.fd, errFile.fd], detached: true });
-          const spawned = await new Promise<Error | undefined>((resolve) => {
-            child.once('spawn', () => resolve(undefined));
-            child.once('error', (err) => resolve(err));
-          });
-          if (spawned) {
-            startError = `Cannot start '${m.Executable}': ${(spawned as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such executable' : spawned.message}`;
+          let child: ChildProcess | undefined;
+          let spawned: Error | undefined;
+          try {
+            child = spawn(command, job.argv, { cwd: dir, env, stdio: ['ignore', out.fd, errFile.fd], detached: true });
+            spawned = await new Promise<Error | undefined>((resolve) => {
+              child!.once('spawn', () => resolve(undefined));
+              child!.once('error', (err) => resolve(err));
+            });
+          } catch (err) {
+            // Some failures (E2BIG, EINVAL) are thrown at once instead of emitted: the job fails all the same.
+            spawned = err as Error;
+          }
+          if (spawned || !child) {
+            startError = `Cannot start '${m.Executable}': ${startProblem(spawned)}`;
           } else {
             r.child = child;
             r.pid = child.pid!;
@@ -252,7 +273,15 @@ export class LocalExecutor implements Executor {
     const exitCode = exit.code ?? null;
     if (r.stopReason === 'cputime') {
       const used = (r.cpuUsed ?? 0).toFixed(1);
-      return { ...base, outcome: 'failed', exitCode, minorStatus: `CPU time limit exceeded: used ${used} s of the ${r.job.manifest.CPUTime} s allowed (CPUTime); the job was terminated` };
+      // As a shell reports a process ended by a signal: 128 + the signal's number.
+      const code = exit.code ?? (exit.signal ? 128 + (osConstants.signals[exit.signal] ?? 0) : null);
+      return {
+        ...base,
+        outcome: 'failed',
+        exitCode: code,
+        minorStatus: `CPU time limit exceeded: used ${used} s of the ${r.job.manifest.CPUTime} s allowed (CPUTime); the job was terminated`,
+        applicationStatus: `Terminated by ${exit.signal ?? `exit code ${exit.code}`}: CPU time limit exceeded`,
+      };
     }
     if (r.stopReason === 'killed') return { ...base, outcome: 'failed', exitCode, minorStatus: 'Killed' };
     if (packError) return { ...base, outcome: 'failed', exitCode, minorStatus: packError, applicationStatus: exit.code === 0 ? 'Execution Complete' : `Exited with code ${exit.code}` };

@@ -9,14 +9,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Db } from '../db/database.ts';
-import { nowIso } from '../db/database.ts';
-import type { JobsConfig } from '../jobs/config-schema.ts';
-import type { Manifest } from '../jobs/manifest.ts';
-import { JobStatus } from '../jobs/model.ts';
-import { changeStatus } from '../jobs/state-machine.ts';
-import { splitArguments } from '../jobs/arguments.ts';
-import { waitingJobIdsFor } from '../jobs/store.ts';
+import type { Db } from '../kernel/db/database.ts';
+import { nowIso } from '../kernel/db/database.ts';
+import type { JobsConfig } from '../jobs/index.ts';
+import type { Manifest } from '../jobs/index.ts';
+import { JobStatus } from '../jobs/index.ts';
+import { changeStatus } from '../jobs/index.ts';
+import { splitArguments } from '../jobs/index.ts';
+import { waitingJobIdsFor } from '../jobs/index.ts';
 import type { Executor, ExecutorEvent, JobToRun } from './executor.ts';
 
 const HELD: JobStatus[] = [JobStatus.Matched, JobStatus.Running, JobStatus.Completing];
@@ -293,11 +293,13 @@ export class Scheduler {
       const status = row.status as JobStatus;
       const release = { executor_id: null, executor_ref: null, lease_until: null };
       const max = this.#config.maxReschedules;
-      if ((count && row.reschedule_counter >= max) || status === JobStatus.Completing || status === JobStatus.Stalled) {
+      // A Completing job ran, but its output sandbox was never stored: it runs again like the others (at
+      // least once), within the same limit. Stalled jobs belong to agents, whose stall rules decide.
+      if ((count && row.reschedule_counter >= max) || status === JobStatus.Stalled) {
         const won = await changeStatus(trx, [jobId], {
           from: status,
           to: JobStatus.Failed,
-          minorStatus: `Job lost: ${why}${status === JobStatus.Completing || status === JobStatus.Stalled ? '' : `; not rescheduled (already rescheduled ${row.reschedule_counter} of ${max} times)`}`,
+          minorStatus: `Job lost: ${why}${status === JobStatus.Stalled ? '' : `; not rescheduled (already rescheduled ${row.reschedule_counter} of ${max} times)`}`,
           source: 'Scheduler',
           set: { ...release, end_exec_time: nowIso() },
         });

@@ -5,7 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { environment } from '../server/config.ts';
+import { environment } from '../kernel/config.ts';
 
 /** Slurm job states (squeue `%T`), as documented in squeue(1) "JOB STATE CODES". */
 export type SlurmState =

@@ -21,12 +21,12 @@ import { lstat, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises
 import { join, relative, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import picomatch from 'picomatch';
-import type { SandboxStore, StoredObject } from '../jobs/sandbox-store.ts';
-import { packFiles, type ArchiveFile } from '../jobs/sandbox-archive.ts';
-import { PayloadTooLarge } from '../server/errors.ts';
+import type { SandboxStore, StoredObject } from '../jobs/index.ts';
+import { packFiles, type ArchiveFile } from '../jobs/index.ts';
+import { PayloadTooLarge } from '../kernel/errors.ts';
 import type { Executor, ExecutorEvent, ExecutorSink, HeldJob, JobToRun } from './executor.ts';
 import { SlurmClient, SlurmCommandError, type SlurmJobInfo } from './slurm-client.ts';
-import type { SlurmSiteConfig } from './slurm-config.ts';
+import type { SlurmSiteConfig } from '../jobs/index.ts';
 import { batchScript, parseExitRecord, type ExitRecord } from './slurm-script.ts';
 
 export interface SlurmExecutorOptions {

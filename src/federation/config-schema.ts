@@ -106,3 +106,9 @@ export function checkIdentityProviders(config: Checked, abs: (path: string) => s
   }
   return undefined;
 }
+
+declare module '../kernel/config.ts' {
+  interface AppConfig {
+    identityProviders: IdentityProviderConfig[];
+  }
+}

@@ -10,15 +10,15 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { OAuth2IdProvider, type UserInfo } from '@dirigo/idp-client';
-import { nowIso } from '../db/database.ts';
-import type { AppContext } from '../server/context.ts';
-import type { RegistryUser } from '../registry/registry.ts';
-import type { LoginProvider } from '../auth/login.ts';
-import { completeLogin } from '../auth/interaction-routes.ts';
-import { errorPage } from '../auth/pages.ts';
-import { oauth } from '../auth/services.ts';
-import type { BrowserSession } from '../auth/sessions.ts';
-import { hashToken } from '../auth/store.ts';
+import { nowIso } from '../kernel/db/database.ts';
+import type { AppContext } from '../kernel/context.ts';
+import type { RegistryUser } from '../registry/index.ts';
+import type { LoginProvider } from '../auth/index.ts';
+import { completeLogin } from '../auth/index.ts';
+import { errorPage } from '../auth/index.ts';
+import { oauth } from '../auth/index.ts';
+import type { BrowserSession } from '../auth/index.ts';
+import { hashToken } from '../auth/index.ts';
 import type { IdentityProviderConfig } from './config-schema.ts';
 
 /** Upstream logins must finish within this (the idp-client keeps its own sessions as long). */

@@ -4,8 +4,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import type { AppContext } from '../server/context.ts';
-import { registerLoginProvider } from '../auth/login.ts';
+import type { AppContext } from '../kernel/context.ts';
+import { registerLoginProvider } from '../auth/index.ts';
 import { FederatedProvider } from './provider.ts';
 
 const Callback = Type.Object(

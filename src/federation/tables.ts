@@ -27,3 +27,7 @@ export interface FederationTables {
   federation_requests: FederationRequestTable;
   federation_sessions: FederationSessionTable;
 }
+
+declare module '../kernel/db/schema.ts' {
+  interface Database extends FederationTables {}
+}

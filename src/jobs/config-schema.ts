@@ -3,8 +3,8 @@
  * sites jobs run on. Every key has a default so the embedded default needs nothing here.
  */
 import { Type, type Static } from 'typebox';
-import { SlurmSiteSchema } from '../executors/slurm-config.ts';
-import { AgentSiteSchema } from '../agents/config-schema.ts';
+import { SlurmSiteSchema } from './slurm-site-schema.ts';
+import { AgentSiteSchema } from './agent-site-schema.ts';
 
 const MiB = 1024 * 1024;
 
@@ -27,6 +27,13 @@ export const JobsConfigSchema = Type.Object(
   {
     /** Largest JSON body of POST /jobs (a manifest or an array of them). */
     jsonBodyLimit: Type.Integer({ minimum: 1024, default: 4 * MiB }),
+    /**
+     * Bytes a job's Arguments and Environment may take when it starts, counted as exec counts them; the
+     * kernel refuses more than about 2 MiB (ARG_MAX) with the server's own environment included.
+     */
+    maxCommandBytes: Type.Integer({ minimum: 4096, maximum: 2 * MiB, default: MiB }),
+    /** Largest CPUTime a manifest may ask for, in seconds (a year by default). */
+    maxCpuTime: Type.Integer({ minimum: 1, default: 31_536_000 }),
     /** Most manifests in one submission (JSON array or multipart). */
     maxBulk: Type.Integer({ minimum: 1, maximum: 100000, default: 1000 }),
     sandbox: Type.Object(
@@ -63,3 +70,9 @@ export const JobsConfigSchema = Type.Object(
 
 export type JobsConfig = Static<typeof JobsConfigSchema>;
 export type LocalSiteConfig = Static<typeof LocalSiteSchema>;
+
+declare module '../kernel/config.ts' {
+  interface AppConfig {
+    jobs: JobsConfig;
+  }
+}

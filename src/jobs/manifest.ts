@@ -2,7 +2,7 @@
  * Job manifests (DESIGN "Jobs"): validation with messages that name the bad key, defaults, and the values
  * the store and executors need. Unknown keys are kept as they are.
  */
-import { InvalidRequest } from '../server/errors.ts';
+import { InvalidRequest } from '../kernel/errors.ts';
 import { ArgumentsError, splitArguments } from './arguments.ts';
 import { fileNameProblem } from './file-names.ts';
 
@@ -32,6 +32,23 @@ export interface CheckedManifest {
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const MAX_TEXT = 256;
+/** Linux refuses a single argument or environment string longer than this (MAX_ARG_STRLEN). */
+const MAX_WORD_BYTES = 131072;
+
+/** What a job may ask for: beyond these it could never run, so it is refused at submission. */
+export interface ManifestLimits {
+  /** Arguments and environment together, as exec counts them (each string, its NUL and its pointer). */
+  maxCommandBytes: number;
+  /** Largest CPUTime, in seconds. */
+  maxCpuTime: number;
+}
+
+/** The bytes exec needs for `strings` (argv or environ): each string, its terminating NUL and its pointer. */
+function execBytes(strings: Iterable<string>): number {
+  let total = 0;
+  for (const s of strings) total += Buffer.byteLength(s) + 1 + 8;
+  return total;
+}
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -47,7 +64,7 @@ function stringArray(where: string, key: string, v: unknown): string[] {
  * sites, `uploaded` the file names of the input sandbox sent with it.
  * @throws InvalidRequest naming the key.
  */
-export function checkManifest(raw: unknown, where: string, knownSites: readonly string[], uploaded: readonly string[]): CheckedManifest {
+export function checkManifest(raw: unknown, where: string, knownSites: readonly string[], uploaded: readonly string[], limits: ManifestLimits): CheckedManifest {
   if (!isObject(raw)) throw new InvalidRequest(`${where}: a manifest must be a JSON object`);
   const m = { ...raw } as Manifest;
   if (typeof m.Executable !== 'string' || m.Executable.trim() === '') throw new InvalidRequest(`${where}: Executable is required and must be a non-empty string`);
@@ -95,8 +112,8 @@ export function checkManifest(raw: unknown, where: string, knownSites: readonly 
   if (m.Priority !== undefined && (!Number.isInteger(m.Priority) || m.Priority < 0 || m.Priority > 10)) {
     throw new InvalidRequest(`${where}: Priority must be an integer from 0 to 10`);
   }
-  if (m.CPUTime !== undefined && (!Number.isInteger(m.CPUTime) || m.CPUTime <= 0)) {
-    throw new InvalidRequest(`${where}: CPUTime must be a positive integer (seconds)`);
+  if (m.CPUTime !== undefined && (!Number.isInteger(m.CPUTime) || m.CPUTime <= 0 || m.CPUTime > limits.maxCpuTime)) {
+    throw new InvalidRequest(`${where}: CPUTime must be a positive integer of at most ${limits.maxCpuTime} seconds`);
   }
   if (m.Environment !== undefined) {
     if (!isObject(m.Environment)) throw new InvalidRequest(`${where}: Environment must be an object of strings`);
@@ -104,6 +121,15 @@ export function checkManifest(raw: unknown, where: string, knownSites: readonly 
       if (!ENV_NAME.test(k)) throw new InvalidRequest(`${where}: Environment name '${k}' is not a valid variable name`);
       if (typeof v !== 'string' || v.includes('\u0000')) throw new InvalidRequest(`${where}: Environment.${k} must be a string without NUL`);
     }
+  }
+  // What exec would refuse (E2BIG) is refused here, where the submitter can still be told.
+  const words = [m.Executable, ...argv];
+  const env = Object.entries(m.Environment ?? {}).map(([k, v]) => `${k}=${v}`);
+  const long = [...words, ...env].find((w) => Buffer.byteLength(w) >= MAX_WORD_BYTES);
+  if (long !== undefined) throw new InvalidRequest(`${where}: an argument or environment value is ${Buffer.byteLength(long)} bytes; each must be under ${MAX_WORD_BYTES}`);
+  const commandBytes = execBytes(words) + execBytes(env);
+  if (commandBytes > limits.maxCommandBytes) {
+    throw new InvalidRequest(`${where}: Arguments and Environment need ${commandBytes} bytes to start the job; at most ${limits.maxCommandBytes} are allowed (jobs.maxCommandBytes)`);
   }
   if (m.InputSandbox !== undefined) {
     const names = stringArray(where, 'InputSandbox', m.InputSandbox);

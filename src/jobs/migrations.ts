@@ -1,5 +1,5 @@
 import type { Kysely, Migration } from 'kysely';
-import { withAutoId } from '../db/portable.ts';
+import { withAutoId } from '../kernel/db/portable.ts';
 
 export const jobsMigrations: Record<string, Migration> = {
   '2026_11_22_0300_jobs_tables': {

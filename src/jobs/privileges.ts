@@ -2,8 +2,8 @@
  * Who may see and kill which job (DESIGN "Privileges"): the owner; members of the owner's group when the
  * group has JobSharing; JobAdministrator everything; JobMonitor sees everything but kills nothing.
  */
-import type { Principal } from '../auth/authenticate.ts';
-import { Property } from '../registry/registry.ts';
+import type { Principal } from '../auth/index.ts';
+import { Property } from '../registry/index.ts';
 
 export interface JobOwnership {
   owner: string;

@@ -1,23 +1,21 @@
 /**
- * The /jobs interface (SPEC "Job management", DESIGN "Jobs"). Also starts this instance's scheduler and
- * executors, and stops them when the service closes.
+ * The /jobs interface (SPEC "Job management", DESIGN "Jobs"). The scheduler that runs the jobs belongs to
+ * the executors domain; the composition root hands it in as the JobRunner.
  */
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import { Type } from 'typebox';
-import { requireCapability, requireToken } from '../auth/authenticate.ts';
-import type { AppContext } from '../server/context.ts';
-import { Conflict, InvalidRequest, NotFound, UnsupportedMediaType } from '../server/errors.ts';
-import { ErrorBody } from '../server/schemas.ts';
-import { createExecutors } from '../executors/factory.ts';
-import { Scheduler } from '../executors/scheduler.ts';
+import { requireCapability, requireToken } from '../auth/index.ts';
+import type { AppContext } from '../kernel/context.ts';
+import { Conflict, InvalidRequest, NotFound, UnsupportedMediaType } from '../kernel/errors.ts';
+import { ErrorBody } from '../kernel/schemas.ts';
 import type { JobsConfig } from './config-schema.ts';
-import { ATTRIBUTES, isFinal, type AttributeName } from './model.ts';
-import { FileSandboxStore } from './sandbox-store.ts';
-import { JobsService } from './service.ts';
+import { ALL_STATUSES, ATTRIBUTES, isFinal, type AttributeName } from './model.ts';
+import type { FileSandboxStore } from './sandbox-store.ts';
+import { JobsService, type JobRunner } from './service.ts';
 import { referencedSandboxes, type Restrictions } from './store.ts';
-import { runDuty } from '../cluster/duties.ts';
+import { runDuty } from '../cluster/index.ts';
 import { manifestsFromJson, readMultipart } from './submission.ts';
 
 // Type arrays rather than anyOf: the serializer checks them inline instead of validating each value.
@@ -64,6 +62,7 @@ export function parseListQuery(url: string): { allOwners: boolean; maxJobs: numb
     if (!Object.hasOwn(ATTRIBUTES, key)) throw new InvalidRequest(`'${key}' is not a job attribute (known: ${Object.keys(ATTRIBUTES).join(', ')})`);
     const attr = ATTRIBUTES[key as AttributeName];
     restrictions[key as AttributeName] = params.getAll(key).map((v) => {
+      if (key === 'Status' && !(ALL_STATUSES as readonly string[]).includes(v)) throw new InvalidRequest(`Status: '${v}' is not a job status (one of ${ALL_STATUSES.join(', ')})`);
       if (attr.type === 'string') return v;
       if (!/^-?\d{1,15}$/.test(v)) throw new InvalidRequest(`${key}: '${v}' is not an integer`);
       return Number(v);
@@ -80,10 +79,16 @@ export function parseListQuery(url: string): { allOwners: boolean; maxJobs: numb
 /** How often unreferenced sandboxes are swept, and how old they must be to go. */
 const SANDBOX_SWEEP_MS = 3600_000;
 
-export async function jobsRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+export interface JobsRoutesOptions {
+  ctx: AppContext;
+  /** The content-addressed sandbox store (the executors share it). */
+  sandboxes: FileSandboxStore;
+  /** This instance's scheduler; absent on an API-only instance. */
+  runner: JobRunner | undefined;
+}
+
+export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, runner }: JobsRoutesOptions): Promise<void> {
   const config: JobsConfig = ctx.config.jobs;
-  const sandboxDir = resolve(ctx.config.dataDir, config.sandbox.dir);
-  const store = new FileSandboxStore(sandboxDir);
   // Uploads and sandboxes a crash interrupted (temporary files only: stored objects are always whole).
   app.addHook('onReady', async () => {
     await store.removeStaleTemporaries(3600_000).catch((err: Error) => app.log.warn({ err }, 'cannot clean the sandbox temporaries'));
@@ -94,15 +99,7 @@ export async function jobsRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
     if (removed > 0) app.log.info({ removed }, 'removed sandboxes no job references');
   }, app.log);
   ctx.onClose(() => sweep.stop());
-  let scheduler: Scheduler | undefined;
-  if (config.scheduler.enabled) {
-    const executors = createExecutors({ config, dataDir: ctx.config.dataDir, store, log: app.log });
-    scheduler = new Scheduler(ctx.db, ctx.dialect, config.scheduler, executors, app.log);
-    const s = scheduler;
-    app.addHook('onReady', async () => s.start());
-    ctx.onClose(() => s.stop());
-  }
-  const service = new JobsService(ctx, config, store, scheduler);
+  const service = new JobsService(ctx, config, store, runner);
 
   await app.register(multipart, {
     // Keep the client's file name whole, so that a name with a path in it is refused rather than trimmed.
@@ -238,7 +235,7 @@ export async function jobsRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
       requireCapability(request.principal!, 'compute.create');
       let jids: number[];
       if (request.isMultipart()) {
-        const parsed = await readMultipart(request, config, store, join(sandboxDir, 'tmp'));
+        const parsed = await readMultipart(request, config, store, join(store.dir, 'tmp'));
         try {
           jids = await service.submit(request.principal!, parsed.manifests, parsed.fileNames, parsed.storeSandbox);
         } finally {

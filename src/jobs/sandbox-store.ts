@@ -9,7 +9,7 @@ import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { PayloadTooLarge } from '../server/errors.ts';
+import { PayloadTooLarge } from '../kernel/errors.ts';
 
 export interface StoredObject {
   sha256: string;

@@ -2,11 +2,10 @@
  * Job management as the routes and the CLI's server side see it: submit, list, read, kill. Privileges are
  * checked here; status changes go through the state machine.
  */
-import type { Principal } from '../auth/authenticate.ts';
-import type { AppContext } from '../server/context.ts';
-import { nowIso } from '../db/database.ts';
-import { Conflict, InsufficientPrivileges, InvalidTransition, NotFound } from '../server/errors.ts';
-import type { Scheduler } from '../executors/scheduler.ts';
+import type { Principal } from '../auth/index.ts';
+import type { AppContext } from '../kernel/context.ts';
+import { nowIso } from '../kernel/db/database.ts';
+import { Conflict, InsufficientPrivileges, InvalidTransition, NotFound } from '../kernel/errors.ts';
 import type { JobsConfig } from './config-schema.ts';
 import { checkManifest } from './manifest.ts';
 import { isFinal, JobStatus, toRecord } from './model.ts';
@@ -15,14 +14,25 @@ import type { SandboxStore, StoredObject } from './sandbox-store.ts';
 import { canTransition, changeStatus } from './state-machine.ts';
 import { getJob, insertJobs, listJobs, statusHistory, type JobRow, type Restrictions } from './store.ts';
 
+/**
+ * What runs the jobs this service accepts: the executors domain's scheduler, handed in by the
+ * composition root so that jobs need not know how or where jobs run.
+ */
+export interface JobRunner {
+  /** A submission arrived: match without waiting for the next cycle. */
+  wake(): void;
+  /** Stops the payload of a job just set Killed, wherever its executor runs it. */
+  kill(jobId: number, executorId: string | null, site: string, ref: string | null): Promise<void>;
+}
+
 export class JobsService {
   readonly ctx: AppContext;
   readonly config: JobsConfig;
   readonly store: SandboxStore;
-  readonly scheduler: Scheduler | undefined;
+  readonly scheduler: JobRunner | undefined;
   readonly sites: string[];
 
-  constructor(ctx: AppContext, config: JobsConfig, store: SandboxStore, scheduler: Scheduler | undefined) {
+  constructor(ctx: AppContext, config: JobsConfig, store: SandboxStore, scheduler: JobRunner | undefined) {
     this.ctx = ctx;
     this.config = config;
     this.store = store;
@@ -37,7 +47,7 @@ export class JobsService {
     fileNames: readonly string[] = [],
     storeSandbox: () => Promise<StoredObject | undefined> = async () => undefined,
   ): Promise<number[]> {
-    const checked = manifests.map((m, i) => checkManifest(m, manifests.length > 1 ? `manifest[${i}]` : 'manifest', this.sites, fileNames));
+    const checked = manifests.map((m, i) => checkManifest(m, manifests.length > 1 ? `manifest[${i}]` : 'manifest', this.sites, fileNames, this.config));
     // The sandbox is durable before any row can point at it.
     const sandbox = await storeSandbox();
     const user = this.ctx.registry.user(principal.username);

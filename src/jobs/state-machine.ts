@@ -6,9 +6,9 @@
  * completion, two instances) end in one valid state: the loser updates 0 rows and learns it lost.
  */
 import type { Kysely, Transaction, Updateable } from 'kysely';
-import type { Database } from '../db/schema.ts';
-import { nowIso } from '../db/database.ts';
-import { InvalidTransition } from '../server/errors.ts';
+import type { Database } from '../kernel/db/schema.ts';
+import { nowIso } from '../kernel/db/database.ts';
+import { InvalidTransition } from '../kernel/errors.ts';
 import { JobStatus } from './model.ts';
 import type { JobTable } from './tables.ts';
 
@@ -21,7 +21,7 @@ export const TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
   [S.Waiting]: [S.Matched, S.Rescheduled, S.Killed, S.Deleted],
   [S.Matched]: [S.Running, S.Failed, S.Rescheduled, S.Killed],
   [S.Running]: [S.Stalled, S.Done, S.Failed, S.Rescheduled, S.Completing, S.Killed],
-  [S.Completing]: [S.Done, S.Failed, S.Stalled, S.Killed],
+  [S.Completing]: [S.Done, S.Failed, S.Stalled, S.Rescheduled, S.Killed],
   [S.Stalled]: [S.Running, S.Failed, S.Killed],
   [S.Rescheduled]: [S.Waiting, S.Received, S.Deleted, S.Failed, S.Killed],
   [S.Done]: [S.Rescheduled, S.Deleted],

@@ -3,8 +3,8 @@
  * reading one job with its history.
  */
 import { sql, type Selectable } from 'kysely';
-import type { Db } from '../db/database.ts';
-import { nowIso } from '../db/database.ts';
+import type { Db } from '../kernel/db/database.ts';
+import { nowIso } from '../kernel/db/database.ts';
 import { ATTRIBUTE_COLUMNS, ATTRIBUTES, JobStatus, toRecord, type AttributeName, type JobRecord, type StatusHistoryEntry } from './model.ts';
 import type { CheckedManifest } from './manifest.ts';
 import type { Visibility } from './privileges.ts';

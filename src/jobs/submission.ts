@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
-import { DirigoError, InvalidRequest, PayloadTooLarge } from '../server/errors.ts';
+import { DirigoError, InvalidRequest, PayloadTooLarge } from '../kernel/errors.ts';
+import { refuseUnstorableText } from '../kernel/storable-text.ts';
 import type { JobsConfig } from './config-schema.ts';
 import { fileNameProblem } from './file-names.ts';
 import { packFiles, type ArchiveFile } from './sandbox-archive.ts';
@@ -48,11 +49,15 @@ async function readLimited(stream: Readable, max: number, what: string): Promise
 }
 
 function parseManifestText(text: string, index: number): unknown {
+  let manifest: unknown;
   try {
-    return JSON.parse(text);
+    manifest = JSON.parse(text);
   } catch (err) {
     throw new InvalidRequest(`manifest part ${index + 1} is not valid JSON: ${(err as Error).message}`);
   }
+  // Multipart parts bypass the route's body check (app.ts): the same rule, here.
+  refuseUnstorableText(manifest, `manifest part ${index + 1}`);
+  return manifest;
 }
 
 /** Reads a multipart submission, spooling its files; the caller stores the sandbox and cleans up. */

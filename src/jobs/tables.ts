@@ -53,3 +53,7 @@ export interface JobsTables {
   jobs: JobTable;
   job_status_history: JobStatusHistoryTable;
 }
+
+declare module '../kernel/db/schema.ts' {
+  interface Database extends JobsTables {}
+}

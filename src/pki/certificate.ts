@@ -2,7 +2,7 @@
  * What the chain verifier needs to know about one certificate, read from its DER once.
  */
 import { X509Certificate } from 'node:crypto';
-import { children, decodeInteger, decodeOid, decodeString, readNode, TAG, type DerNode } from './der.ts';
+import { children, DerError, decodeInteger, decodeOid, decodeString, item, readNode, TAG, type DerNode } from './der.ts';
 
 export const OID = {
   basicConstraints: '2.5.29.19',
@@ -70,21 +70,29 @@ export interface ParsedCertificate {
   notAfter: Date;
 }
 
+/**
+ * Reads what the verifier needs from a certificate.
+ * @throws DerError, and only that, for a certificate whose DER this reader cannot read (a test fuzzes it).
+ */
 export function parseCertificate(input: X509Certificate | Buffer | string): ParsedCertificate {
   const x509 = input instanceof X509Certificate ? input : new X509Certificate(input);
-  const cert = readNode(x509.raw);
-  const tbs = children(cert)[0]!;
-  const fields = children(tbs);
-  let i = fields[0]!.tag === 0xa0 ? 1 : 0; // optional [0] version
-  i += 2; // serialNumber, signature
-  const issuer = fields[i++]!;
-  i++; // validity
-  const subject = fields[i++]!;
-  const extensionsWrapper = fields.slice(i).find((f) => f.tag === 0xa3);
-  const extensions = extensionsWrapper ? children(children(extensionsWrapper)[0]!) : [];
+  return { x509, ...readCertificateDer(x509.raw), notBefore: new Date(x509.validFrom), notAfter: new Date(x509.validTo) };
+}
 
-  const parsed: ParsedCertificate = {
-    x509,
+/** RFC 5280 §4.1: the names and extensions of a DER certificate. @throws DerError only. */
+export function readCertificateDer(der: Buffer): Omit<ParsedCertificate, 'x509' | 'notBefore' | 'notAfter'> {
+  const cert = readNode(der);
+  const tbs = item(children(cert), 0, 'tbsCertificate');
+  const fields = children(tbs);
+  let i = item(fields, 0, 'certificate fields').tag === 0xa0 ? 1 : 0; // optional [0] version
+  i += 2; // serialNumber, signature
+  const issuer = item(fields, i++, 'issuer');
+  i++; // validity
+  const subject = item(fields, i++, 'subject');
+  const extensionsWrapper = fields.slice(i).find((f) => f.tag === 0xa3);
+  const extensions = extensionsWrapper ? children(item(children(extensionsWrapper), 0, 'extensions')) : [];
+
+  const parsed: Omit<ParsedCertificate, 'x509' | 'notBefore' | 'notAfter'> = {
     subjectDn: formatDn(subject),
     issuerDn: formatDn(issuer),
     subjectRdns: nameRdns(subject),
@@ -95,15 +103,13 @@ export function parseCertificate(input: X509Certificate | Buffer | string): Pars
     extKeyUsage: undefined,
     proxy: undefined,
     unknownCritical: [],
-    notBefore: new Date(x509.validFrom),
-    notAfter: new Date(x509.validTo),
   };
 
   for (const ext of extensions) {
     const parts = children(ext);
-    const oid = decodeOid(parts[0]!);
+    const oid = decodeOid(item(parts, 0, 'extension id'));
     const critical = parts.length === 3 && parts[1]!.tag === TAG.BOOLEAN && parts[1]!.content[0] !== 0;
-    const value = readNode(parts[parts.length - 1]!.content);
+    const value = readNode(item(parts, parts.length - 1, 'extension value').content);
     switch (oid) {
       case OID.basicConstraints: {
         const bc = children(value);
@@ -140,8 +146,8 @@ function parseProxyCertInfo(value: DerNode): ProxyInfo {
     if (p.tag === TAG.INTEGER) pathLength = decodeInteger(p);
     else if (p.tag === TAG.SEQUENCE) policy = p;
   }
-  if (!policy) throw new Error('ProxyCertInfo without a proxyPolicy');
-  return { pathLength, policyLanguage: decodeOid(children(policy)[0]!) };
+  if (!policy) throw new DerError('ProxyCertInfo without a proxyPolicy');
+  return { pathLength, policyLanguage: decodeOid(item(children(policy), 0, 'policy language')) };
 }
 
 export function formatDn(name: DerNode): string {
@@ -149,9 +155,9 @@ export function formatDn(name: DerNode): string {
     .map((rdn) =>
       children(rdn)
         .map((atv) => {
-          const [type, val] = children(atv);
-          const oid = decodeOid(type!);
-          return `${ATTRIBUTE_NAMES[oid] ?? oid}=${decodeString(val!)}`;
+          const parts = children(atv);
+          const oid = decodeOid(item(parts, 0, 'attribute type'));
+          return `${ATTRIBUTE_NAMES[oid] ?? oid}=${decodeString(item(parts, 1, 'attribute value'))}`;
         })
         .join('+'),
     )
@@ -163,8 +169,8 @@ function nameRdns(name: DerNode): string[][] {
   return children(name).map((rdn) =>
     children(rdn)
       .map((atv) => {
-        const [type, val] = children(atv);
-        return `${decodeOid(type!)}=${decodeString(val!)}`;
+        const parts = children(atv);
+        return `${decodeOid(item(parts, 0, 'attribute type'))}=${decodeString(item(parts, 1, 'attribute value'))}`;
       })
       .sort(),
   );

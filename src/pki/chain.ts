@@ -9,6 +9,7 @@ import { X509Certificate } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isSingleCommonName, OID, parseCertificate, type ParsedCertificate } from './certificate.ts';
+import { DerError } from './der.ts';
 
 export interface VerifiedIdentity {
   /** Subject of the first non-proxy certificate, `/O=.../CN=...`. */
@@ -18,6 +19,12 @@ export interface VerifiedIdentity {
   proxyDepth: number;
   /** Earliest notAfter across the chain. */
   notAfter: Date;
+  /**
+   * A limited proxy stands in the chain (RFC 3820 policy id-ppl-limited, Globus's
+   * 1.3.6.1.4.1.3536.1.1.1.9, or a proxy named `CN=limited proxy`): as in the grid middleware, it may
+   * read but not act (submit jobs, obtain tokens).
+   */
+  limited: boolean;
 }
 
 export class CertificateRejected extends Error {
@@ -28,6 +35,16 @@ export class CertificateRejected extends Error {
 }
 
 const MAX_CHAIN = 12;
+
+/** A certificate the client sent, parsed, or a rejection saying it cannot be read. */
+function readable(cert: X509Certificate): ParsedCertificate {
+  try {
+    return parseCertificate(cert);
+  } catch (err) {
+    if (err instanceof DerError) throw new CertificateRejected(`the certificate ${cert.subject.replace(/\n/g, ', ')} cannot be read: ${err.message}`);
+    throw err;
+  }
+}
 
 export class TrustStore {
   readonly roots: ParsedCertificate[];
@@ -64,7 +81,7 @@ export class TrustStore {
   verify(chain: X509Certificate[], now = new Date()): VerifiedIdentity {
     if (chain.length === 0) throw new CertificateRejected('no client certificate');
     if (chain.length > MAX_CHAIN) throw new CertificateRejected(`chain longer than ${MAX_CHAIN} certificates`);
-    const certs = chain.map((c) => parseCertificate(c));
+    const certs = chain.map(readable);
     let notAfter = certs[0]!.notAfter;
     for (const c of certs) {
       checkDates(c, now);
@@ -73,11 +90,13 @@ export class TrustStore {
 
     // RFC 3820 §4.1: walk the proxies from the leaf towards the end-entity certificate.
     let i = 0;
+    let limited = false;
     while (certs[i]?.proxy) {
       const proxy = certs[i]!;
       const issuer = certs[i + 1];
       if (!issuer) throw new CertificateRejected(`proxy ${proxy.subjectDn} arrived without the certificate it extends`);
       checkProxy(proxy, issuer);
+      if (isLimited(proxy)) limited = true;
       // pCPathLenConstraint bounds how many proxies may stand below this one (RFC 3820 §3.8.1).
       const limit = proxy.proxy!.pathLength;
       if (limit !== undefined && i > limit) {
@@ -98,7 +117,7 @@ export class TrustStore {
       throw new CertificateRejected(`${eec.subjectDn} extended key usage does not allow clientAuth`);
     }
     this.#chainToRoot(eec, certs.slice(i + 1), now);
-    return { dn: eec.subjectDn, issuerDn: eec.issuerDn, proxyDepth: i, notAfter };
+    return { dn: eec.subjectDn, issuerDn: eec.issuerDn, proxyDepth: i, notAfter, limited };
   }
 
   #chainToRoot(eec: ParsedCertificate, intermediates: ParsedCertificate[], now: Date): void {
@@ -120,6 +139,10 @@ export class TrustStore {
     }
     throw new CertificateRejected('certificate chain too long');
   }
+}
+
+function isLimited(proxy: ParsedCertificate): boolean {
+  return proxy.proxy!.policyLanguage === OID.pplLimited || proxy.subjectDn.endsWith('/CN=limited proxy');
 }
 
 function signedBy(cert: ParsedCertificate, issuer: ParsedCertificate): boolean {

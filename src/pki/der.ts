@@ -12,6 +12,7 @@ export interface DerNode {
   content: Buffer;
 }
 
+/** The input is not the DER this reader expects: the only error the reader and certificate parser throw. */
 export class DerError extends Error {}
 
 export const TAG = {
@@ -34,6 +35,7 @@ export function readNode(buf: Buffer, offset = 0): DerNode & { end: number } {
   if (len & 0x80) {
     const n = len & 0x7f;
     if (n === 0 || n > 4) throw new DerError('unsupported DER length');
+    if (pos + n > buf.length) throw new DerError('truncated DER length');
     len = 0;
     for (let i = 0; i < n; i++) len = len * 256 + buf[pos + i]!;
     pos += n;
@@ -41,6 +43,13 @@ export function readNode(buf: Buffer, offset = 0): DerNode & { end: number } {
   const end = pos + len;
   if (end > buf.length) throw new DerError('DER length beyond the buffer');
   return { tag, raw: buf.subarray(offset, end), content: buf.subarray(pos, end), end };
+}
+
+/** `list[index]`, or a DerError naming what was expected there. */
+export function item<T>(list: readonly T[], index: number, what: string): T {
+  const value = list[index];
+  if (value === undefined) throw new DerError(`missing ${what}`);
+  return value;
 }
 
 /** The elements inside a constructed element. */

@@ -4,10 +4,9 @@
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { migrate, openDatabase } from '../db/database.ts';
-import { resolveConfig } from '../cli/serve.ts';
-import { CliError } from '../cli/output.ts';
-import { DirigoError } from '../server/errors.ts';
+import type { OpenServiceDatabase } from '../kernel/cli/service-database.ts';
+import { CliError } from '../kernel/cli/output.ts';
+import { DirigoError } from '../kernel/errors.ts';
 import { ClientRegistry, GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN } from './clients.ts';
 
 const USAGE = `usage: dirigo admin client add <client-id> --name NAME [--type public|confidential]
@@ -21,7 +20,7 @@ urn:ietf:params:oauth:grant-type:token-exchange (default: authorization_code ref
 A confidential client's secret is printed once; only its hash is stored.
 `;
 
-export async function clientAdminCommand(argv: string[]): Promise<number> {
+export async function clientAdminCommand(argv: string[], openServiceDatabase: OpenServiceDatabase): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     options: {
@@ -46,10 +45,8 @@ export async function clientAdminCommand(argv: string[]): Promise<number> {
   if ((action === 'add' || action === 'remove') && !clientId) throw new CliError(`${action} needs a client id\n\n${USAGE}`, 2);
   if (!['add', 'list', 'remove'].includes(action)) throw new CliError(`unknown client command '${action}'\n\n${USAGE}`, 2);
 
-  const { config } = await resolveConfig({ 'data-dir': resolve(values['data-dir']), config: values.config });
-  const { db } = openDatabase(config.database.url);
+  const { config, db, close } = await openServiceDatabase({ 'data-dir': resolve(values['data-dir']), config: values.config });
   try {
-    await migrate(db);
     const registry = new ClientRegistry(db, config.clients);
     if (action === 'list') {
       const clients = await registry.list();
@@ -87,6 +84,6 @@ export async function clientAdminCommand(argv: string[]): Promise<number> {
     if (err instanceof DirigoError) throw new CliError(err.message, err.status === 404 ? 1 : 2);
     throw err;
   } finally {
-    await db.destroy();
+    await close();
   }
 }

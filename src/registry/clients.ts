@@ -5,10 +5,10 @@
  * example a resource server introspecting tokens) do not pay scrypt on every request.
  */
 import { timingSafeEqual } from 'node:crypto';
-import type { Db } from '../db/database.ts';
-import { nowIso } from '../db/database.ts';
-import type { ClientConfig } from '../server/config.ts';
-import { Conflict, InvalidRequest, NotFound } from '../server/errors.ts';
+import type { Db } from '../kernel/db/database.ts';
+import { nowIso } from '../kernel/db/database.ts';
+import type { ClientConfig } from './config-schema.ts';
+import { Conflict, InvalidRequest, NotFound } from '../kernel/errors.ts';
 import { generateSecret, hashSecret, verifySecret } from './passwords.ts';
 
 export const GRANT_AUTHORIZATION_CODE = 'authorization_code';
@@ -24,7 +24,18 @@ export interface OAuthClient {
   secretHash: string | undefined;
   redirectUris: readonly string[];
   grants: readonly string[];
+  /** Refresh tokens `always`, or only when `offline_access` is asked for (config clients; database ones: always). */
+  refreshTokens: 'always' | 'offline_access';
+  /** RP-initiated logout: where the browser may be sent afterwards, and whether the grants go too. */
+  postLogoutRedirectUris: readonly string[];
+  revokeOnLogout: boolean;
   source: 'config' | 'database';
+}
+
+/** Whether a grant of `client` with `scope` gets a refresh token (the refresh_token grant and its policy). */
+export function issuesRefreshToken(client: OAuthClient, scope: readonly string[]): boolean {
+  if (!client.grants.includes(GRANT_REFRESH_TOKEN)) return false;
+  return client.refreshTokens === 'always' || scope.includes('offline_access');
 }
 
 const CACHE_MS = 2_000;
@@ -105,7 +116,7 @@ export function validateClient(c: NewClient): void {
 }
 
 function fromConfig(c: ClientConfig): OAuthClient {
-  return { clientId: c.clientId, name: c.name, type: c.type, secretHash: c.secretHash, redirectUris: c.redirectUris, grants: c.grants, source: 'config' };
+  return { clientId: c.clientId, name: c.name, type: c.type, secretHash: c.secretHash, redirectUris: c.redirectUris, grants: c.grants, refreshTokens: c.refreshTokens, postLogoutRedirectUris: c.postLogoutRedirectUris, revokeOnLogout: c.revokeOnLogout, source: 'config' };
 }
 
 export class ClientRegistry {
@@ -135,6 +146,9 @@ export class ClientRegistry {
           secretHash: row.secret_hash ?? undefined,
           redirectUris: JSON.parse(row.redirect_uris) as string[],
           grants: JSON.parse(row.grants) as string[],
+          refreshTokens: 'always',
+          postLogoutRedirectUris: [],
+          revokeOnLogout: false,
           source: 'database',
         }
       : undefined;
@@ -192,7 +206,7 @@ export class ClientRegistry {
       })
       .execute();
     this.#cache.delete(c.clientId);
-    return { client: { ...c, secretHash: secretHash ?? undefined, source: 'database' }, secret };
+    return { client: { ...c, secretHash: secretHash ?? undefined, refreshTokens: 'always', postLogoutRedirectUris: [], revokeOnLogout: false, source: 'database' }, secret };
   }
 
   /** @throws NotFound for an unknown client, Conflict for one defined in the configuration. */

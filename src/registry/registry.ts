@@ -2,7 +2,8 @@
  * Who exists: users (by name and by certificate DN), groups with their members and properties, and setups.
  * Built once from the frozen configuration; lookups are O(1).
  */
-import type { Config, GroupConfig, UserConfig } from '../server/config.ts';
+import type { AppConfig } from '../kernel/config.ts';
+import type { GroupConfig, UserConfig } from './config-schema.ts';
 
 /** Group properties that grant privileges (DESIGN "Identity and tokens"). */
 export const Property = {
@@ -33,7 +34,7 @@ export class Registry {
   readonly #groups = new Map<string, GroupConfig>();
   readonly setups: readonly string[];
 
-  constructor(config: Pick<Config, 'registry'>) {
+  constructor(config: Pick<AppConfig, 'registry'>) {
     const membership = new Map<string, string[]>();
     for (const g of config.registry.groups) {
       this.#groups.set(g.name, g);
@@ -99,5 +100,11 @@ export class Registry {
   /** Members of groups carrying `property` (for example, every Pilot). */
   groupsWithProperty(property: string): string[] {
     return [...this.#groups.values()].filter((g) => g.properties.includes(property)).map((g) => g.name);
+  }
+}
+
+declare module '../kernel/context.ts' {
+  interface AppContext {
+    readonly registry: Registry;
   }
 }

@@ -15,3 +15,7 @@ export interface OAuthClientTable {
 export interface RegistryTables {
   oauth_clients: OAuthClientTable;
 }
+
+declare module '../kernel/db/schema.ts' {
+  interface Database extends RegistryTables {}
+}

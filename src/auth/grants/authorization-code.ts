@@ -4,13 +4,13 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import type { AppContext } from '../../server/context.ts';
-import { InvalidGrant, InvalidRequest, UnauthorizedClient } from '../../server/errors.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN, matchesRedirectUri } from '../../registry/clients.ts';
+import type { AppContext } from '../../kernel/context.ts';
+import { InvalidGrant, InvalidRequest, UnauthorizedClient } from '../../kernel/errors.ts';
+import { GRANT_AUTHORIZATION_CODE, issuesRefreshToken, matchesRedirectUri } from '../../registry/index.ts';
 import { authenticateClient, type AuthenticatedClient } from '../client-auth.ts';
 import { oauth } from '../services.ts';
 import type { CodeRow } from '../store.ts';
-import type { TokenParameters, TokenResponse } from '../token-endpoint.ts';
+import type { TokenParameters, TokenResponse } from './grant.ts';
 import { grantTokenResponse } from './issue.ts';
 
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
@@ -86,12 +86,12 @@ export async function authorizationCodeGrant(ctx: AppContext, params: TokenParam
   for (const rule of rules) await rule(ctx, s);
   const row = s.row!;
   const store = oauth(ctx).store;
-  const redeemed = await store.redeemCode(row, s.auth.client.grants.includes(GRANT_REFRESH_TOKEN));
+  const redeemed = await store.redeemCode(row, issuesRefreshToken(s.auth.client, row.scope.split(' ')));
   if (!redeemed) {
     // Lost the race against another redemption: the same replay rule applies.
     const again = await store.findCode(params.code!);
     if (again?.grant_id) await store.revokeGrant(again.grant_id);
     throw new InvalidGrant('the code was already used; the tokens issued from it are revoked');
   }
-  return grantTokenResponse(ctx, redeemed.grant, row.scope, redeemed.refreshToken);
+  return grantTokenResponse(ctx, redeemed.grant, row.scope, redeemed.refreshToken, true);
 }

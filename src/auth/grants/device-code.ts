@@ -3,14 +3,14 @@
  * `grant_type=urn:ietf:params:oauth:grant-type:device_code` (§3.4-3.5).
  */
 import type { FastifyRequest } from 'fastify';
-import type { AppContext } from '../../server/context.ts';
-import { AccessDenied, AuthorizationPending, ExpiredToken, InvalidGrant, InvalidRequest, InvalidScope, SlowDown, UnauthorizedClient } from '../../server/errors.ts';
-import { GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN } from '../../registry/clients.ts';
+import type { AppContext } from '../../kernel/context.ts';
+import { AccessDenied, AuthorizationPending, ExpiredToken, InvalidGrant, InvalidRequest, InvalidScope, SlowDown, UnauthorizedClient } from '../../kernel/errors.ts';
+import { GRANT_DEVICE_CODE, issuesRefreshToken } from '../../registry/index.ts';
 import { authenticateClient, type AuthenticatedClient } from '../client-auth.ts';
 import { parseScope, requestedGroup } from '../scopes.ts';
 import { oauth } from '../services.ts';
 import { formatUserCode, type DeviceRow } from '../store.ts';
-import type { TokenParameters, TokenResponse } from '../token-endpoint.ts';
+import type { TokenParameters, TokenResponse } from './grant.ts';
 import { grantTokenResponse } from './issue.ts';
 
 export interface DeviceAuthorizationResponse {
@@ -88,7 +88,7 @@ const rules: Rule[] = [
 export async function deviceCodeGrant(ctx: AppContext, params: TokenParameters, request: FastifyRequest): Promise<TokenResponse> {
   const s: State = { params, auth: await authenticateClient(ctx, request, params) };
   for (const rule of rules) await rule(ctx, s);
-  const redeemed = await oauth(ctx).store.redeemDeviceCode(s.row!, s.auth.client.grants.includes(GRANT_REFRESH_TOKEN));
+  const redeemed = await oauth(ctx).store.redeemDeviceCode(s.row!, issuesRefreshToken(s.auth.client, s.row!.scope.split(' ')));
   if (!redeemed) throw new InvalidGrant('the device code was already used');
   return grantTokenResponse(ctx, redeemed.grant, s.row!.scope, redeemed.refreshToken);
 }

@@ -1,10 +1,17 @@
-/** Token responses (RFC 6749 §5.1) for grants stored in the database: access token plus refresh token. */
-import type { AppContext } from '../../server/context.ts';
+/**
+ * Token responses (RFC 6749 §5.1) for grants stored in the database: access token, refresh token, and an
+ * ID token when the scope has `openid` (OpenID Connect Core §3.1.3.3, §12.2).
+ */
+import type { AppContext } from '../../kernel/context.ts';
+import { issueIdToken, parseAuthContext } from '../id-tokens.ts';
 import type { Grant } from '../store.ts';
-import type { TokenResponse } from '../token-endpoint.ts';
+import type { TokenResponse } from './grant.ts';
 
-/** Issues an access token for `grant`, with `scope` (down-scoped) and the refresh token if any. */
-export async function grantTokenResponse(ctx: AppContext, grant: Grant, scope: string, refreshToken: string | undefined): Promise<TokenResponse> {
+/**
+ * Issues an access token for `grant`, with `scope` (down-scoped) and the refresh token if any.
+ * `fromCode`: the code grant's response, whose ID token echoes the authorization request's nonce.
+ */
+export async function grantTokenResponse(ctx: AppContext, grant: Grant, scope: string, refreshToken: string | undefined, fromCode = false): Promise<TokenResponse> {
   const issued = await ctx.tokens.issue({
     username: grant.username,
     clientId: grant.client_id,
@@ -13,6 +20,12 @@ export async function grantTokenResponse(ctx: AppContext, grant: Grant, scope: s
     setup: grant.setup,
     extra: { grant_id: grant.id },
   });
+  const scopes = scope.split(' ');
+  const context = parseAuthContext(grant.auth_context);
+  const idToken =
+    scopes.includes('openid') && context
+      ? await issueIdToken(ctx, { username: grant.username, clientId: grant.client_id, scopes, context, accessToken: issued.token, withNonce: fromCode })
+      : undefined;
   return {
     access_token: issued.token,
     token_type: 'Bearer',
@@ -21,5 +34,6 @@ export async function grantTokenResponse(ctx: AppContext, grant: Grant, scope: s
     group: grant.group_name,
     setup: grant.setup,
     ...(refreshToken ? { refresh_token: refreshToken } : {}),
+    ...(idToken ? { id_token: idToken } : {}),
   };
 }

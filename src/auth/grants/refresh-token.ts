@@ -4,14 +4,15 @@
  * to their client, group and setup; `scope` may only narrow.
  */
 import type { FastifyRequest } from 'fastify';
-import type { AppContext } from '../../server/context.ts';
-import { InvalidGrant, InvalidRequest, InvalidScope, UnauthorizedClient } from '../../server/errors.ts';
-import { GRANT_REFRESH_TOKEN } from '../../registry/clients.ts';
+import type { AppContext } from '../../kernel/context.ts';
+import { InvalidGrant, InvalidRequest, InvalidScope, UnauthorizedClient } from '../../kernel/errors.ts';
+import { GRANT_REFRESH_TOKEN } from '../../registry/index.ts';
 import { authenticateClient, type AuthenticatedClient } from '../client-auth.ts';
 import { isWithin, parseScope, requestedGroup } from '../scopes.ts';
+import { grantableScope } from '../scope-policy.ts';
 import { oauth } from '../services.ts';
 import type { Grant, RefreshRow } from '../store.ts';
-import type { TokenParameters, TokenResponse } from '../token-endpoint.ts';
+import type { TokenParameters, TokenResponse } from './grant.ts';
 import { grantTokenResponse } from './issue.ts';
 
 interface State {
@@ -74,6 +75,10 @@ const rules: Rule[] = [
     if (group !== undefined && group !== s.grant!.group_name) throw new InvalidScope(`the refresh token is bound to group ${s.grant!.group_name}; use token exchange for ${group}`);
     if (!isWithin(requested, s.grant!.scope ? s.grant!.scope.split(' ') : [])) throw new InvalidScope('the requested scope is wider than the one granted');
     s.scope = requested.join(' ');
+  },
+  // The capability policy may have changed since the grant: a refresh gets only what it allows now.
+  function stillGrantable(ctx, s) {
+    s.scope = grantableScope(ctx, s.grant!.username, s.grant!.group_name, s.scope).join(' ');
   },
 ];
 

@@ -5,13 +5,14 @@
  * membership, the scope must lie within the subject token's scope.
  */
 import type { FastifyRequest } from 'fastify';
-import type { AppContext } from '../../server/context.ts';
-import { DirigoError, InvalidRequest, InvalidScope, UnauthorizedClient } from '../../server/errors.ts';
-import { GRANT_TOKEN_EXCHANGE } from '../../registry/clients.ts';
+import type { AppContext } from '../../kernel/context.ts';
+import { DirigoError, InvalidRequest, InvalidScope, UnauthorizedClient } from '../../kernel/errors.ts';
+import { GRANT_TOKEN_EXCHANGE } from '../../registry/index.ts';
 import { authenticateClient, type AuthenticatedClient } from '../client-auth.ts';
 import { isWithin, parseScope, requestedGroup } from '../scopes.ts';
+import { grantableScope } from '../scope-policy.ts';
 import type { AccessTokenClaims } from '../tokens.ts';
-import type { TokenParameters, TokenResponse } from '../token-endpoint.ts';
+import type { TokenParameters, TokenResponse } from './grant.ts';
 
 export const TOKEN_TYPE_ACCESS = 'urn:ietf:params:oauth:token-type:access_token';
 export const TOKEN_TYPE_JWT = 'urn:ietf:params:oauth:token-type:jwt';
@@ -78,12 +79,16 @@ const rules: Rule[] = [
   function scopeWithin(_ctx, s) {
     const granted = s.subject!.scope ? s.subject!.scope.split(' ') : [];
     if (s.params.scope === undefined) {
-      s.scope = granted.join(' ');
+      // The subject's scope carries over, but for a group scope naming the subject's own group.
+      s.scope = granted.filter((g) => requestedGroup([g]) === undefined || requestedGroup([g]) === s.group).join(' ');
       return;
     }
     const requested = parseScope(s.params.scope);
     if (!isWithin(requested, granted)) throw new InvalidScope('the requested scope is wider than the subject token\'s');
     s.scope = requested.join(' ');
+  },
+  function policyAllows(ctx, s) {
+    s.scope = grantableScope(ctx, s.subject!.sub, s.group!, s.scope).join(' ');
   },
   // §2.1 audience / RFC 8707 resource: only the service itself and configured audiences.
   function audienceAllowed(ctx, s) {

@@ -1,0 +1,90 @@
+/**
+ * The import rules of the architecture (docs/architecture.md), checked by `npm run depcruise` in
+ * `npm test`. A broken rule fails with its name and the comment below it.
+ *
+ * Layers, bottom to top: src/kernel; the domains (each reached by the others only through its
+ * index.ts, and only downwards in MAY_IMPORT); src/app, the composition root, which nothing imports.
+ */
+const DOMAINS = ['pki', 'registry', 'cluster', 'auth', 'federation', 'jobs', 'catalogue', 'executors', 'agents'];
+
+/** What each domain may import besides itself and the kernel: the layer order, written once. */
+const MAY_IMPORT = {
+  pki: [],
+  registry: [],
+  cluster: [],
+  auth: ['pki', 'registry', 'cluster'],
+  federation: ['registry', 'auth'],
+  jobs: ['registry', 'cluster', 'auth'],
+  catalogue: ['registry', 'auth'],
+  executors: ['jobs'],
+  agents: ['cluster', 'auth', 'jobs', 'executors'],
+};
+
+const layerRules = Object.entries(MAY_IMPORT).map(([domain, allowed]) => {
+  const forbidden = DOMAINS.filter((d) => d !== domain && !allowed.includes(d));
+  return {
+    name: `layer-${domain}`,
+    comment: `src/${domain} may import only src/kernel${allowed.length ? ` and ${allowed.map((d) => `src/${d}`).join(', ')}` : ''} (MAY_IMPORT in .dependency-cruiser.cjs).`,
+    severity: 'error',
+    from: { path: `^src/${domain}/` },
+    to: { path: `^src/(${forbidden.join('|')})/` },
+  };
+});
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'Import circles are not allowed: move the shared part to the module both sides need.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'kernel-imports-no-domain',
+      comment: 'src/kernel is the bottom layer: it may import only itself and packages.',
+      severity: 'error',
+      from: { path: '^src/kernel/' },
+      to: { path: '^src/', pathNot: '^src/kernel/' },
+    },
+    {
+      name: 'nothing-imports-the-composition-root',
+      comment: 'src/app assembles the service; only the entry point (bin/), tests and benchmarks may import it.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/app/' },
+      to: { path: '^src/app/' },
+    },
+    {
+      name: 'domain-through-its-index',
+      comment: "Another domain is reached only through its index.ts: import '../<domain>/index.ts'.",
+      severity: 'error',
+      from: { path: '^src/([^/]+)/' },
+      to: { path: `^src/(${DOMAINS.join('|')})/`, pathNot: ['^src/$1/', `^src/(${DOMAINS.join('|')})/index\\.ts$`] },
+    },
+    ...layerRules,
+    {
+      name: 'no-test-code-in-the-product',
+      comment: 'The service and its packages never import tests or benchmarks.',
+      severity: 'error',
+      from: { path: '^(src|packages/[^/]+/src)/' },
+      to: { path: '^(test|bench|packages/[^/]+/test)/' },
+    },
+    {
+      name: 'packages-stand-alone',
+      comment: 'A package under packages/ is published on its own: it may not import the service.',
+      severity: 'error',
+      from: { path: '^packages/' },
+      to: { path: '^(src|bin)/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '(^|/)node_modules/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js', '.json'] },
+    reporterOptions: {
+      mermaid: { minify: false },
+    },
+  },
+};

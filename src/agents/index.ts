@@ -1,0 +1,3 @@
+/** Pull-mode agents: the /agents routes that hand out jobs, and the `dirigo agent` command. */
+export { agentsRoutes } from './routes.ts';
+export { agentCommand } from './cli.ts';

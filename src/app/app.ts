@@ -1,0 +1,80 @@
+/**
+ * The Dirigo application as a Fastify plugin: shared conventions (errors, forms, OpenAPI), then each
+ * domain's routes. `server.ts` wraps it in an HTTPS server; tests register it the same way.
+ */
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { authRoutes } from '../auth/index.ts';
+import { jobsRoutes, sandboxStore } from '../jobs/index.ts';
+import { startScheduling } from '../executors/index.ts';
+import { agentsRoutes } from '../agents/index.ts';
+import { catalogueRoutes } from '../catalogue/index.ts';
+import { federationRoutes } from '../federation/index.ts';
+import type { AppContext } from './context.ts';
+import { errorHandler } from '../kernel/error-handler.ts';
+import { InvalidRequest } from '../kernel/errors.ts';
+import { refuseUnstorableText } from '../kernel/storable-text.ts';
+import { observabilityRoutes } from './observability.ts';
+import { API_VERSION } from '../kernel/version.ts';
+
+export interface AppOptions {
+  ctx: AppContext;
+}
+
+/** application/x-www-form-urlencoded bodies as a flat object; a repeated key is kept as an array. */
+function parseForm(body: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of new URLSearchParams(body)) {
+    const prev = out[k];
+    out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+  }
+  return out;
+}
+
+async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<void> {
+  instance.setErrorHandler(errorHandler);
+  instance.setNotFoundHandler((request, reply) => {
+    reply.code(404).send({ error: 'not_found', error_description: `no route ${request.method} ${request.url.split('?')[0]}` });
+  });
+  instance.decorateRequest('principal', null);
+  // Before any schema or handler: no route ever sees text a database cannot store (storable-text.ts).
+  instance.addHook('preValidation', async (request) => {
+    refuseUnstorableText(request.params, 'params');
+    refuseUnstorableText(request.query, 'query');
+    refuseUnstorableText(request.body, 'body');
+  });
+  instance.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
+    try {
+      done(null, parseForm(body as string));
+    } catch {
+      done(new InvalidRequest('the form body is not valid application/x-www-form-urlencoded'), undefined);
+    }
+  });
+
+  await instance.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Dirigo',
+        version: API_VERSION,
+        description: 'Workload management over HTTPS: jobs, file catalogue and OAuth 2.0.',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+    },
+  });
+  await instance.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+  instance.get('/openapi.json', { schema: { hide: true } }, async () => instance.swagger());
+
+  await instance.register(observabilityRoutes, { ctx });
+  await instance.register(authRoutes, { ctx });
+  await instance.register(federationRoutes, { ctx });
+  const sandboxes = sandboxStore(ctx.config);
+  await instance.register(jobsRoutes, { ctx, sandboxes, runner: startScheduling(instance, ctx, sandboxes) });
+  await instance.register(agentsRoutes, { ctx });
+  await instance.register(catalogueRoutes, { ctx });
+}
+
+/** Registered without encapsulation so that its error handler, hooks and decorators apply everywhere. */
+export const dirigoApp = fp(plugin, { name: 'dirigo', fastify: '5.x' });

@@ -1,0 +1,48 @@
+/** `dirigo admin ...`: operations on the service's own state, run beside (or without) a running server. */
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { migrate, openDatabase } from '../../kernel/db/database.ts';
+import { CliError } from '../../kernel/cli/output.ts';
+import type { OpenServiceDatabase } from '../../kernel/cli/service-database.ts';
+import { rotateKeysCommand } from '../../auth/index.ts';
+import { clientAdminCommand } from '../../registry/index.ts';
+import { migrations } from '../migrations.ts';
+import { resolveConfig } from './serve.ts';
+
+const USAGE = `usage: dirigo admin keys rotate [--immediately] [--data-dir DIR] [--config FILE]
+       dirigo admin client add|list|remove ...   (dirigo admin client --help)
+
+keys rotate   publish a new token signing key; it signs after tokens.keyPrepublication seconds (at once
+              with --immediately, for a compromised key); older keys stay published until their tokens expire
+client        register, list and remove OAuth clients
+`;
+
+/** The data dir's configuration and its database, migrated, for the domains' administration commands. */
+const openServiceDatabase: OpenServiceDatabase = async (flags) => {
+  const { config } = await resolveConfig(flags);
+  const { db } = openDatabase(config.database.url);
+  try {
+    await migrate(db, migrations);
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  return { config, db, close: () => db.destroy() };
+};
+
+export async function adminCommand(argv: string[]): Promise<number> {
+  if (argv[0] === 'client') return clientAdminCommand(argv.slice(1), openServiceDatabase);
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { 'data-dir': { type: 'string', default: './dirigo-data' }, config: { type: 'string' }, immediately: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (values.help || positionals.length === 0) {
+    process.stdout.write(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const [area, action] = positionals;
+  if (area !== 'keys' || action !== 'rotate') throw new CliError(`unknown admin command '${positionals.join(' ')}'\n\n${USAGE}`, 2);
+  return rotateKeysCommand({ 'data-dir': resolve(values['data-dir']), config: values.config, immediately: values.immediately }, openServiceDatabase);
+}

@@ -1,0 +1,57 @@
+/**
+ * `dirigo <command>`: one table of commands, each in its own module. A command returns the exit code.
+ */
+import { serveCommand, initCommand } from './serve.ts';
+import { adminCommand } from './admin.ts';
+import { catalogueCommand } from '../../catalogue/index.ts';
+import { CliError } from '../../kernel/cli/output.ts';
+import { jobsCommand } from '../../jobs/index.ts';
+import { agentCommand } from '../../agents/index.ts';
+import { loginCommand, logoutCommand, tokenCommand, whoamiCommand } from '../../auth/index.ts';
+
+export type Command = (argv: string[]) => Promise<number>;
+
+const commands: Record<string, { run: Command; summary: string }> = {
+  serve: { run: serveCommand, summary: 'start the HTTPS service (bootstraps the data dir on first start)' },
+  init: { run: initCommand, summary: 'bootstrap the data dir without serving' },
+  token: { run: tokenCommand, summary: 'obtain an access token with a certificate (flow A)' },
+  admin: { run: adminCommand, summary: 'administration: keys rotate, client add|list|remove' },
+  jobs: { run: jobsCommand, summary: 'submit, list, show, kill, wait for jobs; fetch manifests and sandboxes' },
+  catalogue: { run: catalogueCommand, summary: 'file catalogue: ls, stat, meta, search, fields, mkdir, register, setmeta, rm, import' },
+  agent: { run: agentCommand, summary: 'pull-mode job agent for a worker node (takes and runs jobs of an agents site)' },
+  login: { run: loginCommand, summary: 'sign in with the device flow and cache the token (OAuth 2.0)' },
+  logout: { run: logoutCommand, summary: 'revoke and forget the cached token' },
+  whoami: { run: whoamiCommand, summary: 'show who the cached token speaks for' },
+};
+
+function usage(): string {
+  const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
+  return `usage: dirigo <command> [options]\n\ncommands:\n${lines.join('\n')}\n\nRun 'dirigo <command> --help' for a command's options.\n`;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(usage());
+    return name ? 0 : 2;
+  }
+  const command = commands[name];
+  if (!command) {
+    process.stderr.write(`dirigo: unknown command '${name}'\n\n${usage()}`);
+    return 2;
+  }
+  try {
+    return await command.run(rest);
+  } catch (err) {
+    if (err instanceof CliError) {
+      process.stderr.write(`dirigo ${name}: ${err.message}\n`);
+      return err.exitCode;
+    }
+    if (err instanceof Error && (err as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+      process.stderr.write(`dirigo ${name}: ${err.message}\n`);
+      return 2;
+    }
+    process.stderr.write(`dirigo ${name}: ${(err as Error).stack ?? String(err)}\n`);
+    return 1;
+  }
+}

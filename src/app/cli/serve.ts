@@ -1,0 +1,108 @@
+/** `dirigo serve` and `dirigo init` (DESIGN "Command line"). */
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { bootstrapDataDir, DEMO_SETUP } from '../bootstrap.ts';
+import { ConfigError, loadConfig, type Config } from '../config.ts';
+import { createContext } from '../context.ts';
+import { ListenError, startServer, type StartedServer } from '../server.ts';
+import { CliError } from '../../kernel/cli/output.ts';
+
+const OPTIONS = {
+  'data-dir': { type: 'string', default: './dirigo-data' },
+  config: { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'log-level': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const SERVE_USAGE = `usage: dirigo serve [--data-dir DIR] [--config FILE] [--host H] [--port P] [--log-level L]
+
+Starts the HTTPS service. Without --config, the first start writes the embedded default into DIR
+(default ./dirigo-data): config.yaml, SQLite database, development PKI and demo registry.
+DIRIGO_DATABASE_URL (postgres://...) overrides the configured database.
+`;
+
+/** Resolves the configuration the way serve does; bootstraps the data dir when no config is given. */
+export async function resolveConfig(values: { 'data-dir': string; config?: string; host?: string; port?: string; 'log-level'?: string }): Promise<{ config: Config; created: boolean }> {
+  const dataDir = resolve(values['data-dir']);
+  let file = values.config;
+  let created = false;
+  if (file === undefined) {
+    const result = await bootstrapDataDir(dataDir);
+    file = result.configFile;
+    created = result.created;
+  } else if (!existsSync(file)) {
+    throw new CliError(`config file ${file} does not exist`);
+  }
+  let port: number | undefined;
+  if (values.port !== undefined) {
+    port = Number(values.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError(`--port: '${values.port}' is not a port number`, 2);
+  }
+  try {
+    const config = loadConfig({
+      dataDir,
+      file,
+      overrides: { host: values.host, port, logLevel: values['log-level'] },
+    });
+    return { config, created };
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(`invalid configuration: ${err.message}`, 78);
+    throw err;
+  }
+}
+
+export async function serveCommand(argv: string[]): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: OPTIONS, strict: true });
+  if (values.help) {
+    process.stdout.write(SERVE_USAGE);
+    return 0;
+  }
+  const { config, created } = await resolveConfig(values);
+  const ctx = await createContext(config);
+  let server: StartedServer;
+  try {
+    server = await startServer(ctx);
+  } catch (err) {
+    if (err instanceof ListenError) throw new CliError(err.message, 1);
+    throw err;
+  }
+  const ca = join(config.dataDir, 'pki', 'ca.crt');
+  const alice = join(config.dataDir, 'pki', 'users', 'alice');
+  const lines = [
+    `Dirigo serving ${server.url}`,
+    `  data dir  ${config.dataDir}${created ? ' (created with the embedded default)' : ''}`,
+    `  config    ${config.source}`,
+    `  database  ${ctx.dialect}`,
+  ];
+  if (existsSync(ca)) lines.push(`  CA        ${ca}`);
+  if (existsSync(`${alice}.crt`)) {
+    lines.push(
+      `  try       curl --cacert ${ca} --cert ${alice}.crt --key ${alice}.key '${server.url}/oauth2/token?grant_type=client_credentials&group=dirigo_user&setup=${DEMO_SETUP}'`,
+    );
+  }
+  lines.push(`  API docs  ${server.url}/docs`);
+  process.stdout.write(lines.join('\n') + '\n');
+
+  await new Promise<void>((resolveStop) => {
+    const stop = () => resolveStop();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  await server.close();
+  return 0;
+}
+
+export async function initCommand(argv: string[]): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { 'data-dir': OPTIONS['data-dir'], help: OPTIONS.help }, strict: true });
+  if (values.help) {
+    process.stdout.write('usage: dirigo init --data-dir DIR\n\nWrites the embedded default (config, PKI, demo registry) without serving.\n');
+    return 0;
+  }
+  const dataDir = resolve(values['data-dir']);
+  const { created, configFile } = await bootstrapDataDir(dataDir);
+  process.stdout.write(created ? `initialised ${dataDir}\n  config ${configFile}\n  CA     ${join(dataDir, 'pki', 'ca.crt')}\n` : `${dataDir} is already initialised (${configFile})\n`);
+  return 0;
+}

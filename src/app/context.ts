@@ -1,0 +1,56 @@
+/**
+ * Builds the context every domain receives (src/kernel/context.ts describes it): the database, migrated
+ * with every domain's migrations, the registry, the trusted CAs, the signing keys and the token service.
+ */
+import { TrustStore } from '../pki/index.ts';
+import { Registry } from '../registry/index.ts';
+import { KeyStore, TokenService } from '../auth/index.ts';
+import { migrate, openDatabase, type OpenDatabaseOptions } from '../kernel/db/database.ts';
+import type { AppContext } from '../kernel/context.ts';
+import type { Config } from './config.ts';
+import { migrations } from './migrations.ts';
+
+export type { AppContext };
+
+export async function createContext(config: Config, dbOptions: OpenDatabaseOptions = {}): Promise<AppContext> {
+  const { db, dialect } = openDatabase(config.database.url, dbOptions);
+  const closers: Array<() => Promise<void> | void> = [];
+  try {
+    await migrate(db, migrations);
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  let publicUrl = config.server.publicUrl?.replace(/\/$/, '');
+  const keys = new KeyStore(db, config.tokens.algorithm, config.tokens.accessTokenLifetime, config.tokens.keyPrepublication);
+  await keys.init();
+  const ctx: AppContext = {
+    config,
+    db,
+    dialect,
+    registry: new Registry(config),
+    trustStore: TrustStore.fromDirectory(config.tls.caDir),
+    keys,
+    tokens: new TokenService(
+      keys,
+      () => config.tokens.issuer ?? ctx.publicUrl,
+      () => config.tokens.audience ?? config.tokens.issuer ?? ctx.publicUrl,
+      config.tokens.accessTokenLifetime,
+    ),
+    get publicUrl() {
+      if (!publicUrl) throw new Error('the public URL is not known before the server listens');
+      return publicUrl;
+    },
+    setPublicUrl(url: string) {
+      publicUrl ??= url.replace(/\/$/, '');
+    },
+    onClose(fn) {
+      closers.push(fn);
+    },
+    async close() {
+      for (const fn of closers.reverse()) await fn();
+      await db.destroy();
+    },
+  };
+  return ctx;
+}

@@ -1,0 +1,20 @@
+/**
+ * Identity and tokens: who a request speaks for (certificates, proxies, bearer tokens), the OAuth 2.0
+ * endpoints and grants, signing keys, and the login, logout, whoami, token and key commands.
+ */
+export { allowsCapability, requireCapability, requireToken, type Principal } from './authenticate.ts';
+export { authRoutes } from './routes.ts';
+export { KeyStore } from './keys.ts';
+export { TokenService } from './tokens.ts';
+export { OAuthConfigSchema, TokensConfigSchema } from './config-schema.ts';
+export { authMigrations } from './migrations.ts';
+export { loginCommand, logoutCommand, whoamiCommand } from './cli.ts';
+export { tokenCommand } from './token-cli.ts';
+export { rotateKeysCommand } from './admin-cli.ts';
+// The surface federated login builds on: login providers, browser sessions and the interaction pages.
+export { registerLoginProvider, type LoginProvider } from './login.ts';
+export { completeLogin } from './interaction-routes.ts';
+export { errorPage } from './pages.ts';
+export { oauth } from './services.ts';
+export type { BrowserSession } from './sessions.ts';
+export { hashToken } from './store.ts';

@@ -1,0 +1,75 @@
+/**
+ * OpenID Connect RP-Initiated Logout 1.0: `GET|POST /oauth2/logout` ends the browser's sign-in.
+ *
+ * With an `id_token_hint` for the signed-in session (§2: it shows the request comes from the client
+ * the user signed in to), the session ends at once; without one, the user confirms first, so that a page
+ * elsewhere cannot sign people out. `post_logout_redirect_uri` must be registered for the client, exactly
+ * (§3); the browser goes there with `state`. Clients with `revokeOnLogout` lose the grants (refresh tokens)
+ * of the ended sign-in.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { AppContext } from '../kernel/context.ts';
+import type { OAuthClient } from '../registry/index.ts';
+import { withParams } from './authorize.ts';
+import { authContextOf, readIdTokenHint } from './id-tokens.ts';
+import { errorPage, esc, sendPage } from './pages.ts';
+import { oauth } from './services.ts';
+import { csrfMatches, type BrowserSession } from './sessions.ts';
+
+function params(request: FastifyRequest): Record<string, string> {
+  const source = (request.method === 'POST' ? request.body : request.query) as Record<string, unknown> | undefined;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(source ?? {})) if (typeof v === 'string' && v !== '') out[k] = v;
+  return out;
+}
+
+const hidden = (name: string, value: string | undefined) => (value === undefined ? '' : `<input type="hidden" name="${esc(name)}" value="${esc(value)}">`);
+
+async function endSignIn(ctx: AppContext, reply: FastifyReply, session: BrowserSession, client: OAuthClient | undefined): Promise<void> {
+  const { sessions, store } = oauth(ctx);
+  if (client?.revokeOnLogout && session.username) {
+    for (const id of await store.grantsOfSignIn(client.clientId, authContextOf(session).sid)) await store.revokeGrant(id);
+  }
+  await sessions.signOut(reply, session);
+}
+
+function finish(reply: FastifyReply, redirect: string | undefined, state: string | undefined): FastifyReply {
+  if (redirect) return reply.redirect(withParams(redirect, { state }), 303);
+  return sendPage(reply, 'Signed out', '<p role="status">You are signed out of Dirigo.</p>');
+}
+
+export async function logoutRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+  const tags = ['OAuth 2.0 pages'];
+  const handle = async (request: FastifyRequest, reply: FastifyReply, confirmed: boolean) => {
+    const p = params(request);
+    const hint = p.id_token_hint !== undefined ? await readIdTokenHint(ctx, p.id_token_hint) : undefined;
+    if (p.id_token_hint !== undefined && !hint) return errorPage(reply, 400, 'Sign-out refused', 'The id_token_hint is not an ID token of this server.');
+    if (hint && p.client_id !== undefined && p.client_id !== hint.aud) return errorPage(reply, 400, 'Sign-out refused', 'client_id is not the audience of the id_token_hint.');
+    const clientId = p.client_id ?? hint?.aud;
+    const client = clientId !== undefined ? await oauth(ctx).clients.get(clientId) : undefined;
+    if (clientId !== undefined && !client) return errorPage(reply, 400, 'Sign-out refused', `There is no application with the client id '${clientId}'.`);
+    const redirect = p.post_logout_redirect_uri;
+    // §3: exact match against the client's registered URIs, never an open redirect.
+    if (redirect !== undefined && !client?.postLogoutRedirectUris.includes(redirect)) {
+      return errorPage(reply, 400, 'Sign-out refused', 'The post_logout_redirect_uri is not registered for this application.');
+    }
+    const session = await oauth(ctx).sessions.current(request);
+    if (!session?.username) return finish(reply, redirect, p.state);
+    const proven = hint !== undefined && hint.sub === session.username && hint.sid === authContextOf(session).sid;
+    if (confirmed && !csrfMatches(session, p.csrf)) return errorPage(reply, 403, 'Request refused', 'The form was missing its security token or the token was wrong.');
+    if (!proven && !confirmed) {
+      const form =
+        `<p>Sign out <strong>${esc(session.username)}</strong> from Dirigo${client ? ` and ${esc(client.name)}` : ''}?</p>` +
+        `<form method="post" action="/oauth2/logout/confirm">${hidden('csrf', session.csrf)}${hidden('client_id', client?.clientId)}` +
+        `${hidden('post_logout_redirect_uri', redirect)}${hidden('state', p.state)}<button type="submit">Sign out</button></form>`;
+      return sendPage(reply, 'Sign out', form);
+    }
+    await endSignIn(ctx, reply, session, client);
+    return finish(reply, redirect, p.state);
+  };
+  const Query = Type.Object({}, { additionalProperties: Type.String({ maxLength: 8192 }) });
+  app.get('/oauth2/logout', { schema: { tags, summary: 'RP-initiated logout (OpenID Connect RP-Initiated Logout 1.0)', querystring: Query } }, (request, reply) => handle(request, reply, false));
+  app.post('/oauth2/logout', { bodyLimit: 16 * 1024, schema: { tags, summary: 'RP-initiated logout, form-encoded' } }, (request, reply) => handle(request, reply, false));
+  app.post('/oauth2/logout/confirm', { bodyLimit: 16 * 1024, schema: { tags, summary: 'Sign-out confirmation form' } }, (request, reply) => handle(request, reply, true));
+}

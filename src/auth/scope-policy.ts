@@ -1,0 +1,85 @@
+/**
+ * What a token may say: the one scope check that every grant runs before it issues a token (flow A,
+ * authorization code and device consent, refresh, token exchange).
+ *
+ * WLCG storage services trust the capabilities in a token alone (WLCG Common JWT Profiles §3.3), so
+ * the issuer decides which `storage.*` and `compute.*` capabilities a user of a group may hold, by a
+ * configured policy, as INDIGO IAM's scope policies do. Paths in a policy may use `{username}` and
+ * `{group}`; a capability is granted when a rule of the user's group names it for that path or above.
+ */
+import { Type, type Static } from 'typebox';
+import type { AppContext } from '../kernel/context.ts';
+import { InvalidScope } from '../kernel/errors.ts';
+import { parseScope, requestedGroup } from './scopes.ts';
+
+const CAPABILITY_PATTERN = '^(compute\\.(read|create|modify|cancel)|storage\\.(read|create|modify):/[^\\s]*)$';
+
+export const CapabilityRuleSchema = Type.Object(
+  {
+    /** Groups the rule applies to; `*` for every group. */
+    groups: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { default: [] }),
+    /** Or: groups having one of these properties (e.g. CatalogueAdministrator). */
+    properties: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { default: [] }),
+    /** Capabilities granted, e.g. `storage.modify:/home/{username}`. */
+    scopes: Type.Array(Type.String({ pattern: CAPABILITY_PATTERN }), { minItems: 1 }),
+  },
+  { additionalProperties: false },
+);
+
+export type CapabilityRule = Static<typeof CapabilityRuleSchema>;
+
+/**
+ * The documented default: every member may read the whole namespace and submit and manage jobs, and
+ * write only below `/home/<username>`; groups with CatalogueAdministrator may write everywhere.
+ */
+export const DEFAULT_CAPABILITY_POLICY: CapabilityRule[] = [
+  {
+    groups: ['*'],
+    properties: [],
+    scopes: ['compute.read', 'compute.create', 'compute.modify', 'compute.cancel', 'storage.read:/', 'storage.create:/home/{username}', 'storage.modify:/home/{username}'],
+  },
+  { groups: [], properties: ['CatalogueAdministrator'], scopes: ['storage.create:/', 'storage.modify:/'] },
+];
+
+function isCapability(scope: string): boolean {
+  return scope.startsWith('compute.') || scope.startsWith('storage.');
+}
+
+/** `storage.read:/a` covers `storage.read:/a` and `storage.read:/a/b`; compute capabilities match exactly. */
+function covers(granted: string, requested: string): boolean {
+  if (!granted.startsWith('storage.')) return granted === requested;
+  const [gName, gPath] = granted.split(/:(.*)/s, 2) as [string, string];
+  const [rName, rPath] = requested.split(/:(.*)/s, 2) as [string, string];
+  return gName === rName && (gPath === '/' || rPath === gPath || rPath.startsWith(`${gPath}/`));
+}
+
+/** The capabilities the policy gives `username` in `group`, placeholders filled and paths normalised. */
+export function allowedCapabilities(ctx: AppContext, username: string, group: string): string[] {
+  const properties = ctx.registry.properties(group);
+  const out: string[] = [];
+  for (const rule of ctx.config.oauth.capabilityPolicy) {
+    const applies = rule.groups.includes('*') || rule.groups.includes(group) || rule.properties.some((p) => properties.includes(p));
+    if (!applies) continue;
+    for (const s of rule.scopes) out.push(...parseScope(s.replaceAll('{username}', username).replaceAll('{group}', group)));
+  }
+  return out;
+}
+
+/**
+ * Validates `scope` for a token of `username` in `group`: known scopes only (RFC 6749 §3.3), paths
+ * normalised, a `wlcg.groups:/<g>` scope only for the token's own group, and every capability allowed
+ * by the policy.
+ * @returns the scopes to put in the token.
+ * @throws InvalidScope naming the first scope that cannot be granted.
+ */
+export function grantableScope(ctx: AppContext, username: string, group: string, scope: string | readonly string[] | undefined): string[] {
+  const scopes = typeof scope === 'string' || scope === undefined ? parseScope(scope) : parseScope(scope.join(' '));
+  const named = requestedGroup(scopes);
+  if (named !== undefined && named !== group) throw new InvalidScope(`the scope asks for group '${named}' but the token is for '${group}'`);
+  if (!ctx.registry.isMember(username, group)) throw new InvalidScope(`${username} is not a member of group '${group}'`);
+  const allowed = allowedCapabilities(ctx, username, group);
+  for (const s of scopes.filter(isCapability)) {
+    if (!allowed.some((a) => covers(a, s))) throw new InvalidScope(`'${s}' is not granted to members of ${group} (capability policy)`);
+  }
+  return scopes;
+}

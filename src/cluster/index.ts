@@ -1,0 +1,3 @@
+/** Several instances on one database: duties that one elected instance runs at a time. */
+export { runDuty } from './duties.ts';
+export { clusterMigrations } from './migrations.ts';

@@ -1,0 +1,21 @@
+/**
+ * This instance's scheduler over the sites it runs itself: built from the configuration, started once
+ * the server listens (a server that cannot listen never runs a job) and stopped when the service closes.
+ * The composition root gives it to the jobs domain as its JobRunner.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../kernel/context.ts';
+import type { SandboxStore } from '../jobs/index.ts';
+import { createExecutors } from './factory.ts';
+import { Scheduler } from './scheduler.ts';
+
+/** @returns the scheduler, or undefined on an API-only instance (`jobs.scheduler.enabled: false`). */
+export function startScheduling(app: FastifyInstance, ctx: AppContext, store: SandboxStore): Scheduler | undefined {
+  const config = ctx.config.jobs;
+  if (!config.scheduler.enabled) return undefined;
+  const executors = createExecutors({ config, dataDir: ctx.config.dataDir, store, log: app.log });
+  const scheduler = new Scheduler(ctx.db, ctx.dialect, config.scheduler, executors, app.log);
+  app.addHook('onListen', async () => scheduler.start());
+  ctx.onClose(() => scheduler.stop());
+  return scheduler;
+}

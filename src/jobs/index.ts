@@ -1,0 +1,19 @@
+/**
+ * Jobs: manifests, the status state machine, the job store, sandboxes, the /jobs routes and the jobs
+ * command. How jobs run is the executors' business; they reach it through {@link JobRunner}.
+ */
+export { jobsRoutes } from './routes.ts';
+export { jobsCommand } from './cli.ts';
+export type { JobRunner } from './service.ts';
+export { JobsConfigSchema, type JobsConfig, type LocalSiteConfig } from './config-schema.ts';
+export type { AgentSiteConfig } from './agent-site-schema.ts';
+export type { SlurmSiteConfig } from './slurm-site-schema.ts';
+export { jobsMigrations } from './migrations.ts';
+export type { Manifest } from './manifest.ts';
+export { JobStatus } from './model.ts';
+export { canTransition, changeStatus } from './state-machine.ts';
+export { waitingJobIdsFor } from './store.ts';
+export { splitArguments } from './arguments.ts';
+export { packFiles, unpackArchive, type ArchiveFile } from './sandbox-archive.ts';
+export { FileSandboxStore, type SandboxStore, type StoredObject } from './sandbox-store.ts';
+export { sandboxStore } from './sandboxes.ts';

@@ -1,0 +1,161 @@
+/**
+ * One error model for the whole service. Every error a route can raise is a DirigoError subclass with a
+ * stable snake_case `code`; `httpStatus` is the single mapping to HTTP. The wire shape is the OAuth 2.0
+ * one (RFC 6749 §5.2): `{"error": code, "error_description": text}`.
+ */
+export class DirigoError extends Error {
+  readonly code: string;
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(code: string, status: number, description: string, headers: Record<string, string> = {}) {
+    super(description);
+    this.name = new.target.name;
+    this.code = code;
+    this.status = status;
+    this.headers = headers;
+  }
+
+  toJSON(): { error: string; error_description: string } {
+    return { error: this.code, error_description: this.message };
+  }
+}
+
+/** 400: a bad parameter, body or path; the description names it. */
+export class InvalidRequest extends DirigoError {
+  constructor(description: string) {
+    super('invalid_request', 400, description);
+  }
+}
+
+/** 401 for resource requests (RFC 6750 §3): the token is missing, malformed, expired or revoked. */
+export class InvalidToken extends DirigoError {
+  constructor(description: string, realm = 'dirigo') {
+    super('invalid_token', 401, description, {
+      'www-authenticate': `Bearer realm="${realm}", error="invalid_token", error_description="${description.replace(/["\\]/g, '')}"`,
+    });
+  }
+}
+
+/** 401 without an error code: no credentials were sent at all (RFC 6750 §3.1). */
+export class AuthenticationRequired extends DirigoError {
+  constructor(description = 'an access token is required', realm = 'dirigo') {
+    super('invalid_token', 401, description, { 'www-authenticate': `Bearer realm="${realm}"` });
+  }
+}
+
+/** 403: authenticated but not allowed. */
+export class InsufficientPrivileges extends DirigoError {
+  constructor(description: string) {
+    super('insufficient_privileges', 403, description);
+  }
+}
+
+export class NotFound extends DirigoError {
+  constructor(description: string) {
+    super('not_found', 404, description);
+  }
+}
+
+export class Conflict extends DirigoError {
+  constructor(description: string) {
+    super('conflict', 409, description);
+  }
+}
+
+export class InvalidTransition extends DirigoError {
+  constructor(description: string) {
+    super('invalid_transition', 409, description);
+  }
+}
+
+/** RFC 9110 §15.5.15: a request target longer than the service reads. */
+export class UriTooLong extends DirigoError {
+  constructor(description: string) {
+    super('uri_too_long', 414, description);
+  }
+}
+
+export class PayloadTooLarge extends DirigoError {
+  constructor(description: string) {
+    super('payload_too_large', 413, description);
+  }
+}
+
+export class UnsupportedMediaType extends DirigoError {
+  constructor(description: string) {
+    super('unsupported_media_type', 415, description);
+  }
+}
+
+export class TooManyRequests extends DirigoError {
+  constructor(description: string, retryAfterSeconds: number) {
+    super('too_many_requests', 429, description, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
+  }
+}
+
+export class ServiceUnavailable extends DirigoError {
+  constructor(description: string, retryAfterSeconds = 5) {
+    super('service_unavailable', 503, description, { 'retry-after': String(retryAfterSeconds) });
+  }
+}
+
+/** 500 whose description never leaks internals. */
+export class ServerError extends DirigoError {
+  constructor(description = 'internal server error') {
+    super('server_error', 500, description);
+  }
+}
+
+// OAuth 2.0 token-endpoint errors, named after their RFC 6749 §5.2 / RFC 8628 §3.5 codes.
+
+export class InvalidClient extends DirigoError {
+  constructor(description: string, challenge?: string) {
+    super('invalid_client', 401, description, challenge ? { 'www-authenticate': challenge } : {});
+  }
+}
+export class InvalidGrant extends DirigoError {
+  constructor(description: string) {
+    super('invalid_grant', 400, description);
+  }
+}
+export class UnauthorizedClient extends DirigoError {
+  constructor(description: string) {
+    super('unauthorized_client', 400, description);
+  }
+}
+export class UnsupportedGrantType extends DirigoError {
+  constructor(description: string) {
+    super('unsupported_grant_type', 400, description);
+  }
+}
+export class InvalidScope extends DirigoError {
+  constructor(description: string) {
+    super('invalid_scope', 400, description);
+  }
+}
+export class AccessDenied extends DirigoError {
+  constructor(description: string) {
+    super('access_denied', 400, description);
+  }
+}
+export class UnsupportedResponseType extends DirigoError {
+  constructor(description: string) {
+    super('unsupported_response_type', 400, description);
+  }
+}
+export class AuthorizationPending extends DirigoError {
+  constructor(description = 'the user has not yet completed the authorization') {
+    super('authorization_pending', 400, description);
+  }
+}
+export class SlowDown extends DirigoError {
+  constructor(description = 'polling too fast; increase the interval by 5 seconds') {
+    super('slow_down', 400, description);
+  }
+}
+export class ExpiredToken extends DirigoError {
+  constructor(description = 'the device code has expired') {
+    super('expired_token', 400, description);
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * The `registry` and `clients` sections of the configuration: users, groups, setups and the OAuth clients
+ * written in config.yaml, with the checks a schema cannot express (duplicates, unknown members).
+ */
+import { Type, type Static } from 'typebox';
+import { ConfigError } from '../kernel/config.ts';
+
+const UserSchema = Type.Object(
+  {
+    name: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }),
+    dns: Type.Array(Type.String({ minLength: 3 }), { default: [] }),
+    email: Type.Optional(Type.String()),
+    /** scrypt hash for local password login (embedded default only). */
+    passwordHash: Type.Optional(Type.String()),
+    /** Upstream accounts (OIDC issuer + subject) that sign in as this user (identityProviders, matchBy identity). */
+    identities: Type.Optional(Type.Array(Type.Object({ issuer: Type.String({ minLength: 1 }), subject: Type.String({ minLength: 1 }) }, { additionalProperties: false }))),
+  },
+  { additionalProperties: false },
+);
+
+const GroupSchema = Type.Object(
+  {
+    name: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }),
+    members: Type.Array(Type.String(), { default: [] }),
+    properties: Type.Array(Type.String(), { default: [] }),
+  },
+  { additionalProperties: false },
+);
+
+const ClientSchema = Type.Object(
+  {
+    clientId: Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,128}$' }),
+    name: Type.String(),
+    type: Type.Union([Type.Literal('public'), Type.Literal('confidential')]),
+    secretHash: Type.Optional(Type.String()),
+    redirectUris: Type.Array(Type.String(), { default: [] }),
+    grants: Type.Array(Type.String(), { default: ['authorization_code', 'refresh_token'] }),
+    /**
+     * When a client with the refresh_token grant gets refresh tokens: `always`, or only when the request
+     * asks for `offline_access` (OpenID Connect Core §11).
+     */
+    refreshTokens: Type.Union([Type.Literal('always'), Type.Literal('offline_access')], { default: 'always' }),
+    /** Where RP-initiated logout may send the browser afterwards (exact match). */
+    postLogoutRedirectUris: Type.Array(Type.String(), { default: [] }),
+    /** RP-initiated logout also revokes this client's grants (refresh tokens) of the ended sign-in. */
+    revokeOnLogout: Type.Boolean({ default: false }),
+  },
+  { additionalProperties: false },
+);
+
+export const RegistryConfigSchema = Type.Object(
+  {
+    users: Type.Array(UserSchema, { default: [] }),
+    groups: Type.Array(GroupSchema, { default: [] }),
+    setups: Type.Array(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }), { default: [] }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+export const ClientsConfigSchema = Type.Array(ClientSchema, { default: [] });
+
+export type UserConfig = Static<typeof UserSchema>;
+export type GroupConfig = Static<typeof GroupSchema>;
+export type ClientConfig = Static<typeof ClientSchema>;
+export type RegistryConfig = Static<typeof RegistryConfigSchema>;
+
+declare module '../kernel/config.ts' {
+  interface AppConfig {
+    registry: RegistryConfig;
+    clients: ClientConfig[];
+  }
+}
+
+/** @throws ConfigError on a duplicate user, DN or group, or a member who is not a user. */
+export function checkRegistry(registry: RegistryConfig, source: string): void {
+  const users = new Set<string>();
+  const dns = new Set<string>();
+  registry.users.forEach((u, i) => {
+    if (users.has(u.name)) throw new ConfigError(`${source}: registry.users[${i}].name: duplicate user '${u.name}'`);
+    users.add(u.name);
+    for (const dn of u.dns) {
+      if (!dn.startsWith('/')) throw new ConfigError(`${source}: registry.users[${i}].dns: '${dn}' must be written /K=V/K=V`);
+      if (dns.has(dn)) throw new ConfigError(`${source}: registry.users[${i}].dns: '${dn}' belongs to two users`);
+      dns.add(dn);
+    }
+  });
+  const groups = new Set<string>();
+  registry.groups.forEach((g, i) => {
+    if (groups.has(g.name)) throw new ConfigError(`${source}: registry.groups[${i}].name: duplicate group '${g.name}'`);
+    groups.add(g.name);
+    g.members.forEach((m, j) => {
+      if (!users.has(m)) throw new ConfigError(`${source}: registry.groups[${i}].members[${j}]: unknown user '${m}'`);
+    });
+  });
+}
+
+/** @throws ConfigError on a duplicate client id or a confidential client without a secret. */
+export function checkClients(clients: readonly ClientConfig[], source: string): void {
+  const ids = new Set<string>();
+  clients.forEach((c, i) => {
+    if (ids.has(c.clientId)) throw new ConfigError(`${source}: clients[${i}].clientId: duplicate client '${c.clientId}'`);
+    ids.add(c.clientId);
+    if (c.type === 'confidential' && !c.secretHash) {
+      throw new ConfigError(`${source}: clients[${i}].secretHash: required for a confidential client`);
+    }
+  });
+}
