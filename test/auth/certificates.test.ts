@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import * as oauth from 'oauth4webapi';
 import { createCa, issueCertificate, userDn } from '../../src/pki/dev-ca.ts';
 import { dialects } from '../helpers/dialects.ts';
+import { curlJson } from '../helpers/curl.ts';
 import { makeProxy } from '../helpers/openssl.ts';
 import { startTestService, TEST_SETUP, type TestService } from '../helpers/service.ts';
 
@@ -19,13 +20,8 @@ const run = promisify(execFile);
 /** Debian's interpreter, with Debian's python3-requests. */
 const DEBIAN_PYTHON = '/usr/bin/python3';
 
-async function curl(svc: TestService, path: string, certFile?: string, keyFile?: string): Promise<{ status: number; body: CurlBody }> {
-  const args = ['-s', '-w', '\n%{http_code}', '--cacert', svc.pki.caFile];
-  if (certFile) args.push('--cert', certFile, '--key', keyFile!);
-  const { stdout } = await run('curl', [...args, svc.url + path]);
-  const nl = stdout.lastIndexOf('\n');
-  return { status: Number(stdout.slice(nl + 1)), body: JSON.parse(stdout.slice(0, nl)) };
-}
+const curl = (svc: TestService, path: string, certFile?: string, keyFile?: string) =>
+  curlJson<CurlBody>(svc, path, certFile ? { certFile, keyFile: keyFile! } : undefined);
 
 /** The fields these tests read from JSON answers. */
 interface CurlBody {

@@ -9,7 +9,8 @@ import * as client from 'openid-client';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { approveDevice, Browser, PASSWORDS, RS_SECRET, startOAuthService, WEB_SECRET } from './oauth-kit.ts';
+import { approveDevice, Browser, RS_SECRET, startOAuthService, WEB_SECRET } from './oauth-kit.ts';
+import { browserAuthorize as authorize } from './openid-kit.ts';
 
 for (const { dialect, skip } of await dialects()) {
   describe(`openid-client against Dirigo (${dialect})`, { skip }, () => {
@@ -30,27 +31,7 @@ for (const { dialect, skip } of await dialects()) {
       await svc?.close();
     });
 
-    async function browserAuthorize(config: client.Configuration, redirectUri: string, scope: string) {
-      const verifier = client.randomPKCECodeVerifier();
-      const state = client.randomState();
-      const url = client.buildAuthorizationUrl(config, {
-        redirect_uri: redirectUri,
-        scope,
-        state,
-        code_challenge: await client.calculatePKCECodeChallenge(verifier),
-        code_challenge_method: 'S256',
-      });
-      const browser = new Browser(svc);
-      try {
-        let page = await browser.follow(url.href);
-        page = await browser.login(page, 'alice', PASSWORDS.alice!);
-        const answer = await browser.consent(page, 'allow', { group: 'dirigo_user' });
-        assert.equal(answer.status, 303);
-        return { callback: new URL(answer.location!), verifier, state };
-      } finally {
-        await browser.close();
-      }
-    }
+    const browserAuthorize = (config: client.Configuration, redirectUri: string, scope: string) => authorize(svc, config, redirectUri, scope);
 
     it('discovers the server', () => {
       const m = configs.web!.serverMetadata();

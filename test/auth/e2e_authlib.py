@@ -4,12 +4,13 @@ usage: e2e_authlib.py BASE_URL CA_FILE CLIENT_ID CLIENT_SECRET REDIRECT_URI USER
 Prints one JSON object with what happened; exits non-zero on failure.
 """
 import json
-import re
 import sys
 
 import requests
 from authlib.integrations.requests_client import OAuth2Session
 from authlib.common.security import generate_token
+
+from browser_login import sign_in_and_allow
 
 base, ca, client_id, secret, redirect_uri, username, password = sys.argv[1:8]
 
@@ -30,29 +31,7 @@ verifier = generate_token(64)
 url, state = session.create_authorization_url(meta["authorization_endpoint"], code_verifier=verifier)
 
 
-def hidden_fields(html, action):
-    start = html.index('action="%s"' % action)
-    form = html[start:html.index("</form>", start)]
-    return dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', form))
-
-
-browser = requests.Session()
-browser.verify = ca
-browser.trust_env = False
-page = browser.get(url, timeout=10)
-assert 'action="/oauth2/login"' in page.text, page.text
-fields = hidden_fields(page.text, "/oauth2/login")
-page = browser.post(base + "/oauth2/login", data=dict(fields, username=username, password=password), timeout=10)
-assert 'action="/oauth2/consent"' in page.text, page.text
-fields = hidden_fields(page.text, "/oauth2/consent")
-answer = browser.post(
-    base + "/oauth2/consent",
-    data=dict(fields, group="dirigo_user", setup="Dirigo-Test", decision="allow"),
-    allow_redirects=False,
-    timeout=10,
-)
-assert answer.status_code == 303, answer.status_code
-callback = answer.headers["Location"]
+callback = sign_in_and_allow(base, ca, url, username, password)
 
 token = session.fetch_token(meta["token_endpoint"], authorization_response=callback, code_verifier=verifier)
 info = session.get(base + "/oauth2/userinfo", timeout=10).json()

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '../../src/server/config.ts';
+import { ConfigError, loadConfig } from '../../src/app/config.ts';
 import { dialects } from '../helpers/dialects.ts';
 import { testRegistry } from '../helpers/service.ts';
 import { startOAuthService } from './oauth-kit.ts';

@@ -10,9 +10,13 @@ const b64 = (path: string) => Buffer.from(path).toString('base64url');
 describe('scope parsing and narrowing', () => {
   it('validates and normalises WLCG capability scopes', () => {
     assert.deepEqual(parseScope('compute.read  storage.read:/data/ storage.modify compute.read'), ['compute.read', 'storage.read:/data', 'storage.modify:/']);
-    for (const bad of ['compute.everything', 'storage.read:data', 'storage.read:/a/../b', 'storage.read://x', 'openid', 'x"y', 'storage.delete:/']) {
+    for (const bad of ['compute.everything', 'storage.read:data', 'storage.read:/a/../b', 'storage.read://x', 'openidx', 'x"y', 'storage.delete:/']) {
       assert.throws(() => parseScope(bad), { code: 'invalid_scope' }, bad);
     }
+  });
+
+  it('knows the OpenID Connect scope (issue 18: it was refused before)', () => {
+    assert.deepEqual(parseScope('openid profile email'), ['openid', 'profile', 'email']);
   });
 
   it('reads the group from wlcg.groups:/<group>', () => {

@@ -9,8 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Migrator, sql, type Kysely, type Migration } from 'kysely';
-import { migrate, openDatabase, type Db } from '../../src/db/database.ts';
-import { migrations } from '../../src/db/migrations.ts';
+import { migrate, openDatabase, type Db } from '../../src/kernel/db/database.ts';
+import { migrations } from '../../src/app/migrations.ts';
 import { CatalogueStore } from '../../src/catalogue/store.ts';
 import { parseConditions } from '../../src/catalogue/conditions.ts';
 import { POSTGRES_URL, createPostgresSchema, dialects } from '../helpers/dialects.ts';
@@ -86,7 +86,7 @@ for (const { dialect, skip } of await dialects()) {
         { dir_id: 2, field_id: 3, num: 0.1, str: '', refs: 1 },
       ]).execute();
 
-      await migrate(db);
+      await migrate(db, migrations);
 
       const store = new CatalogueStore(db, config);
       const fields = await store.fields();

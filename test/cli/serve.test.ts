@@ -112,6 +112,26 @@ describe('dirigo serve / init / token / admin', () => {
     });
   });
 
+  it('a second server on a port in use exits non-zero at once, saying why, and runs nothing', async () => {
+    const first = await serve(['--data-dir', join(dir, 'busy'), '--port', '0']);
+    try {
+      const port = /Dirigo serving https:\/\/[^:]+:(\d+)/.exec(first.banner)![1]!;
+      // The same data dir and database: a scheduler that started would run the first one's jobs.
+      await assert.rejects(
+        run(NODE, [DIRIGO, 'serve', '--data-dir', join(dir, 'busy'), '--port', port], { timeout: 60_000 }),
+        (err: { code: number; stderr: string; stdout: string; killed: boolean }) => {
+          assert.equal(err.killed, false, 'the second server did not exit by itself');
+          assert.equal(err.code, 1);
+          assert.match(err.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use`));
+          assert.doesNotMatch(err.stdout, /Dirigo serving/);
+          return true;
+        },
+      );
+    } finally {
+      await stop(first.child);
+    }
+  });
+
   it('rejects unknown commands and options with usage', async () => {
     await assert.rejects(run(NODE, [DIRIGO, 'frobnicate']), (err: { code: number; stderr: string }) => err.code === 2 && /unknown command/.test(err.stderr));
     await assert.rejects(run(NODE, [DIRIGO, 'serve', '--bogus']), (err: { code: number; stderr: string }) => err.code === 2 && /bogus/.test(err.stderr));

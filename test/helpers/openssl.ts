@@ -26,6 +26,8 @@ export interface ProxyOptions {
   signingKeyFile?: string;
   basicConstraints?: string;
   days?: number;
+  /** The whole ProxyCertInfo line of the OpenSSL extension file (e.g. a raw, malformed DER value). */
+  proxyCertInfoLine?: string;
 }
 
 function openssl(args: string[], cwd: string): void {
@@ -51,7 +53,7 @@ export function makeProxy(issuer: { certFile: string; keyFile: string }, options
       '[proxy]',
       `basicConstraints=${options.basicConstraints ?? 'critical,CA:FALSE'}`,
       'keyUsage=critical,digitalSignature,keyEncipherment',
-      `proxyCertInfo=${pci}`,
+      options.proxyCertInfoLine ?? `proxyCertInfo=${pci}`,
       '',
     ].join('\n'),
   );

@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent } from 'undici';
 import { send, type HttpResponse, type SendOptions } from './http.ts';
-import { loadConfig } from '../../src/server/config.ts';
-import { createContext, type AppContext } from '../../src/server/context.ts';
-import { startServer, type StartedServer } from '../../src/server/server.ts';
+import { loadConfig } from '../../src/app/config.ts';
+import { createContext, type AppContext } from '../../src/app/context.ts';
+import { startServer, type StartedServer } from '../../src/app/server.ts';
 import { userDn } from '../../src/pki/dev-ca.ts';
 import { POSTGRES_URL, createPostgresSchema, type TestDialect } from './dialects.ts';
 import { testPki, TEST_USERS, type TestPki } from './pki.ts';
@@ -45,6 +45,8 @@ export interface TestService {
   pki: TestPki;
   dataDir: string;
   dialect: TestDialect;
+  /** PostgreSQL only: the schema this service's database lives in. */
+  pgSchema?: string | undefined;
   request(path: string, options?: RequestOptions): Promise<HttpResponse>;
   /** A flow A token for `user` in `group`. */
   token(user: string, group?: string, setup?: string): Promise<string>;
@@ -59,25 +61,30 @@ export interface TestServiceOptions {
   logStream?: NodeJS.WritableStream;
   /** PostgreSQL only: connect through this URL instead of the default (e.g. a relay). */
   databaseUrl?: string;
+  /** A second instance on the database of `sharing` (its own data dir, port and processes). */
+  sharing?: TestService;
 }
 
 export async function startTestService(options: TestServiceOptions): Promise<TestService> {
   const pki = await testPki();
   const dataDir = mkdtempSync(join(tmpdir(), 'dirigo-test-'));
-  const pgSchema = options.dialect === 'postgres' ? await createPostgresSchema() : undefined;
+  const shared = options.sharing;
+  const pgSchema = shared ? undefined : options.dialect === 'postgres' ? await createPostgresSchema() : undefined;
+  const schemaName = shared?.pgSchema ?? pgSchema?.schema;
+  const sqliteUrl = shared ? `sqlite:${join(shared.dataDir, 'dirigo.db')}` : 'sqlite:dirigo.db';
   const config = loadConfig({
     dataDir,
     env: {},
     object: {
       server: { host: '127.0.0.1', port: 0 },
       tls: { cert: pki.server.cert, key: pki.server.key, caDir: pki.trustedDir },
-      database: { url: pgSchema ? (options.databaseUrl ?? POSTGRES_URL) : 'sqlite:dirigo.db' },
+      database: { url: schemaName ? (options.databaseUrl ?? POSTGRES_URL) : sqliteUrl },
       registry: testRegistry(),
       logging: { level: options.logLevel ?? 'silent' },
       ...options.config,
     },
   });
-  const ctx = await createContext(config, pgSchema ? { schema: pgSchema.schema, poolSize: 5 } : {});
+  const ctx = await createContext(config, schemaName ? { schema: schemaName, poolSize: 5 } : {});
   const server = await startServer(ctx, { logStream: options.logStream });
   const agents = new Map<string, Agent>();
   const agentFor = (as: RequestOptions['as']): Agent => {
@@ -98,6 +105,7 @@ export async function startTestService(options: TestServiceOptions): Promise<Tes
     pki,
     dataDir,
     dialect: options.dialect,
+    pgSchema: schemaName,
     async request(path, opts = {}) {
       return send(server.url + path, opts, agentFor(opts.as));
     },

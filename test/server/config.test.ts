@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '../../src/server/config.ts';
+import { ConfigError, loadConfig } from '../../src/app/config.ts';
 
 function load(yaml: string, env: Record<string, string> = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'dirigo-config-'));

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { postgresUnavailable, POSTGRES_URL } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
-import { toDirigoError } from '../../src/server/error-handler.ts';
+import { toDirigoError } from '../../src/kernel/error-handler.ts';
 
 class Relay {
   server: net.Server;
