@@ -1,7 +1,7 @@
 /** Request, PreparedRequest and Response, shaped after Python requests so its users find their way. */
 import { STATUS_CODES } from 'node:http';
 import { Readable } from 'node:stream';
-import { randomBytes } from 'node:crypto';
+import { FormData, Response as UndiciResponse } from 'undici';
 import { Cookie, type CookieJar } from 'tough-cookie';
 import { CaseInsensitiveDict } from './structures.ts';
 import { HTTPError, InvalidURL, redactUrl, type ErrorResponse } from './errors.ts';
@@ -182,14 +182,14 @@ export class PreparedRequest {
     this.headers = headers;
   }
 
-  prepare_body(data: BodyLike | null | undefined, files: FilesLike | null | undefined, json: unknown): void {
+  async prepare_body(data: BodyLike | null | undefined, files: FilesLike | null | undefined, json: unknown): Promise<void> {
     let body: PreparedBody = null;
     let contentType: string | null = null;
     if (!data && json !== undefined && json !== null) {
       body = Buffer.from(JSON.stringify(json));
       contentType = 'application/json';
     } else if (files && Object.keys(files).length > 0) {
-      const [b, ct] = encodeMultipart(files, isParamsObject(data) ? data : null);
+      const [b, ct] = await encodeMultipart(files, isParamsObject(data) ? data : null);
       body = b;
       contentType = ct;
     } else if (data !== null && data !== undefined) {
@@ -260,26 +260,17 @@ export function basicAuthHeader(username: string, password: string): string {
   return `Basic ${Buffer.from(`${username}:${password}`, 'utf8').toString('base64')}`;
 }
 
-function encodeMultipart(files: FilesLike, fields: ParamsLike | null): [Buffer, string] {
-  const boundary = randomBytes(16).toString('hex');
-  const parts: Buffer[] = [];
-  const quote = (s: string) => s.replace(/["\r\n\\]/g, (c) => encodeURIComponent(c));
-  if (fields) {
-    for (const [k, v] of new URLSearchParams(encodeParams(fields))) {
-      parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${quote(k)}"\r\n\r\n${v}\r\n`));
-    }
-  }
+/** A multipart/form-data body (RFC 7578) from fields and files, serialized by undici's FormData. */
+async function encodeMultipart(files: FilesLike, fields: ParamsLike | null): Promise<[Buffer, string]> {
+  const form = new FormData();
+  if (fields) for (const [k, v] of new URLSearchParams(encodeParams(fields))) form.append(k, v);
   for (const [name, file] of Object.entries(files)) {
     const [filename, content, type] = Array.isArray(file) ? [file[0], file[1], file[2]] : [name, file, undefined];
-    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${quote(name)}"; filename="${quote(filename)}"\r\n`
-      + (type ? `Content-Type: ${type}\r\n` : '') + '\r\n'));
-    parts.push(Buffer.isBuffer(content) ? content : Buffer.from(content));
-    parts.push(Buffer.from('\r\n'));
+    form.append(name, new Blob([Buffer.isBuffer(content) ? new Uint8Array(content) : content], type ? { type } : {}), filename);
   }
-  parts.push(Buffer.from(`--${boundary}--\r\n`));
-  return [Buffer.concat(parts), `multipart/form-data; boundary=${boundary}`];
+  const encoded = new UndiciResponse(form);
+  return [Buffer.from(await encoded.arrayBuffer()), encoded.headers.get('content-type') as string];
 }
-
 
 /**
  * A server's answer (requests.Response). Unless streamed, the body is already read into `content`.

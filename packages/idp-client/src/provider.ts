@@ -215,7 +215,7 @@ export class OAuth2IdProvider extends OAuth2Session {
   /** The provider's JWKS: the configured one, the cached one while fresh, or a new fetch. */
   getJWKs(): Promise<Result<JWKSet>> { return this.fetchJWKs(); }
 
-  /** The key store when it needs no fetch (the hot path of verifyToken stays synchronous). */
+  /** The key store when it needs no fetch (the hot path of verifyToken awaits no request). */
   #freshKeys(): KeyStore | null {
     if (this.#staticJwks) return this.#staticJwks;
     if (this.#keyStore && (Date.now() - this.#jwksFetchedAt) / 1000 < this.#statics().JWKS_REFRESH_RATE) return this.#keyStore;
@@ -239,7 +239,7 @@ export class OAuth2IdProvider extends OAuth2Session {
     if (!issuer) throw new JWTVerificationError('invalid_token', 'no issuer is configured to check the token against');
     const opts = { issuer, audience, clockTolerance: this.clock_tolerance };
     try {
-      return verifyJwt(token, keys, opts).claims;
+      return (await verifyJwt(token, keys, opts)).claims;
     } catch (e) {
       if (!(e instanceof JWTVerificationError) || e.code !== 'unknown_key' || this.#staticJwks) throw e;
       if (Date.now() - this.#lastKidRefetch < KID_REFETCH_INTERVAL_MS) throw e;
@@ -247,7 +247,7 @@ export class OAuth2IdProvider extends OAuth2Session {
       const r = await this.fetchJWKs({ force: true });
       if (!r.OK) throw new JWTVerificationError('invalid_jwks', r.Message);
       keys = this.#keyStore as KeyStore;
-      return verifyJwt(token, keys, opts).claims;
+      return (await verifyJwt(token, keys, opts)).claims;
     }
   }
 
@@ -433,12 +433,20 @@ export class OAuth2IdProvider extends OAuth2Session {
     }
   }
 
-  /** RFC 8693 exchange of an access token for one with the group's and the given scopes. S_OK(token). */
+  /**
+   * RFC 8693 exchange of an access token. Like DIRAC, it asks for the provider's configured scope plus the
+   * given scopes and the group's (the configured scope alone without either), so that scopes such as
+   * `openid profile` survive the exchange. S_OK(token).
+   */
   async exchangeToken(accessToken: string, group?: string | null, scope?: string | string[] | null): Promise<Result<OAuth2TokenData>> {
     try {
-      const scopes = [...(scope ? (Array.isArray(scope) ? scope : scope.split(/\s+/)) : []), ...this.getGroupScopes(group)];
+      const scopes = new Set([
+        ...(this.scope ? this.scope.split(/\s+/) : []),
+        ...(scope ? (Array.isArray(scope) ? scope : scope.split(/\s+/)) : []),
+        ...this.getGroupScopes(group),
+      ].filter(Boolean));
       return S_OK(await this.exchange_token(await this.#endpoint('token_endpoint'), {
-        subject_token: accessToken, subject_token_type: ACCESS_TOKEN_TYPE, ...(scopes.length ? { scope: scopes.join(' ') } : {}),
+        subject_token: accessToken, subject_token_type: ACCESS_TOKEN_TYPE, ...(scopes.size ? { scope: [...scopes].join(' ') } : {}),
       }));
     } catch (e) {
       return S_ERROR(errorMessage(e), e instanceof OAuthError ? e.error : undefined);

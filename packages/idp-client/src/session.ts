@@ -182,7 +182,7 @@ export class Session {
     }
     p.prepare_headers(mergeHeaders(request.headers, this.headers));
     p.prepare_cookies(this.cookies, request.cookies ?? {});
-    p.prepare_body(request.data, request.files, request.json);
+    await p.prepare_body(request.data, request.files, request.json);
     await p.prepare_auth(auth ?? this.auth);
     const sessionHooks = asList(this.hooks.response);
     const requestHooks = asList(request.hooks.response);

@@ -204,13 +204,18 @@ describe('tokens', () => {
     assert.ok(byValue.access_token);
     const at = idp.token?.access_token as string;
     const saved = idp.token;
-    const ex = ok(await idp.exchangeToken(at, 'dirigo_user', 'openid'));
-    assert.deepEqual(ex.scope?.split(' ').sort(), ['openid', 'profile']);
-    const ex2 = ok(await idp.exchangeToken(at, 'dirigo_admin'));
-    assert.deepEqual(ex2.scope?.split(' ').sort(), ['email', 'groups']);
-    assert.equal((await idp.exchangeToken(at, 'unknown_group')).OK, false);
-    assert.equal((await idp.exchangeToken('bogus')).OK, false);
-    assert.equal(idp.token?.access_token, ex2.access_token); // like every token response, it becomes the session token
+    // As DIRAC does: the configured scope, plus the given scopes and the group's.
+    const narrow = provider({ scope: 'openid', group_scopes: { dirigo_user: 'profile', dirigo_admin: ['email', 'groups'] } });
+    const ex = ok(await narrow.exchangeToken(at, 'dirigo_user', 'email'));
+    assert.deepEqual(ex.scope?.split(' ').sort(), ['email', 'openid', 'profile']);
+    const ex2 = ok(await narrow.exchangeToken(at, 'dirigo_admin'));
+    assert.deepEqual(ex2.scope?.split(' ').sort(), ['email', 'groups', 'openid']);
+    assert.deepEqual(ok(await narrow.exchangeToken(at)).scope, 'openid');
+    assert.equal((await narrow.exchangeToken(at, 'unknown_group')).OK, false);
+    assert.equal((await narrow.exchangeToken('bogus')).OK, false);
+    const ex3 = ok(await idp.exchangeToken(at, 'dirigo_admin'));
+    assert.equal(idp.token?.access_token, ex3.access_token); // like every token response, it becomes the session token
+    await narrow.close();
     ok(await idp.revokeToken(ex.access_token, 'access_token'));
     idp.token = saved;
     ok(await idp.revokeToken()); // the session's refresh token
