@@ -29,7 +29,8 @@ function bodyParams(r: PreparedRequest): URLSearchParams {
 
 function setBody(r: PreparedRequest, params: URLSearchParams): void {
   r.body = params.toString();
-  r.headers.set('Content-Type', 'application/x-www-form-urlencoded');
+  // A form Content-Type already there (with its charset) stays as it is.
+  if (!(r.headers.get('Content-Type') ?? '').startsWith('application/x-www-form-urlencoded')) r.headers.set('Content-Type', 'application/x-www-form-urlencoded');
   r.headers.set('Content-Length', String(Buffer.byteLength(r.body)));
   r._body_position = 0;
 }

@@ -436,7 +436,8 @@ export class OAuth2Session extends Session {
     if (!t) throw new OAuthError('invalid_request', 'no token given');
     let bodyStr = appendParams(body, { token: t, token_type_hint, ...kwargs });
     let u = url;
-    let h = new CaseInsensitiveDict<string>({ ...DEFAULT_TOKEN_HEADERS, ...(headers ?? {}) });
+    // RFC 7009 §2.1 and RFC 7662 §2.1: a form body; the Accept header stays the session's (as authlib).
+    let h = new CaseInsensitiveDict<string>({ ...(headers ?? {}), 'Content-Type': 'application/x-www-form-urlencoded' });
     for (const hook of this.compliance_hook[kind]) [u, h, bodyStr] = await hook(u, h, bodyStr);
     this.check_transport(u);
     const method = kind === 'revoke_token_request' ? this.revocation_endpoint_auth_method : this.token_endpoint_auth_method;
