@@ -70,6 +70,9 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest, rep
   const token = extractToken(request, reply);
   if (token === undefined) throw new AuthenticationRequired();
   const claims = await ctx.tokens.verify(token);
+  // A client's own token is for resource servers that trust its capabilities (WLCG storage); Dirigo's
+  // API acts for users.
+  if (claims.group === '') throw new InsufficientPrivileges(`a client's own token (client ${claims.client_id}) acts for no user; Dirigo's API needs a user's token`);
   const user = ctx.registry.user(claims.sub);
   if (!user) throw new InvalidToken(`the token's user ${claims.sub} no longer exists`);
   if (!ctx.registry.isMember(user.name, claims.group)) {

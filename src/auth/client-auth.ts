@@ -1,17 +1,19 @@
 /**
  * Client authentication at the token, device, revocation and introspection endpoints (RFC 6749 §2.3):
  * `client_secret_basic` (§2.3.1, form-urlencoded id and secret in HTTP Basic), `client_secret_post`
- * (secret in the body) and `none` (public clients identify themselves with `client_id`, RFC 6749 §3.2.1).
- * Exactly one method per request (§2.3). Checks run in order; the first failing one answers.
+ * (secret in the body), `private_key_jwt` (RFC 7523 §2.2, a JWT signed with a key the client registered)
+ * and `none` (public clients identify themselves with `client_id`, RFC 6749 §3.2.1). Exactly one method
+ * per request (§2.3). Checks run in order; the first failing one answers.
  */
 import type { FastifyRequest } from 'fastify';
 import { InvalidClient, InvalidRequest } from '../kernel/errors.ts';
 import type { AppContext } from '../kernel/context.ts';
 import type { OAuthClient } from '../registry/index.ts';
 import { oauth } from './services.ts';
+import { verifyClientAssertion, CLIENT_ASSERTION_TYPE } from './client-assertion.ts';
 
-export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';
-export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'none'];
+export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt' | 'none';
+export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'];
 
 export interface AuthenticatedClient {
   client: OAuthClient;
@@ -33,6 +35,17 @@ interface Presented {
   method: ClientAuthMethod;
   clientId: string | undefined;
   secret: string | undefined;
+  assertion?: string;
+}
+
+/** RFC 7523 §2.2: the client_id is the assertion's issuer (read unverified, only to find the client's keys). */
+function assertionIssuer(assertion: string): string | undefined {
+  try {
+    const payload = JSON.parse(Buffer.from(assertion.split('.')[1] ?? '', 'base64url').toString('utf8')) as { iss?: unknown };
+    return typeof payload.iss === 'string' ? payload.iss : undefined;
+  } catch {
+    throw new InvalidClient('client_assertion is not a JWT');
+  }
 }
 
 function presented(request: FastifyRequest, params: Readonly<Record<string, string>>): Presented {
@@ -41,6 +54,14 @@ function presented(request: FastifyRequest, params: Readonly<Record<string, stri
   // §2.3.1: the secret must not travel in the request URI.
   const query = request.query as Record<string, unknown> | undefined;
   if (query && 'client_secret' in query) throw new InvalidRequest('client_secret must not be sent in the URL (RFC 6749 §2.3.1)');
+  if (params.client_assertion !== undefined || params.client_assertion_type !== undefined) {
+    if (basic !== undefined || params.client_secret !== undefined) throw new InvalidRequest('use one client authentication method, not a client_assertion and a secret (RFC 6749 §2.3)');
+    if (params.client_assertion_type !== CLIENT_ASSERTION_TYPE) throw new InvalidClient(`client_assertion_type must be ${CLIENT_ASSERTION_TYPE} (RFC 7523 §2.2)`);
+    if (!params.client_assertion) throw new InvalidRequest('client_assertion is required with client_assertion_type');
+    const clientId = assertionIssuer(params.client_assertion);
+    if (params.client_id !== undefined && params.client_id !== clientId) throw new InvalidClient('client_id differs from the client_assertion issuer (RFC 7523 §3)');
+    return { method: 'private_key_jwt', clientId, secret: undefined, assertion: params.client_assertion };
+  }
   if (basic !== undefined) {
     if (params.client_secret !== undefined) throw new InvalidRequest('use one client authentication method, not both Basic and client_secret (RFC 6749 §2.3)');
     const decoded = Buffer.from(basic, 'base64').toString('utf8');
@@ -70,6 +91,10 @@ export async function authenticateClient(ctx: AppContext, request: FastifyReques
     return { client, method: 'none' };
   }
   if (client.type === 'public') throw new InvalidClient(`client ${client.clientId} is public and has no secret`, challenge);
+  if (p.method === 'private_key_jwt') {
+    await verifyClientAssertion(ctx, client, p.assertion as string);
+    return { client, method: p.method };
+  }
   if (!(await oauth(ctx).clients.verifySecret(client, p.secret ?? ''))) throw new InvalidClient('client authentication failed: wrong secret', challenge);
   return { client, method: p.method };
 }

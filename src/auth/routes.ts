@@ -12,6 +12,7 @@ import { oauthRoutes } from './oauth-routes.ts';
 import { CLIENT_AUTH_METHODS } from './client-auth.ts';
 import { SCOPES_SUPPORTED } from './scopes.ts';
 import { ID_TOKEN_ALGORITHM } from './keys.ts';
+import { CLIENT_ASSERTION_ALGORITHMS } from './client-assertion.ts';
 import { scopedClaims } from './id-tokens.ts';
 
 const TokenResponseSchema = Type.Object({
@@ -19,8 +20,8 @@ const TokenResponseSchema = Type.Object({
   token_type: Type.Literal('Bearer'),
   expires_in: Type.Integer(),
   scope: Type.String(),
-  group: Type.String(),
-  setup: Type.String(),
+  group: Type.Optional(Type.String({ description: 'the token\'s group; absent from a client\'s own token (client_credentials with client authentication)' })),
+  setup: Type.Optional(Type.String()),
   refresh_token: Type.Optional(Type.String()),
   issued_token_type: Type.Optional(Type.String()),
   id_token: Type.Optional(Type.String({ description: 'OpenID Connect Core §3.1.3.3: when the scope has openid' })),
@@ -59,6 +60,10 @@ export function authorizationServerMetadata(ctx: AppContext): Record<string, unk
     token_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS, 'tls_client_auth'],
     revocation_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
     introspection_endpoint_auth_methods_supported: secretMethods,
+    // RFC 8414 §2: the algorithms private_key_jwt assertions may use at each endpoint.
+    token_endpoint_auth_signing_alg_values_supported: CLIENT_ASSERTION_ALGORITHMS,
+    revocation_endpoint_auth_signing_alg_values_supported: CLIENT_ASSERTION_ALGORITHMS,
+    introspection_endpoint_auth_signing_alg_values_supported: CLIENT_ASSERTION_ALGORITHMS,
     // RFC 9207 §3: the authorization response carries iss.
     authorization_response_iss_parameter_supported: true,
     scopes_supported: SCOPES_SUPPORTED,

@@ -83,3 +83,18 @@ export function grantableScope(ctx: AppContext, username: string, group: string,
   }
   return scopes;
 }
+
+/**
+ * Validates `scope` for a client's own token (client_credentials, RFC 6749 §4.4): known scopes only, and
+ * each covered by what the client registered (`clients[].scopes`). No scope asked: the registered ones
+ * (RFC 6749 §3.3 lets the server apply a default).
+ * @throws InvalidScope naming the first scope that cannot be granted.
+ */
+export function grantableClientScope(client: { clientId: string; scopes: readonly string[] }, scope: string | undefined): string[] {
+  const registered = parseScope(client.scopes.join(' '));
+  const scopes = scope === undefined ? registered : parseScope(scope);
+  for (const s of scopes) {
+    if (!registered.some((r) => covers(r, s))) throw new InvalidScope(`'${s}' is not registered for client ${client.clientId}`);
+  }
+  return scopes;
+}

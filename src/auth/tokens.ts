@@ -102,7 +102,8 @@ export class TokenService {
       setup: grant.setup,
       preferred_username: grant.username,
       'wlcg.ver': '1.0',
-      'wlcg.groups': [`/${grant.group}`],
+      // A client's own token (client_credentials without a user) is in no group.
+      'wlcg.groups': grant.group ? [`/${grant.group}`] : [],
     };
     const token = signCompact({ alg, kid, typ: 'at+jwt' }, claims, key);
     return { token, claims, expiresIn };

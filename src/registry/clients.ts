@@ -29,6 +29,10 @@ export interface OAuthClient {
   /** RP-initiated logout: where the browser may be sent afterwards, and whether the grants go too. */
   postLogoutRedirectUris: readonly string[];
   revokeOnLogout: boolean;
+  /** Scopes of the client's own client_credentials tokens (config clients; database ones: none). */
+  scopes: readonly string[];
+  /** Public keys for private_key_jwt (config clients). */
+  jwks: { keys: Record<string, unknown>[] } | undefined;
   source: 'config' | 'database';
 }
 
@@ -116,7 +120,7 @@ export function validateClient(c: NewClient): void {
 }
 
 function fromConfig(c: ClientConfig): OAuthClient {
-  return { clientId: c.clientId, name: c.name, type: c.type, secretHash: c.secretHash, redirectUris: c.redirectUris, grants: c.grants, refreshTokens: c.refreshTokens, postLogoutRedirectUris: c.postLogoutRedirectUris, revokeOnLogout: c.revokeOnLogout, source: 'config' };
+  return { clientId: c.clientId, name: c.name, type: c.type, secretHash: c.secretHash, redirectUris: c.redirectUris, grants: c.grants, refreshTokens: c.refreshTokens, postLogoutRedirectUris: c.postLogoutRedirectUris, revokeOnLogout: c.revokeOnLogout, scopes: c.scopes, jwks: c.jwks, source: 'config' };
 }
 
 export class ClientRegistry {
@@ -149,6 +153,8 @@ export class ClientRegistry {
           refreshTokens: 'always',
           postLogoutRedirectUris: [],
           revokeOnLogout: false,
+          scopes: [],
+          jwks: undefined,
           source: 'database',
         }
       : undefined;
@@ -206,7 +212,7 @@ export class ClientRegistry {
       })
       .execute();
     this.#cache.delete(c.clientId);
-    return { client: { ...c, secretHash: secretHash ?? undefined, refreshTokens: 'always', postLogoutRedirectUris: [], revokeOnLogout: false, source: 'database' }, secret };
+    return { client: { ...c, secretHash: secretHash ?? undefined, refreshTokens: 'always', postLogoutRedirectUris: [], revokeOnLogout: false, scopes: [], jwks: undefined, source: 'database' }, secret };
   }
 
   /** @throws NotFound for an unknown client, Conflict for one defined in the configuration. */

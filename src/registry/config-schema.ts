@@ -44,6 +44,13 @@ const ClientSchema = Type.Object(
     postLogoutRedirectUris: Type.Array(Type.String(), { default: [] }),
     /** RP-initiated logout also revokes this client's grants (refresh tokens) of the ended sign-in. */
     revokeOnLogout: Type.Boolean({ default: false }),
+    /**
+     * What the client may ask for with its own client_credentials grant (RFC 6749 §4.4: a token whose
+     * subject is the client), for example WLCG capabilities such as `storage.read:/public`.
+     */
+    scopes: Type.Array(Type.String({ pattern: '^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$' }), { default: [] }),
+    /** Public keys (JWKS) for private_key_jwt client authentication (RFC 7523 §2.2); instead of or beside a secret. */
+    jwks: Type.Optional(Type.Object({ keys: Type.Array(Type.Record(Type.String(), Type.Unknown()), { minItems: 1 }) })),
   },
   { additionalProperties: false },
 );
@@ -94,14 +101,17 @@ export function checkRegistry(registry: RegistryConfig, source: string): void {
   });
 }
 
-/** @throws ConfigError on a duplicate client id or a confidential client without a secret. */
+/** @throws ConfigError on a duplicate client id, a confidential client without a secret or keys, or a private key in jwks. */
 export function checkClients(clients: readonly ClientConfig[], source: string): void {
   const ids = new Set<string>();
   clients.forEach((c, i) => {
     if (ids.has(c.clientId)) throw new ConfigError(`${source}: clients[${i}].clientId: duplicate client '${c.clientId}'`);
     ids.add(c.clientId);
-    if (c.type === 'confidential' && !c.secretHash) {
-      throw new ConfigError(`${source}: clients[${i}].secretHash: required for a confidential client`);
+    if (c.type === 'confidential' && !c.secretHash && !c.jwks) {
+      throw new ConfigError(`${source}: clients[${i}].secretHash: required for a confidential client (or jwks, for private_key_jwt)`);
     }
+    c.jwks?.keys.forEach((k, j) => {
+      if (typeof k.kty !== 'string' || 'd' in k || k.kty === 'oct') throw new ConfigError(`${source}: clients[${i}].jwks.keys[${j}]: not a public asymmetric key`);
+    });
   });
 }

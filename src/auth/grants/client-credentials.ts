@@ -1,13 +1,16 @@
 /**
- * Flow A: the application holds the user's certificate and asks for a token for one of the user's groups
- * and a setup (SPEC "Authentication" 2). The certificate authenticates the user (RFC 6749 §4.4 with the
- * TLS client certificate standing in for client authentication).
+ * The client_credentials grant (RFC 6749 §4.4), in two forms told apart by client authentication:
+ * - flow A: the application holds the user's certificate and asks for a token for one of the user's groups
+ *   and a setup (SPEC "Authentication" 2); the TLS client certificate stands in for client authentication;
+ * - a confidential OAuth client authenticating itself (secret or private_key_jwt) gets a token whose
+ *   subject is the client, with scopes from its registration.
  */
 import type { FastifyRequest } from 'fastify';
 import { InvalidRequest, InvalidScope, UnauthorizedClient } from '../../kernel/errors.ts';
+import { authenticateClient } from '../client-auth.ts';
 import type { AppContext } from '../../kernel/context.ts';
 import { certificateUser } from '../client-certificate.ts';
-import { grantableScope } from '../scope-policy.ts';
+import { grantableClientScope, grantableScope } from '../scope-policy.ts';
 import type { TokenParameters, TokenResponse } from './grant.ts';
 
 /** client_id recorded in tokens obtained with a certificate. */
@@ -18,6 +21,21 @@ export async function clientCredentialsGrant(
   params: TokenParameters,
   request: FastifyRequest,
 ): Promise<TokenResponse> {
+  const clientAuthenticates = /^basic /i.test(request.headers.authorization ?? '') || params.client_secret !== undefined || params.client_assertion !== undefined;
+  return clientAuthenticates ? clientOwnGrant(ctx, params, request) : certificateGrant(ctx, params, request);
+}
+
+/** RFC 6749 §4.4: the client acts on its own behalf; `sub` is the client, there is no user or group. */
+async function clientOwnGrant(ctx: AppContext, params: TokenParameters, request: FastifyRequest): Promise<TokenResponse> {
+  const { client } = await authenticateClient(ctx, request, params as Record<string, string>);
+  if (!client.grants.includes('client_credentials')) throw new UnauthorizedClient(`client ${client.clientId} is not registered for the client_credentials grant`);
+  if (params.group !== undefined || params.setup !== undefined) throw new InvalidRequest('group and setup belong to certificate (flow A) requests, not to a client\'s own token');
+  const scope = grantableClientScope(client, params.scope).join(' ');
+  const issued = await ctx.tokens.issue({ username: client.clientId, clientId: client.clientId, scope, group: '', setup: '' });
+  return { access_token: issued.token, token_type: 'Bearer', expires_in: issued.expiresIn, scope };
+}
+
+async function certificateGrant(ctx: AppContext, params: TokenParameters, request: FastifyRequest): Promise<TokenResponse> {
   const { user, identity } = certificateUser(ctx, request);
   // A limited proxy may read, not act for its owner (RFC 6749 §5.2 unauthorized_client).
   if (identity.limited) throw new UnauthorizedClient('a limited proxy may read but not obtain tokens; use a full proxy or the certificate');

@@ -12,8 +12,9 @@ export interface TokenResponse {
   token_type: 'Bearer';
   expires_in: number;
   scope: string;
-  group: string;
-  setup: string;
+  /** Absent from a client's own token (client_credentials with client authentication). */
+  group?: string;
+  setup?: string;
   refresh_token?: string;
   issued_token_type?: string;
   /** OpenID Connect Core §3.1.3.3, when the scope has `openid`. */

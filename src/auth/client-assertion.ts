@@ -1,0 +1,72 @@
+/**
+ * private_key_jwt client authentication (RFC 7523 §2.2 and §3; OpenID Connect Core §9): the client signs a
+ * short JWT with a key whose public half it registered (`clients[].jwks`).
+ */
+import { createLocalJWKSet, errors as jose, jwtVerify } from 'jose';
+import { InvalidClient } from '../kernel/errors.ts';
+import type { AppContext } from '../kernel/context.ts';
+import type { OAuthClient } from '../registry/index.ts';
+
+export const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+/** Asymmetric algorithms only: an HMAC assertion would need the secret in clear, which is never stored. */
+export const CLIENT_ASSERTION_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+/** An assertion is meant for one request: one valid longer than this is refused, so the replay memory stays small. */
+const MAX_ASSERTION_LIFETIME_S = 600;
+const CLOCK_TOLERANCE_S = 30;
+
+const keySets = new WeakMap<OAuthClient, ReturnType<typeof createLocalJWKSet>>();
+/**
+ * Per service, `client jti` → expiry (s) of assertions already used on this instance (RFC 7523 §3 item 7
+ * lets the server refuse replays). Memory only: an assertion replayed to another instance within its
+ * minutes of life is not caught, which the short lifetime bounds.
+ */
+const usedAssertions = new WeakMap<AppContext, Map<string, number>>();
+
+function keySet(client: OAuthClient): ReturnType<typeof createLocalJWKSet> {
+  let set = keySets.get(client);
+  if (!set) {
+    if (!client.jwks) throw new InvalidClient(`client ${client.clientId} has registered no keys for private_key_jwt`);
+    set = createLocalJWKSet(client.jwks as never);
+    keySets.set(client, set);
+  }
+  return set;
+}
+
+function rememberOnce(ctx: AppContext, key: string, exp: number): boolean {
+  let used = usedAssertions.get(ctx);
+  if (!used) usedAssertions.set(ctx, (used = new Map()));
+  const now = Date.now() / 1000;
+  if (used.size > 10_000) for (const [k, e] of used) if (e + CLOCK_TOLERANCE_S < now) used.delete(k);
+  if (used.has(key)) return false;
+  used.set(key, exp);
+  return true;
+}
+
+/**
+ * Checks a client assertion: signature with one of the client's keys, `iss` = `sub` = the client,
+ * `aud` naming this issuer or one of its endpoints, `exp` within ten minutes, and a `jti` not seen before.
+ * @throws InvalidClient (401) naming what failed.
+ */
+export async function verifyClientAssertion(ctx: AppContext, client: OAuthClient, assertion: string): Promise<void> {
+  const base = ctx.publicUrl;
+  const audiences = [ctx.tokens.issuer, `${base}/oauth2/token`, `${base}/oauth2/revoke`, `${base}/oauth2/introspect`, `${base}/oauth2/device`];
+  let payload;
+  try {
+    ({ payload } = await jwtVerify(assertion, keySet(client), {
+      issuer: client.clientId, subject: client.clientId, audience: audiences, algorithms: CLIENT_ASSERTION_ALGORITHMS,
+      requiredClaims: ['exp', 'jti'], clockTolerance: CLOCK_TOLERANCE_S,
+    }));
+  } catch (err) {
+    if (err instanceof InvalidClient) throw err;
+    const why = err instanceof jose.JWTExpired ? 'has expired'
+      : err instanceof jose.JWTClaimValidationFailed ? `has a wrong or missing ${err.claim} claim`
+      : err instanceof jose.JWKSNoMatchingKey ? 'names no key the client registered'
+      : err instanceof jose.JWSSignatureVerificationFailed ? 'has a bad signature'
+      : err instanceof jose.JOSEAlgNotAllowed ? `is signed with an algorithm not accepted (${CLIENT_ASSERTION_ALGORITHMS.join(', ')})`
+      : 'is not a valid signed JWT';
+    throw new InvalidClient(`client_assertion ${why} (RFC 7523 §3)`);
+  }
+  const exp = payload.exp as number;
+  if (exp - Date.now() / 1000 > MAX_ASSERTION_LIFETIME_S) throw new InvalidClient(`client_assertion must expire within ${MAX_ASSERTION_LIFETIME_S} s`);
+  if (!rememberOnce(ctx, `${client.clientId} ${String(payload.jti)}`, exp)) throw new InvalidClient('client_assertion was already used (its jti is not new)');
+}
