@@ -11,6 +11,7 @@ import { DirigoError, InvalidRequest, InvalidScope, UnauthorizedClient, Unsuppor
 import { GRANT_AUTHORIZATION_CODE, matchesRedirectUri, type OAuthClient } from '../registry/index.ts';
 import { errorPage } from './pages.ts';
 import { parseScope, requestedGroup } from './scopes.ts';
+import { checkRegisteredScope } from './scope-policy.ts';
 import { oauth } from './services.ts';
 import { promptDecision, type PromptRequest } from './prompt.ts';
 
@@ -103,7 +104,7 @@ const redirectableRules: Rule[] = [
     if (d.params.nonce !== undefined && d.params.nonce.length > MAX_STATE) throw new InvalidRequest(`nonce is longer than ${MAX_STATE} characters`);
   },
   function scopeValid(_ctx, d) {
-    parseScope(d.params.scope);
+    checkRegisteredScope(d.client!, parseScope(d.params.scope));
   },
   // RFC 7636 §4.3; RFC 9700 §2.1.1: only S256 (plain is refused).
   function pkceMethod(_ctx, d) {

@@ -43,6 +43,22 @@ export const OAuthConfigSchema = Type.Object(
     /** Which storage.* and compute.* capabilities members of each group may hold (scope-policy.ts). */
     capabilityPolicy: Type.Array(CapabilityRuleSchema, { default: DEFAULT_CAPABILITY_POLICY }),
     loginWindow: Type.Integer({ minimum: 1, default: 300 }),
+    /** Dynamic client registration (RFC 7591, managed per RFC 7592): off unless enabled. */
+    registration: Type.Object(
+      {
+        enabled: Type.Boolean({ default: false }),
+        /**
+         * scrypt hash (`dirigo admin hash-secret`) of the initial access token that POST /oauth2/register
+         * then requires as a Bearer token (RFC 7591 §3); without it, registration is open to anyone.
+         */
+        initialAccessTokenHash: Type.Optional(Type.String({ minLength: 1 })),
+        /** Grants a registered client may have. */
+        grants: Type.Array(Type.String(), { default: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'] }),
+        /** Scopes a registered client may ask for (capabilities stay under capabilityPolicy). */
+        scopes: Type.Array(Type.String(), { default: ['openid', 'profile', 'email', 'offline_access', 'wlcg', 'wlcg.groups'] }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
   },
   { additionalProperties: false, default: {} },
 );

@@ -13,6 +13,7 @@ import { CLIENT_AUTH_METHODS } from './client-auth.ts';
 import { SCOPES_SUPPORTED } from './scopes.ts';
 import { ID_TOKEN_ALGORITHM } from './keys.ts';
 import { CLIENT_ASSERTION_ALGORITHMS } from './client-assertion.ts';
+import { registrationRoutes } from './registration.ts';
 import { scopedClaims } from './id-tokens.ts';
 
 const TokenResponseSchema = Type.Object({
@@ -52,6 +53,8 @@ export function authorizationServerMetadata(ctx: AppContext): Record<string, unk
     // OpenID Connect RP-Initiated Logout 1.0.
     end_session_endpoint: `${base}/oauth2/logout`,
     jwks_uri: `${base}/oauth2/jwks`,
+    // RFC 7591 §3: only while registration is enabled.
+    ...(ctx.config.oauth.registration.enabled ? { registration_endpoint: `${base}/oauth2/register` } : {}),
     grant_types_supported: [...grantHandlers.keys()],
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
@@ -84,6 +87,7 @@ export function authorizationServerMetadata(ctx: AppContext): Record<string, unk
 export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   const tags = ['OAuth 2.0'];
   await app.register(oauthRoutes, { ctx });
+  await app.register(registrationRoutes, { ctx });
 
   app.get(
     '/oauth2/groups',

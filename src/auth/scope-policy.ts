@@ -98,3 +98,18 @@ export function grantableClientScope(client: { clientId: string; scopes: readonl
   }
   return scopes;
 }
+
+/**
+ * A dynamically registered client asks only for the plain scopes it registered (RFC 7591 §2 `scope`);
+ * capabilities and group scopes still go through the capability policy and membership checks.
+ * @throws InvalidScope naming the first scope the client did not register.
+ */
+export function checkRegisteredScope(client: { clientId: string; registration?: { metadata: { scope?: string } } | undefined }, scopes: readonly string[]): void {
+  const registered = client.registration?.metadata.scope;
+  if (registered === undefined) return;
+  const allowed = registered.split(' ');
+  for (const s of scopes) {
+    if (isCapability(s) || s.startsWith('wlcg.groups:')) continue;
+    if (!allowed.includes(s)) throw new InvalidScope(`'${s}' is not among the scopes client ${client.clientId} registered`);
+  }
+}

@@ -134,6 +134,18 @@ export class InvalidScope extends DirigoError {
     super('invalid_scope', 400, description);
   }
 }
+/** RFC 7591 §3.2.2. */
+export class InvalidClientMetadata extends DirigoError {
+  constructor(description: string) {
+    super('invalid_client_metadata', 400, description);
+  }
+}
+/** RFC 7591 §3.2.2. */
+export class InvalidRedirectUri extends DirigoError {
+  constructor(description: string) {
+    super('invalid_redirect_uri', 400, description);
+  }
+}
 export class AccessDenied extends DirigoError {
   constructor(description: string) {
     super('access_denied', 400, description);

@@ -34,6 +34,26 @@ export interface OAuthClient {
   /** Public keys for private_key_jwt (config clients). */
   jwks: { keys: Record<string, unknown>[] } | undefined;
   source: 'config' | 'database';
+  /** Dynamically registered clients (RFC 7591): what was registered, and the registration access token's hash. */
+  registration?: { metadata: RegisteredMetadata; tokenHash: string } | undefined;
+}
+
+/** Client metadata (RFC 7591 §2) kept for a dynamically registered client, returned as registered. */
+export interface RegisteredMetadata {
+  client_name?: string;
+  scope?: string;
+  token_endpoint_auth_method: string;
+  grant_types: string[];
+  response_types: string[];
+  redirect_uris: string[];
+  post_logout_redirect_uris?: string[];
+  application_type?: string;
+  contacts?: string[];
+  client_uri?: string;
+}
+
+function registeredMetadata(json: string | null): Partial<RegisteredMetadata> {
+  return json === null ? {} : (JSON.parse(json) as RegisteredMetadata);
 }
 
 /** Whether a grant of `client` with `scope` gets a refresh token (the refresh_token grant and its policy). */
@@ -151,11 +171,12 @@ export class ClientRegistry {
           redirectUris: JSON.parse(row.redirect_uris) as string[],
           grants: JSON.parse(row.grants) as string[],
           refreshTokens: 'always',
-          postLogoutRedirectUris: [],
+          postLogoutRedirectUris: registeredMetadata(row.metadata).post_logout_redirect_uris ?? [],
           revokeOnLogout: false,
           scopes: [],
           jwks: undefined,
           source: 'database',
+          registration: row.metadata === null ? undefined : { metadata: registeredMetadata(row.metadata) as RegisteredMetadata, tokenHash: row.registration_token_hash ?? '' },
         }
       : undefined;
     if (this.#cache.size > 10_000) this.#cache.clear();
@@ -192,7 +213,7 @@ export class ClientRegistry {
    * Registers a client in the database. Confidential clients get a generated secret, returned once.
    * @throws Conflict when the id is taken, InvalidRequest for a bad description.
    */
-  async add(c: NewClient): Promise<{ client: OAuthClient; secret: string | undefined }> {
+  async add(c: NewClient, registration?: { metadata: RegisteredMetadata; tokenHash: string }): Promise<{ client: OAuthClient; secret: string | undefined }> {
     validateClient(c);
     if (this.#configured.has(c.clientId)) throw new Conflict(`client ${c.clientId} is defined in the configuration`);
     const secret = c.type === 'confidential' ? generateSecret(32) : undefined;
@@ -209,10 +230,28 @@ export class ClientRegistry {
         redirect_uris: JSON.stringify(c.redirectUris),
         grants: JSON.stringify(c.grants),
         created_at: nowIso(),
+        registration_token_hash: registration?.tokenHash ?? null,
+        metadata: registration ? JSON.stringify(registration.metadata) : null,
       })
       .execute();
     this.#cache.delete(c.clientId);
-    return { client: { ...c, secretHash: secretHash ?? undefined, refreshTokens: 'always', postLogoutRedirectUris: [], revokeOnLogout: false, scopes: [], jwks: undefined, source: 'database' }, secret };
+    const client = await this.get(c.clientId);
+    if (!client) throw new Error(`client ${c.clientId} vanished after its registration`);
+    return { client, secret };
+  }
+
+  /** Replaces a dynamically registered client's description (RFC 7592 §2.2); its secret and token stay. */
+  async update(c: NewClient, metadata: RegisteredMetadata): Promise<OAuthClient> {
+    validateClient(c);
+    await this.#db
+      .updateTable('oauth_clients')
+      .set({ name: c.name, redirect_uris: JSON.stringify(c.redirectUris), grants: JSON.stringify(c.grants), metadata: JSON.stringify(metadata) })
+      .where('client_id', '=', c.clientId)
+      .execute();
+    this.#cache.delete(c.clientId);
+    const client = await this.get(c.clientId);
+    if (!client) throw new NotFound(`no client ${c.clientId}`);
+    return client;
   }
 
   /** @throws NotFound for an unknown client, Conflict for one defined in the configuration. */

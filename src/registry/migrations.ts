@@ -15,4 +15,10 @@ export const registryMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '2026_11_24_0600_registry_dynamic_clients': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable('oauth_clients').addColumn('registration_token_hash', 'varchar(256)').execute();
+      await db.schema.alterTable('oauth_clients').addColumn('metadata', 'text').execute();
+    },
+  },
 };

@@ -10,6 +10,10 @@ export interface OAuthClientTable {
   /** JSON array of grant type names. */
   grants: string;
   created_at: string;
+  /** Dynamically registered clients (RFC 7591): scrypt hash of the registration access token (RFC 7592 §3). */
+  registration_token_hash: string | null;
+  /** Dynamically registered clients: their registered metadata (RFC 7591 §2) as JSON. */
+  metadata: string | null;
 }
 
 export interface RegistryTables {

@@ -1,21 +1,33 @@
 /** `dirigo admin ...`: operations on the service's own state, run beside (or without) a running server. */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { text } from 'node:stream/consumers';
 import { migrate, openDatabase } from '../../kernel/db/database.ts';
 import { CliError } from '../../kernel/cli/output.ts';
 import type { OpenServiceDatabase } from '../../kernel/cli/service-database.ts';
 import { rotateKeysCommand } from '../../auth/index.ts';
-import { clientAdminCommand } from '../../registry/index.ts';
+import { clientAdminCommand, hashSecret } from '../../registry/index.ts';
 import { migrations } from '../migrations.ts';
 import { resolveConfig } from './serve.ts';
 
 const USAGE = `usage: dirigo admin keys rotate [--immediately] [--data-dir DIR] [--config FILE]
        dirigo admin client add|list|remove ...   (dirigo admin client --help)
+       dirigo admin hash-secret < secret.txt
 
 keys rotate   publish a new token signing key; it signs after tokens.keyPrepublication seconds (at once
               with --immediately, for a compromised key); older keys stay published until their tokens expire
 client        register, list and remove OAuth clients
+hash-secret   print the scrypt hash of the secret on standard input (its first line), for config.yaml's
+              passwordHash, secretHash and oauth.registration.initialAccessTokenHash
 `;
+
+/** Reads the secret from standard input, so that it appears in no command line or shell history. */
+async function hashSecretCommand(): Promise<number> {
+  const secret = (await text(process.stdin)).split(/\r?\n/)[0] ?? '';
+  if (secret.length < 8) throw new CliError('hash-secret: give a secret of at least 8 characters on standard input', 2);
+  process.stdout.write(`${await hashSecret(secret)}\n`);
+  return 0;
+}
 
 /** The data dir's configuration and its database, migrated, for the domains' administration commands. */
 const openServiceDatabase: OpenServiceDatabase = async (flags) => {
@@ -32,6 +44,7 @@ const openServiceDatabase: OpenServiceDatabase = async (flags) => {
 
 export async function adminCommand(argv: string[]): Promise<number> {
   if (argv[0] === 'client') return clientAdminCommand(argv.slice(1), openServiceDatabase);
+  if (argv[0] === 'hash-secret' && argv.length === 1) return hashSecretCommand();
   const { values, positionals } = parseArgs({
     args: argv,
     options: { 'data-dir': { type: 'string', default: './dirigo-data' }, config: { type: 'string' }, immediately: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },

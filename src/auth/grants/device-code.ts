@@ -7,6 +7,7 @@ import type { AppContext } from '../../kernel/context.ts';
 import { AccessDenied, AuthorizationPending, ExpiredToken, InvalidGrant, InvalidRequest, InvalidScope, SlowDown, UnauthorizedClient } from '../../kernel/errors.ts';
 import { GRANT_DEVICE_CODE, issuesRefreshToken } from '../../registry/index.ts';
 import { authenticateClient, type AuthenticatedClient } from '../client-auth.ts';
+import { checkRegisteredScope } from '../scope-policy.ts';
 import { parseScope, requestedGroup } from '../scopes.ts';
 import { oauth } from '../services.ts';
 import { formatUserCode, type DeviceRow } from '../store.ts';
@@ -27,6 +28,7 @@ export async function deviceAuthorization(ctx: AppContext, params: TokenParamete
   const { client } = await authenticateClient(ctx, request, params);
   if (!client.grants.includes(GRANT_DEVICE_CODE)) throw new UnauthorizedClient(`${client.clientId} may not use the device authorization grant`);
   const scopes = parseScope(params.scope);
+  checkRegisteredScope(client, scopes);
   const group = requestedGroup(scopes);
   if (group !== undefined && !ctx.registry.group(group)) throw new InvalidScope(`unknown group '${group}'`);
   const scope = scopes.join(' ');
