@@ -55,6 +55,7 @@ describe('oidc-agent (oidc-gen, oidc-token) against Dirigo', { skip: missing }, 
     closeSync(outFd);
     closeSync(errFd);
     const ended = new Promise<number | null>((resolve) => gen.on('exit', resolve));
+    // eslint-disable-next-line no-control-regex -- the escape character starts the colour sequences removed here
     const shown = () => `${readFileSync(outFile, 'utf8')}${readFileSync(errFile, 'utf8')}`.replace(/\x1b\[[0-9;]*m/g, '');
     let code: string | undefined;
     for (let i = 0; i < 300 && code === undefined && gen.exitCode === null; i++) {
