@@ -6,18 +6,15 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser as PwBrowser, type BrowserContext } from 'playwright-core';
+import type { Browser as PwBrowser, BrowserContext } from 'playwright-core';
+import { chromiumMissing, launchChromium, startCallbackServer, type CallbackServer } from '../helpers/chromium.ts';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { PASSWORDS, pkcePair, postForm, startOAuthService } from './oauth-kit.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const missing = existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed (apt-get install -y chromium)`;
-if (missing && process.env.CI === 'true') throw new Error(missing);
-if (missing) process.stderr.write(`\n*** Chromium end-to-end suite SKIPPED: ${missing} ***\n\n`);
+const missing = chromiumMissing('Chromium end-to-end suite');
 
 const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'oauth');
 
@@ -25,41 +22,18 @@ for (const { dialect, skip } of await dialects()) {
   describe(`headless Chromium on the login, consent and device pages (${dialect})`, { skip: skip || missing }, () => {
     let svc: TestService;
     let browser: PwBrowser;
-    let callbackServer: Server;
-    let callbackPort: number;
-    const callbacks: URL[] = [];
+    let callback: CallbackServer;
     const shot = (context: string) => join(ARTIFACTS, `${dialect}-${context}.png`);
 
     before(async () => {
       mkdirSync(ARTIFACTS, { recursive: true });
       svc = await startOAuthService(dialect);
-      callbackServer = createServer((req, res) => {
-        const url = new URL(req.url!, `http://127.0.0.1:${callbackPort}`);
-        if (url.pathname === '/callback') callbacks.push(url);
-        res.writeHead(200, { 'content-type': 'text/html' }).end('<!DOCTYPE html><title>Callback</title><p>Signed in; you may close this window.</p>');
-      });
-      await new Promise<void>((r) => callbackServer.listen(0, '127.0.0.1', r));
-      callbackPort = (callbackServer.address() as { port: number }).port;
-      // launch() gives every run a fresh temporary --user-data-dir of its own.
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        headless: true,
-        args: [
-          '--headless',
-          '--no-sandbox',
-          '--disable-gpu',
-          '--disable-quic',
-          '--no-first-run',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--disable-sync',
-        ],
-      });
+      callback = await startCallbackServer();
+      browser = await launchChromium();
     });
     after(async () => {
       await browser?.close();
-      callbackServer?.closeAllConnections();
-      await new Promise((r) => callbackServer?.close(r));
+      await callback?.close();
       await svc?.close();
     });
 
@@ -79,7 +53,7 @@ for (const { dialect, skip } of await dialects()) {
       const { context, cspViolations } = await newContext();
       const page = await context.newPage();
       const pkce = pkcePair();
-      const redirectUri = `http://127.0.0.1:${callbackPort}/callback`;
+      const redirectUri = callback.redirectUri;
       const q = new URLSearchParams({ response_type: 'code', client_id: 'test-public', redirect_uri: redirectUri, state: 'chromium-state', scope: 'compute.read compute.create', code_challenge: pkce.challenge, code_challenge_method: 'S256' });
       await page.goto(`${svc.url}/oauth2/auth?${q}`);
       await page.getByRole('heading', { name: 'Sign in' }).waitFor();
@@ -100,7 +74,7 @@ for (const { dialect, skip } of await dialects()) {
       await page.getByLabel('Setup').selectOption('Dirigo-Other');
       await page.screenshot({ path: shot('consent'), fullPage: true });
       await Promise.all([page.waitForURL(`${redirectUri}**`), page.getByRole('button', { name: 'Allow' }).click()]);
-      const cb = callbacks.at(-1)!;
+      const cb = callback.callbacks.at(-1)!;
       assert.equal(cb.searchParams.get('state'), 'chromium-state');
       assert.equal(cb.searchParams.get('iss'), svc.url);
       const res = await postForm(svc, '/oauth2/token', { grant_type: 'authorization_code', code: cb.searchParams.get('code')!, redirect_uri: redirectUri, client_id: 'test-public', code_verifier: pkce.verifier });
@@ -119,14 +93,14 @@ for (const { dialect, skip } of await dialects()) {
     it('denies from the consent page', async () => {
       const { context } = await newContext();
       const page = await context.newPage();
-      const redirectUri = `http://127.0.0.1:${callbackPort}/callback`;
+      const redirectUri = callback.redirectUri;
       const q = new URLSearchParams({ response_type: 'code', client_id: 'test-public', redirect_uri: redirectUri, state: 'deny-state', code_challenge: pkcePair().challenge, code_challenge_method: 'S256' });
       await page.goto(`${svc.url}/oauth2/auth?${q}`);
       await page.getByLabel('User name').fill('bob');
       await page.getByLabel('Password').fill(PASSWORDS.bob!);
       await page.getByRole('button', { name: 'Sign in' }).click();
       await Promise.all([page.waitForURL(`${redirectUri}**`), page.getByRole('button', { name: 'Deny' }).click()]);
-      const cb = callbacks.at(-1)!;
+      const cb = callback.callbacks.at(-1)!;
       assert.equal(cb.searchParams.get('error'), 'access_denied');
       assert.equal(cb.searchParams.get('state'), 'deny-state');
       await context.close();

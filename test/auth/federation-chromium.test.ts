@@ -8,10 +8,10 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser as PwBrowser } from 'playwright-core';
+import type { Browser as PwBrowser } from 'playwright-core';
+import { chromiumMissing, launchChromium, startCallbackServer, type CallbackServer } from '../helpers/chromium.ts';
 import { dialects } from '../helpers/dialects.ts';
 import { testPki } from '../helpers/pki.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
@@ -19,10 +19,7 @@ import { startUpstream, type UpstreamProvider } from '../helpers/oidc-upstream.t
 import { pkcePair, postForm } from './oauth-kit.ts';
 import { ACCOUNTS, federationConfig, upstreamClients } from './federation-kit.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const missing = existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed (apt-get install -y chromium)`;
-if (missing && process.env.CI === 'true') throw new Error(missing);
-if (missing) process.stderr.write(`\n*** Chromium federated-login suite SKIPPED: ${missing} ***\n\n`);
+const missing = chromiumMissing('Chromium federated-login suite');
 
 const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'oauth');
 
@@ -31,9 +28,7 @@ for (const { dialect, skip } of await dialects()) {
     let svc: TestService;
     let upstream: UpstreamProvider;
     let browser: PwBrowser;
-    let callbackServer: Server;
-    let redirectUri: string;
-    const callbacks: URL[] = [];
+    let callback: CallbackServer;
     const shot = (name: string) => join(ARTIFACTS, `${dialect}-federation-${name}.png`);
 
     before(async () => {
@@ -42,23 +37,12 @@ for (const { dialect, skip } of await dialects()) {
       upstream = await startUpstream(pki, ACCOUNTS);
       svc = await startTestService({ dialect, config: await federationConfig(pki, upstream.issuer) });
       await upstream.configure(upstreamClients(svc.url));
-      callbackServer = createServer((req, res) => {
-        const url = new URL(req.url!, redirectUri);
-        if (url.pathname === '/callback') callbacks.push(url);
-        res.writeHead(200, { 'content-type': 'text/html' }).end('<!DOCTYPE html><title>Callback</title><p>Signed in.</p>');
-      });
-      await new Promise<void>((r) => callbackServer.listen(0, '127.0.0.1', r));
-      redirectUri = `http://127.0.0.1:${(callbackServer.address() as { port: number }).port}/callback`;
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        headless: true,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      });
+      callback = await startCallbackServer();
+      browser = await launchChromium();
     });
     after(async () => {
       await browser?.close();
-      callbackServer?.closeAllConnections();
-      await new Promise((r) => callbackServer?.close(r));
+      await callback?.close();
       await svc?.close();
       await upstream?.close();
     });
@@ -71,7 +55,7 @@ for (const { dialect, skip } of await dialects()) {
       });
       const page = await context.newPage();
       const pkce = pkcePair();
-      const q = new URLSearchParams({ response_type: 'code', client_id: 'test-public', redirect_uri: redirectUri, state: 'chromium-fed', code_challenge: pkce.challenge, code_challenge_method: 'S256' });
+      const q = new URLSearchParams({ response_type: 'code', client_id: 'test-public', redirect_uri: callback.redirectUri, state: 'chromium-fed', code_challenge: pkce.challenge, code_challenge_method: 'S256' });
       await page.goto(`${svc.url}/oauth2/auth?${q}`);
       await page.getByRole('heading', { name: 'Sign in' }).waitFor();
       await page.screenshot({ path: shot('login'), fullPage: true });
@@ -85,10 +69,10 @@ for (const { dialect, skip } of await dialects()) {
       const groups = await page.getByLabel('Group').locator('option').allTextContents();
       assert.deepEqual(groups, ['dirigo_prod']);
       await page.screenshot({ path: shot('consent'), fullPage: true });
-      await Promise.all([page.waitForURL(`${redirectUri}**`), page.getByRole('button', { name: 'Allow' }).click()]);
-      const cb = callbacks.at(-1)!;
+      await Promise.all([page.waitForURL(`${callback.redirectUri}**`), page.getByRole('button', { name: 'Allow' }).click()]);
+      const cb = callback.callbacks.at(-1)!;
       assert.equal(cb.searchParams.get('state'), 'chromium-fed');
-      const res = await postForm(svc, '/oauth2/token', { grant_type: 'authorization_code', code: cb.searchParams.get('code')!, redirect_uri: redirectUri, client_id: 'test-public', code_verifier: pkce.verifier });
+      const res = await postForm(svc, '/oauth2/token', { grant_type: 'authorization_code', code: cb.searchParams.get('code')!, redirect_uri: callback.redirectUri, client_id: 'test-public', code_verifier: pkce.verifier });
       assert.equal(res.status, 200, res.text);
       assert.equal(res.json.group, 'dirigo_prod');
       assert.deepEqual(cspViolations, []);
@@ -98,7 +82,7 @@ for (const { dialect, skip } of await dialects()) {
     it('shows the error page when the upstream provider refuses', async () => {
       const context = await browser.newContext({ ignoreHTTPSErrors: true });
       const page = await context.newPage();
-      const q = new URLSearchParams({ response_type: 'code', client_id: 'test-public', redirect_uri: redirectUri, state: 'chromium-deny', code_challenge: pkcePair().challenge, code_challenge_method: 'S256' });
+      const q = new URLSearchParams({ response_type: 'code', client_id: 'test-public', redirect_uri: callback.redirectUri, state: 'chromium-deny', code_challenge: pkcePair().challenge, code_challenge_method: 'S256' });
       await page.goto(`${svc.url}/oauth2/auth?${q}`);
       await page.getByRole('button', { name: 'Sign in with Upstream IdP' }).click();
       await page.getByLabel('Account').fill('bob-up');
