@@ -1,15 +1,17 @@
 /**
- * private_key_jwt client authentication (RFC 7523 §2.2 and §3; OpenID Connect Core §9): the client signs a
- * short JWT with a key whose public half it registered (`clients[].jwks`).
+ * JWT client authentication (RFC 7523 §2.2 and §3; OpenID Connect Core §9): with private_key_jwt the
+ * client signs a short JWT with a key whose public half it registered (`clients[].jwks`); with
+ * client_secret_jwt it signs with HMAC and the key it shares with the server (`clients[].jwtSecret`).
  */
-import { createLocalJWKSet, errors as jose, jwtVerify } from 'jose';
+import { createLocalJWKSet, decodeProtectedHeader, errors as jose, jwtVerify } from 'jose';
 import { InvalidClient } from '../kernel/errors.ts';
 import type { AppContext } from '../kernel/context.ts';
 import type { OAuthClient } from '../registry/index.ts';
 
 export const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
-/** Asymmetric algorithms only: an HMAC assertion would need the secret in clear, which is never stored. */
-export const CLIENT_ASSERTION_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+const PRIVATE_KEY_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+const SHARED_KEY_ALGORITHMS = ['HS256', 'HS384', 'HS512'];
+export const CLIENT_ASSERTION_ALGORITHMS = [...PRIVATE_KEY_ALGORITHMS, ...SHARED_KEY_ALGORITHMS];
 /** An assertion is meant for one request: one valid longer than this is refused, so the replay memory stays small. */
 const MAX_ASSERTION_LIFETIME_S = 600;
 const CLOCK_TOLERANCE_S = 30;
@@ -47,15 +49,20 @@ function rememberOnce(ctx: AppContext, key: string, exp: number): boolean {
  * `aud` naming this issuer or one of its endpoints, `exp` within ten minutes, and a `jti` not seen before.
  * @throws InvalidClient (401) naming what failed.
  */
-export async function verifyClientAssertion(ctx: AppContext, client: OAuthClient, assertion: string): Promise<void> {
+export async function verifyClientAssertion(ctx: AppContext, client: OAuthClient, assertion: string): Promise<'private_key_jwt' | 'client_secret_jwt'> {
   const base = ctx.publicUrl;
   const audiences = [ctx.tokens.issuer, `${base}/oauth2/token`, `${base}/oauth2/revoke`, `${base}/oauth2/introspect`, `${base}/oauth2/device`];
+  const shared = SHARED_KEY_ALGORITHMS.includes(assertionAlgorithm(assertion));
+  if (shared && !client.jwtSecret) throw new InvalidClient(`client ${client.clientId} has no shared key for client_secret_jwt`);
+  const options = {
+    issuer: client.clientId, subject: client.clientId, audience: audiences, requiredClaims: ['exp', 'jti'], clockTolerance: CLOCK_TOLERANCE_S,
+    algorithms: shared ? SHARED_KEY_ALGORITHMS : PRIVATE_KEY_ALGORITHMS,
+  };
   let payload;
   try {
-    ({ payload } = await jwtVerify(assertion, keySet(client), {
-      issuer: client.clientId, subject: client.clientId, audience: audiences, algorithms: CLIENT_ASSERTION_ALGORITHMS,
-      requiredClaims: ['exp', 'jti'], clockTolerance: CLOCK_TOLERANCE_S,
-    }));
+    ({ payload } = shared
+      ? await jwtVerify(assertion, new TextEncoder().encode(client.jwtSecret), options)
+      : await jwtVerify(assertion, keySet(client), options));
   } catch (err) {
     if (err instanceof InvalidClient) throw err;
     const why = err instanceof jose.JWTExpired ? 'has expired'
@@ -69,4 +76,14 @@ export async function verifyClientAssertion(ctx: AppContext, client: OAuthClient
   const exp = payload.exp as number;
   if (exp - Date.now() / 1000 > MAX_ASSERTION_LIFETIME_S) throw new InvalidClient(`client_assertion must expire within ${MAX_ASSERTION_LIFETIME_S} s`);
   if (!rememberOnce(ctx, `${client.clientId} ${String(payload.jti)}`, exp)) throw new InvalidClient('client_assertion was already used (its jti is not new)');
+  return shared ? 'client_secret_jwt' : 'private_key_jwt';
+}
+
+function assertionAlgorithm(assertion: string): string {
+  try {
+    const alg = (decodeProtectedHeader(assertion) as { alg?: unknown }).alg;
+    return typeof alg === 'string' ? alg : '';
+  } catch {
+    throw new InvalidClient('client_assertion is not a JWT');
+  }
 }

@@ -1,8 +1,8 @@
 /**
  * Client authentication at the token, device, revocation and introspection endpoints (RFC 6749 §2.3):
  * `client_secret_basic` (§2.3.1, form-urlencoded id and secret in HTTP Basic), `client_secret_post`
- * (secret in the body), `private_key_jwt` (RFC 7523 §2.2, a JWT signed with a key the client registered)
- * and `none` (public clients identify themselves with `client_id`, RFC 6749 §3.2.1). Exactly one method
+ * (secret in the body), `private_key_jwt` and `client_secret_jwt` (RFC 7523 §2.2, a JWT signed with a
+ * key the client registered, or with HMAC and a shared key) and `none` (public clients identify themselves with `client_id`, RFC 6749 §3.2.1). Exactly one method
  * per request (§2.3). Checks run in order; the first failing one answers.
  */
 import type { FastifyRequest } from 'fastify';
@@ -12,8 +12,8 @@ import type { OAuthClient } from '../registry/index.ts';
 import { oauth } from './services.ts';
 import { verifyClientAssertion, CLIENT_ASSERTION_TYPE } from './client-assertion.ts';
 
-export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt' | 'none';
-export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'];
+export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt' | 'client_secret_jwt' | 'none';
+export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'client_secret_jwt', 'none'];
 
 export interface AuthenticatedClient {
   client: OAuthClient;
@@ -91,10 +91,7 @@ export async function authenticateClient(ctx: AppContext, request: FastifyReques
     return { client, method: 'none' };
   }
   if (client.type === 'public') throw new InvalidClient(`client ${client.clientId} is public and has no secret`, challenge);
-  if (p.method === 'private_key_jwt') {
-    await verifyClientAssertion(ctx, client, p.assertion as string);
-    return { client, method: p.method };
-  }
+  if (p.method === 'private_key_jwt') return { client, method: await verifyClientAssertion(ctx, client, p.assertion as string) };
   if (!(await oauth(ctx).clients.verifySecret(client, p.secret ?? ''))) throw new InvalidClient('client authentication failed: wrong secret', challenge);
   return { client, method: p.method };
 }

@@ -33,6 +33,8 @@ export interface OAuthClient {
   scopes: readonly string[];
   /** Public keys for private_key_jwt (config clients). */
   jwks: { keys: Record<string, unknown>[] } | undefined;
+  /** The shared key for client_secret_jwt (config clients). */
+  jwtSecret?: string | undefined;
   source: 'config' | 'database';
   /** Dynamically registered clients (RFC 7591): what was registered, and the registration access token's hash. */
   registration?: { metadata: RegisteredMetadata; tokenHash: string } | undefined;
@@ -140,7 +142,7 @@ export function validateClient(c: NewClient): void {
 }
 
 function fromConfig(c: ClientConfig): OAuthClient {
-  return { clientId: c.clientId, name: c.name, type: c.type, secretHash: c.secretHash, redirectUris: c.redirectUris, grants: c.grants, refreshTokens: c.refreshTokens, postLogoutRedirectUris: c.postLogoutRedirectUris, revokeOnLogout: c.revokeOnLogout, scopes: c.scopes, jwks: c.jwks, source: 'config' };
+  return { clientId: c.clientId, name: c.name, type: c.type, secretHash: c.secretHash, redirectUris: c.redirectUris, grants: c.grants, refreshTokens: c.refreshTokens, postLogoutRedirectUris: c.postLogoutRedirectUris, revokeOnLogout: c.revokeOnLogout, scopes: c.scopes, jwks: c.jwks, jwtSecret: c.jwtSecret, source: 'config' };
 }
 
 export class ClientRegistry {

@@ -51,6 +51,11 @@ const ClientSchema = Type.Object(
     scopes: Type.Array(Type.String({ pattern: '^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$' }), { default: [] }),
     /** Public keys (JWKS) for private_key_jwt client authentication (RFC 7523 §2.2); instead of or beside a secret. */
     jwks: Type.Optional(Type.Object({ keys: Type.Array(Type.Record(Type.String(), Type.Unknown()), { minItems: 1 }) })),
+    /**
+     * The shared key for client_secret_jwt (RFC 7523 §2.2 with HMAC, as INDIGO IAM offers). An HMAC check
+     * needs the key itself, so it is kept in clear here, unlike secretHash: protect config.yaml.
+     */
+    jwtSecret: Type.Optional(Type.String({ minLength: 32, maxLength: 512 })),
   },
   { additionalProperties: false },
 );
@@ -107,8 +112,8 @@ export function checkClients(clients: readonly ClientConfig[], source: string): 
   clients.forEach((c, i) => {
     if (ids.has(c.clientId)) throw new ConfigError(`${source}: clients[${i}].clientId: duplicate client '${c.clientId}'`);
     ids.add(c.clientId);
-    if (c.type === 'confidential' && !c.secretHash && !c.jwks) {
-      throw new ConfigError(`${source}: clients[${i}].secretHash: required for a confidential client (or jwks, for private_key_jwt)`);
+    if (c.type === 'confidential' && !c.secretHash && !c.jwks && !c.jwtSecret) {
+      throw new ConfigError(`${source}: clients[${i}].secretHash: required for a confidential client (or jwks for private_key_jwt, or jwtSecret for client_secret_jwt)`);
     }
     c.jwks?.keys.forEach((k, j) => {
       if (typeof k.kty !== 'string' || 'd' in k || k.kty === 'oct') throw new ConfigError(`${source}: clients[${i}].jwks.keys[${j}]: not a public asymmetric key`);

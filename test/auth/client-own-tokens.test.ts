@@ -1,6 +1,7 @@
 /**
  * A confidential client's own tokens (client_credentials, RFC 6749 §4.4) with client authentication by
- * secret or by private_key_jwt (RFC 7523), driven by openid-client; scopes limited to the registration.
+ * secret, private_key_jwt or client_secret_jwt (RFC 7523), driven by openid-client; scopes limited to the
+ * registration.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,11 +14,12 @@ import { hashSecret } from '../../src/registry/index.ts';
 import { basic, oauthConfig, postForm, WEB_SECRET } from './oauth-kit.ts';
 
 const SERVICE_SECRET = 'service-client-secret-0123456789';
+const SHARED_KEY = 'shared-hmac-key-for-client-secret-jwt-0123456789';
 const keys = await generateKeyPair('ES256', { extractable: true });
 const strangerKeys = await generateKeyPair('ES256', { extractable: true });
 
 for (const { dialect, skip } of await dialects()) {
-  describe(`a client's own tokens: client_credentials with a secret or private_key_jwt (${dialect})`, { skip }, () => {
+  describe(`a client's own tokens: client_credentials with a secret, private_key_jwt or client_secret_jwt (${dialect})`, { skip }, () => {
     let svc: TestService;
     let agent: Agent;
     let options: Record<symbol, unknown>;
@@ -27,6 +29,7 @@ for (const { dialect, skip } of await dialects()) {
       (config.clients as unknown[]).push(
         { clientId: 'svc-secret', name: 'Monitoring', type: 'confidential', secretHash: await hashSecret(SERVICE_SECRET), grants: ['client_credentials'], scopes: ['storage.read:/data', 'compute.read'] },
         { clientId: 'svc-jwt', name: 'Transfer service', type: 'confidential', jwks: { keys: [jwk] }, grants: ['client_credentials'], scopes: ['storage.read:/'] },
+        { clientId: 'svc-hmac', name: 'Accounting', type: 'confidential', jwtSecret: SHARED_KEY, grants: ['client_credentials'], scopes: ['compute.read'] },
       );
       svc = await startTestService({ dialect, config });
       agent = new Agent({ connect: { ca: svc.pki.ca.certPem } });
@@ -79,6 +82,18 @@ for (const { dialect, skip } of await dialects()) {
       assert.match(forged.json.error_description, /bad signature/);
       const long = await new SignJWT({}).setProtectedHeader({ alg: 'ES256' }).setIssuer('svc-jwt').setSubject('svc-jwt').setAudience(svc.url).setJti('jti-long').setExpirationTime('2h').sign(keys.privateKey);
       assert.match((await postForm(svc, '/oauth2/token', form(long))).json.error_description, /expire within/);
+    });
+
+    it('authenticates a client by client_secret_jwt (HMAC with its shared key)', async () => {
+      const config = await discover('svc-hmac', client.ClientSecretJwt(SHARED_KEY));
+      const t = await client.clientCredentialsGrant(config);
+      assert.equal(decodeJwt(t.access_token).sub, 'svc-hmac');
+      assert.equal(t.scope, 'compute.read');
+      const wrong = await discover('svc-hmac', client.ClientSecretJwt('not-the-shared-key-0123456789-0123456789'));
+      await assert.rejects(client.clientCredentialsGrant(wrong), (e: client.ResponseBodyError) => e.error === 'invalid_client' && /bad signature/.test(e.error_description ?? ''));
+      // A client without a shared key cannot use it.
+      const none = await discover('svc-jwt', client.ClientSecretJwt(SHARED_KEY));
+      await assert.rejects(client.clientCredentialsGrant(none), (e: client.ResponseBodyError) => e.error === 'invalid_client' && /no shared key/.test(e.error_description ?? ''));
     });
 
     it('refuses clients not registered for the grant, and the client token on Dirigo\'s own API', async () => {
