@@ -16,6 +16,9 @@ import { basic, oauthConfig, postForm, WEB_SECRET } from './oauth-kit.ts';
 const SERVICE_SECRET = 'service-client-secret-0123456789';
 const SHARED_KEY = 'shared-hmac-key-for-client-secret-jwt-0123456789';
 const keys = await generateKeyPair('ES256', { extractable: true });
+/** One key per asymmetric assertion algorithm, for the check that every advertised algorithm works. */
+const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+const keysByAlg = new Map(await Promise.all(ASYMMETRIC.map(async (alg) => [alg, await generateKeyPair(alg, { extractable: true })] as const)));
 const strangerKeys = await generateKeyPair('ES256', { extractable: true });
 
 for (const { dialect, skip } of await dialects()) {
@@ -29,6 +32,8 @@ for (const { dialect, skip } of await dialects()) {
       (config.clients as unknown[]).push(
         { clientId: 'svc-secret', name: 'Monitoring', type: 'confidential', secretHash: await hashSecret(SERVICE_SECRET), grants: ['client_credentials'], scopes: ['storage.read:/data', 'compute.read'] },
         { clientId: 'svc-jwt', name: 'Transfer service', type: 'confidential', jwks: { keys: [jwk] }, grants: ['client_credentials'], scopes: ['storage.read:/'] },
+        { clientId: 'svc-algs', name: 'Every algorithm', type: 'confidential', jwtSecret: SHARED_KEY, grants: ['client_credentials'], scopes: ['compute.read'],
+          jwks: { keys: await Promise.all([...keysByAlg].map(async ([alg, k]) => ({ ...(await exportJWK(k.publicKey)), kid: `k-${alg}`, alg }))) } },
         { clientId: 'svc-hmac', name: 'Accounting', type: 'confidential', jwtSecret: SHARED_KEY, grants: ['client_credentials'], scopes: ['compute.read'] },
       );
       svc = await startTestService({ dialect, config });
@@ -94,6 +99,19 @@ for (const { dialect, skip } of await dialects()) {
       // A client without a shared key cannot use it.
       const none = await discover('svc-jwt', client.ClientSecretJwt(SHARED_KEY));
       await assert.rejects(client.clientCredentialsGrant(none), (e: client.ResponseBodyError) => e.error === 'invalid_client' && /no shared key/.test(e.error_description ?? ''));
+    });
+
+    it('accepts an assertion signed with every algorithm discovery advertises', async () => {
+      const advertised = (await svc.request('/.well-known/openid-configuration')).json.token_endpoint_auth_signing_alg_values_supported as string[];
+      assert.ok(advertised.length > 0);
+      for (const alg of advertised) {
+        const key = alg.startsWith('HS') ? new TextEncoder().encode(SHARED_KEY) : keysByAlg.get(alg)?.privateKey;
+        assert.ok(key, `the test has no key for the advertised ${alg}`);
+        const assertion = await new SignJWT({}).setProtectedHeader({ alg, ...(alg.startsWith('HS') ? {} : { kid: `k-${alg}` }) }).setIssuer('svc-algs').setSubject('svc-algs')
+          .setAudience(`${svc.url}/oauth2/token`).setJti(`every-${alg}`).setIssuedAt().setExpirationTime('1m').sign(key);
+        const r = await postForm(svc, '/oauth2/token', { grant_type: 'client_credentials', client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertion });
+        assert.equal(r.status, 200, `${alg}: ${r.text}`);
+      }
     });
 
     it('refuses clients not registered for the grant, and the client token on Dirigo\'s own API', async () => {

@@ -1,7 +1,7 @@
 /**
  * WLCG resource servers accept Dirigo's access tokens: Debian's scitokens-cpp (the token library of
  * XRootD and HTCondor) verifies them through discovery and the JWKS over HTTPS, with ES256 (the default)
- * and RS256, and still after a key rotation, with the JWKS it cached before the new key signed.
+ * and RS256, from each grant, and still after a key rotation, with the JWKS it cached before the new key signed.
  *
  * scitokens-cpp trusts the system CA bundle only, so each run sees a bundle that adds the test CA,
  * bind-mounted over the system one in a private mount namespace (`unshare -m`, as root).
@@ -15,8 +15,11 @@ import { join } from 'node:path';
 import { KeyStore } from '../../src/auth/index.ts';
 import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
+import { hashSecret } from '../../src/registry/index.ts';
+import { approveDevice, authorize, basic, Browser, oauthConfig, pkcePair, postForm, WEB_SECRET } from './oauth-kit.ts';
 
 const SYSTEM_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
+const OWN_SECRET = 'own-client-secret-0123456789-0123456789';
 
 function scitokensUnavailable(): string | false {
   if (!existsSync('/usr/bin/scitokens-verify')) return 'scitokens-cpp is not installed (Debian package scitokens-cpp)';
@@ -31,11 +34,16 @@ if (unavailable && process.env.CI === 'true') throw new Error(`the scitokens-cpp
  * Runs scitokens-verify with the test CA trusted and its key cache in `cacheHome`. Asynchronously: the
  * service answering its requests runs in this process.
  */
-async function verify(token: string, caPem: string, cacheHome: string): Promise<{ ok: boolean; output: string }> {
+function verify(token: string, caPem: string, cacheHome: string): Promise<{ ok: boolean; output: string }> {
+  return scitokens('scitokens-verify', [token], caPem, cacheHome);
+}
+
+/** Runs a scitokens-cpp command (scitokens-verify, scitokens-list-access) the same way. */
+async function scitokens(command: string, args: string[], caPem: string, cacheHome: string): Promise<{ ok: boolean; output: string }> {
   const bundle = join(cacheHome, 'bundle.pem');
   writeFileSync(bundle, (existsSync(SYSTEM_BUNDLE) ? readFileSync(SYSTEM_BUNDLE, 'utf8') : '') + '\n' + caPem);
-  const script = `mount --bind "$1" ${SYSTEM_BUNDLE} && exec scitokens-verify "$2"`;
-  const child = spawn('unshare', ['-m', 'sh', '-c', script, 'sh', bundle, token], {
+  const script = `mount --bind "$1" ${SYSTEM_BUNDLE} && shift && exec "$@"`;
+  const child = spawn('unshare', ['-m', 'sh', '-c', script, 'sh', bundle, command, ...args], {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', XDG_CACHE_HOME: cacheHome, HOME: cacheHome },
     timeout: 60_000,
   });
@@ -54,7 +62,9 @@ for (const { dialect, skip } of await dialects()) {
     let rsa: TestService;
     let cache: string;
     before(async () => {
-      svc = await startTestService({ dialect, config: { tokens: { keyPrepublication: 3 } } });
+      const config = await oauthConfig({ tokens: { keyPrepublication: 3 } });
+      (config.clients as unknown[]).push({ clientId: 'svc-own', name: 'Monitoring', type: 'confidential', secretHash: await hashSecret(OWN_SECRET), grants: ['client_credentials'], scopes: ['storage.read:/'] });
+      svc = await startTestService({ dialect, config });
       rsa = await startTestService({ dialect, config: { tokens: { algorithm: 'RS256' } } });
       cache = mkdtempSync(join(tmpdir(), 'scitokens-'));
     });
@@ -69,6 +79,36 @@ for (const { dialect, skip } of await dialects()) {
       assert.ok(es.ok, es.output);
       const rs = await verify(await rsa.token('alice'), rsa.pki.ca.certPem, mkdtempSync(join(cache, 'rs-')));
       assert.ok(rs.ok, rs.output);
+    });
+
+    it('verifies an access token from each grant', async () => {
+      const tokens: Record<string, string> = { certificate: await svc.token('alice') };
+      const browser = new Browser(svc);
+      try {
+        const pkce = pkcePair();
+        const callback = await authorize(browser, { redirectUri: 'http://127.0.0.1/callback', pkce, scope: 'openid storage.read:/' });
+        const code = await postForm(svc, '/oauth2/token', { grant_type: 'authorization_code', code: callback.searchParams.get('code')!, redirect_uri: 'http://127.0.0.1/callback', client_id: 'test-public', code_verifier: pkce.verifier });
+        tokens.authorization_code = code.json.access_token;
+        tokens.refresh_token = (await postForm(svc, '/oauth2/token', { grant_type: 'refresh_token', refresh_token: code.json.refresh_token, client_id: 'test-public' })).json.access_token;
+        const device = await postForm(svc, '/oauth2/device', { client_id: 'test-public', scope: 'compute.read' });
+        await approveDevice(browser, device.json.user_code, 'allow');
+        tokens.device_code = (await postForm(svc, '/oauth2/token', { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: device.json.device_code, client_id: 'test-public' })).json.access_token;
+      } finally {
+        await browser.close();
+      }
+      tokens.token_exchange = (await postForm(svc, '/oauth2/token', {
+        grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token: tokens.certificate!, subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+      }, basic('test-web', WEB_SECRET))).json.access_token;
+      tokens.client_own = (await postForm(svc, '/oauth2/token', { grant_type: 'client_credentials' }, basic('svc-own', OWN_SECRET))).json.access_token;
+      // scitokens-list-access: what a storage service would let the code flow's token do.
+      const access = await scitokens('scitokens-list-access', [tokens.authorization_code!, svc.ctx.tokens.issuer, svc.ctx.tokens.audience], svc.pki.ca.certPem, mkdtempSync(join(cache, 'list-')));
+      assert.ok(access.ok, access.output);
+      assert.match(access.output, /read/);
+      for (const [grant, token] of Object.entries(tokens)) {
+        assert.equal(typeof token, 'string', `no token from ${grant}`);
+        const r = await verify(token, svc.pki.ca.certPem, mkdtempSync(join(cache, `${grant}-`)));
+        assert.ok(r.ok, `${grant}: ${r.output}`);
+      }
     });
 
     it('refuses a token whose signature was altered', async () => {
