@@ -54,6 +54,14 @@ class HttpError extends Error {
   }
 }
 
+/** Worth trying again: the service unreachable, restarting or overloaded. Any other 4xx is its answer. */
+function transient(err: unknown): boolean {
+  return !(err instanceof HttpError) || err.status >= 500 || err.status === 408 || err.status === 429;
+}
+
+const FIRST_RETRY_MS = 500;
+const MAX_RETRY_MS = 30_000;
+
 /**
  * @example
  *   const agent = new JobAgent({ url, site: 'Pool', slots: 4, dispatcher, token: async () => jwt, ... });
@@ -155,6 +163,23 @@ export class JobAgent {
     };
   }
 
+  /**
+   * Runs one report until the service takes it: an outage (instances restarting, a network cut) must not
+   * cost a finished payload its result. Backs off from 0.5 s to 30 s. The service applies a repeated
+   * report once (a report whose answer was lost is sent again), so retrying is safe.
+   */
+  async #untilDelivered<T>(what: string, attempt: () => Promise<T>): Promise<T> {
+    for (let delay = FIRST_RETRY_MS; ; delay = Math.min(delay * 2, MAX_RETRY_MS)) {
+      try {
+        return await attempt();
+      } catch (err) {
+        if (!transient(err) || this.#stopped) throw err;
+        this.#o.log(`${what} failed (${(err as Error).message}); retrying in ${delay / 1000} s`);
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
+
   /** Reports an executor event to the service; false when the service refused it (the job was killed). */
   async #report(event: ExecutorEvent): Promise<boolean> {
     const jid = event.jobId;
@@ -163,11 +188,11 @@ export class JobAgent {
         case 'queued':
           return true;
         case 'running':
-          await this.#json('POST', `/agents/jobs/${jid}/status`, { agentId: this.agentId, status: 'Running' });
+          await this.#untilDelivered(`job ${jid}: report Running`, () => this.#json('POST', `/agents/jobs/${jid}/status`, { agentId: this.agentId, status: 'Running' }));
           this.#o.log(`job ${jid} running`);
           return true;
         case 'completing':
-          await this.#json('POST', `/agents/jobs/${jid}/status`, { agentId: this.agentId, status: 'Completing' });
+          await this.#untilDelivered(`job ${jid}: report Completing`, () => this.#json('POST', `/agents/jobs/${jid}/status`, { agentId: this.agentId, status: 'Completing' }));
           return true;
         case 'finished': {
           let outcome = event.outcome === 'killed' ? 'failed' : event.outcome;
@@ -177,9 +202,11 @@ export class JobAgent {
             this.#outputs.delete(event.outputSandbox.sha256);
             if (file) {
               try {
-                const res = await this.#call('PUT', `/agents/jobs/${jid}/outputsandbox?agentId=${this.agentId}`, { stream: createReadStream(file) });
-                const text = await res.body.text();
-                if (res.statusCode !== 200) throw new HttpError(res.statusCode, describe(res.statusCode, text));
+                await this.#untilDelivered(`job ${jid}: upload the output sandbox`, async () => {
+                  const res = await this.#call('PUT', `/agents/jobs/${jid}/outputsandbox?agentId=${this.agentId}`, { stream: createReadStream(file) });
+                  const text = await res.body.text();
+                  if (res.statusCode !== 200) throw new HttpError(res.statusCode, describe(res.statusCode, text));
+                });
               } catch (err) {
                 if (err instanceof HttpError && (err.status === 403 || err.status === 409)) throw err;
                 outcome = 'failed';
@@ -189,13 +216,14 @@ export class JobAgent {
               }
             }
           }
-          await this.#json('POST', `/agents/jobs/${jid}/finish`, {
+          const finish = {
             agentId: this.agentId,
             outcome,
             exitCode: event.exitCode,
             minorStatus,
             ...(event.applicationStatus ? { applicationStatus: event.applicationStatus } : {}),
-          });
+          };
+          await this.#untilDelivered(`job ${jid}: report the outcome`, () => this.#json('POST', `/agents/jobs/${jid}/finish`, finish));
           this.finished++;
           this.#o.log(`job ${jid} ${outcome === 'done' ? 'Done' : `Failed: ${minorStatus}`}`);
           return true;

@@ -191,6 +191,8 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
     async (request) => {
       const body = request.body as Static<typeof StatusBody>;
       const row = await held(request, (request.params as { jid: string }).jid, body.agentId);
+      // A report sent again (its answer was lost) changes nothing and is answered as the first one was.
+      if (row.status === body.status) return { JobID: row.job_id, Status: body.status };
       const agent = identity(request, body.agentId);
       const now = nowIso();
       const won =
@@ -257,6 +259,10 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
     },
     async (request) => {
       const body = request.body as Static<typeof FinishBody>;
+      // The same outcome reported again by the agent that ran the job (its answer was lost): already applied.
+      const replayed = await heldJob(ctx.db, parseJid((request.params as { jid: string }).jid), identity(request, body.agentId));
+      const already = { done: JobStatus.Done, failed: JobStatus.Failed, rescheduled: undefined }[body.outcome];
+      if (replayed && already !== undefined && replayed.status === already) return { JobID: replayed.job_id, Status: already };
       const row = await held(request, (request.params as { jid: string }).jid, body.agentId);
       const holder = holderOf(identity(request, body.agentId));
       const source = `Agent@${row.site}`;

@@ -14,6 +14,7 @@ import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { postMultipart, startJobsService, submit, untar, waitForStatus } from '../jobs/helpers.ts';
 import { startAgent, type AgentProcess } from './agent-process.ts';
+import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 
 const FINAL = ['Done', 'Failed', 'Killed'];
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -97,6 +98,30 @@ for (const { dialect, skip } of await dialects()) {
       await until('the payload to end', () => !alive(pid), 15000);
       const job = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
       assert.equal(job.Status, 'Killed');
+    });
+
+    test('reports survive an outage: the agent retries until the service takes them, and the job ends Done once', async () => {
+      const runs = join(scratch, 'outage.runs');
+      const jid = await submit(svc, alice, { Executable: '/bin/sh', Arguments: `-c 'echo run >> ${runs}; sleep 2'`, Sites: ['Quiet'] });
+      const proxy = await startTcpProxy(svc.url);
+      try {
+        const agent = startAgent(proxy.url, svc.pki, { site: 'Quiet', slots: 1 });
+        agents.push(agent);
+        await waitForStatus(svc, alice, jid, ['Running'], 30000);
+        // The service is unreachable from before the payload ends until well after.
+        proxy.down(true);
+        await until('the payload to end', () => (existsSync(runs) ? true : undefined));
+        await new Promise((r) => setTimeout(r, 4000));
+        assert.equal((await svc.request(`/jobs/${jid}`, { token: alice })).json.Status, 'Running');
+        proxy.down(false);
+        const job = await waitForStatus(svc, alice, jid, FINAL, 60000);
+        assert.equal(job.Status, 'Done', `${job.MinorStatus}\n${agent.log()}`);
+        assert.equal(job.ExitCode, 0);
+        assert.equal(readFileSync(runs, 'utf8'), 'run\n');
+        assert.match(agent.log(), /job \d+: report \w+ failed \(.*\); retrying in/);
+      } finally {
+        await proxy.close();
+      }
     });
 
     test('a token without the Pilot property cannot act as an agent (403)', async () => {
@@ -185,6 +210,27 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(bad.status, 400);
       const badStatus = await svc.request('/agents/jobs/1/status', { method: 'POST', token: pilot, json: { agentId: 'a', status: 'Done' } });
       assert.equal(badStatus.status, 400);
+    });
+
+    test('a report sent again (its answer lost) is answered as the first one and applied once', async () => {
+      const jid = await submit(svc, alice, { Executable: '/bin/true', Sites: ['Quiet'] });
+      const matched = await svc.request('/agents/match', { method: 'POST', token: pilot, json: { agentId: 'replay', site: 'Quiet', slots: 1 } });
+      assert.equal(matched.status, 200, matched.text);
+      const report = (path: string, json: unknown) => svc.request(`/agents/jobs/${jid}/${path}`, { method: 'POST', token: pilot, json });
+      for (const status of ['Running', 'Running', 'Completing', 'Completing']) {
+        const r = await report('status', { agentId: 'replay', status });
+        assert.equal(r.status, 200, `${status}: ${r.text}`);
+      }
+      const finish = { agentId: 'replay', outcome: 'done', exitCode: 0, minorStatus: 'Execution complete' };
+      assert.equal((await report('finish', finish)).status, 200);
+      const again = await report('finish', finish);
+      assert.equal(again.status, 200, again.text);
+      assert.equal(again.json.Status, 'Done');
+      const job = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
+      assert.equal(job.Status, 'Done');
+      assert.deepEqual((job.StatusHistory as { Status: string }[]).map((h) => h.Status).filter((st) => st === 'Done' || st === 'Running'), ['Running', 'Done']);
+      // Another outcome than the one applied is still refused.
+      assert.equal((await report('finish', { ...finish, outcome: 'failed' })).status, 409);
     });
 
     test("a silent agent's job becomes Stalled, then Failed and rescheduled; another agent finishes it", async () => {
