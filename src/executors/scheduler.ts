@@ -57,8 +57,11 @@ export class Scheduler {
     if (!this.#stopped) return;
     this.#stopped = false;
     for (const e of this.#executors.values()) e.start((event) => this.#apply(e, event), () => this.wake());
-    await this.recover(true);
-    this.#loop = this.#run();
+    // Recovery may wait on batch systems (scancel against a controller that is down): start-up and
+    // listen never wait for it, so it runs ahead of the first cycle, in the background.
+    this.#loop = this.recover(true)
+      .catch((err: unknown) => this.#log.warn({ err }, 'recovery at start failed; the lease sweep retries it'))
+      .then(() => this.#run());
   }
 
   /** Asks for a cycle now (after a submission, when a slot frees up). */
