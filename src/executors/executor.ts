@@ -69,10 +69,14 @@ export interface Executor {
   poll(held: readonly HeldJob[]): Promise<ExecutorEvent[]>;
   /** Ids of jobs this backend is running now. */
   activeJobs(): number[];
-  /** Stops a job's payload (SIGTERM then SIGKILL, scancel...). Idempotent. */
-  kill(jobId: number, ref: string | null): Promise<void>;
-  /** Cleans up after a job whose holder died (an orphaned process, a batch job): kills what is left. */
-  reap(ref: string): Promise<void>;
+  /**
+   * Stops a job's payload (SIGTERM then SIGKILL, scancel...). Idempotent. @returns true once it is stopped
+   * or being stopped (or provably gone), false when this instance cannot reach it; throws when the backend
+   * could not be asked (a controller down), so that the kill is tried again.
+   */
+  kill(jobId: number, ref: string | null): Promise<boolean>;
+  /** Cleans up after a job whose holder died (an orphaned process, a batch job): kills what is left. Returns as kill does. */
+  reap(ref: string): Promise<boolean>;
   /** Stops everything it runs; later events are not reported. @returns the ids it stopped. */
   close(): Promise<number[]>;
 }

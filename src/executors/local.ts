@@ -122,22 +122,30 @@ export class LocalExecutor implements Executor {
     return [];
   }
 
-  async kill(jobId: number): Promise<void> {
+  async kill(jobId: number, ref: string | null = null): Promise<boolean> {
     const r = this.#running.get(jobId);
-    if (r) this.#stop(r, 'killed');
+    if (r) {
+      this.#stop(r, 'killed');
+      return true;
+    }
+    // Not one this executor runs now (it was restarted): the payload is found by its reference.
+    return ref ? this.reap(ref) : true;
   }
 
-  async reap(ref: string): Promise<void> {
+  async reap(ref: string): Promise<boolean> {
     let parsed: LocalRef;
     try {
       parsed = JSON.parse(ref) as LocalRef;
     } catch {
-      return;
+      return true;
     }
-    if (parsed.host !== hostname() || !Number.isInteger(parsed.pid) || parsed.pid <= 1) return;
+    // Another host's process is out of reach; a reference that names no process names nothing to stop.
+    if (parsed.host !== hostname()) return false;
+    if (!Number.isInteger(parsed.pid) || parsed.pid <= 1) return true;
     const st = await readStat(parsed.pid);
     // Only a process that is provably the one we started (same pid and start time, its own group leader).
     if (st && st.startTime === parsed.start && st.pgrp === parsed.pid) signalGroup(parsed.pid, 'SIGKILL');
+    return true;
   }
 
   async close(): Promise<number[]> {

@@ -8,6 +8,7 @@
  * held job carries a lease that the holder renews; a job whose lease ran out is recovered by whoever sees it.
  */
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { hostname } from 'node:os';
 import type { Db } from '../kernel/db/database.ts';
 import { nowIso } from '../kernel/db/database.ts';
@@ -15,6 +16,7 @@ import type { JobsConfig } from '../jobs/index.ts';
 import type { Manifest } from '../jobs/index.ts';
 import { JobStatus } from '../jobs/index.ts';
 import { changeStatus } from '../jobs/index.ts';
+import { KILL_PENDING } from '../jobs/index.ts';
 import { splitArguments } from '../jobs/index.ts';
 import { waitingJobIdsFor } from '../jobs/index.ts';
 import type { Executor, ExecutorEvent, JobToRun } from './executor.ts';
@@ -60,6 +62,7 @@ export class Scheduler {
     // Recovery may wait on batch systems (scancel against a controller that is down): start-up and
     // listen never wait for it, so it runs ahead of the first cycle, in the background.
     this.#loop = this.recover(true)
+      .then(() => this.#deliverKills(true))
       .catch((err: unknown) => this.#log.warn({ err }, 'recovery at start failed; the lease sweep retries it'))
       .then(() => this.#run());
   }
@@ -83,10 +86,52 @@ export class Scheduler {
     await Promise.allSettled(this.#chains.values());
   }
 
-  /** Passes a kill to the executor holding the job, when it is this instance's. */
+  /** Passes a kill to the executor holding the job, when it is this instance's; another instance's holder delivers its own. */
   async kill(jobId: number, executorId: string | null, site: string, ref: string | null): Promise<void> {
     if (executorId !== this.instanceId) return;
-    await this.#executors.get(site)?.kill(jobId, ref);
+    const executor = this.#executors.get(site);
+    if (executor && (await executor.kill(jobId, ref))) await this.#killDelivered(jobId, executorId);
+  }
+
+  /** The payload of a Killed job is stopped: the job lets go of its holder, and its MinorStatus stops saying "stopping". */
+  async #killDelivered(jobId: number, holder: string): Promise<void> {
+    await this.#db
+      .updateTable('jobs')
+      .set({ executor_id: null, lease_until: null, minor_status: sql<string>`replace(minor_status, ${KILL_PENDING}, '')` })
+      .where('job_id', '=', jobId)
+      .where('status', '=', JobStatus.Killed)
+      .where('executor_id', '=', holder)
+      .execute();
+  }
+
+  /**
+   * Kills not yet confirmed (Killed jobs that still name a holder): this instance's own, and those of a
+   * holder that died (lease run out, or a dead process of this host). Tried until the executor confirms.
+   */
+  async #deliverKills(atStart: boolean): Promise<void> {
+    const sites = this.sites;
+    if (sites.length === 0) return;
+    const now = nowIso();
+    const rows = await this.#db
+      .selectFrom('jobs')
+      .select(['job_id', 'executor_id', 'executor_ref', 'lease_until', 'site'])
+      .where('status', '=', JobStatus.Killed)
+      .where('executor_id', 'is not', null)
+      .where('site', 'in', sites)
+      .execute();
+    for (const row of rows) {
+      const holder = row.executor_id as string;
+      const mine = holder === this.instanceId;
+      const orphaned = !mine && ((row.lease_until !== null && row.lease_until < now) || (atStart && holderIsDeadHere(holder)));
+      if (!mine && !orphaned) continue;
+      const executor = this.#executors.get(row.site);
+      try {
+        const stopped = mine ? await executor?.kill(Number(row.job_id), row.executor_ref) : row.executor_ref ? await executor?.reap(row.executor_ref) : true;
+        if (stopped) await this.#killDelivered(Number(row.job_id), holder);
+      } catch (err) {
+        this.#log.warn({ err, jobId: Number(row.job_id) }, 'kill not delivered yet; tried again');
+      }
+    }
   }
 
   async #run(): Promise<void> {
@@ -117,6 +162,7 @@ export class Scheduler {
       this.#lastLeaseRenewal = now;
       await this.#renewLeases();
       await this.recover(false);
+      await this.#deliverKills(false);
     }
     await this.#sweepKills();
     for (const executor of this.#executors.values()) {
@@ -235,13 +281,14 @@ export class Scheduler {
     }
   }
 
+  /** Held jobs, and Killed ones whose kill this instance has not confirmed yet: it is alive to deliver it. */
   async #renewLeases(): Promise<void> {
     const now = nowIso();
     await this.#db
       .updateTable('jobs')
       .set({ lease_until: new Date(Date.now() + this.#config.leaseMs).toISOString(), heartbeat_time: now })
       .where('executor_id', '=', this.instanceId)
-      .where('status', 'in', HELD)
+      .where('status', 'in', [...HELD, JobStatus.Killed])
       .execute();
   }
 
@@ -256,7 +303,7 @@ export class Scheduler {
         .where('job_id', 'in', active)
         .where((eb) => eb.or([eb('status', 'not in', HELD), eb('executor_id', 'is', null), eb('executor_id', '!=', this.instanceId)]))
         .execute();
-      for (const g of gone) await executor.kill(Number(g.job_id), g.executor_ref);
+      for (const g of gone) await executor.kill(Number(g.job_id), g.executor_ref).catch((err: unknown) => this.#log.warn({ err, jobId: Number(g.job_id) }, 'kill not delivered yet; tried again'));
     }
   }
 

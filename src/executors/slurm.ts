@@ -147,8 +147,8 @@ export class SlurmExecutor implements Executor {
     this.#held.set(job.jobId, { job, slurmId, stage, submittedAt: Date.now(), running: false, minorStatus, misses: 0 });
     const ref = JSON.stringify({ slurmId, stage } satisfies SlurmRef);
     if (!(await this.#sink({ kind: 'queued', jobId: job.jobId, ref, minorStatus }))) {
-      // Killed between the claim and now.
-      await this.kill(job.jobId);
+      // Killed between the claim and now; a failed scancel is retried by the scheduler's kill delivery.
+      await this.kill(job.jobId).catch(() => {});
     }
   }
 
@@ -304,25 +304,30 @@ export class SlurmExecutor implements Executor {
   }
 
   /** `scancel`; the job's staging directory goes once Slurm reports it ended. Idempotent. */
-  async kill(jobId: number, ref: string | null = null): Promise<void> {
+  /** scancel; a failure (controller down) is thrown, and the scheduler asks again until Slurm confirms. */
+  async kill(jobId: number, ref: string | null = null): Promise<boolean> {
     const h = this.#held.get(jobId);
     const target = h ? { slurmId: h.slurmId, stage: h.stage } : this.#parseRef(ref);
     this.#held.delete(jobId);
-    if (!target) return;
+    if (!target) return true;
     if (target.stage) this.#cleanup.set(target.slurmId, target.stage);
     try {
       await this.#slurm.cancel([target.slurmId]);
+      return true;
     } catch (err) {
-      this.#o.log.warn({ jobId, site: this.site }, `scancel failed: ${(err as Error).message}`);
+      this.#o.log.warn({ jobId, site: this.site }, `scancel failed (tried again later): ${(err as Error).message}`);
+      throw err;
     }
   }
 
   /** Cancels the batch job of a job whose holder died, and removes its staging directory. */
-  async reap(ref: string): Promise<void> {
+  async reap(ref: string): Promise<boolean> {
     const target = this.#parseRef(ref);
-    if (!target) return;
-    await this.#slurm.cancel([target.slurmId]).catch(() => {});
+    if (!target) return true;
+    let cancelled = true;
+    await this.#slurm.cancel([target.slurmId]).catch(() => (cancelled = false));
     if (target.stage && !this.#o.site.keepStaging) await rm(target.stage, { recursive: true, force: true }).catch(() => {});
+    return cancelled;
   }
 
   /**

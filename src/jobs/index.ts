@@ -4,7 +4,7 @@
  */
 export { jobsRoutes } from './routes.ts';
 export { jobsCommand } from './cli.ts';
-export type { JobRunner } from './service.ts';
+export { KILL_PENDING, type JobRunner } from './service.ts';
 export { JobsConfigSchema, type JobsConfig, type LocalSiteConfig } from './config-schema.ts';
 export type { AgentSiteConfig } from './agent-site-schema.ts';
 export type { SlurmSiteConfig } from './slurm-site-schema.ts';

@@ -1,4 +1,4 @@
-import type { Kysely, Migration } from 'kysely';
+import { sql, type Kysely, type Migration } from 'kysely';
 import { withAutoId } from '../kernel/db/portable.ts';
 
 export const jobsMigrations: Record<string, Migration> = {
@@ -49,6 +49,12 @@ export const jobsMigrations: Record<string, Migration> = {
         .addColumn('source', 'varchar(64)', (c) => c.notNull())
         .execute();
       await db.schema.createIndex('job_status_history_job').on('job_status_history').columns(['job_id', 'id']).execute();
+    },
+  },
+  // Kills became intents that keep their holder until delivered: the kills made before were delivered at once.
+  '2026_11_24_0700_jobs_kills_delivered': {
+    async up(db: Kysely<unknown>) {
+      await sql`UPDATE jobs SET executor_id = NULL, lease_until = NULL WHERE status = 'Killed'`.execute(db);
     },
   },
 };

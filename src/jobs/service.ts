@@ -18,10 +18,13 @@ import { getJob, insertJobs, listJobs, statusHistory, type JobRow, type Restrict
  * What runs the jobs this service accepts: the executors domain's scheduler, handed in by the
  * composition root so that jobs need not know how or where jobs run.
  */
+/** Ends the MinorStatus of a Killed job until its executor has confirmed that the payload stopped. */
+export const KILL_PENDING = '; stopping its payload';
+
 export interface JobRunner {
   /** A submission arrived: match without waiting for the next cycle. */
   wake(): void;
-  /** Stops the payload of a job just set Killed, wherever its executor runs it. */
+  /** Stops the payload of a job just set Killed, when this instance holds it; others deliver it later. */
   kill(jobId: number, executorId: string | null, site: string, ref: string | null): Promise<void>;
 }
 
@@ -89,15 +92,18 @@ export class JobsService {
       if (!canKillJob(principal, row)) throw new InsufficientPrivileges(`${principal.username} may not kill job ${jobId} of ${row.owner}`);
       if (isFinal(row.status)) throw new InvalidTransition(`job ${jobId} is already ${row.status} and cannot be killed`);
       if (!canTransition(row.status, JobStatus.Killed)) throw new InvalidTransition(`job ${jobId} is ${row.status} and cannot be killed now`);
+      // A kill is an intent kept until the executor confirms it: while the payload may still run, the job
+      // keeps its holder (and lease) and says so; the scheduler that delivers it clears both.
+      const pending = row.executor_id !== null && this.config.sites.find((site) => site.name === row.site)?.type !== 'agents';
       const won = await changeStatus(this.ctx.db, [jobId], {
         from: row.status as JobStatus,
         to: JobStatus.Killed,
-        minorStatus: `Killed by ${principal.username}`,
+        minorStatus: `Killed by ${principal.username}${pending ? KILL_PENDING : ''}`,
         source: principal.username,
-        set: { end_exec_time: nowIso(), lease_until: null },
+        set: { end_exec_time: nowIso(), ...(pending ? {} : { lease_until: null }) },
       });
       if (won.length === 1) {
-        await this.scheduler?.kill(jobId, row.executor_id, row.site, row.executor_ref);
+        await this.scheduler?.kill(jobId, row.executor_id, row.site, row.executor_ref).catch(() => {});
         return;
       }
     }

@@ -6,11 +6,21 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { request, type Agent } from 'undici';
 import { openDatabase, type Db } from '../../src/kernel/db/database.ts';
 import { dialects, POSTGRES_URL } from '../helpers/dialects.ts';
 import { flowAToken, prepareServe, startServe, userAgent, type ServeProcess, type ServeSetup } from './serve-process.ts';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 for (const { dialect, skip } of await dialects()) {
   describe(`a restart after kill -9 finishes every held job (${dialect})`, { skip }, () => {
@@ -76,6 +86,35 @@ for (const { dialect, skip } of await dialects()) {
       }
       const history = (await call(`/jobs/${completing!}`, token)).StatusHistory as { Status: string; MinorStatus: string }[];
       assert.ok(history.some((h) => h.Status === 'Rescheduled' && /the server running it stopped/.test(h.MinorStatus)), JSON.stringify(history));
+    });
+
+    it('a kill accepted just before the server died still stops the payload: the restart delivers it', { timeout: 120000 }, async () => {
+      server ??= await startServe(setup);
+      let token = await flowAToken(server.url, agent);
+      const pidFile = join(setup.dataDir, 'payload.pid');
+      const [jid] = (await call('/jobs', token, { Executable: '/bin/sh', Arguments: `-c 'echo $$ > ${pidFile}; exec sleep 300'` })).jids as number[];
+      while ((await statusOf(token, jid!)) !== 'Running' || !existsSync(pidFile)) await new Promise((r) => setTimeout(r, 50));
+      const pid = Number(readFileSync(pidFile, 'utf8'));
+      server.child.kill('SIGKILL');
+      await server.exited;
+      assert.ok(alive(pid), 'the payload outlives its server');
+      // What the dead server wrote when it accepted the kill, before its executor could act on it.
+      db ??= dialect === 'sqlite' ? openDatabase(setup.databaseUrl).db : openDatabase(POSTGRES_URL, { schema: setup.schema! }).db;
+      await db.updateTable('jobs').set({ status: 'Killed', minor_status: 'Killed by alice; stopping its payload' }).where('job_id', '=', jid!).execute();
+      server = await startServe(setup);
+      token = await flowAToken(server.url, agent);
+      for (let i = 0; alive(pid); i++) {
+        assert.ok(i < 600, 'the restarted server did not stop the payload of the killed job');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      let job = await call(`/jobs/${jid!}`, token);
+      for (let i = 0; job.MinorStatus !== 'Killed by alice'; i++) {
+        assert.ok(i < 200, `the kill is still shown pending: ${String(job.MinorStatus)}`);
+        await new Promise((r) => setTimeout(r, 50));
+        job = await call(`/jobs/${jid!}`, token);
+      }
+      assert.equal(job.Status, 'Killed');
+      assert.ok(!(job.StatusHistory as { Status: string }[]).some((h) => h.Status === 'Rescheduled'), 'a killed job is not run again');
     });
   });
 }
