@@ -75,6 +75,13 @@ export interface Executor {
    * could not be asked (a controller down), so that the kill is tried again.
    */
   kill(jobId: number, ref: string | null): Promise<boolean>;
+  /**
+   * Follows a job whose holder died from where the backend has it (a batch system's own record), so that it
+   * is not run again. Backends without one (local processes) leave it out; their jobs are rescheduled.
+   */
+  adopt?(job: JobToRun, ref: string, running: boolean): boolean;
+  /** Whether `adopt` can follow this reference (asked before the job changes hands). */
+  canAdopt?(ref: string): boolean;
   /** Cleans up after a job whose holder died (an orphaned process, a batch job): kills what is left. Returns as kill does. */
   reap(ref: string): Promise<boolean>;
   /** Stops everything it runs; later events are not reported. @returns the ids it stopped. */

@@ -15,7 +15,7 @@ import { nowIso } from '../kernel/db/database.ts';
 import type { JobsConfig } from '../jobs/index.ts';
 import type { Manifest } from '../jobs/index.ts';
 import { JobStatus } from '../jobs/index.ts';
-import { changeStatus } from '../jobs/index.ts';
+import { changeStatus, handOver } from '../jobs/index.ts';
 import { KILL_PENDING } from '../jobs/index.ts';
 import { splitArguments } from '../jobs/index.ts';
 import { waitingJobIdsFor } from '../jobs/index.ts';
@@ -204,9 +204,14 @@ export class Scheduler {
         source: 'Scheduler',
         set: { site, executor_id: this.instanceId, executor_ref: null, lease_until: lease },
       });
-      if (won.length === 0) return [];
-      return trx.selectFrom('jobs').select(['job_id', 'manifest', 'input_sandbox', 'owner', 'owner_group', 'reschedule_counter']).where('job_id', 'in', won).orderBy('user_priority', 'desc').orderBy('job_id').execute();
+      return won;
     });
+    return rows.length === 0 ? [] : this.#jobsToRun(rows);
+  }
+
+  /** What an executor needs to run (or follow) these jobs, highest priority first, then oldest. */
+  async #jobsToRun(ids: readonly number[]): Promise<JobToRun[]> {
+    const rows = await this.#db.selectFrom('jobs').select(['job_id', 'manifest', 'input_sandbox', 'owner', 'owner_group', 'reschedule_counter']).where('job_id', 'in', [...ids]).orderBy('user_priority', 'desc').orderBy('job_id').execute();
     return rows.map((r) => {
       const manifest = JSON.parse(r.manifest) as Manifest;
       return {
@@ -327,12 +332,35 @@ export class Scheduler {
       const expired = row.lease_until === null || row.lease_until < now;
       const deadHere = atStart && row.executor_id !== null && holderIsDeadHere(row.executor_id);
       if (!expired && !deadHere) continue;
-      if (row.executor_ref) await this.#executors.get(row.site)?.reap(row.executor_ref).catch(() => {});
       const why = deadHere ? 'the server running it stopped' : 'its executor stopped renewing its lease';
+      if (await this.#adopt(row, why)) continue;
+      if (row.executor_ref) await this.#executors.get(row.site)?.reap(row.executor_ref).catch(() => {});
       if (await this.#requeue(Number(row.job_id), why, true, row.executor_id)) n++;
     }
     if (n > 0) this.#log.info({ jobs: n }, 'recovered jobs of a dead executor');
     return n;
+  }
+
+  /**
+   * Takes a dead holder's job over where its backend can be followed (a batch job in Slurm): the job keeps
+   * its status and run, and MinorStatus says why it changed hands. @returns false when it must be rerun.
+   */
+  async #adopt(row: { job_id: number | string; executor_id: string | null; executor_ref: string | null; site: string }, why: string): Promise<boolean> {
+    const executor = this.#executors.get(row.site);
+    if (!executor?.adopt || !row.executor_ref || !executor.canAdopt?.(row.executor_ref)) return false;
+    const jobId = Number(row.job_id);
+    const [job] = await this.#jobsToRun([jobId]);
+    if (!job) return false;
+    const status = await handOver(this.#db, jobId, {
+      from: row.executor_id, to: this.instanceId, leaseUntil: new Date(Date.now() + this.#config.leaseMs).toISOString(), statuses: HELD,
+      minorStatus: `Adopted (${why}): its batch job is followed in ${executor.type}, not run again`, source: 'Scheduler',
+    });
+    if (status === undefined) return false;
+    if (executor.adopt(job, row.executor_ref, status !== JobStatus.Matched)) {
+      this.#log.info({ jobId, site: row.site }, 'adopted the job of a dead executor');
+      return true;
+    }
+    return false;
   }
 
   /** Rescheduled → Waiting (counting, when `count`), or Failed past the limit; one transaction. */

@@ -303,8 +303,10 @@ export class SlurmExecutor implements Executor {
     return this.#o.store.put(packFiles(present), this.#o.limits.maxSandboxSize);
   }
 
-  /** `scancel`; the job's staging directory goes once Slurm reports it ended. Idempotent. */
-  /** scancel; a failure (controller down) is thrown, and the scheduler asks again until Slurm confirms. */
+  /**
+   * `scancel`; the job's staging directory goes once Slurm reports it ended. Idempotent. A failure (the
+   * controller down) is thrown, and the scheduler asks again until Slurm confirms.
+   */
   async kill(jobId: number, ref: string | null = null): Promise<boolean> {
     const h = this.#held.get(jobId);
     const target = h ? { slurmId: h.slurmId, stage: h.stage } : this.#parseRef(ref);
@@ -320,6 +322,24 @@ export class SlurmExecutor implements Executor {
     }
   }
 
+  /**
+   * Takes over a job that a dead instance handed to Slurm, and follows it from Slurm's own record (and the
+   * batch script's exit record) to its end, instead of running it again. @returns false when the
+   * reference names no batch job in this site's staging directory.
+   */
+  adopt(job: JobToRun, ref: string, running: boolean): boolean {
+    const target = this.#parseRef(ref);
+    if (!target?.stage) return false;
+    this.#held.set(job.jobId, { job, slurmId: target.slurmId, stage: target.stage, submittedAt: Date.now(), running, minorStatus: '', misses: 0 });
+    return true;
+  }
+
+  /** A batch job whose staging directory this instance reaches (the site's stagingDir, shared by the instances). */
+  canAdopt(ref: string): boolean {
+    return this.#parseRef(ref)?.stage !== undefined;
+  }
+
+
   /** Cancels the batch job of a job whose holder died, and removes its staging directory. */
   async reap(ref: string): Promise<boolean> {
     const target = this.#parseRef(ref);
@@ -331,16 +351,14 @@ export class SlurmExecutor implements Executor {
   }
 
   /**
-   * Stops the jobs this instance has in Slurm (scancel) so that the scheduler can reschedule them without
-   * a second copy running. @returns their ids.
+   * Leaves the batch jobs running in Slurm: whoever recovers them (this instance restarted, or another
+   * once their leases run out) adopts them, so that a restart of the service does not cost a batch job
+   * its run. @returns no ids: nothing here is to be rescheduled.
    */
   async close(): Promise<number[]> {
     this.#closing = true;
-    const held = [...this.#held.values()];
     this.#held.clear();
-    if (held.length > 0) await this.#slurm.cancel(held.map((h) => h.slurmId)).catch(() => {});
-    if (!this.#o.site.keepStaging) await Promise.all(held.map((h) => rm(h.stage, { recursive: true, force: true }).catch(() => {})));
-    return held.map((h) => h.job.jobId);
+    return [];
   }
 
   /**

@@ -11,7 +11,7 @@ export type { SlurmSiteConfig } from './slurm-site-schema.ts';
 export { jobsMigrations } from './migrations.ts';
 export type { Manifest } from './manifest.ts';
 export { JobStatus } from './model.ts';
-export { canTransition, changeStatus } from './state-machine.ts';
+export { canTransition, changeStatus, handOver } from './state-machine.ts';
 export { waitingJobIdsFor } from './store.ts';
 export { splitArguments } from './arguments.ts';
 export { packFiles, unpackArchive, type ArchiveFile } from './sandbox-archive.ts';

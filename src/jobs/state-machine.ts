@@ -103,3 +103,32 @@ export async function changeStatus(db: Db | Transaction<Database>, jobIds: reado
   };
   return db.isTransaction ? run(db as Transaction<Database>) : db.transaction().execute(run);
 }
+
+/**
+ * Hands a held job from a holder that is gone to a new one without changing its status (adoption: the
+ * run goes on), and writes the reason into its history. @returns the job's status, or undefined when it
+ * is no longer held by `from` in one of `statuses`.
+ */
+export async function handOver(
+  db: Db,
+  jobId: number,
+  change: { from: string | null; to: string; leaseUntil: string; statuses: readonly JobStatus[]; minorStatus: string; source: string },
+): Promise<JobStatus | undefined> {
+  return db.transaction().execute(async (trx) => {
+    const now = nowIso();
+    const row = await trx
+      .updateTable('jobs')
+      .set({ executor_id: change.to, lease_until: change.leaseUntil, minor_status: change.minorStatus, last_update_time: now })
+      .where('job_id', '=', jobId)
+      .where('status', 'in', [...change.statuses])
+      .where((eb) => (change.from === null ? eb('executor_id', 'is', null) : eb('executor_id', '=', change.from)))
+      .returning(['status', 'application_status'])
+      .executeTakeFirst();
+    if (!row) return undefined;
+    await trx
+      .insertInto('job_status_history')
+      .values({ job_id: jobId, status: row.status, minor_status: change.minorStatus, application_status: row.application_status, status_time: now, source: change.source })
+      .execute();
+    return row.status as JobStatus;
+  });
+}
