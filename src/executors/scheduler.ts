@@ -20,8 +20,13 @@ import { KILL_PENDING } from '../jobs/index.ts';
 import { splitArguments } from '../jobs/index.ts';
 import { waitingJobIdsFor } from '../jobs/index.ts';
 import type { Executor, ExecutorEvent, JobToRun } from './executor.ts';
+import { Waker } from './waker.ts';
 
 const HELD: JobStatus[] = [JobStatus.Matched, JobStatus.Running, JobStatus.Completing];
+/** Jobs one site claims in one cycle at most. */
+const CLAIMS_PER_CYCLE = 32;
+/** The name of the loop that renews leases, recovers and delivers kills. */
+const HOUSEKEEPING = '(housekeeping)';
 
 export interface SchedulerLog {
   warn(obj: object, msg: string): void;
@@ -37,10 +42,9 @@ export class Scheduler {
   readonly #executors: Map<string, Executor>;
   readonly #log: SchedulerLog;
   #stopped = true;
-  #wakeUp: (() => void) | undefined;
-  #pendingWake = false;
-  #loop: Promise<void> | undefined;
-  #lastLeaseRenewal = 0;
+  /** One per site loop, and one for the housekeeping loop. */
+  readonly #wakers = new Map<string, Waker>();
+  #loop: Promise<unknown> | undefined;
   #chains = new Map<number, Promise<unknown>>();
 
   constructor(db: Db, dialect: 'sqlite' | 'postgres', config: JobsConfig['scheduler'], executors: Executor[], log: SchedulerLog) {
@@ -61,22 +65,39 @@ export class Scheduler {
     for (const e of this.#executors.values()) e.start((event) => this.#apply(e, event), () => this.wake());
     // Recovery may wait on batch systems (scancel against a controller that is down): start-up and
     // listen never wait for it, so it runs ahead of the first cycle, in the background.
+    // Each site runs its own loop, so that a batch system that hangs or is down delays only its own jobs;
+    // leases, recovery and kill delivery have a loop of their own too, and never wait for a site.
     this.#loop = this.recover(true)
       .then(() => this.#deliverKills(true))
       .catch((err: unknown) => this.#log.warn({ err }, 'recovery at start failed; the lease sweep retries it'))
-      .then(() => this.#run());
+      .then(() => Promise.all([this.#loopOf(HOUSEKEEPING, this.#config.leaseMs / 3, () => this.#housekeeping()),
+        ...[...this.#executors.values()].map((e) => this.#loopOf(e.site, this.#config.pollIntervalMs, () => this.#siteCycle(e)))]));
   }
 
-  /** Asks for a cycle now (after a submission, when a slot frees up). */
+  /** Asks every site for a cycle now (after a submission, when a slot frees up). */
   wake(): void {
-    this.#pendingWake = true;
-    this.#wakeUp?.();
+    for (const [name, waker] of this.#wakers) if (name !== HOUSEKEEPING) waker.wake();
+  }
+
+  /** Runs `cycle` until the scheduler stops, pausing `ms` between cycles unless woken. */
+  async #loopOf(name: string, ms: number, cycle: () => Promise<void>): Promise<void> {
+    const waker = new Waker();
+    this.#wakers.set(name, waker);
+    while (!this.#stopped) {
+      try {
+        await cycle();
+      } catch (err) {
+        this.#log.warn({ err, loop: name }, 'scheduler cycle failed');
+      }
+      if (this.#stopped) break;
+      await waker.pause(ms);
+    }
   }
 
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
-    this.wake();
+    for (const waker of this.#wakers.values()) waker.wake();
     await this.#loop;
     for (const e of this.#executors.values()) {
       const stopped = await e.close();
@@ -134,51 +155,31 @@ export class Scheduler {
     }
   }
 
-  async #run(): Promise<void> {
-    while (!this.#stopped) {
-      try {
-        await this.#cycle();
-      } catch (err) {
-        this.#log.warn({ err }, 'scheduler cycle failed');
-      }
-      if (this.#stopped) break;
-      if (!this.#pendingWake) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, this.#config.pollIntervalMs);
-          this.#wakeUp = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        this.#wakeUp = undefined;
-      }
-      this.#pendingWake = false;
-    }
+  /** Leases, recovery of dead holders' jobs and kill delivery: every leaseMs / 3, whatever the sites do. */
+  async #housekeeping(): Promise<void> {
+    await this.#renewLeases();
+    await this.recover(false);
+    await this.#deliverKills(false);
   }
 
-  async #cycle(): Promise<void> {
-    const now = Date.now();
-    if (now - this.#lastLeaseRenewal > this.#config.leaseMs / 3) {
-      this.#lastLeaseRenewal = now;
-      await this.#renewLeases();
-      await this.recover(false);
-      await this.#deliverKills(false);
-    }
-    await this.#sweepKills();
-    for (const executor of this.#executors.values()) {
-      const held = await this.#heldBy(executor.site);
-      for (const event of await executor.poll(held)) await this.#apply(executor, event);
-      const free = executor.freeSlots();
-      if (free <= 0) continue;
-      for (const job of await this.#claim(executor.site, free)) {
-        try {
-          await executor.submit(job);
-        } catch (err) {
-          // Not lost: back to Waiting (not counted as a reschedule), saying why; the backend pauses its matching.
-          await this.#requeue(job.jobId, `submission to site ${executor.site} failed: ${(err as Error).message}`, false);
-        }
+  /** One site: follow what it runs, stop what was killed elsewhere, and fill its free slots. */
+  async #siteCycle(executor: Executor): Promise<void> {
+    await this.#sweepKills(executor);
+    const held = await this.#heldBy(executor.site);
+    for (const event of await executor.poll(held)) await this.#apply(executor, event);
+    const free = executor.freeSlots();
+    if (free <= 0) return;
+    // Paced: after an outage a site with many free slots fills them over several cycles, not at once.
+    const claimed = await this.#claim(executor.site, Math.min(free, CLAIMS_PER_CYCLE));
+    for (const job of claimed) {
+      try {
+        await executor.submit(job);
+      } catch (err) {
+        // Not lost: back to Waiting (not counted as a reschedule), saying why; the backend pauses its matching.
+        await this.#requeue(job.jobId, `submission to site ${executor.site} failed: ${(err as Error).message}`, false);
       }
     }
+    if (claimed.length === CLAIMS_PER_CYCLE && free > CLAIMS_PER_CYCLE) this.#wakers.get(executor.site)?.wake();
   }
 
   async #heldBy(site: string): Promise<{ jobId: number; ref: string | null }[]> {
@@ -297,19 +298,17 @@ export class Scheduler {
       .execute();
   }
 
-  /** Jobs this instance runs whose status changed elsewhere (a kill through another instance). */
-  async #sweepKills(): Promise<void> {
-    for (const executor of this.#executors.values()) {
-      const active = executor.activeJobs();
-      if (active.length === 0) continue;
-      const gone = await this.#db
-        .selectFrom('jobs')
-        .select(['job_id', 'executor_ref'])
-        .where('job_id', 'in', active)
-        .where((eb) => eb.or([eb('status', 'not in', HELD), eb('executor_id', 'is', null), eb('executor_id', '!=', this.instanceId)]))
-        .execute();
-      for (const g of gone) await executor.kill(Number(g.job_id), g.executor_ref).catch((err: unknown) => this.#log.warn({ err, jobId: Number(g.job_id) }, 'kill not delivered yet; tried again'));
-    }
+  /** Jobs this site runs for this instance whose status changed elsewhere (a kill through another instance). */
+  async #sweepKills(executor: Executor): Promise<void> {
+    const active = executor.activeJobs();
+    if (active.length === 0) return;
+    const gone = await this.#db
+      .selectFrom('jobs')
+      .select(['job_id', 'executor_ref'])
+      .where('job_id', 'in', active)
+      .where((eb) => eb.or([eb('status', 'not in', HELD), eb('executor_id', 'is', null), eb('executor_id', '!=', this.instanceId)]))
+      .execute();
+    for (const g of gone) await executor.kill(Number(g.job_id), g.executor_ref).catch((err: unknown) => this.#log.warn({ err, jobId: Number(g.job_id) }, 'kill not delivered yet; tried again'));
   }
 
   /**
