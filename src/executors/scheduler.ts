@@ -102,7 +102,7 @@ export class Scheduler {
     for (const e of this.#executors.values()) {
       const stopped = await e.close();
       // Jobs cut short by a shutdown go back to Waiting without counting against their reschedule limit.
-      for (const jobId of stopped) await this.#requeue(jobId, 'Server shut down while the job ran; rescheduled', false).catch(() => {});
+      for (const jobId of stopped) await this.#requeue(jobId, 'the server shut down while the job ran; rescheduled', false).catch(() => {});
     }
     await Promise.allSettled(this.#chains.values());
   }
@@ -385,7 +385,8 @@ export class Scheduler {
       const won = await changeStatus(trx, [jobId], {
         from: status,
         to: JobStatus.Rescheduled,
-        minorStatus: `Job lost: ${why}; rescheduled`,
+        // Only a run that died with its holder is "lost"; a job sent back (refused submission, shutdown) is not.
+        minorStatus: count ? `Job lost: ${why}; rescheduled` : `Sent back: ${why}`,
         source: 'Scheduler',
         set: { ...release, reschedule_counter: row.reschedule_counter + (count ? 1 : 0), start_exec_time: null },
       });

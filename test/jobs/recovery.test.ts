@@ -116,7 +116,11 @@ for (const { dialect, skip } of await dialects()) {
       const job = await svc.request(`/jobs/${jid}`, { token: alice });
       assert.equal(job.json.Status, 'Waiting');
       assert.equal(job.json.RescheduleCounter, 0);
-      assert.match(job.json.MinorStatus, /Server shut down/);
+      assert.match(job.json.MinorStatus, /the server shut down/);
+      // Sent back, not lost: the run did not die with its server.
+      const history = job.json.StatusHistory as { Status: string; MinorStatus: string }[];
+      assert.ok(history.some((h) => h.Status === 'Rescheduled' && h.MinorStatus === 'Sent back: the server shut down while the job ran; rescheduled'), JSON.stringify(history));
+      assert.ok(!history.some((h) => /Job lost/.test(h.MinorStatus)));
     });
   });
 }
