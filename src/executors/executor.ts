@@ -81,7 +81,7 @@ export interface Executor {
    */
   adopt?(job: JobToRun, ref: string, running: boolean): boolean;
   /** Whether `adopt` can follow this reference (asked before the job changes hands). */
-  canAdopt?(ref: string): boolean;
+  canAdopt?(ref: string): boolean | Promise<boolean>;
   /** Cleans up after a job whose holder died (an orphaned process, a batch job): kills what is left. Returns as kill does. */
   reap(ref: string): Promise<boolean>;
   /** Stops everything it runs; later events are not reported. @returns the ids it stopped. */

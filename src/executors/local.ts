@@ -9,7 +9,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants as osConstants, hostname } from 'node:os';
-import { chmod, lstat, mkdir, open, readdir, rm } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
+import { access, chmod, lstat, mkdir, open, readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import picomatch from 'picomatch';
 import { environment } from '../kernel/config.ts';
@@ -38,6 +39,54 @@ export interface LocalRef {
   pid: number;
   /** /proc start time, to tell our process from a later one with the same pid. */
   start: number | null;
+  /** The job's working directory, where the wrapper leaves the exit record (`.dirigo-exit`). */
+  dir?: string;
+}
+
+/**
+ * Runs the payload under /bin/sh, which writes its exit code to `.dirigo-exit` when it ends: the record
+ * outlives this server, so that a restart adopts a run that went on or ended meanwhile instead of running
+ * it again. Arguments pass through "$@" untouched; the shell, like the payload, leads its own group.
+ */
+const WRAPPER = '"$@"; code=$?; echo "$code" > .dirigo-exit.tmp && mv -f .dirigo-exit.tmp .dirigo-exit; exit "$code"';
+const EXIT_RECORD = '.dirigo-exit';
+
+/** A run this executor took over from a server that died (issue 14: adopt instead of rerun). */
+interface Adopted {
+  job: JobToRun;
+  pid: number;
+  start: number | null;
+  dir: string;
+  running: boolean;
+  killed?: boolean;
+}
+
+async function alive(pid: number, start: number | null): Promise<boolean> {
+  const st = await readStat(pid);
+  return st !== undefined && (start === null || st.startTime === start) && st.pgrp === pid;
+}
+
+async function exitRecord(dir: string): Promise<number | undefined> {
+  try {
+    const code = Number((await readFile(join(dir, EXIT_RECORD), 'utf8')).trim());
+    return Number.isInteger(code) ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The executable PATH finds for a bare name, or undefined. */
+async function onPath(name: string, path: string): Promise<string | undefined> {
+  for (const dir of path.split(':')) {
+    if (!dir) continue;
+    try {
+      await access(join(dir, name), fsConstants.X_OK);
+      return join(dir, name);
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
 }
 
 interface Running {
@@ -64,6 +113,15 @@ function signalGroup(pid: number, signal: NodeJS.Signals): void {
 }
 
 /** Why a process could not be started, in the words of the job's MinorStatus. */
+function parseRef(ref: string): LocalRef | undefined {
+  try {
+    const parsed = JSON.parse(ref) as LocalRef;
+    return parsed && typeof parsed === 'object' ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function startProblem(err: Error | undefined): string {
   switch ((err as NodeJS.ErrnoException | undefined)?.code) {
     case 'ENOENT':
@@ -84,6 +142,7 @@ export class LocalExecutor implements Executor {
   readonly #running = new Map<number, Running>();
   #sink: ExecutorSink = async () => false;
   #wake: () => void = () => {};
+  readonly #adopted = new Map<number, Adopted>();
   #cpuTimer: NodeJS.Timeout | undefined;
   #closing = false;
 
@@ -100,11 +159,11 @@ export class LocalExecutor implements Executor {
   }
 
   freeSlots(): number {
-    return this.#closing ? 0 : Math.max(0, this.#o.slots - this.#running.size);
+    return this.#closing ? 0 : Math.max(0, this.#o.slots - this.#running.size - this.#adopted.size);
   }
 
   activeJobs(): number[] {
-    return [...this.#running.keys()];
+    return [...this.#running.keys(), ...this.#adopted.keys()];
   }
 
   async submit(job: JobToRun): Promise<void> {
@@ -118,8 +177,62 @@ export class LocalExecutor implements Executor {
       });
   }
 
+  /** Runs this executor started report themselves; adopted ones are looked at here, once per cycle. */
   async poll(_held: readonly HeldJob[]): Promise<ExecutorEvent[]> {
-    return [];
+    const events: ExecutorEvent[] = [];
+    for (const a of [...this.#adopted.values()]) {
+      if (await alive(a.pid, a.start)) continue;
+      this.#adopted.delete(a.job.jobId);
+      events.push(...(await this.#finishAdopted(a)));
+      this.#wake();
+    }
+    return events;
+  }
+
+  /**
+   * Whether a dead server's run can be adopted: on this host, with its working directory, and either
+   * still running or with an exit record. Otherwise the run is known dead and the job runs again.
+   */
+  async canAdopt(ref: string): Promise<boolean> {
+    const parsed = parseRef(ref);
+    if (!parsed?.dir || parsed.host !== hostname() || !parsed.dir.startsWith(`${this.#o.workDir}/`)) return false;
+    return (await alive(parsed.pid, parsed.start)) || (await exitRecord(parsed.dir)) !== undefined;
+  }
+
+  adopt(job: JobToRun, ref: string, running: boolean): boolean {
+    const parsed = parseRef(ref);
+    if (!parsed?.dir) return false;
+    this.#adopted.set(job.jobId, { job, pid: parsed.pid, start: parsed.start, dir: parsed.dir, running });
+    return true;
+  }
+
+  /** The events that end an adopted run, read from its exit record; its output is packed as for any run. */
+  async #finishAdopted(a: Adopted): Promise<ExecutorEvent[]> {
+    const m = a.job.manifest;
+    const jobId = a.job.jobId;
+    const code = await exitRecord(a.dir);
+    try {
+      const events: ExecutorEvent[] = [];
+      if (code === undefined) {
+        return [{ kind: 'finished', jobId, outcome: 'failed', exitCode: null, minorStatus: a.killed ? 'Killed' : 'The adopted run ended without an exit record (it was killed)' }];
+      }
+      if (!a.running) events.push({ kind: 'running', jobId, ref: JSON.stringify({ host: hostname(), pid: a.pid, start: a.start, dir: a.dir } satisfies LocalRef) });
+      events.push({ kind: 'completing', jobId });
+      let outputSandbox: StoredObject | undefined;
+      let packError: string | undefined;
+      try {
+        outputSandbox = await this.#packOutput(a.dir, m.StdOutput ?? 'std.out', m.StdError ?? 'std.err', m.OutputSandbox ?? []);
+      } catch (err) {
+        packError = `Output sandbox could not be stored: ${(err as Error).message}`;
+      }
+      const base = { kind: 'finished' as const, jobId, exitCode: code, ...(outputSandbox ? { outputSandbox } : {}) };
+      if (packError) events.push({ ...base, outcome: 'failed', minorStatus: packError });
+      else if (code === 0) events.push({ ...base, outcome: 'done', minorStatus: 'Execution Complete (adopted run)', applicationStatus: 'Exited with code 0' });
+      else events.push({ ...base, outcome: 'failed', minorStatus: `Application exited with code ${code} (adopted run)`, applicationStatus: `Exited with code ${code}` });
+      return events;
+    } finally {
+      if (!this.#o.site.keepWorkDirs) await rm(a.dir, { recursive: true, force: true }).catch(() => {});
+    }
   }
 
   async kill(jobId: number, ref: string | null = null): Promise<boolean> {
@@ -128,17 +241,19 @@ export class LocalExecutor implements Executor {
       this.#stop(r, 'killed');
       return true;
     }
+    const a = this.#adopted.get(jobId);
+    if (a) {
+      a.killed = true;
+      if (await alive(a.pid, a.start)) signalGroup(a.pid, 'SIGKILL');
+      return true;
+    }
     // Not one this executor runs now (it was restarted): the payload is found by its reference.
     return ref ? this.reap(ref) : true;
   }
 
   async reap(ref: string): Promise<boolean> {
-    let parsed: LocalRef;
-    try {
-      parsed = JSON.parse(ref) as LocalRef;
-    } catch {
-      return true;
-    }
+    const parsed = parseRef(ref);
+    if (!parsed) return true;
     // Another host's process is out of reach; a reference that names no process names nothing to stop.
     if (parsed.host !== hostname()) return false;
     if (!Number.isInteger(parsed.pid) || parsed.pid <= 1) return true;
@@ -207,7 +322,8 @@ export class LocalExecutor implements Executor {
       let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
       try {
         if (!startError) {
-          const command = await this.#resolveExecutable(dir, m.Executable);
+          const path = m.Environment?.PATH ?? environment.get('PATH') ?? DEFAULT_PATH;
+          const command = await this.#resolveExecutable(dir, m.Executable, path);
           const env: Record<string, string> = {
             PATH: environment.get('PATH') ?? DEFAULT_PATH,
             HOME: dir,
@@ -220,7 +336,12 @@ export class LocalExecutor implements Executor {
           let child: ChildProcess | undefined;
           let spawned: Error | undefined;
           try {
-            child = spawn(command, job.argv, { cwd: dir, env, stdio: ['ignore', out.fd, errFile.fd], detached: true });
+            // Checked here, since under the wrapper a missing or non-executable program would only be sh's exit 127/126.
+            if (command === undefined) throw Object.assign(new Error('not found'), { code: 'ENOENT' });
+            await access(command, fsConstants.X_OK).catch((err: NodeJS.ErrnoException) => {
+              throw Object.assign(new Error(err.message), { code: err.code === 'ENOENT' ? 'ENOENT' : 'EACCES' });
+            });
+            child = spawn('/bin/sh', ['-c', WRAPPER, 'dirigo-job', command, ...job.argv], { cwd: dir, env, stdio: ['ignore', out.fd, errFile.fd], detached: true });
             spawned = await new Promise<Error | undefined>((resolve) => {
               child!.once('spawn', () => resolve(undefined));
               child!.once('error', (err) => resolve(err));
@@ -236,7 +357,7 @@ export class LocalExecutor implements Executor {
             r.pid = child.pid!;
             const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
             const st = await readStat(r.pid);
-            const ref: LocalRef = { host: hostname(), pid: r.pid, start: st?.startTime ?? null };
+            const ref: LocalRef = { host: hostname(), pid: r.pid, start: st?.startTime ?? null, dir };
             if (this.#closing) r.stopReason ??= 'shutdown';
             if (r.stopReason === 'shutdown') signalGroup(r.pid, 'SIGKILL');
             else if (!(await this.#sink({ kind: 'running', jobId: job.jobId, ref: JSON.stringify(ref) }))) this.#stop(r, 'killed');
@@ -298,8 +419,8 @@ export class LocalExecutor implements Executor {
     return { ...base, outcome: 'failed', exitCode, minorStatus: `Application exited with code ${exit.code}`, applicationStatus: `Exited with code ${exit.code}` };
   }
 
-  /** A bare name that the input sandbox holds runs from the working directory, otherwise PATH finds it. */
-  async #resolveExecutable(dir: string, executable: string): Promise<string> {
+  /** A bare name that the input sandbox holds runs from the working directory, otherwise PATH finds it (undefined: nowhere). */
+  async #resolveExecutable(dir: string, executable: string, path: string): Promise<string | undefined> {
     if (executable.includes('/')) return executable;
     try {
       const st = await lstat(join(dir, executable));
@@ -310,7 +431,7 @@ export class LocalExecutor implements Executor {
     } catch {
       // not in the sandbox
     }
-    return executable;
+    return onPath(executable, path);
   }
 
   async #packOutput(dir: string, stdout: string, stderr: string, patterns: readonly string[]): Promise<StoredObject> {

@@ -341,18 +341,19 @@ export class Scheduler {
   }
 
   /**
-   * Takes a dead holder's job over where its backend can be followed (a batch job in Slurm): the job keeps
-   * its status and run, and MinorStatus says why it changed hands. @returns false when it must be rerun.
+   * Takes a dead holder's job over where its run can be followed (a batch job in Slurm, a local payload
+   * still running or with its exit record): the job keeps its status and run, and its history says why it
+   * changed hands. @returns false when the run is known dead and the job must run again.
    */
   async #adopt(row: { job_id: number | string; executor_id: string | null; executor_ref: string | null; site: string }, why: string): Promise<boolean> {
     const executor = this.#executors.get(row.site);
-    if (!executor?.adopt || !row.executor_ref || !executor.canAdopt?.(row.executor_ref)) return false;
+    if (!executor?.adopt || !row.executor_ref || !(await executor.canAdopt?.(row.executor_ref))) return false;
     const jobId = Number(row.job_id);
     const [job] = await this.#jobsToRun([jobId]);
     if (!job) return false;
     const status = await handOver(this.#db, jobId, {
       from: row.executor_id, to: this.instanceId, leaseUntil: new Date(Date.now() + this.#config.leaseMs).toISOString(), statuses: HELD,
-      minorStatus: `Adopted (${why}): its batch job is followed in ${executor.type}, not run again`, source: 'Scheduler',
+      minorStatus: `Adopted (${why}): its run goes on and is followed to its end, not run again`, source: 'Scheduler',
     });
     if (status === undefined) return false;
     if (executor.adopt(job, row.executor_ref, status !== JobStatus.Matched)) {

@@ -36,7 +36,7 @@ for (const { dialect, skip } of await dialects()) {
       rmSync(dataDir, { recursive: true, force: true });
     });
 
-    async function call(url: string, path: string, opts: { method?: 'GET' | 'POST'; token?: string; body?: string | Buffer; headers?: Record<string, string> } = {}) {
+    async function call(url: string, path: string, opts: { method?: 'GET' | 'POST' | 'DELETE'; token?: string; body?: string | Buffer; headers?: Record<string, string> } = {}) {
       const res = await request(url + path, {
         method: opts.method ?? 'GET',
         dispatcher: agent,
@@ -136,15 +136,19 @@ for (const { dialect, skip } of await dialects()) {
         const m = (await call(server.url, `/jobs/${job.JobID}/manifest`, { token })).json();
         if (m.InputSandbox) assert.equal((await call(server.url, `/jobs/${job.JobID}/inputsandbox`, { token })).status, 200, `job ${job.JobID}`);
       }
-      // The jobs that were running were rescheduled, and their orphaned processes reaped.
+      // The jobs that were running were adopted: their payloads went on, not run a second time.
       for (const jid of sleeperIds) {
         const j = (await call(server.url, `/jobs/${jid}`, { token })).json();
-        assert.equal(j.RescheduleCounter, 1, JSON.stringify(j));
-        assert.ok(j.StatusHistory.some((h: { Status: string; MinorStatus: string }) => h.Status === 'Rescheduled' && /server running it stopped/.test(h.MinorStatus)));
+        assert.equal(j.Status, 'Running', JSON.stringify(j));
+        assert.equal(j.RescheduleCounter, 0, JSON.stringify(j));
+        assert.ok(j.StatusHistory.some((h: { Status: string; MinorStatus: string }) => h.Status === 'Running' && /^Adopted \(the server running it stopped\)/.test(h.MinorStatus)));
       }
+      for (const pid of pids) assert.ok(processAlive(pid), `adopted payload ${pid} goes on`);
+      // And an adopted run is killed like any other.
+      for (const jid of sleeperIds) assert.equal((await call(server.url, `/jobs/${jid}`, { method: 'DELETE', token })).status, 200);
       for (const pid of pids) {
-        for (let i = 0; processAlive(pid) && i < 100; i++) await new Promise((r) => setTimeout(r, 50));
-        assert.equal(processAlive(pid), false, `orphaned payload ${pid} was reaped`);
+        for (let i = 0; processAlive(pid) && i < 200; i++) await new Promise((r) => setTimeout(r, 50));
+        assert.equal(processAlive(pid), false, `the killed adopted payload ${pid} stopped`);
       }
       assert.ok(existsSync(join(dataDir, 'sandboxes')));
       server.child.kill('SIGTERM');

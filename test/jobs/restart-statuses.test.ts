@@ -88,6 +88,31 @@ for (const { dialect, skip } of await dialects()) {
       assert.ok(history.some((h) => h.Status === 'Rescheduled' && /the server running it stopped/.test(h.MinorStatus)), JSON.stringify(history));
     });
 
+    it('a local run that ended while its server was dead is adopted from its exit record, not run again', { timeout: 120000 }, async () => {
+      server ??= await startServe(setup);
+      let token = await flowAToken(server.url, agent);
+      const runs = join(setup.dataDir, 'runs.log');
+      const [jid] = (await call('/jobs', token, { Executable: '/bin/sh', Arguments: `-c 'echo ran >> ${runs}; sleep 1; exit 3'` })).jids as number[];
+      while ((await statusOf(token, jid!)) !== 'Running') await new Promise((r) => setTimeout(r, 50));
+      server.child.kill('SIGKILL');
+      await server.exited;
+      // The payload ends while no server runs.
+      await new Promise((r) => setTimeout(r, 2500));
+      server = await startServe(setup);
+      token = await flowAToken(server.url, agent);
+      let job = await call(`/jobs/${jid!}`, token);
+      for (let i = 0; !['Done', 'Failed', 'Killed'].includes(String(job.Status)); i++) {
+        assert.ok(i < 600, `job ${jid} is still ${String(job.Status)}`);
+        await new Promise((r) => setTimeout(r, 50));
+        job = await call(`/jobs/${jid!}`, token);
+      }
+      assert.equal(job.Status, 'Failed');
+      assert.equal(job.ExitCode, 3, 'the exit code the run recorded');
+      assert.equal(job.RescheduleCounter, 0);
+      assert.match(String(job.MinorStatus), /exited with code 3 \(adopted run\)/);
+      assert.equal(readFileSync(runs, 'utf8'), 'ran\n', 'the payload ran once');
+    });
+
     it('a kill accepted just before the server died still stops the payload: the restart delivers it', { timeout: 120000 }, async () => {
       server ??= await startServe(setup);
       let token = await flowAToken(server.url, agent);
