@@ -11,7 +11,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { constants as osConstants, hostname } from 'node:os';
 import { constants as fsConstants } from 'node:fs';
 import { access, chmod, lstat, mkdir, open, readdir, readFile, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import picomatch from 'picomatch';
 import { environment } from '../kernel/config.ts';
 import type { LocalSiteConfig } from '../jobs/index.ts';
@@ -195,13 +195,18 @@ export class LocalExecutor implements Executor {
    */
   async canAdopt(ref: string): Promise<boolean> {
     const parsed = parseRef(ref);
-    if (!parsed?.dir || parsed.host !== hostname() || !parsed.dir.startsWith(`${this.#o.workDir}/`)) return false;
+    if (!parsed?.dir || parsed.host !== hostname() || !this.#ownWorkDir(parsed.dir)) return false;
     return (await alive(parsed.pid, parsed.start)) || (await exitRecord(parsed.dir)) !== undefined;
+  }
+
+  /** A job directory of this executor: a path read back from the database is never trusted further. */
+  #ownWorkDir(dir: string): boolean {
+    return typeof dir === 'string' && dirname(resolve(dir)) === resolve(this.#o.workDir) && /^\d+$/.test(basename(dir));
   }
 
   adopt(job: JobToRun, ref: string, running: boolean): boolean {
     const parsed = parseRef(ref);
-    if (!parsed?.dir) return false;
+    if (!parsed?.dir || !this.#ownWorkDir(parsed.dir)) return false;
     this.#adopted.set(job.jobId, { job, pid: parsed.pid, start: parsed.start, dir: parsed.dir, running });
     return true;
   }
@@ -256,10 +261,13 @@ export class LocalExecutor implements Executor {
     if (!parsed) return true;
     // Another host's process is out of reach; a reference that names no process names nothing to stop.
     if (parsed.host !== hostname()) return false;
-    if (!Number.isInteger(parsed.pid) || parsed.pid <= 1) return true;
-    const st = await readStat(parsed.pid);
-    // Only a process that is provably the one we started (same pid and start time, its own group leader).
-    if (st && st.startTime === parsed.start && st.pgrp === parsed.pid) signalGroup(parsed.pid, 'SIGKILL');
+    if (Number.isInteger(parsed.pid) && parsed.pid > 1) {
+      const st = await readStat(parsed.pid);
+      // Only a process that is provably the one we started (same pid and start time, its own group leader).
+      if (st && st.startTime === parsed.start && st.pgrp === parsed.pid) signalGroup(parsed.pid, 'SIGKILL');
+    }
+    // Its working directory goes too; a path from the database is removed only inside this site's workDir.
+    if (parsed.dir && this.#ownWorkDir(parsed.dir) && !this.#o.site.keepWorkDirs) await rm(parsed.dir, { recursive: true, force: true }).catch(() => {});
     return true;
   }
 
