@@ -10,13 +10,13 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, rm, stat } from 'node:fs/promises';
-import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { request, type Agent as HttpAgent, type Dispatcher } from 'undici';
 import { LocalExecutor } from '../executors/index.ts';
-import type { ExecutorEvent } from '../executors/index.ts';
+import type { ExecutorEvent, JobToRun } from '../executors/index.ts';
+import { AgentJournal } from './journal.ts';
 import type { Manifest } from '../jobs/index.ts';
 import type { SandboxStore, StoredObject } from '../jobs/index.ts';
 import { PayloadTooLarge } from '../kernel/errors.ts';
@@ -73,6 +73,10 @@ export class JobAgent {
   readonly #executor: LocalExecutor;
   /** Output sandboxes packed by the executor, kept until the final report uploads them: sha256 → file. */
   readonly #outputs = new Map<string, string>();
+  /** Its jobs and its id, kept in the work directory for a restart. */
+  readonly #journal: AgentJournal;
+  /** What the executor was given, for the journal: job id → job. */
+  readonly #jobs = new Map<number, JobToRun>();
   #heartbeatMs = 30000;
   #stopped = false;
   #wakeUp: (() => void) | undefined;
@@ -83,7 +87,8 @@ export class JobAgent {
 
   constructor(options: JobAgentOptions) {
     this.#o = options;
-    this.agentId = options.agentId ?? `${hostname().replace(/[^A-Za-z0-9_.-]/g, '-').slice(0, 20)}-${randomUUID().slice(0, 8)}`;
+    this.agentId = options.agentId ?? AgentJournal.agentId(options.workDir);
+    this.#journal = new AgentJournal(options.workDir);
     this.#executor = new LocalExecutor({
       site: { name: options.site, type: 'local', slots: options.slots, workDir: options.workDir, keepWorkDirs: false },
       workDir: options.workDir,
@@ -187,10 +192,13 @@ export class JobAgent {
       switch (event.kind) {
         case 'queued':
           return true;
-        case 'running':
+        case 'running': {
+          const job = this.#jobs.get(jid);
+          if (job) this.#journal.remember({ job, ref: event.ref });
           await this.#untilDelivered(`job ${jid}: report Running`, () => this.#json('POST', `/agents/jobs/${jid}/status`, { agentId: this.agentId, status: 'Running' }));
           this.#o.log(`job ${jid} running`);
           return true;
+        }
         case 'completing':
           await this.#untilDelivered(`job ${jid}: report Completing`, () => this.#json('POST', `/agents/jobs/${jid}/status`, { agentId: this.agentId, status: 'Completing' }));
           return true;
@@ -225,6 +233,7 @@ export class JobAgent {
           };
           await this.#untilDelivered(`job ${jid}: report the outcome`, () => this.#json('POST', `/agents/jobs/${jid}/finish`, finish));
           this.finished++;
+          this.#forget(jid);
           this.#o.log(`job ${jid} ${outcome === 'done' ? 'Done' : `Failed: ${minorStatus}`}`);
           return true;
         }
@@ -233,6 +242,7 @@ export class JobAgent {
       if (err instanceof HttpError && (err.status === 403 || err.status === 409)) {
         // Killed, rescheduled or not ours any more: the payload must stop (if it still runs).
         this.#o.log(`job ${jid}: ${err.message}`);
+        if (event.kind === 'finished') this.#forget(jid);
         return false;
       }
       throw err;
@@ -266,8 +276,11 @@ export class JobAgent {
     await mkdir(this.#o.workDir, { recursive: true, mode: 0o700 });
     this.#executor.start((event) => this.#report(event), () => this.#wakeUp?.());
     this.#o.log(`agent ${this.agentId} for site ${this.#o.site} with ${this.#o.slots} slot(s) on ${this.#o.url}`);
+    await this.#resume();
     let heartbeating = false;
     while (!this.#stopped) {
+      // Runs adopted after a restart end here (the executor watches its own runs itself).
+      for (const event of await this.#executor.poll([])) await this.#report(event).catch((err: Error) => this.#o.log(`job ${event.jobId}: ${err.message}`));
       const free = this.#executor.freeSlots();
       let got = 0;
       if (free > 0) {
@@ -278,7 +291,7 @@ export class JobAgent {
           this.matched += got;
           for (const job of reply.jobs) {
             this.#o.log(`job ${job.JobID} matched`);
-            await this.#executor.submit({
+            const toRun: JobToRun = {
               jobId: job.JobID,
               manifest: job.Manifest,
               argv: job.Argv,
@@ -287,7 +300,9 @@ export class JobAgent {
               owner: '',
               ownerGroup: '',
               rescheduleCounter: job.RescheduleCounter,
-            });
+            };
+            this.#jobs.set(job.JobID, toRun);
+            await this.#executor.submit(toRun);
           }
         } catch (err) {
           if (err instanceof HttpError && (err.status === 400 || err.status === 403)) throw err;
@@ -318,12 +333,37 @@ export class JobAgent {
     return this.#stopping;
   }
 
+  #forget(jid: number): void {
+    this.#jobs.delete(jid);
+    this.#journal.forget(jid);
+  }
+
+  /**
+   * After a restart, the jobs this agent held: a run that goes on, or ended with its exit record, is
+   * adopted and reported as usual; a run known dead is given back to the service to run again.
+   */
+  async #resume(): Promise<void> {
+    for (const { job, ref } of this.#journal.entries()) {
+      this.#jobs.set(job.jobId, job);
+      if (await this.#executor.canAdopt(ref)) {
+        this.#executor.adopt(job, ref, true);
+        this.#o.log(`job ${job.jobId} adopted after a restart`);
+        continue;
+      }
+      this.#forget(job.jobId);
+      await this.#untilDelivered(`job ${job.jobId}: give it back`, () => this.#json('POST', `/agents/jobs/${job.jobId}/finish`, {
+        agentId: this.agentId, outcome: 'rescheduled', exitCode: null, minorStatus: `Agent ${this.agentId} restarted and its run was gone (no process, no exit record)`,
+      })).catch((err: Error) => this.#o.log(`job ${job.jobId}: could not give it back: ${err.message}`));
+    }
+  }
+
   async #stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#heartbeatTimer);
     this.#wakeUp?.();
     const stopped = await this.#executor.close();
     for (const jid of stopped) {
+      this.#forget(jid);
       await this.#json('POST', `/agents/jobs/${jid}/finish`, { agentId: this.agentId, outcome: 'rescheduled', exitCode: null, minorStatus: `Agent ${this.agentId} was stopped while the job ran` }).catch((err: Error) =>
         this.#o.log(`job ${jid}: could not give it back: ${err.message}`),
       );

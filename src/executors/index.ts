@@ -1,4 +1,4 @@
 /** Where jobs run: the scheduler and its executors (local child processes, Slurm). */
 export { startScheduling } from './scheduling.ts';
 export { LocalExecutor } from './local.ts';
-export type { ExecutorEvent } from './executor.ts';
+export type { ExecutorEvent, JobToRun } from './executor.ts';

@@ -16,9 +16,10 @@ export interface AgentProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export function startAgent(url: string, pki: TestPki, options: { site: string; slots?: number; user?: string; group?: string; extra?: string[] }): AgentProcess {
+export function startAgent(url: string, pki: TestPki, options: { site: string; slots?: number; user?: string; group?: string; extra?: string[]; workDir?: string }): AgentProcess {
   const user = pki.users[options.user ?? 'pilot']!;
-  const workDir = mkdtempSync(join(tmpdir(), 'dirigo-agent-'));
+  // A given work directory is an agent started again where it ran before.
+  const workDir = options.workDir ?? mkdtempSync(join(tmpdir(), 'dirigo-agent-'));
   const child = spawn(
     process.execPath,
     [

@@ -212,6 +212,26 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(badStatus.status, 400);
     });
 
+    test('an agent killed with SIGKILL and started again in its work directory adopts its running job: it ends Done, run once', async () => {
+      const runs = join(scratch, 'restart.runs');
+      const jid = await submit(svc, alice, { Executable: '/bin/sh', Arguments: `-c 'echo run >> ${runs}; sleep 3; echo finished'`, Sites: ['Quiet'] });
+      const workDir = mkdtempSync(join(tmpdir(), 'dirigo-agent-restart-'));
+      const first = startAgent(svc.url, svc.pki, { site: 'Quiet', slots: 1, workDir });
+      agents.push(first);
+      await waitForStatus(svc, alice, jid, ['Running'], 30000);
+      first.child.kill('SIGKILL');
+      await first.exited;
+      const again = startAgent(svc.url, svc.pki, { site: 'Quiet', slots: 1, workDir });
+      agents.push(again);
+      const job = await waitForStatus(svc, alice, jid, FINAL, 30000);
+      assert.equal(job.Status, 'Done', `${job.MinorStatus}\n${again.log()}`);
+      assert.equal(job.RescheduleCounter, 0);
+      assert.equal(readFileSync(runs, 'utf8'), 'run\n', 'the payload ran once');
+      assert.match(again.log(), new RegExp(`job ${jid} adopted after a restart`));
+      const out = await svc.request(`/jobs/${jid}/outputsandbox`, { token: alice });
+      assert.equal((await untar(out.body)).get('std.out')?.toString(), 'finished\n');
+    });
+
     test('a report sent again (its answer lost) is answered as the first one and applied once', async () => {
       const jid = await submit(svc, alice, { Executable: '/bin/true', Sites: ['Quiet'] });
       const matched = await svc.request('/agents/match', { method: 'POST', token: pilot, json: { agentId: 'replay', site: 'Quiet', slots: 1 } });
