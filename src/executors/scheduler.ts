@@ -25,8 +25,9 @@ import { Waker } from './waker.ts';
 const HELD: JobStatus[] = [JobStatus.Matched, JobStatus.Running, JobStatus.Completing];
 /** Jobs one site claims in one cycle at most. */
 const CLAIMS_PER_CYCLE = 32;
-/** The name of the loop that renews leases, recovers and delivers kills. */
-const HOUSEKEEPING = '(housekeeping)';
+/** The loops that are not a site's: lease renewal, and recovery with kill delivery. */
+const LEASES = '(leases)';
+const RECOVERY = '(recovery)';
 
 export interface SchedulerLog {
   warn(obj: object, msg: string): void;
@@ -70,13 +71,17 @@ export class Scheduler {
     this.#loop = this.recover(true)
       .then(() => this.#deliverKills(true))
       .catch((err: unknown) => this.#log.warn({ err }, 'recovery at start failed; the lease sweep retries it'))
-      .then(() => Promise.all([this.#loopOf(HOUSEKEEPING, this.#config.leaseMs / 3, () => this.#housekeeping()),
-        ...[...this.#executors.values()].map((e) => this.#loopOf(e.site, this.#config.pollIntervalMs, () => this.#siteCycle(e)))]));
+      .then(() => Promise.all([
+        // Leases alone in a loop: nothing that waits on a batch system may let them run out.
+        this.#loopOf(LEASES, this.#config.leaseMs / 3, () => this.#renewLeases()),
+        this.#loopOf(RECOVERY, this.#config.leaseMs / 3, () => this.#recoverAndDeliver()),
+        ...[...this.#executors.values()].map((e) => this.#loopOf(e.site, this.#config.pollIntervalMs, () => this.#siteCycle(e))),
+      ]));
   }
 
   /** Asks every site for a cycle now (after a submission, when a slot frees up). */
   wake(): void {
-    for (const [name, waker] of this.#wakers) if (name !== HOUSEKEEPING) waker.wake();
+    for (const [name, waker] of this.#wakers) if (name !== LEASES && name !== RECOVERY) waker.wake();
   }
 
   /** Runs `cycle` until the scheduler stops, pausing `ms` between cycles unless woken. */
@@ -155,9 +160,8 @@ export class Scheduler {
     }
   }
 
-  /** Leases, recovery of dead holders' jobs and kill delivery: every leaseMs / 3, whatever the sites do. */
-  async #housekeeping(): Promise<void> {
-    await this.#renewLeases();
+  /** Recovery of dead holders' jobs and kill delivery: every leaseMs / 3, whatever the sites do. */
+  async #recoverAndDeliver(): Promise<void> {
     await this.recover(false);
     await this.#deliverKills(false);
   }
@@ -230,13 +234,30 @@ export class Scheduler {
   /** Applies an executor's event, in order per job. */
   #apply(executor: Executor, event: ExecutorEvent): Promise<boolean> {
     const previous = this.#chains.get(event.jobId) ?? Promise.resolve();
-    const next = previous.then(() => this.#applyNow(executor, event));
+    const next = previous.then(() => this.#untilApplied(executor, event));
     const settled = next.catch(() => false);
     this.#chains.set(event.jobId, settled);
     settled.then(() => {
       if (this.#chains.get(event.jobId) === settled) this.#chains.delete(event.jobId);
     });
     return next;
+  }
+
+  /**
+   * An event that cannot be written (the database unreachable) is tried again, from 0.5 s doubling to 30 s,
+   * until it is written or the scheduler stops: a run that ended meanwhile is never left untracked.
+   * Applying is a compare-and-set, so a retry never applies an event twice.
+   */
+  async #untilApplied(executor: Executor, event: ExecutorEvent): Promise<boolean> {
+    for (let delay = 500; ; delay = Math.min(delay * 2, 30_000)) {
+      try {
+        return await this.#applyNow(executor, event);
+      } catch (err) {
+        if (this.#stopped) throw err;
+        this.#log.warn({ err, jobId: event.jobId, event: event.kind }, `could not record the job's ${event.kind} event; trying again in ${delay / 1000} s`);
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
   }
 
   async #applyNow(executor: Executor, event: ExecutorEvent): Promise<boolean> {

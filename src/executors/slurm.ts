@@ -176,7 +176,10 @@ export class SlurmExecutor implements Executor {
     // Jobs the database says we hold but memory lost track of cannot happen within one process; the
     // database is the authority on which of ours are still active.
     const active = new Set(held.map((h) => h.jobId));
-    const mine = [...this.#held.values()].filter((h) => active.has(h.job.jobId));
+    // A job the database no longer gives this instance (killed, or taken over after a missed lease) is
+    // followed by whoever holds it now.
+    for (const id of [...this.#held.keys()]) if (!active.has(id)) this.#held.delete(id);
+    const mine = [...this.#held.values()];
     const ids = [...mine.map((h) => h.slurmId), ...this.#cleanup.keys()];
     if (ids.length === 0) return [];
     let states: Map<string, SlurmJobInfo>;

@@ -9,11 +9,13 @@ export interface TcpProxy {
   url: string;
   /** Starts (true) or ends (false) an outage. */
   down(on: boolean): void;
+  /** Sends new connections to another server (an instance restarted on a new port). */
+  retarget(url: string): void;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
-  const target = new URL(targetUrl);
+  let target = new URL(targetUrl);
   const open = new Set<Socket>();
   let outage = false;
   const server = createServer((client) => {
@@ -33,6 +35,9 @@ export async function startTcpProxy(targetUrl: string): Promise<TcpProxy> {
   const { port } = server.address() as { port: number };
   return {
     url: `${target.protocol}//127.0.0.1:${port}`,
+    retarget(url) {
+      target = new URL(url);
+    },
     down(on) {
       outage = on;
       if (on) for (const s of open) s.resetAndDestroy();

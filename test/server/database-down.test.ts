@@ -48,7 +48,10 @@ describe('database outage (postgres)', { skip: reason && process.env.CI !== 'tru
     relay = new Relay(new URL(POSTGRES_URL));
     await relay.listen();
     target.host = `127.0.0.1:${relay.port}`;
-    svc = await startTestService({ dialect: 'postgres', databaseUrl: target.toString() });
+    svc = await startTestService({
+      dialect: 'postgres', databaseUrl: target.toString(),
+      config: { jobs: { scheduler: { pollIntervalMs: 100, leaseMs: 60000 }, sites: [{ name: 'Local', type: 'local', slots: 1 }] } },
+    });
   });
   after(async () => {
     relay.restore();
@@ -70,6 +73,28 @@ describe('database outage (postgres)', { skip: reason && process.env.CI !== 'tru
       if (status !== 200) await new Promise((r) => setTimeout(r, 100));
     }
     assert.equal(status, 200);
+  });
+
+  it('a job that ends during the outage is recorded once the database is back (its events are retried)', async () => {
+    const token = await svc.token('alice');
+    const submitted = await svc.request('/jobs', { method: 'POST', token, json: { Executable: '/bin/sh', Arguments: `-c 'sleep 1; echo done'`, Sites: ['Local'] } });
+    assert.equal(submitted.status, 201, submitted.text);
+    const jid = submitted.json.jids[0] as number;
+    for (let i = 0; (await svc.request(`/jobs/${jid}`, { token })).json.Status !== 'Running'; i++) {
+      assert.ok(i < 200, 'the job did not start');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    relay.cut();
+    await new Promise((r) => setTimeout(r, 3000)); // the payload ends while nothing can be written
+    relay.restore();
+    let job: Record<string, unknown> = {};
+    for (let i = 0; i < 300 && !['Done', 'Failed', 'Killed'].includes(String(job.Status)); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      const r = await svc.request(`/jobs/${jid}`, { token });
+      if (r.status === 200) job = r.json;
+    }
+    assert.equal(job.Status, 'Done', JSON.stringify(job));
+    assert.equal(job.RescheduleCounter, 0);
   });
 });
 

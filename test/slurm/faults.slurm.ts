@@ -1,0 +1,169 @@
+/**
+ * Fault injection (issue 14): two instances on one PostgreSQL schema with a local, a Slurm and an agents
+ * site take submissions while faults hit them: kill -9 of an instance (restarted), kill -9 of the agent
+ * (restarted in its work directory), slurmctld stopped and started again, and kills through the API.
+ * Afterwards every acknowledged job exists once and is final, no payload of the local and Slurm sites
+ * ran to completion twice, and every accepted kill stopped its payload.
+ *
+ * Small by default (CI); `npm run test:faults` runs it longer (DIRIGO_FAULT_JOBS, default 150 there).
+ */
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startCluster, type Cluster, type Instance } from '../scale/cluster.ts';
+import { startAgent, type AgentProcess } from '../agents/agent-process.ts';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+import { dialects } from '../helpers/dialects.ts';
+import { slurmUnavailable } from './slurm-available.ts';
+
+const noSlurm = slurmUnavailable();
+const ROOT = new URL('../../', import.meta.url).pathname;
+const JOBS = Number(process.env.DIRIGO_FAULT_JOBS ?? 36);
+const SITES = ['Local', 'Slurm', 'Pool'] as const;
+const FINAL = ['Done', 'Failed', 'Killed'];
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function startSlurm(): Promise<void> {
+  const child = spawn('bash', [join(ROOT, 'scripts/slurm-dev.sh')], { stdio: 'ignore' });
+  assert.equal(await new Promise<number | null>((r) => child.on('close', r)), 0, 'scripts/slurm-dev.sh could not bring Slurm back');
+}
+
+const postgres = (await dialects()).find((d) => d.dialect === 'postgres')!;
+
+describe('fault injection: instances, an agent and slurmctld fail under load', { skip: noSlurm ? `Slurm unavailable: ${noSlurm}` : postgres.skip }, () => {
+  let cluster: Cluster;
+  let a: Instance;
+  let b: Instance;
+  let proxy: TcpProxy;
+  let agent: AgentProcess;
+  const agentDir = mkdtempSync(join(tmpdir(), 'dirigo-fault-agent-'));
+
+  before(async () => {
+    const work = mkdtempSync(join(tmpdir(), 'dirigo-fault-'));
+    mkdirSync(join(work, 'local'));
+    mkdirSync(join(work, 'slurm'));
+    cluster = await startCluster({
+      scheduler: { pollIntervalMs: 200, leaseMs: 3000, maxReschedules: 5 },
+      // Instances on one host share the local and Slurm working directories, so any of them can adopt a run.
+      sites: [
+        { name: 'Local', type: 'local', slots: 4, workDir: join(work, 'local') },
+        { name: 'Slurm', type: 'slurm', partition: 'debug', stagingDir: join(work, 'slurm'), commandTimeoutMs: 20000 },
+        { name: 'Pool', type: 'agents', heartbeatIntervalMs: 500, stalledAfterMs: 60000, failStalledAfterMs: 60000 },
+      ],
+    });
+    [a, b] = [await cluster.start('a'), await cluster.start('b')];
+    proxy = await startTcpProxy(a.url);
+    agent = startAgent(proxy.url, cluster.pki, { site: 'Pool', slots: 4, workDir: agentDir });
+  });
+  after(async () => {
+    await agent?.stop('SIGKILL');
+    await proxy?.close();
+    if (!/is UP/.test(execFileSync('scontrol', ['ping'], { encoding: 'utf8' }))) await startSlurm();
+    await cluster?.close();
+  });
+
+  test('every acknowledged job exists once and ends; local and Slurm payloads complete at most once; kills land', { timeout: 600000 }, async () => {
+    const completions = join(cluster.shared, 'completions');
+    const live = () => [a, b].filter((i) => i.child.exitCode === null && i.child.signalCode === null);
+    const tokens = new Map<string, string>();
+    const token = async (i: Instance) => {
+      let t = tokens.get(i.url);
+      if (!t) tokens.set(i.url, (t = await cluster.token(i, 'alice')));
+      return t;
+    };
+    const acknowledged = new Map<number, (typeof SITES)[number]>();
+    const submit = async (manifest: Record<string, unknown>) => {
+      for (;;) {
+        const i = live()[acknowledged.size % live().length]!;
+        const r = await cluster.request(i, '/jobs', { method: 'POST', token: await token(i), json: manifest }).catch(() => undefined);
+        if (r?.status === 201) return r.json.jids[0] as number;
+        await sleep(200);
+      }
+    };
+
+    // Jobs that are killed through the API while they run: their payloads must stop.
+    const doomed = new Map<number, { site: string; pidFile: string }>();
+    for (const site of SITES) {
+      const pidFile = join(cluster.shared, `doomed-${site}.pid`);
+      const jid = await submit({ Executable: '/bin/sh', Arguments: `-c 'echo $$ > ${pidFile}; exec sleep 300'`, Sites: [site] });
+      doomed.set(jid, { site, pidFile });
+    }
+
+    // The load, with the faults in the middle of it.
+    const load = (async () => {
+      for (let n = 0; n < JOBS; n++) {
+        const site = SITES[n % SITES.length]!;
+        const jid = await submit({ Executable: '/bin/sh', Arguments: `-c 'sleep 2; echo $DIRIGO_JOB_ID >> ${completions}'`, Sites: [site] });
+        acknowledged.set(jid, site);
+        await sleep(150);
+      }
+    })();
+    await sleep(2000);
+    a.child.kill('SIGKILL');
+    await a.exited;
+    await sleep(3000);
+    a = await cluster.start('a');
+    proxy.retarget(a.url);
+    agent.child.kill('SIGKILL');
+    await agent.exited;
+    await sleep(1000);
+    agent = startAgent(proxy.url, cluster.pki, { site: 'Pool', slots: 4, workDir: agentDir });
+    execFileSync('kill', [readFileSync('/run/slurm-dirigo/slurmctld.pid', 'utf8').trim()]);
+    // Kills accepted while slurmctld is down and right after the instance restarted.
+    for (const [jid, { pidFile }] of doomed) {
+      for (let i = 0; !existsSync(pidFile); i++) {
+        assert.ok(i < 600, `the payload of job ${jid} never started`);
+        await sleep(100);
+      }
+      const i = live()[0]!;
+      const r = await cluster.request(i, `/jobs/${jid}`, { method: 'DELETE', token: await token(i) });
+      assert.equal(r.status, 200, r.text);
+    }
+    await sleep(5000);
+    await startSlurm();
+    await load;
+
+    const all = [...acknowledged.keys(), ...doomed.keys()];
+    const rows = await cluster.sql<{ job_id: string; status: string; site: string; reschedule_counter: number; minor_status: string }>(
+      'select job_id, status, site, reschedule_counter, minor_status from jobs where job_id = any($1)', [all]);
+    assert.equal(rows.length, all.length, 'every acknowledged job exists, once');
+    for (const end = Date.now() + 240000; ; ) {
+      const open = await cluster.sql<{ job_id: string; status: string; minor_status: string }>(
+        `select job_id, status, minor_status from jobs where job_id = any($1) and (status not in ('Done', 'Failed', 'Killed') or minor_status like '%stopping its payload')`, [all]);
+      if (open.length === 0) break;
+      assert.ok(Date.now() < end, `not final: ${JSON.stringify(open.slice(0, 5))}`);
+      await sleep(500);
+    }
+    const final = new Map((await cluster.sql<{ job_id: string; status: string; minor_status: string }>('select job_id, status, minor_status from jobs where job_id = any($1)', [all])).map((r) => [Number(r.job_id), r]));
+    const completed = readFileSync(completions, 'utf8').trim().split('\n').map(Number);
+    for (const [jid, site] of acknowledged) {
+      const job = final.get(jid)!;
+      assert.ok(FINAL.includes(job.status), `job ${jid}: ${job.status}`);
+      assert.equal(job.status, 'Done', `job ${jid} on ${site}: ${job.minor_status}`);
+      const times = completed.filter((c) => c === jid).length;
+      if (site === 'Pool') assert.ok(times >= 1, `job ${jid} on Pool completed ${times} times`);
+      else assert.equal(times, 1, `job ${jid} on ${site} completed ${times} times`);
+    }
+    // Every payload here runs on this host, the Slurm node's too.
+    for (const [jid, { site, pidFile }] of doomed) {
+      assert.equal(final.get(jid)!.status, 'Killed');
+      const pid = Number(readFileSync(pidFile, 'utf8'));
+      for (let i = 0; alive(pid); i++) {
+        assert.ok(i < 200, `the killed payload of job ${jid} on ${site} still runs`);
+        await sleep(100);
+      }
+    }
+  });
+});
