@@ -345,14 +345,15 @@ export class JobAgent {
   async #resume(): Promise<void> {
     for (const { job, ref } of this.#journal.entries()) {
       this.#jobs.set(job.jobId, job);
-      if (await this.#executor.canAdopt(ref)) {
+      const gone = await this.#executor.whyNotAdoptable(ref);
+      if (!gone) {
         this.#executor.adopt(job, ref, true);
         this.#o.log(`job ${job.jobId} adopted after a restart`);
         continue;
       }
       this.#forget(job.jobId);
       await this.#untilDelivered(`job ${job.jobId}: give it back`, () => this.#json('POST', `/agents/jobs/${job.jobId}/finish`, {
-        agentId: this.agentId, outcome: 'rescheduled', exitCode: null, minorStatus: `Agent ${this.agentId} restarted and its run was gone (no process, no exit record)`,
+        agentId: this.agentId, outcome: 'rescheduled', exitCode: null, minorStatus: `Agent ${this.agentId} restarted, and ${gone}`,
       })).catch((err: Error) => this.#o.log(`job ${job.jobId}: could not give it back: ${err.message}`));
     }
   }

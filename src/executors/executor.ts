@@ -80,8 +80,11 @@ export interface Executor {
    * is not run again. Backends without one (local processes) leave it out; their jobs are rescheduled.
    */
   adopt?(job: JobToRun, ref: string, running: boolean): boolean;
-  /** Whether `adopt` can follow this reference (asked before the job changes hands). */
-  canAdopt?(ref: string): boolean | Promise<boolean>;
+  /**
+   * Asked before the job changes hands: undefined when `adopt` can follow this reference, otherwise the
+   * evidence that the run cannot be followed (it goes into the job's history when the job runs again).
+   */
+  whyNotAdoptable?(ref: string): string | undefined | Promise<string | undefined>;
   /** Cleans up after a job whose holder died (an orphaned process, a batch job): kills what is left. Returns as kill does. */
   reap(ref: string): Promise<boolean>;
   /** Stops everything it runs; later events are not reported. @returns the ids it stopped. */

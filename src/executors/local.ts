@@ -190,13 +190,15 @@ export class LocalExecutor implements Executor {
   }
 
   /**
-   * Whether a dead server's run can be adopted: on this host, with its working directory, and either
-   * still running or with an exit record. Otherwise the run is known dead and the job runs again.
+   * A dead server's run can be adopted on this host, with its working directory, while it still runs or
+   * once it left an exit record. Otherwise the run is known dead, and the reason says how.
    */
-  async canAdopt(ref: string): Promise<boolean> {
+  async whyNotAdoptable(ref: string): Promise<string | undefined> {
     const parsed = parseRef(ref);
-    if (!parsed?.dir || parsed.host !== hostname() || !this.#ownWorkDir(parsed.dir)) return false;
-    return (await alive(parsed.pid, parsed.start)) || (await exitRecord(parsed.dir)) !== undefined;
+    if (!parsed?.dir || !this.#ownWorkDir(parsed.dir)) return 'its run left no working directory here';
+    if (parsed.host !== hostname()) return `its run was on ${parsed.host}, out of reach from here`;
+    if (await alive(parsed.pid, parsed.start)) return undefined;
+    return (await exitRecord(parsed.dir)) !== undefined ? undefined : 'its process is gone and it left no exit record';
   }
 
   /** A job directory of this executor: a path read back from the database is never trusted further. */

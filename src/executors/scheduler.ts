@@ -352,8 +352,10 @@ export class Scheduler {
       const expired = row.lease_until === null || row.lease_until < now;
       const deadHere = atStart && row.executor_id !== null && holderIsDeadHere(row.executor_id);
       if (!expired && !deadHere) continue;
-      const why = deadHere ? 'the server running it stopped' : 'its executor stopped renewing its lease';
-      if (await this.#adopt(row, why)) continue;
+      let why = deadHere ? 'the server running it stopped' : 'its executor stopped renewing its lease';
+      const adopted = await this.#adopt(row, why);
+      if (adopted === true) continue;
+      if (adopted) why += `, and ${adopted}`;
       if (row.executor_ref) await this.#executors.get(row.site)?.reap(row.executor_ref).catch(() => {});
       if (await this.#requeue(Number(row.job_id), why, true, row.executor_id)) n++;
     }
@@ -364,24 +366,26 @@ export class Scheduler {
   /**
    * Takes a dead holder's job over where its run can be followed (a batch job in Slurm, a local payload
    * still running or with its exit record): the job keeps its status and run, and its history says why it
-   * changed hands. @returns false when the run is known dead and the job must run again.
+   * changed hands. @returns true when adopted, otherwise the evidence that the run is dead (when known).
    */
-  async #adopt(row: { job_id: number | string; executor_id: string | null; executor_ref: string | null; site: string }, why: string): Promise<boolean> {
+  async #adopt(row: { job_id: number | string; executor_id: string | null; executor_ref: string | null; site: string }, why: string): Promise<true | string | undefined> {
     const executor = this.#executors.get(row.site);
-    if (!executor?.adopt || !row.executor_ref || !(await executor.canAdopt?.(row.executor_ref))) return false;
+    if (!executor?.adopt || !row.executor_ref) return row.executor_ref ? undefined : 'it left no reference to its run';
+    const evidence = await executor.whyNotAdoptable?.(row.executor_ref);
+    if (evidence) return evidence;
     const jobId = Number(row.job_id);
     const [job] = await this.#jobsToRun([jobId]);
-    if (!job) return false;
+    if (!job) return undefined;
     const status = await handOver(this.#db, jobId, {
       from: row.executor_id, to: this.instanceId, leaseUntil: new Date(Date.now() + this.#config.leaseMs).toISOString(), statuses: HELD,
       minorStatus: `Adopted (${why}): its run goes on and is followed to its end, not run again`, source: 'Scheduler',
     });
-    if (status === undefined) return false;
+    if (status === undefined) return undefined;
     if (executor.adopt(job, row.executor_ref, status !== JobStatus.Matched)) {
       this.#log.info({ jobId, site: row.site }, 'adopted the job of a dead executor');
       return true;
     }
-    return false;
+    return undefined;
   }
 
   /** Rescheduled → Waiting (counting, when `count`), or Failed past the limit; one transaction. */

@@ -338,8 +338,8 @@ export class SlurmExecutor implements Executor {
   }
 
   /** A batch job whose staging directory this instance reaches (the site's stagingDir, shared by the instances). */
-  canAdopt(ref: string): boolean {
-    return this.#parseRef(ref)?.stage !== undefined;
+  whyNotAdoptable(ref: string): string | undefined {
+    return this.#parseRef(ref)?.stage !== undefined ? undefined : "its batch job's staging directory is not this instance's stagingDir";
   }
 
 

@@ -63,10 +63,11 @@ for (const { dialect, skip } of await dialects()) {
         const statuses = (again.StatusHistory as { Status: string; MinorStatus: string }[]).map((h) => h.Status);
         assert.deepEqual(statuses, ['Received', 'Waiting', 'Matched', 'Running', 'Rescheduled', 'Waiting', 'Matched', 'Running', 'Completing', 'Done']);
         const why = (again.StatusHistory as { Status: string; MinorStatus: string }[])[4]!.MinorStatus;
-        assert.match(why, /the server running it stopped; rescheduled/);
+        // The evidence that decided the rerun is in the history.
+        assert.match(why, /the server running it stopped, and its run left no working directory here; rescheduled/);
 
         const failed = await waitForStatus(svc, alice, exhausted, ['Failed']);
-        assert.match(String(failed.MinorStatus), /Job lost: the server running it stopped; not rescheduled \(already rescheduled 2 of 2 times\)/);
+        assert.match(String(failed.MinorStatus), /Job lost: the server running it stopped, and [^;]+; not rescheduled \(already rescheduled 2 of 2 times\)/);
 
         const expired = await waitForStatus(svc, alice, elsewhereExpired, ['Done']);
         assert.equal(expired.RescheduleCounter, 1);
