@@ -4,7 +4,7 @@
  * description leaks nothing.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { DirigoError, InvalidRequest, PayloadTooLarge, ServerError, ServiceUnavailable, UnsupportedMediaType } from './errors.ts';
+import { DirigoError, InsufficientStorage, InvalidRequest, PayloadTooLarge, ServerError, ServiceUnavailable, UnsupportedMediaType } from './errors.ts';
 
 /** Connection-level failures of PostgreSQL or SQLite mean "try again later", not "bug". */
 const DATABASE_UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006', 'ERR_SQLITE_BUSY']);
@@ -32,6 +32,7 @@ export function toDirigoError(err: unknown): DirigoError {
     case 'FST_PROTO_VIOLATION':
       return new InvalidRequest(e.message);
   }
+  if (e?.code === 'ENOSPC' || e?.code === 'EDQUOT') return new InsufficientStorage('no space left on the server to store this; try again later');
   if ((e?.code && DATABASE_UNAVAILABLE.has(e.code)) || PG_CONNECTION_LOST.test(e?.message ?? '')) {
     return new ServiceUnavailable('the database is unavailable');
   }
@@ -48,5 +49,8 @@ export function errorHandler(err: unknown, request: FastifyRequest, reply: Fasti
   else request.log.info({ error: mapped.code, status: mapped.status }, mapped.message);
   // Sent as text: a route's own response schema for this status (a partial bulk import's 400, say) must
   // not be applied to the shared error body.
+  // A body the handler stopped reading (a sandbox upload that failed half-way) would keep the client
+  // writing into a connection nobody reads: answer, then close it (RFC 9112 §9.6).
+  if (!request.raw.complete) reply.header('connection', 'close');
   reply.code(mapped.status).headers(mapped.headers).type('application/json; charset=utf-8').send(JSON.stringify(mapped.toJSON()));
 }

@@ -94,6 +94,12 @@ export class TooManyRequests extends DirigoError {
   }
 }
 
+/** The disk is full (RFC 4918 §11.5): the server's condition, not the request's fault. */
+export class InsufficientStorage extends DirigoError {
+  constructor(description: string) {
+    super('insufficient_storage', 507, description);
+  }
+}
 export class ServiceUnavailable extends DirigoError {
   constructor(description: string, retryAfterSeconds = 5) {
     super('service_unavailable', 503, description, { 'retry-after': String(retryAfterSeconds) });
