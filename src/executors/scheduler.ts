@@ -64,19 +64,21 @@ export class Scheduler {
     if (!this.#stopped) return;
     this.#stopped = false;
     for (const e of this.#executors.values()) e.start((event) => this.#apply(e, event), () => this.wake());
-    // Recovery may wait on batch systems (scancel against a controller that is down): start-up and
-    // listen never wait for it, so it runs ahead of the first cycle, in the background.
-    // Each site runs its own loop, so that a batch system that hangs or is down delays only its own jobs;
-    // leases, recovery and kill delivery have a loop of their own too, and never wait for a site.
-    this.#loop = this.recover(true)
-      .then(() => this.#deliverKills(true))
-      .catch((err: unknown) => this.#log.warn({ err }, 'recovery at start failed; the lease sweep retries it'))
-      .then(() => Promise.all([
-        // Leases alone in a loop: nothing that waits on a batch system may let them run out.
-        this.#loopOf(LEASES, this.#config.leaseMs / 3, () => this.#renewLeases()),
-        this.#loopOf(RECOVERY, this.#config.leaseMs / 3, () => this.#recoverAndDeliver()),
-        ...[...this.#executors.values()].map((e) => this.#loopOf(e.site, this.#config.pollIntervalMs, () => this.#siteCycle(e))),
-      ]));
+    this.#loop = Promise.all([
+      // Leases in a loop of their own, from the start (jobs adopted during recovery hold leases too):
+      // nothing that waits on a batch system may let them run out.
+      this.#loopOf(LEASES, this.#config.leaseMs / 3, () => this.#renewLeases()),
+      // Recovery may wait on batch systems (scancel against a controller that is down): start-up and
+      // listen never wait for it; it runs in the background, ahead of the first claims.
+      this.recover(true)
+        .then(() => this.#deliverKills(true))
+        .catch((err: unknown) => this.#log.warn({ err }, 'recovery at start failed; the recovery loop tries again'))
+        .then(() => Promise.all([
+          this.#loopOf(RECOVERY, this.#config.leaseMs / 3, () => this.#recoverAndDeliver()),
+          // One loop per site: a batch system that hangs or is down delays only its own jobs.
+          ...[...this.#executors.values()].map((e) => this.#loopOf(e.site, this.#config.pollIntervalMs, () => this.#siteCycle(e))),
+        ])),
+    ]);
   }
 
   /** Asks every site for a cycle now (after a submission, when a slot frees up). */

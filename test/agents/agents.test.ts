@@ -12,21 +12,13 @@ import { join } from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { postMultipart, startJobsService, submit, untar, waitForStatus } from '../jobs/helpers.ts';
+import { postMultipart, processAlive, startJobsService, submit, untar, waitForStatus } from '../jobs/helpers.ts';
 import { startAgent, type AgentProcess } from './agent-process.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 
 const FINAL = ['Done', 'Failed', 'Killed'];
 const ROOT = new URL('../../', import.meta.url).pathname;
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 20000): Promise<T> {
   const end = Date.now() + timeoutMs;
@@ -92,10 +84,10 @@ for (const { dialect, skip } of await dialects()) {
       agents.push(startAgent(svc.url, svc.pki, { site: 'Pool' }));
       await waitForStatus(svc, alice, jid, ['Running'], 30000);
       const pid = await until('the pid file', () => (existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() ? Number(readFileSync(pidFile, 'utf8')) : undefined));
-      assert.ok(alive(pid));
+      assert.ok(processAlive(pid));
       const kill = await svc.request(`/jobs/${jid}`, { method: 'DELETE', token: alice });
       assert.equal(kill.status, 200, kill.text);
-      await until('the payload to end', () => !alive(pid), 15000);
+      await until('the payload to end', () => !processAlive(pid), 15000);
       const job = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
       assert.equal(job.Status, 'Killed');
     });

@@ -12,15 +12,8 @@ import { request, type Agent } from 'undici';
 import { openDatabase, type Db } from '../../src/kernel/db/database.ts';
 import { dialects, POSTGRES_URL } from '../helpers/dialects.ts';
 import { flowAToken, prepareServe, startServe, userAgent, type ServeProcess, type ServeSetup } from './serve-process.ts';
+import { processAlive } from './helpers.ts';
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 for (const { dialect, skip } of await dialects()) {
   describe(`a restart after kill -9 finishes every held job (${dialect})`, { skip }, () => {
@@ -122,13 +115,13 @@ for (const { dialect, skip } of await dialects()) {
       const pid = Number(readFileSync(pidFile, 'utf8'));
       server.child.kill('SIGKILL');
       await server.exited;
-      assert.ok(alive(pid), 'the payload outlives its server');
+      assert.ok(processAlive(pid), 'the payload outlives its server');
       // What the dead server wrote when it accepted the kill, before its executor could act on it.
       db ??= dialect === 'sqlite' ? openDatabase(setup.databaseUrl).db : openDatabase(POSTGRES_URL, { schema: setup.schema! }).db;
       await db.updateTable('jobs').set({ status: 'Killed', minor_status: 'Killed by alice; stopping its payload' }).where('job_id', '=', jid!).execute();
       server = await startServe(setup);
       token = await flowAToken(server.url, agent);
-      for (let i = 0; alive(pid); i++) {
+      for (let i = 0; processAlive(pid); i++) {
         assert.ok(i < 600, 'the restarted server did not stop the payload of the killed job');
         await new Promise((r) => setTimeout(r, 50));
       }

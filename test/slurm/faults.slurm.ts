@@ -1,7 +1,8 @@
 /**
  * Fault injection (issue 14): two instances on one PostgreSQL schema with a local, a Slurm and an agents
  * site take submissions while faults hit them: kill -9 of an instance (restarted), kill -9 of the agent
- * (restarted in its work directory), slurmctld stopped and started again, and kills through the API.
+ * (restarted in its work directory), slurmctld stopped and started again, kills through the API, and
+ * kill -9 of both instances at once (both restarted).
  * Afterwards every acknowledged job exists once and is final, no payload of the local and Slurm sites
  * ran to completion twice, and every accepted kill stopped its payload.
  *
@@ -19,6 +20,7 @@ import { startAgent, type AgentProcess } from '../agents/agent-process.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 import { dialects } from '../helpers/dialects.ts';
 import { slurmUnavailable } from './slurm-available.ts';
+import { processAlive } from '../jobs/helpers.ts';
 
 const noSlurm = slurmUnavailable();
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -26,14 +28,6 @@ const JOBS = Number(process.env.DIRIGO_FAULT_JOBS ?? 36);
 const SITES = ['Local', 'Slurm', 'Pool'] as const;
 const FINAL = ['Done', 'Failed', 'Killed'];
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function startSlurm(): Promise<void> {
   const child = spawn('bash', [join(ROOT, 'scripts/slurm-dev.sh')], { stdio: 'ignore' });
@@ -133,6 +127,13 @@ describe('fault injection: instances, an agent and slurmctld fail under load', {
     }
     await sleep(5000);
     await startSlurm();
+    // Both instances at once: nobody holds anything until they are back, and they share what was held.
+    a.child.kill('SIGKILL');
+    b.child.kill('SIGKILL');
+    await Promise.all([a.exited, b.exited]);
+    await sleep(2000);
+    [a, b] = await Promise.all([cluster.start('a'), cluster.start('b')]);
+    proxy.retarget(a.url);
     await load;
 
     const all = [...acknowledged.keys(), ...doomed.keys()];
@@ -160,7 +161,7 @@ describe('fault injection: instances, an agent and slurmctld fail under load', {
     for (const [jid, { site, pidFile }] of doomed) {
       assert.equal(final.get(jid)!.status, 'Killed');
       const pid = Number(readFileSync(pidFile, 'utf8'));
-      for (let i = 0; alive(pid); i++) {
+      for (let i = 0; processAlive(pid); i++) {
         assert.ok(i < 200, `the killed payload of job ${jid} on ${site} still runs`);
         await sleep(100);
       }

@@ -37,7 +37,7 @@ for (const { dialect, skip } of await dialects()) {
 
     test('kill -9 of the instance holding Slurm jobs: the survivor adopts their batch jobs, which end Done, run once', { timeout: 120000 }, async () => {
       const token = await cluster.token(a, 'alice');
-      const res = await cluster.request(a, '/jobs', { method: 'POST', token, json: Array.from({ length: 3 }, () => ({ Executable: '/bin/sh', Arguments: `-c 'sleep 3; echo ok'`, Sites: ['Slurm'] })) });
+      const res = await cluster.request(a, '/jobs', { method: 'POST', token, json: Array.from({ length: 3 }, () => ({ Executable: '/bin/sh', Arguments: `-c 'sleep 15; echo ok'`, Sites: ['Slurm'] })) });
       assert.equal(res.status, 201, res.text);
       const jids = res.json.jids as number[];
       // Wait until a holds all three in Slurm.
