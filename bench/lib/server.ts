@@ -3,7 +3,7 @@
  * a fresh embedded-default data dir, optionally on PostgreSQL, and stops it afterwards.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -18,13 +18,26 @@ export interface BenchServer {
 
 const DIRIGO = join(import.meta.dirname, '..', '..', 'bin', 'dirigo.js');
 
-export async function startBenchServer(options: { env?: Record<string, string>; args?: string[]; dataDir?: string } = {}): Promise<BenchServer> {
+export interface BenchServerOptions {
+  env?: Record<string, string>;
+  args?: string[];
+  dataDir?: string;
+  /**
+   * Standard output (the log) goes to this file instead of a pipe to the bench: a production server logs
+   * to a file or journald, and reading a pipe would cost the load generator's CPU, not the server's.
+   */
+  logFile?: string;
+}
+
+export async function startBenchServer(options: BenchServerOptions = {}): Promise<BenchServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'dirigo-bench-'));
+  const logFd = options.logFile ? openSync(options.logFile, 'w') : undefined;
   const child = spawn(process.execPath, [DIRIGO, 'serve', '--data-dir', dataDir, '--port', '0', ...(options.args ?? [])], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', logFd ?? 'pipe', 'inherit'],
     env: { ...process.env, ...options.env },
   });
-  const url = await new Promise<string>((resolve, reject) => {
+  if (logFd !== undefined) closeSync(logFd);
+  const url = logFd !== undefined ? await urlFromLog(options.logFile!, child) : await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
@@ -54,6 +67,18 @@ export async function startBenchServer(options: { env?: Record<string, string>; 
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** The URL `dirigo serve` prints once it listens, read from its log file. */
+async function urlFromLog(file: string, child: ChildProcess): Promise<string> {
+  for (const end = Date.now() + 60000; Date.now() < end; ) {
+    const out = readFileSync(file, 'utf8');
+    const m = /Dirigo serving (https:\/\/\S+)/.exec(out);
+    if (m && out.includes('API docs')) return m[1]!;
+    if (child.exitCode !== null) throw new Error(`dirigo serve exited with ${child.exitCode}: ${out}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('dirigo serve did not start within 60 s');
 }
 
 /** CPU seconds (user+system) used so far by a process, from /proc. */

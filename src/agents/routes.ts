@@ -22,6 +22,7 @@ import { InsufficientPrivileges, InvalidRequest, InvalidTransition, NotFound } f
 import { ErrorBody } from '../kernel/schemas.ts';
 import type { AgentSiteConfig } from '../jobs/index.ts';
 import { detectStalls } from './stalls.ts';
+import { forgetGoneAgents, presenceMetrics, seen } from './presence.ts';
 import { AGENT_HELD, heartbeat, heldJob, holderOf, matchJobs, type AgentIdentity } from './store.ts';
 
 /** The group property that lets a token act as an agent (DIRAC's `Pilot`, `GenericPilot`). */
@@ -81,10 +82,14 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
   const heartbeatIntervalMs = Math.min(...[...sites.values()].map((s) => s.heartbeatIntervalMs), 30000);
 
   if (sites.size > 0) {
+    presenceMetrics(ctx.observability, ctx.db, [...sites.values()]);
     // The tightest stall limit decides how often to look (a quarter of it, between 0.25 s and 30 s).
     const interval = Math.max(250, Math.min(30000, ...[...sites.values()].map((s) => s.stalledAfterMs / 4)));
     app.addHook('onReady', async () => {
-      const loop = runDuty(ctx.db, 'agent-stalls', interval, async () => void (await detectStalls(ctx.db, [...sites.values()], jobs.scheduler.maxReschedules)), app.log);
+      const loop = runDuty(ctx.db, 'agent-stalls', interval, async () => {
+        await detectStalls(ctx.db, [...sites.values()], jobs.scheduler.maxReschedules);
+        await forgetGoneAgents(ctx.db);
+      }, app.log);
       ctx.onClose(() => loop.stop());
     });
   }
@@ -142,6 +147,7 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
         const known = [...sites.keys()];
         throw new InvalidRequest(`site: '${body.site}' is not an agents site${known.length ? ` (agents sites: ${known.join(', ')})` : ' (none is configured)'}`);
       }
+      await seen(ctx.db, identity(request, body.agentId), site.name);
       const matched = await matchJobs(ctx.db, ctx.dialect, site.name, identity(request, body.agentId), Math.min(body.slots, site.maxJobsPerMatch));
       return { jobs: matched, heartbeatIntervalMs: site.heartbeatIntervalMs };
     },
@@ -161,6 +167,7 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
     },
     async (request) => {
       const body = request.body as Static<typeof HeartbeatBody>;
+      await seen(ctx.db, identity(request, body.agentId));
       const kill = await heartbeat(ctx.db, identity(request, body.agentId), [...new Set(body.jobs)]);
       return { kill, heartbeatIntervalMs };
     },

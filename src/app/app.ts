@@ -17,6 +17,7 @@ import { errorHandler } from '../kernel/error-handler.ts';
 import { InvalidRequest } from '../kernel/errors.ts';
 import { refuseUnstorableText } from '../kernel/storable-text.ts';
 import { observabilityRoutes } from './observability.ts';
+import { corsRoutes, refusePreflight } from './cors.ts';
 import { API_VERSION } from '../kernel/version.ts';
 
 export interface AppOptions {
@@ -36,7 +37,8 @@ function parseForm(body: string): Record<string, string | string[]> {
 async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<void> {
   instance.setErrorHandler(errorHandler);
   instance.setNotFoundHandler((request, reply) => {
-    reply.code(404).send({ error: 'not_found', error_description: `no route ${request.method} ${request.url.split('?')[0]}` });
+    if (refusePreflight(request, reply, ctx)) return;
+    reply.code(404).send({ error: 'not_found', error_description: `no route ${request.method} ${request.url.split('?')[0]}`, request_id: request.id });
   });
   instance.decorateRequest('principal', null);
   // Before any schema or handler: no route ever sees text a database cannot store (storable-text.ts).
@@ -68,6 +70,7 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   instance.get('/openapi.json', { schema: { hide: true } }, async () => instance.swagger());
 
   await instance.register(observabilityRoutes, { ctx });
+  await instance.register(corsRoutes, { ctx });
   await instance.register(authRoutes, { ctx });
   await instance.register(federationRoutes, { ctx });
   const sandboxes = sandboxStore(ctx.config);

@@ -5,7 +5,9 @@
 import { TrustStore } from '../pki/index.ts';
 import { Registry } from '../registry/index.ts';
 import { KeyStore, TokenService } from '../auth/index.ts';
-import { migrate, openDatabase, type OpenDatabaseOptions } from '../kernel/db/database.ts';
+import { migrate, openDatabase, pingDatabase, type OpenDatabaseOptions } from '../kernel/db/database.ts';
+import { Observability } from '../kernel/observability.ts';
+import { databaseMetrics } from './database-metrics.ts';
 import type { AppContext } from '../kernel/context.ts';
 import type { Config } from './config.ts';
 import { migrations } from './migrations.ts';
@@ -13,7 +15,17 @@ import { migrations } from './migrations.ts';
 export type { AppContext };
 
 export async function createContext(config: Config, dbOptions: OpenDatabaseOptions = {}): Promise<AppContext> {
-  const { db, dialect } = openDatabase(config.database.url, dbOptions);
+  const observability = new Observability();
+  const queries = databaseMetrics.queries(observability);
+  const { db, dialect, pool } = openDatabase(config.database.url, { ...dbOptions, onQuery: (seconds, failed) => queries.observe({ outcome: failed ? 'error' : 'ok' }, seconds) });
+  if (pool) databaseMetrics.pool(observability, pool);
+  observability.addReadinessCheck('database', async () => {
+    try {
+      await pingDatabase(db);
+    } catch {
+      throw new Error('the database does not answer');
+    }
+  });
   const closers: Array<() => Promise<void> | void> = [];
   try {
     await migrate(db, migrations);
@@ -24,10 +36,14 @@ export async function createContext(config: Config, dbOptions: OpenDatabaseOptio
   let publicUrl = config.server.publicUrl?.replace(/\/$/, '');
   const keys = new KeyStore(db, config.tokens.algorithm, config.tokens.accessTokenLifetime, config.tokens.keyPrepublication);
   await keys.init();
+  observability.addReadinessCheck('keyStore', async () => {
+    await keys.signingKey();
+  });
   const ctx: AppContext = {
     config,
     db,
     dialect,
+    observability,
     registry: new Registry(config),
     trustStore: TrustStore.fromDirectory(config.tls.caDir),
     keys,

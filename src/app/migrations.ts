@@ -9,6 +9,7 @@ import { catalogueMigrations } from '../catalogue/index.ts';
 import { registryMigrations } from '../registry/index.ts';
 import { clusterMigrations } from '../cluster/index.ts';
 import { federationMigrations } from '../federation/index.ts';
+import { agentsMigrations } from '../agents/index.ts';
 
 export const migrations: Record<string, Migration> = {
   ...authMigrations,
@@ -17,4 +18,5 @@ export const migrations: Record<string, Migration> = {
   ...registryMigrations,
   ...clusterMigrations,
   ...federationMigrations,
+  ...agentsMigrations,
 };

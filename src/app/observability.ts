@@ -1,15 +1,17 @@
-/** Probes and Prometheus metrics. */
+/** Probes, Prometheus metrics, and the request id on every response. */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { Registry as MetricsRegistry, Histogram, collectDefaultMetrics } from 'prom-client';
+import { collectDefaultMetrics, Histogram } from 'prom-client';
 import { Type } from 'typebox';
-import { pingDatabase } from '../kernel/db/database.ts';
 import type { AppContext } from './context.ts';
 import { ServiceUnavailable } from '../kernel/errors.ts';
 
 async function observability(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
-  const metrics = new MetricsRegistry();
+  const { metrics } = ctx.observability;
   collectDefaultMetrics({ register: metrics, prefix: 'dirigo_' });
+  // prom-client names these sums of gauges `..._total`, which Prometheus reserves for counters (promtool
+  // refuses them); the same figures by type stay, as `dirigo_nodejs_active_handles` and so on.
+  for (const name of ['active_handles', 'active_requests', 'active_resources']) metrics.removeSingleMetric(`dirigo_nodejs_${name}_total`);
   const duration = new Histogram({
     name: 'dirigo_http_request_duration_seconds',
     help: 'HTTP request duration by route and status',
@@ -17,29 +19,48 @@ async function observability(app: FastifyInstance, { ctx }: { ctx: AppContext })
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
     registers: [metrics],
   });
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
   app.addHook('onResponse', async (request, reply) => {
-    duration.observe(
-      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
-      reply.elapsedTime / 1000,
-    );
+    duration.observe({ method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
 
   const tags = ['Operations'];
-  const Status = Type.Object({ status: Type.String() });
-  app.get('/healthz', { schema: { tags, summary: 'Liveness probe', response: { 200: Status } } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { tags, summary: 'Readiness probe: checks the database', response: { 200: Status } } }, async () => {
-    try {
-      await pingDatabase(ctx.db);
-    } catch {
-      throw new ServiceUnavailable('the database is unavailable');
-    }
-    return { status: 'ok' };
+  const Check = Type.Object({ ready: Type.Boolean(), reason: Type.Optional(Type.String()) });
+  const Readiness = Type.Object({ status: Type.Literal('ok'), checks: Type.Record(Type.String(), Check) });
+  // Not ready is the shared error body (clients and load balancers read `error`) with the checks beside it.
+  const NotReady = Type.Object({
+    status: Type.Literal('unavailable'),
+    checks: Type.Record(Type.String(), Check),
+    error: Type.String(),
+    error_description: Type.String(),
+    request_id: Type.String(),
   });
+  app.get('/healthz', { schema: { tags, summary: 'Liveness probe', response: { 200: Type.Object({ status: Type.String() }) } } }, async () => ({ status: 'ok' }));
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        tags,
+        summary: 'Readiness probe: the database, the signing keys and each batch system, each named with why it is not ready',
+        response: { 200: Readiness, 503: NotReady },
+      },
+    },
+    async (request, reply) => {
+      const checks = await ctx.observability.readiness();
+      const failing = Object.entries(checks).filter(([, c]) => !c.ready);
+      if (failing.length === 0) return { status: 'ok' as const, checks };
+      const unavailable = new ServiceUnavailable(`not ready: ${failing.map(([name, c]) => `${name} (${c.reason})`).join('; ')}`);
+      reply.code(503).headers(unavailable.headers);
+      return { status: 'unavailable' as const, checks, ...unavailable.toJSON(), request_id: request.id };
+    },
+  );
   app.get('/metrics', { schema: { tags, summary: 'Prometheus metrics', produces: ['text/plain'] } }, async (_request, reply) => {
     reply.type(metrics.contentType);
     return metrics.metrics();
   });
 }
 
-/** Not encapsulated: the metrics hook must see every route. */
+/** Not encapsulated: the metrics and logging hooks must see every route. */
 export const observabilityRoutes = fp(observability, { name: 'dirigo-observability' });

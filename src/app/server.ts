@@ -13,7 +13,7 @@ import type { AppContext } from './context.ts';
 import { InvalidRequest } from '../kernel/errors.ts';
 import { errorHandler } from '../kernel/error-handler.ts';
 import { MAX_PATH_PARAM_CHARS, pathParamTooLong } from '../catalogue/index.ts';
-import { loggerOptions } from '../kernel/logging.ts';
+import { loggingOptions } from '../kernel/logging.ts';
 
 export type DirigoServer = FastifyInstance<HttpsServer, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
 
@@ -50,7 +50,7 @@ export async function buildServer(ctx: AppContext, options: ServerOptions = {}):
       sessionTimeout: 0,
       maxHeaderSize: config.server.maxHeaderSize,
     },
-    logger: loggerOptions(options.logLevel ?? config.logging.level, options.logStream),
+    ...loggingOptions(options.logLevel ?? config.logging.level, options.logStream),
     bodyLimit: config.server.bodyLimit,
     // A path parameter may be as long as the longest catalogue path in base 64; longer ones, and URLs the
     // router cannot decode, get the project's JSON error (the framework's default echoes the URL).

@@ -2,6 +2,7 @@
  * The browser side: the interaction page (login, then consent), the login and consent forms, and the
  * device verification page (RFC 8628 §3.3). Every POST checks the session's CSRF token first.
  */
+import { loginFailures, loginLockouts } from './metrics.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
@@ -172,12 +173,14 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     const keys = [`user:${username.toLowerCase()}`, `addr:${request.ip}`];
     const wait = await limiter.retryAfter(keys);
     if (wait > 0) {
+      loginLockouts.inc({ form: 'password' });
       reply.header('retry-after', String(wait));
       return showInteraction(ctx, reply, request, session, id, { message: `Too many failed sign-in attempts. Try again in ${wait} seconds.`, status: 429, username });
     }
     const user = username && password ? await passwordLogin(ctx, username, password) : undefined;
     if (!user) {
       await limiter.fail(keys);
+      loginFailures.inc({ form: 'password' });
       return showInteraction(ctx, reply, request, session, id, { message: 'Wrong user name or password.', status: 401, username });
     }
     await limiter.succeed([`user:${username.toLowerCase()}`]);
@@ -286,6 +289,7 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     const keys = [`device-addr:${request.ip}`];
     const wait = await limiter.retryAfter(keys);
     if (wait > 0) {
+      loginLockouts.inc({ form: 'device_code' });
       reply.header('retry-after', String(wait));
       return sendPage(reply, 'Connect a device', deviceEntryBody(session.csrf, entered, `Too many wrong codes. Try again in ${wait} seconds.`), { status: 429 });
     }
@@ -293,6 +297,7 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     const row = userCode ? await store.findUserCode(userCode) : undefined;
     if (!row || row.status !== 'pending' || row.expires_at < new Date().toISOString()) {
       await limiter.fail(keys);
+      loginFailures.inc({ form: 'device_code' });
       return sendPage(reply, 'Connect a device', deviceEntryBody(session.csrf, entered, 'That code is unknown, expired or already used.'), { status: 400 });
     }
     const scope = row.scope ? row.scope.split(' ') : [];

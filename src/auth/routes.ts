@@ -1,6 +1,7 @@
 /**
  * Authorization-server routes: flow A (groups, setups, token), JWKS, userinfo and discovery metadata.
  */
+import { authMetrics } from './metrics.ts';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
@@ -85,6 +86,7 @@ export function authorizationServerMetadata(ctx: AppContext): Record<string, unk
 }
 
 export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+  ctx.observability.register(...authMetrics);
   const tags = ['OAuth 2.0'];
   await app.register(oauthRoutes, { ctx });
   await app.register(registrationRoutes, { ctx });

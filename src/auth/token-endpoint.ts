@@ -7,6 +7,8 @@ import { InvalidRequest, UnsupportedGrantType } from '../kernel/errors.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { clientCredentialsGrant } from './grants/client-credentials.ts';
 import type { GrantHandler, TokenResponse } from './grants/grant.ts';
+import { toDirigoError } from '../kernel/error-handler.ts';
+import { tokensIssued, tokenRefusals } from './metrics.ts';
 
 export const grantHandlers = new Map<string, GrantHandler>([['client_credentials', clientCredentialsGrant]]);
 
@@ -37,10 +39,19 @@ export function tokenParameters(request: FastifyRequest): Record<string, string>
 export async function tokenEndpoint(ctx: AppContext, request: FastifyRequest, reply: FastifyReply): Promise<TokenResponse> {
   // RFC 6749 §5.1: token responses must not be cached.
   reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
-  const params = tokenParameters(request);
-  const grantType = params.grant_type;
-  if (!grantType) throw new UnsupportedGrantType('grant_type is required');
-  const handler = grantHandlers.get(grantType);
-  if (!handler) throw new UnsupportedGrantType(`grant_type ${grantType} is not supported`);
-  return handler(ctx, params, request);
+  try {
+    const params = tokenParameters(request);
+    const grantType = params.grant_type;
+    if (!grantType) throw new UnsupportedGrantType('grant_type is required');
+    const handler = grantHandlers.get(grantType);
+    if (!handler) throw new UnsupportedGrantType(`grant_type ${grantType} is not supported`);
+    const response = await handler(ctx, params, request);
+    tokensIssued.inc({ grant: grantType });
+    return response;
+  } catch (err) {
+    const refused = toDirigoError(err);
+    // Server-side failures are not refusals; the HTTP metrics count them.
+    if (refused.status < 500) tokenRefusals.inc({ error: refused.code });
+    throw err;
+  }
 }

@@ -87,6 +87,8 @@ export interface Executor {
   whyNotAdoptable?(ref: string): string | undefined | Promise<string | undefined>;
   /** Cleans up after a job whose holder died (an orphaned process, a batch job): kills what is left. Returns as kill does. */
   reap(ref: string): Promise<boolean>;
+  /** Why its backend cannot take or follow jobs now (its last command failed), or undefined when it can. */
+  notReady?(): string | undefined;
   /** Stops everything it runs; later events are not reported. @returns the ids it stopped. */
   close(): Promise<number[]>;
 }

@@ -21,6 +21,8 @@ import { splitArguments } from '../jobs/index.ts';
 import { waitingJobIdsFor } from '../jobs/index.ts';
 import type { Executor, ExecutorEvent, JobToRun } from './executor.ts';
 import { Waker } from './waker.ts';
+import { cycleDuration, siteSlots } from './metrics.ts';
+import { secondsSince } from '../kernel/observability.ts';
 
 const HELD: JobStatus[] = [JobStatus.Matched, JobStatus.Running, JobStatus.Completing];
 /** Jobs one site claims in one cycle at most. */
@@ -91,11 +93,13 @@ export class Scheduler {
     const waker = new Waker();
     this.#wakers.set(name, waker);
     while (!this.#stopped) {
+      const started = process.hrtime.bigint();
       try {
         await cycle();
       } catch (err) {
         this.#log.warn({ err, loop: name }, 'scheduler cycle failed');
       }
+      cycleDuration.observe({ loop: name }, secondsSince(started));
       if (this.#stopped) break;
       await waker.pause(ms);
     }
@@ -174,6 +178,8 @@ export class Scheduler {
     const held = await this.#heldBy(executor.site);
     for (const event of await executor.poll(held)) await this.#apply(executor, event);
     const free = executor.freeSlots();
+    siteSlots.set({ site: executor.site, state: 'used' }, executor.activeJobs().length);
+    siteSlots.set({ site: executor.site, state: 'free' }, free);
     if (free <= 0) return;
     // Paced: after an outage a site with many free slots fills them over several cycles, not at once.
     const claimed = await this.#claim(executor.site, Math.min(free, CLAIMS_PER_CYCLE));

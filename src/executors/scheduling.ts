@@ -8,6 +8,7 @@ import type { AppContext } from '../kernel/context.ts';
 import type { SandboxStore } from '../jobs/index.ts';
 import { createExecutors } from './factory.ts';
 import { Scheduler } from './scheduler.ts';
+import { executorMetrics } from './metrics.ts';
 
 /** @returns the scheduler, or undefined on an API-only instance (`jobs.scheduler.enabled: false`). */
 export function startScheduling(app: FastifyInstance, ctx: AppContext, store: SandboxStore): Scheduler | undefined {
@@ -15,6 +16,17 @@ export function startScheduling(app: FastifyInstance, ctx: AppContext, store: Sa
   if (!config.scheduler.enabled) return undefined;
   const executors = createExecutors({ config, dataDir: ctx.config.dataDir, store, log: app.log });
   const scheduler = new Scheduler(ctx.db, ctx.dialect, config.scheduler, executors, app.log);
+  ctx.observability.register(...executorMetrics);
+  const batchSystems = executors.filter((e) => e.notReady);
+  if (batchSystems.length > 0) {
+    ctx.observability.addReadinessCheck('batchSystem', async () => {
+      const failing = batchSystems.flatMap((e) => {
+        const why = e.notReady!();
+        return why ? [`site ${e.site}: ${why}`] : [];
+      });
+      if (failing.length > 0) throw new Error(failing.join('; '));
+    });
+  }
   app.addHook('onListen', async () => scheduler.start());
   ctx.onClose(() => scheduler.stop());
   return scheduler;

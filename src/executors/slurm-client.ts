@@ -6,6 +6,8 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { environment } from '../kernel/config.ts';
+import { secondsSince } from '../kernel/observability.ts';
+import { batchCommandDuration, batchCommandFailures } from './metrics.ts';
 
 /** Slurm job states (squeue `%T`), as documented in squeue(1) "JOB STATE CODES". */
 export type SlurmState =
@@ -60,6 +62,8 @@ export interface SlurmClientOptions {
 
 const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin';
 const SLURM_ID = /^\d+(_\d+)?$/;
+const UNKNOWN_IDS = /Invalid job id/i;
+const ALREADY_GONE = /Invalid job id|already completing or completed|Job\/step already/i;
 
 /**
  * @example
@@ -77,17 +81,37 @@ export class SlurmClient {
     if (options.slurmConf) this.#env.SLURM_CONF = options.slurmConf;
   }
 
-  #run(command: string, args: readonly string[]): Promise<string> {
+  /** How the last command went: a batch system whose commands fail is not ready (`/readyz`). */
+  get lastFailure(): SlurmCommandError | undefined {
+    return this.#lastFailure;
+  }
+
+  #lastFailure: SlurmCommandError | undefined;
+
+  /** Runs `command`; an error whose message matches `expected` is an answer, not a failure of Slurm. */
+  #run(command: string, args: readonly string[], expected?: RegExp): Promise<string> {
     const file = this.#o.binDir ? join(this.#o.binDir, command) : command;
+    const started = process.hrtime.bigint();
     return new Promise((resolve, reject) => {
       execFile(file, args, { env: this.#env, timeout: this.#o.timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-        if (!err) return resolve(stdout);
+        batchCommandDuration.observe({ command }, secondsSince(started));
+        if (!err) {
+          this.#lastFailure = undefined;
+          return resolve(stdout);
+        }
         const e = err as NodeJS.ErrnoException & { killed?: boolean };
         let why: string;
         if (e.code === 'ENOENT') why = `command not found (${file})`;
         else if (e.killed) why = `no answer within ${this.#o.timeoutMs} ms`;
         else why = cleanStderr(stderr) || e.message;
-        reject(new SlurmCommandError(command, why));
+        const failure = new SlurmCommandError(command, why);
+        if (expected?.test(why)) {
+          this.#lastFailure = undefined;
+        } else {
+          this.#lastFailure = failure;
+          batchCommandFailures.inc({ command });
+        }
+        reject(failure);
       });
     });
   }
@@ -110,10 +134,10 @@ export class SlurmClient {
     if (wanted.size === 0) return new Map();
     let out: string;
     try {
-      out = await this.#run('squeue', ['--noheader', '--states=all', `--jobs=${[...wanted].join(',')}`, '--format=%i|%T|%r']);
+      out = await this.#run('squeue', ['--noheader', '--states=all', `--jobs=${[...wanted].join(',')}`, '--format=%i|%T|%r'], UNKNOWN_IDS);
     } catch (err) {
       // Some Slurm versions fail when none of the ids is known; that means "none of them exists".
-      if (err instanceof SlurmCommandError && /Invalid job id/i.test(err.message)) return new Map();
+      if (err instanceof SlurmCommandError && UNKNOWN_IDS.test(err.message)) return new Map();
       throw err;
     }
     return parseSqueue(out, wanted);
@@ -124,9 +148,9 @@ export class SlurmClient {
     const valid = ids.filter((id) => SLURM_ID.test(id));
     if (valid.length === 0) return;
     try {
-      await this.#run('scancel', [...valid]);
+      await this.#run('scancel', [...valid], ALREADY_GONE);
     } catch (err) {
-      if (err instanceof SlurmCommandError && /Invalid job id|already completing or completed|Job\/step already/i.test(err.message)) return;
+      if (err instanceof SlurmCommandError && ALREADY_GONE.test(err.message)) return;
       throw err;
     }
   }

@@ -37,7 +37,7 @@ export interface SlurmExecutorOptions {
   limits: { maxFileSize: number; maxSandboxSize: number; maxFiles: number };
   log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
   /** Replaces the command client (tests of the state mapping). */
-  client?: Pick<SlurmClient, 'submit' | 'query' | 'cancel'>;
+  client?: Pick<SlurmClient, 'submit' | 'query' | 'cancel'> & Partial<Pick<SlurmClient, 'lastFailure'>>;
 }
 
 /** What is stored in `executor_ref` for a Slurm job. */
@@ -70,7 +70,7 @@ export class SlurmExecutor implements Executor {
   readonly site: string;
   readonly type = 'slurm';
   readonly #o: SlurmExecutorOptions;
-  readonly #slurm: Pick<SlurmClient, 'submit' | 'query' | 'cancel'>;
+  readonly #slurm: Pick<SlurmClient, 'submit' | 'query' | 'cancel'> & Partial<Pick<SlurmClient, 'lastFailure'>>;
   readonly #held = new Map<number, Held>();
   /** Cancelled jobs whose staging directories go once Slurm says they ended: slurm id → stage. */
   readonly #cleanup = new Map<string, string>();
@@ -90,6 +90,10 @@ export class SlurmExecutor implements Executor {
 
   start(sink: ExecutorSink): void {
     this.#sink = sink;
+  }
+
+  notReady(): string | undefined {
+    return this.#slurm.lastFailure?.message;
   }
 
   freeSlots(): number {

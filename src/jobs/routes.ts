@@ -3,6 +3,7 @@
  * the executors domain; the composition root hands it in as the JobRunner.
  */
 import { join } from 'node:path';
+import { jobMetrics } from './metrics.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import { Type } from 'typebox';
@@ -89,6 +90,7 @@ export interface JobsRoutesOptions {
 
 export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, runner }: JobsRoutesOptions): Promise<void> {
   const config: JobsConfig = ctx.config.jobs;
+  jobMetrics(ctx.observability, ctx.db);
   // Uploads and sandboxes a crash interrupted (temporary files only: stored objects are always whole).
   app.addHook('onReady', async () => {
     await store.removeStaleTemporaries(3600_000).catch((err: Error) => app.log.warn({ err }, 'cannot clean the sandbox temporaries'));

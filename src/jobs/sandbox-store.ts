@@ -6,6 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { sandboxBytes } from './metrics.ts';
 import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -71,6 +72,7 @@ export class FileSandboxStore implements SandboxStore {
       const final = this.#path(sha256);
       await mkdir(join(final, '..'), { recursive: true });
       await rename(tmp, final);
+      sandboxBytes.inc(size);
       await syncDir(join(final, '..'));
       return { sha256, size };
     } catch (err) {

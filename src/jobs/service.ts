@@ -12,6 +12,7 @@ import { isFinal, JobStatus, toRecord } from './model.ts';
 import { canKillJob, canSeeJob, listVisibility } from './privileges.ts';
 import type { SandboxStore, StoredObject } from './sandbox-store.ts';
 import { canTransition, changeStatus } from './state-machine.ts';
+import { submissions } from './metrics.ts';
 import { getJob, insertJobs, listJobs, statusHistory, type JobRow, type Restrictions } from './store.ts';
 
 /**
@@ -60,6 +61,7 @@ export class JobsService {
       checked,
       sandbox,
     );
+    submissions.inc(ids.length);
     this.scheduler?.wake();
     return ids;
   }

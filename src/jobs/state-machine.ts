@@ -10,6 +10,7 @@ import type { Database } from '../kernel/db/schema.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import { InvalidTransition } from '../kernel/errors.ts';
 import { JobStatus } from './model.ts';
+import { transitions } from './metrics.ts';
 import type { JobTable } from './tables.ts';
 
 const S = JobStatus;
@@ -101,7 +102,9 @@ export async function changeStatus(db: Db | Transaction<Database>, jobIds: reado
     }
     return changed;
   };
-  return db.isTransaction ? run(db as Transaction<Database>) : db.transaction().execute(run);
+  const changed = await (db.isTransaction ? run(db as Transaction<Database>) : db.transaction().execute(run));
+  if (changed.length > 0) transitions.inc({ to: change.to }, changed.length);
+  return changed;
 }
 
 /**

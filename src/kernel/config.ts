@@ -16,6 +16,18 @@ export const ServerConfigSchema = Type.Object(
     publicUrl: Type.Optional(Type.String({ pattern: '^https://' })),
     bodyLimit: Type.Integer({ minimum: 1024, default: 1048576 }),
     maxHeaderSize: Type.Integer({ minimum: 1024, default: 16384 }),
+    /** Cross-origin requests from browser applications served elsewhere (none allowed by default). */
+    cors: Type.Object(
+      {
+        /** Exact origins (`https://app.example.org`), or `*` for any origin without credentials. */
+        origins: Type.Array(Type.String({ pattern: '^(\\*|https?://[^/?#\\s]+)$' }), { default: [] }),
+        /** Whether the listed origins may send cookies and client certificates; never with `*`. */
+        credentials: Type.Boolean({ default: false }),
+        /** How long browsers may cache a preflight answer, in seconds. */
+        maxAge: Type.Integer({ minimum: 0, maximum: 86400, default: 600 }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
   },
   { additionalProperties: false, default: {} },
 );

@@ -6,11 +6,14 @@
  */
 import type { AppConfig } from './config.ts';
 import type { Db, Dialect } from './db/database.ts';
+import type { Observability } from './observability.ts';
 
 export interface AppContext {
   readonly config: AppConfig;
   readonly db: Db;
   readonly dialect: Dialect;
+  /** Metrics and readiness checks; each domain adds its own. */
+  readonly observability: Observability;
   /** The external https URL; known once the server listens (port 0 in tests). */
   readonly publicUrl: string;
   setPublicUrl(url: string): void;

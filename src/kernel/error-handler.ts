@@ -52,5 +52,10 @@ export function errorHandler(err: unknown, request: FastifyRequest, reply: Fasti
   // A body the handler stopped reading (a sandbox upload that failed half-way) would keep the client
   // writing into a connection nobody reads: answer, then close it (RFC 9112 §9.6).
   if (!request.raw.complete) reply.header('connection', 'close');
-  reply.code(mapped.status).headers(mapped.headers).type('application/json; charset=utf-8').send(JSON.stringify(mapped.toJSON()));
+  reply
+    .code(mapped.status)
+    .headers(mapped.headers)
+    .header('x-request-id', request.id)
+    .type('application/json; charset=utf-8')
+    .send(JSON.stringify({ ...mapped.toJSON(), request_id: request.id }));
 }

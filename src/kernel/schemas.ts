@@ -3,6 +3,10 @@ import { Type } from 'typebox';
 
 /** The one error shape (DESIGN "HTTP conventions"). */
 export const ErrorBody = Type.Object(
-  { error: Type.String(), error_description: Type.String() },
+  {
+    error: Type.String(),
+    error_description: Type.String(),
+    request_id: Type.Optional(Type.String({ description: 'The X-Request-Id of the request, for support and logs' })),
+  },
   { description: 'OAuth 2.0-shaped error' },
 );

@@ -65,6 +65,9 @@ describe('database outage (postgres)', { skip: reason && process.env.CI !== 'tru
     const down = await svc.request('/readyz');
     assert.equal(down.status, 503);
     assert.equal(down.json.error, 'service_unavailable');
+    assert.equal(down.json.status, 'unavailable');
+    assert.deepEqual(down.json.checks.database, { ready: false, reason: 'the database does not answer' });
+    assert.match(down.json.error_description, /not ready: database \(the database does not answer\)/);
     assert.ok(Number(down.headers['retry-after']) > 0);
     relay.restore();
     let status = 0;

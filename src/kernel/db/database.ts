@@ -2,7 +2,7 @@
  * One Kysely instance per process, on SQLite (node:sqlite, the embedded default) or PostgreSQL.
  * The migration set is shared by both dialects and applied at start.
  */
-import { Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, type Migration } from 'kysely';
+import { Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, type LogEvent, type Migration } from 'kysely';
 import pg from 'pg';
 import { nodeSqliteDialect } from './node-sqlite.ts';
 import type { Database } from './schema.ts';
@@ -17,16 +17,22 @@ export interface OpenDatabaseOptions {
   /** PostgreSQL only: the schema to use (tests isolate themselves in one each). */
   schema?: string;
   poolSize?: number;
+  /** Called after every query with its duration; `failed` when the database answered an error. */
+  onQuery?: (seconds: number, failed: boolean) => void;
 }
 
 export interface OpenDatabase {
   db: Db;
   dialect: Dialect;
+  /** PostgreSQL's connection pool (metrics read it); SQLite has one connection and no pool. */
+  pool?: pg.Pool;
 }
 
 export function openDatabase(url: string, options: OpenDatabaseOptions = {}): OpenDatabase {
+  const { onQuery } = options;
+  const log = onQuery ? (event: LogEvent) => onQuery(event.queryDurationMillis / 1000, event.level === 'error') : undefined;
   if (url.startsWith('sqlite:')) {
-    return { db: new Kysely<Database>({ dialect: nodeSqliteDialect(url.slice('sqlite:'.length)) }), dialect: 'sqlite' };
+    return { db: new Kysely<Database>({ dialect: nodeSqliteDialect(url.slice('sqlite:'.length)), ...(log ? { log } : {}) }), dialect: 'sqlite' };
   }
   const pool = new pg.Pool({
     connectionString: url,
@@ -40,7 +46,7 @@ export function openDatabase(url: string, options: OpenDatabaseOptions = {}): Op
   // flight, or the next one, fails and is answered 503; the pool drops the broken client on release.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: 'postgres' };
+  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...(log ? { log } : {}) }), dialect: 'postgres', pool };
 }
 
 /** Applies every migration of `migrations` not yet applied (the composition root assembles the set). */
