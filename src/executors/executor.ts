@@ -85,6 +85,11 @@ export interface Executor {
    * evidence that the run cannot be followed (it goes into the job's history when the job runs again).
    */
   whyNotAdoptable?(ref: string): string | undefined | Promise<string | undefined>;
+  /**
+   * Forgets a job another instance adopted (this instance's lease ran out while it lived), without
+   * stopping it, when `ref` is the run it holds. @returns false when it cannot let go (it kills instead).
+   */
+  release?(jobId: number, ref: string): boolean;
   /** Cleans up after a job whose holder died (an orphaned process, a batch job): kills what is left. Returns as kill does. */
   reap(ref: string): Promise<boolean>;
   /** Why its backend cannot take or follow jobs now (its last command failed), or undefined when it can. */

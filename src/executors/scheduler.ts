@@ -333,11 +333,21 @@ export class Scheduler {
     if (active.length === 0) return;
     const gone = await this.#db
       .selectFrom('jobs')
-      .select(['job_id', 'executor_ref'])
+      .select(['job_id', 'status', 'executor_id', 'executor_ref'])
       .where('job_id', 'in', active)
       .where((eb) => eb.or([eb('status', 'not in', HELD), eb('executor_id', 'is', null), eb('executor_id', '!=', this.instanceId)]))
       .execute();
-    for (const g of gone) await executor.kill(Number(g.job_id), g.executor_ref).catch((err: unknown) => this.#log.warn({ err, jobId: Number(g.job_id) }, 'kill not delivered yet; tried again'));
+    for (const g of gone) {
+      const jobId = Number(g.job_id);
+      // Held elsewhere with the same run: adopted after this instance's lease lapsed (a stall, not a death).
+      // The run is the new holder's now; stopping it would undo the adoption.
+      const adopted = HELD.includes(g.status as JobStatus) && g.executor_id !== null && g.executor_ref !== null;
+      if (adopted && executor.release?.(jobId, g.executor_ref!)) {
+        this.#log.warn({ jobId, holder: g.executor_id }, 'another instance adopted this job while this instance was stalled; it follows the run now');
+        continue;
+      }
+      await executor.kill(jobId, g.executor_ref).catch((err: unknown) => this.#log.warn({ err, jobId }, 'kill not delivered yet; tried again'));
+    }
   }
 
   /**

@@ -346,6 +346,13 @@ export class SlurmExecutor implements Executor {
     return this.#parseRef(ref)?.stage !== undefined ? undefined : "its batch job's staging directory is not this instance's stagingDir";
   }
 
+  /** Stops following a job another instance adopted, leaving its batch job running, when `ref` is the one held. */
+  release(jobId: number, ref: string): boolean {
+    const h = this.#held.get(jobId);
+    if (!h || this.#parseRef(ref)?.slurmId !== h.slurmId) return false;
+    this.#held.delete(jobId);
+    return true;
+  }
 
   /** Cancels the batch job of a job whose holder died, and removes its staging directory. */
   async reap(ref: string): Promise<boolean> {

@@ -75,5 +75,40 @@ for (const { dialect, skip } of await dialects()) {
         assert.equal(slurmState(old), 'COMPLETED');
       }
     });
+
+    test('an instance that stalls past its lease (SIGSTOP) and wakes up lets the adopter follow the batch jobs instead of cancelling them', { timeout: 120000 }, async () => {
+      const token = await cluster.token(b, 'alice');
+      const res = await cluster.request(b, '/jobs', { method: 'POST', token, json: Array.from({ length: 2 }, () => ({ Executable: '/bin/sh', Arguments: `-c 'sleep 15; echo ok'`, Sites: ['Slurm'] })) });
+      assert.equal(res.status, 201, res.text);
+      const jids = res.json.jids as number[];
+      const holders = async () => cluster.sql<{ executor_id: string; executor_ref: string | null }>(`select executor_id, executor_ref from jobs where job_id = any($1) and executor_ref is not null and status in ('Matched', 'Running')`, [jids]);
+      for (const end = Date.now() + 60000; (await holders()).length < 2; ) {
+        assert.ok(Date.now() < end, 'b took the jobs to Slurm');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const stalled = new Set((await holders()).map((r) => r.executor_id));
+      const c = await cluster.start('c');
+      b.child.kill('SIGSTOP');
+      try {
+        for (const end = Date.now() + 30000; (await holders()).some((r) => stalled.has(r.executor_id)); ) {
+          assert.ok(Date.now() < end, 'c adopted the jobs of the stalled instance');
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      } finally {
+        b.child.kill('SIGCONT');
+      }
+      for (const jid of jids) {
+        for (const end = Date.now() + 90000; ; ) {
+          const job = (await cluster.request(c, `/jobs/${jid}`, { token })).json;
+          if (['Done', 'Failed', 'Killed'].includes(job.Status)) {
+            assert.equal(job.Status, 'Done', String(job.MinorStatus));
+            assert.equal(job.RescheduleCounter, 0, 'adopted, not rescheduled');
+            break;
+          }
+          assert.ok(Date.now() < end, `job ${jid} still ${job.Status} (${job.MinorStatus})`);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      }
+    });
   });
 }
