@@ -27,12 +27,17 @@ export interface BenchServerOptions {
    * to a file or journald, and reading a pipe would cost the load generator's CPU, not the server's.
    */
   logFile?: string;
+  /** CPUs the server may run on (`taskset -c`), to keep it off the load generator's core. */
+  cpus?: string;
 }
 
 export async function startBenchServer(options: BenchServerOptions = {}): Promise<BenchServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'dirigo-bench-'));
   const logFd = options.logFile ? openSync(options.logFile, 'w') : undefined;
-  const child = spawn(process.execPath, [DIRIGO, 'serve', '--data-dir', dataDir, '--port', '0', ...(options.args ?? [])], {
+  const argv = [process.execPath, DIRIGO, 'serve', '--data-dir', dataDir, '--port', '0', ...(options.args ?? [])];
+  // taskset execs the server: the child's pid is the server's.
+  const [file, ...args] = options.cpus ? ['taskset', '-c', options.cpus, ...argv] : argv;
+  const child = spawn(file!, args, {
     stdio: ['ignore', logFd ?? 'pipe', 'inherit'],
     env: { ...process.env, ...options.env },
   });

@@ -29,8 +29,7 @@ export function redactUrl(url: string): string {
   // Every request's access line passes here: the common query (no escapes, no secret) is returned as is.
   const query = url.slice(q + 1);
   if (!query.includes('%') && !query.includes('+') && !PLAIN_SECRET_PARAMETER.test(query)) return url;
-  const parts = url
-    .slice(q + 1)
+  const parts = query
     .split('&')
     .map((pair) => {
       const eq = pair.indexOf('=');
