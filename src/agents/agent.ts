@@ -190,6 +190,7 @@ export class JobAgent {
     const jid = event.jobId;
     try {
       switch (event.kind) {
+        case 'staging':
         case 'queued':
           return true;
         case 'running': {

@@ -25,6 +25,11 @@ export interface JobToRun {
 
 /** What a backend reports about a job it holds. */
 export type ExecutorEvent =
+  /**
+   * About to be handed to a batch system: records `ref` (where the submission will be found) before the
+   * submission, so that a service that dies right after it leaves a trace to adopt. False: not ours any more.
+   */
+  | { kind: 'staging'; jobId: number; ref: string }
   /** Handed to a batch system, not started yet (Slurm PENDING): records `ref` and why it waits; no status change. */
   | { kind: 'queued'; jobId: number; ref: string; minorStatus: string }
   /** The payload started; `ref` is the backend's handle (JSON), stored for kills and recovery. */

@@ -273,10 +273,11 @@ export class Scheduler {
     const mine = { executorId: this.instanceId, source };
     const now = nowIso();
     switch (event.kind) {
+      case 'staging':
       case 'queued': {
         const won = await this.#db
           .updateTable('jobs')
-          .set({ executor_ref: event.ref, minor_status: event.minorStatus, last_update_time: now })
+          .set({ executor_ref: event.ref, ...(event.kind === 'queued' ? { minor_status: event.minorStatus, last_update_time: now } : {}) })
           .where('job_id', '=', event.jobId)
           .where('status', '=', JobStatus.Matched)
           .where('executor_id', '=', this.instanceId)
@@ -374,8 +375,11 @@ export class Scheduler {
       const adopted = await this.#adopt(row, why);
       if (adopted === true) continue;
       if (adopted) why += `, and ${adopted}`;
+      // Another instance recovering at the same moment may have adopted the run: only the one that takes
+      // the job over may stop what is left of it, and requeue it.
+      if (!(await this.#takeOver(Number(row.job_id), row.executor_id))) continue;
       if (row.executor_ref) await this.#executors.get(row.site)?.reap(row.executor_ref).catch(() => {});
-      if (await this.#requeue(Number(row.job_id), why, true, row.executor_id)) n++;
+      if (await this.#requeue(Number(row.job_id), why, true)) n++;
     }
     if (n > 0) this.#log.info({ jobs: n }, 'recovered jobs of a dead executor');
     return n;
@@ -404,6 +408,18 @@ export class Scheduler {
       return true;
     }
     return undefined;
+  }
+
+  /** Makes this instance the holder of a dead holder's job (compare-and-set), so that nobody else recovers it too. */
+  async #takeOver(jobId: number, from: string | null): Promise<boolean> {
+    const result = await this.#db
+      .updateTable('jobs')
+      .set({ executor_id: this.instanceId, lease_until: new Date(Date.now() + this.#config.leaseMs).toISOString() })
+      .where('job_id', '=', jobId)
+      .where((eb) => (from === null ? eb('executor_id', 'is', null) : eb('executor_id', '=', from)))
+      .where('status', 'in', [...HELD, JobStatus.Stalled])
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
   }
 
   /** Rescheduled → Waiting (counting, when `count`), or Failed past the limit; one transaction. */

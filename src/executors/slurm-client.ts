@@ -143,6 +143,20 @@ export class SlurmClient {
     return parseSqueue(out, wanted);
   }
 
+  /**
+   * The batch job named `name` whose working directory is `workDir`: how a submission whose id was never
+   * recorded (the service died right after `sbatch`) is found again. @returns its id, or undefined.
+   */
+  async findByWorkDir(name: string, workDir: string): Promise<string | undefined> {
+    const out = await this.#run('squeue', ['--noheader', '--states=all', `--name=${name}`, '--format=%i|%Z']);
+    for (const line of out.split(/\r?\n/)) {
+      const bar = line.indexOf('|');
+      const id = line.slice(0, bar).trim();
+      if (bar > 0 && SLURM_ID.test(id) && line.slice(bar + 1).trim() === workDir) return id;
+    }
+    return undefined;
+  }
+
   /** `scancel` for the ids; ids Slurm no longer knows are not an error. */
   async cancel(ids: readonly string[]): Promise<void> {
     const valid = ids.filter((id) => SLURM_ID.test(id));

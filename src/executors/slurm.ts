@@ -18,7 +18,7 @@
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { lstat, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { join, relative, resolve, sep } from 'node:path';
+import { basename, join, relative, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import picomatch from 'picomatch';
 import type { SandboxStore, StoredObject } from '../jobs/index.ts';
@@ -37,12 +37,12 @@ export interface SlurmExecutorOptions {
   limits: { maxFileSize: number; maxSandboxSize: number; maxFiles: number };
   log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
   /** Replaces the command client (tests of the state mapping). */
-  client?: Pick<SlurmClient, 'submit' | 'query' | 'cancel'> & Partial<Pick<SlurmClient, 'lastFailure'>>;
+  client?: Pick<SlurmClient, 'submit' | 'query' | 'cancel' | 'findByWorkDir'> & Partial<Pick<SlurmClient, 'lastFailure'>>;
 }
 
-/** What is stored in `executor_ref` for a Slurm job. */
+/** What is stored in `executor_ref` for a Slurm job; before `sbatch` answers, the staging directory alone. */
 export interface SlurmRef {
-  slurmId: string;
+  slurmId?: string;
   stage: string;
 }
 
@@ -70,8 +70,10 @@ export class SlurmExecutor implements Executor {
   readonly site: string;
   readonly type = 'slurm';
   readonly #o: SlurmExecutorOptions;
-  readonly #slurm: Pick<SlurmClient, 'submit' | 'query' | 'cancel'> & Partial<Pick<SlurmClient, 'lastFailure'>>;
+  readonly #slurm: Pick<SlurmClient, 'submit' | 'query' | 'cancel' | 'findByWorkDir'> & Partial<Pick<SlurmClient, 'lastFailure'>>;
   readonly #held = new Map<number, Held>();
+  /** Batch jobs found by whyNotAdoptable for references without a Slurm id: stage → Slurm id, for adopt. */
+  readonly #found = new Map<string, string>();
   /** Cancelled jobs whose staging directories go once Slurm says they ended: slurm id → stage. */
   readonly #cleanup = new Map<string, string>();
   #sink: ExecutorSink = async () => false;
@@ -136,6 +138,12 @@ export class SlurmExecutor implements Executor {
         }),
         { mode: 0o700 },
       );
+      // Recorded first: if this process dies once sbatch has answered but before the id is stored, the
+      // recovery finds the batch job by its name and working directory and adopts it (no second run).
+      if (!(await this.#sink({ kind: 'staging', jobId: job.jobId, ref: JSON.stringify({ stage } satisfies SlurmRef) }))) {
+        await rm(stage, { recursive: true, force: true }).catch(() => {});
+        return;
+      }
       slurmId = await this.#slurm.submit(script, this.#sbatchOptions(job, stage));
     } catch (err) {
       await rm(stage, { recursive: true, force: true }).catch(() => {});
@@ -316,9 +324,9 @@ export class SlurmExecutor implements Executor {
    */
   async kill(jobId: number, ref: string | null = null): Promise<boolean> {
     const h = this.#held.get(jobId);
-    const target = h ? { slurmId: h.slurmId, stage: h.stage } : this.#parseRef(ref);
+    const target = h ? { slurmId: h.slurmId, stage: h.stage } : await this.#resolveRef(ref);
     this.#held.delete(jobId);
-    if (!target) return true;
+    if (!target?.slurmId) return true;
     if (target.stage) this.#cleanup.set(target.slurmId, target.stage);
     try {
       await this.#slurm.cancel([target.slurmId]);
@@ -335,33 +343,72 @@ export class SlurmExecutor implements Executor {
    * reference names no batch job in this site's staging directory.
    */
   adopt(job: JobToRun, ref: string, running: boolean): boolean {
-    const target = this.#parseRef(ref);
-    if (!target?.stage) return false;
-    this.#held.set(job.jobId, { job, slurmId: target.slurmId, stage: target.stage, submittedAt: Date.now(), running, minorStatus: '', misses: 0 });
+    const target = this.#parseRef(ref) ?? this.#stageOnly(ref);
+    const slurmId = target?.slurmId ?? (target?.stage ? this.#found.get(target.stage) : undefined);
+    if (!target?.stage || !slurmId) return false;
+    this.#found.delete(target.stage);
+    this.#held.set(job.jobId, { job, slurmId, stage: target.stage, submittedAt: Date.now(), running, minorStatus: '', misses: 0 });
     return true;
   }
 
-  /** A batch job whose staging directory this instance reaches (the site's stagingDir, shared by the instances). */
-  whyNotAdoptable(ref: string): string | undefined {
-    return this.#parseRef(ref)?.stage !== undefined ? undefined : "its batch job's staging directory is not this instance's stagingDir";
+  /**
+   * A batch job whose staging directory this instance reaches (the site's stagingDir, shared by the
+   * instances). A reference without a Slurm id is looked up in Slurm by its name and working directory;
+   * when Slurm cannot be asked, this throws, and the recovery tries again rather than run the job twice.
+   */
+  async whyNotAdoptable(ref: string): Promise<string | undefined> {
+    const target = await this.#resolveRef(ref);
+    if (!target?.stage) return "its batch job's staging directory is not this instance's stagingDir";
+    if (!target.slurmId) return 'its submission never reached Slurm (no batch job runs in its staging directory)';
+    this.#found.set(target.stage, target.slurmId);
+    return undefined;
   }
 
-  /** Stops following a job another instance adopted, leaving its batch job running, when `ref` is the one held. */
+  /** Stops following a job another instance adopted, leaving its batch job running, when `ref` is the run held. */
   release(jobId: number, ref: string): boolean {
     const h = this.#held.get(jobId);
-    if (!h || this.#parseRef(ref)?.slurmId !== h.slurmId) return false;
+    const target = this.#parseRef(ref) ?? this.#stageOnly(ref);
+    if (!h || !target || (target.slurmId !== h.slurmId && target.stage !== h.stage)) return false;
     this.#held.delete(jobId);
     return true;
   }
 
   /** Cancels the batch job of a job whose holder died, and removes its staging directory. */
   async reap(ref: string): Promise<boolean> {
-    const target = this.#parseRef(ref);
+    const target = await this.#resolveRef(ref).catch(() => undefined);
     if (!target) return true;
     let cancelled = true;
-    await this.#slurm.cancel([target.slurmId]).catch(() => (cancelled = false));
+    if (target.slurmId) await this.#slurm.cancel([target.slurmId]).catch(() => (cancelled = false));
     if (target.stage && !this.#o.site.keepStaging) await rm(target.stage, { recursive: true, force: true }).catch(() => {});
     return cancelled;
+  }
+
+  /** A reference, with the Slurm id looked up by name and working directory when only the stage was recorded. */
+  async #resolveRef(ref: string | null): Promise<{ slurmId?: string; stage?: string } | undefined> {
+    const complete = this.#parseRef(ref);
+    if (complete) return complete;
+    const staged = this.#stageOnly(ref);
+    if (!staged) return undefined;
+    const jobId = basename(staged.stage).split('-')[0];
+    return { stage: staged.stage, slurmId: await this.#slurm.findByWorkDir(`dirigo-${jobId}`, staged.stage) };
+  }
+
+  /** A reference written before `sbatch` answered: the staging directory, when it lies in this site's. */
+  #stageOnly(ref: string | null): { slurmId?: undefined; stage: string } | undefined {
+    if (!ref) return undefined;
+    try {
+      const parsed = JSON.parse(ref) as Partial<SlurmRef>;
+      if (parsed.slurmId !== undefined || typeof parsed.stage !== 'string') return undefined;
+      const stage = this.#insideStaging(parsed.stage);
+      return stage ? { stage } : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  #insideStaging(path: string): string | undefined {
+    const rel = relative(this.#o.stagingDir, resolve(path));
+    return rel !== '' && !rel.startsWith('..') && !rel.includes(`..${sep}`) ? resolve(path) : undefined;
   }
 
   /**
@@ -384,12 +431,7 @@ export class SlurmExecutor implements Executor {
     try {
       const parsed = JSON.parse(ref) as Partial<SlurmRef>;
       if (typeof parsed.slurmId !== 'string' || !/^\d+(_\d+)?$/.test(parsed.slurmId)) return undefined;
-      let stage: string | undefined;
-      if (typeof parsed.stage === 'string') {
-        const rel = relative(this.#o.stagingDir, resolve(parsed.stage));
-        if (rel !== '' && !rel.startsWith('..') && !rel.includes(`..${sep}`)) stage = resolve(parsed.stage);
-      }
-      return { slurmId: parsed.slurmId, stage };
+      return { slurmId: parsed.slurmId, stage: typeof parsed.stage === 'string' ? this.#insideStaging(parsed.stage) : undefined };
     } catch {
       return undefined;
     }

@@ -43,7 +43,7 @@ for (const { dialect, skip } of await dialects()) {
       // Wait until a holds all three in Slurm.
       let first: Map<number, string>;
       for (const end = Date.now() + 60000; ; ) {
-        const rows = await cluster.sql<{ job_id: number; executor_ref: string | null }>(`select job_id, executor_ref from jobs where job_id = any($1) and executor_ref is not null and status in ('Matched', 'Running')`, [jids]);
+        const rows = await cluster.sql<{ job_id: number; executor_ref: string | null }>(`select job_id, executor_ref from jobs where job_id = any($1) and executor_ref like '%slurmId%' and status in ('Matched', 'Running')`, [jids]);
         if (rows.length === 3) {
           first = new Map(rows.map((r) => [Number(r.job_id), (JSON.parse(r.executor_ref!) as { slurmId: string }).slurmId]));
           break;
@@ -74,6 +74,41 @@ for (const { dialect, skip } of await dialects()) {
         assert.equal(now, old, 'the batch job the dead instance submitted is the one that ran');
         assert.equal(slurmState(old), 'COMPLETED');
       }
+    });
+
+    test('a batch job whose id was never recorded (the instance died right after sbatch) is found by its staging directory and adopted, not run again', { timeout: 120000 }, async () => {
+      const token = await cluster.token(b, 'alice');
+      const res = await cluster.request(b, '/jobs', { method: 'POST', token, json: { Executable: '/bin/sh', Arguments: `-c 'sleep 10; echo ok'`, Sites: ['Slurm'] } });
+      assert.equal(res.status, 201, res.text);
+      const [jid] = res.json.jids as number[];
+      let ref: { slurmId: string; stage: string };
+      for (const end = Date.now() + 60000; ; ) {
+        const [row] = await cluster.sql<{ executor_ref: string | null }>(`select executor_ref from jobs where job_id = $1 and executor_ref like '%slurmId%'`, [jid]);
+        if (row) {
+          ref = JSON.parse(row.executor_ref!) as { slurmId: string; stage: string };
+          break;
+        }
+        assert.ok(Date.now() < end, 'b submitted the job to Slurm');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const d = await cluster.start('d');
+      b.child.kill('SIGKILL');
+      await b.exited;
+      // What the database holds when the process dies between sbatch's answer and the write of its id.
+      await cluster.sql(`update jobs set executor_ref = $2 where job_id = $1`, [jid, JSON.stringify({ stage: ref.stage })]);
+      for (const end = Date.now() + 90000; ; ) {
+        const job = (await cluster.request(d, `/jobs/${jid}`, { token })).json;
+        if (['Done', 'Failed', 'Killed'].includes(job.Status)) {
+          assert.equal(job.Status, 'Done', String(job.MinorStatus));
+          assert.equal(job.RescheduleCounter, 0, 'adopted, not rescheduled');
+          assert.ok((job.StatusHistory as { MinorStatus: string }[]).some((h) => /^Adopted/.test(h.MinorStatus)), JSON.stringify(job.StatusHistory));
+          break;
+        }
+        assert.ok(Date.now() < end, `job ${jid} still ${job.Status} (${job.MinorStatus})`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      assert.equal(slurmState(ref.slurmId), 'COMPLETED', 'the batch job b submitted is the one that ran');
+      b = d;
     });
 
     test('an instance that stalls past its lease (SIGSTOP) and wakes up lets the adopter follow the batch jobs instead of cancelling them', { timeout: 120000 }, async () => {

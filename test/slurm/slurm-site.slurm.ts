@@ -24,7 +24,9 @@ const noSlurm = slurmUnavailable();
 async function slurmJob(svc: TestService, jid: number): Promise<{ id: string; state: string; reason: string; limit: string } | undefined> {
   const row = await svc.ctx.db.selectFrom('jobs').select('executor_ref').where('job_id', '=', jid).executeTakeFirst();
   if (!row?.executor_ref) return undefined;
-  const { slurmId } = JSON.parse(row.executor_ref) as { slurmId: string };
+  // Before sbatch answers, the reference holds the staging directory alone.
+  const { slurmId } = JSON.parse(row.executor_ref) as { slurmId?: string };
+  if (!slurmId) return undefined;
   const out = execFileSync('squeue', ['--noheader', '--states=all', `--jobs=${slurmId}`, '--format=%i|%T|%r|%l'], { encoding: 'utf8' }).trim();
   const [id, state, reason, limit] = out.split('|');
   return id ? { id, state: state!, reason: reason!, limit: limit! } : undefined;
