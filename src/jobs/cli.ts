@@ -9,7 +9,7 @@ import { basename, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { call, callJson, connect, type Connection } from '../kernel/cli/http.ts';
-import { CliError, progress } from '../kernel/cli/output.ts';
+import { CliError, EXIT, progress } from '../kernel/cli/output.ts';
 import { CREDENTIAL_OPTIONS, userAccessToken } from '../kernel/cli/credentials.ts';
 import { unpackArchive } from './sandbox-archive.ts';
 import { fileNameProblem } from './file-names.ts';
@@ -20,11 +20,15 @@ const USAGE = `usage: dirigo jobs <command> [options]
 commands:
   submit MANIFEST.json [FILES...]   submit the manifest (an object or an array); FILES join the input sandbox
   list [--status S]... [--all] [--max N] [--start N] [--attr KEY=VALUE]...
-  show JID                          attributes and status history
-  kill JID                          kill the job
-  manifest JID                      the stored manifest
-  sandbox JID input|output [-o DIR] download and unpack a sandbox (default DIR: job-JID-input|output)
-  wait JID [--timeout SECONDS]      poll until the job is final; exit 0 when Done
+  show JID...                       attributes and status history
+  kill JID...                       kill the jobs
+  manifest JID...                   the stored manifests
+  sandbox JID... input|output [-o DIR]
+                                    download and unpack sandboxes (default DIR: job-JID-input|output)
+  wait JID... [--timeout SECONDS]   poll until the jobs are final; exit 0 when all are Done
+
+Commands that take job ids do each one, report each result, and exit non-zero when any failed:
+1 failed (a job not Done, a refused request), 2 usage, 3 timeout, 4 not found, 5 not allowed, 6 service error.
 
 authentication (one of):
   --cert FILE --key FILE [--group G]   a user certificate or proxy (flow A)
@@ -50,9 +54,30 @@ const OPTIONS = {
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
 
 
-function jid(text: string | undefined): string {
-  if (!text || !/^\d+$/.test(text)) throw new CliError(`a job id (a positive integer) is required, not '${text ?? ''}'`, 2);
-  return text;
+/** The job ids among the arguments: at least one, each a positive integer. */
+function jids(args: readonly string[]): string[] {
+  if (args.length === 0) throw new CliError('a job id (a positive integer) is required', EXIT.usage);
+  for (const text of args) if (!/^\d+$/.test(text)) throw new CliError(`a job id (a positive integer) is required, not '${text}'`, EXIT.usage);
+  return [...args];
+}
+
+/**
+ * Runs `one` for each job id in turn. A failure is reported on stderr with its job id and the others go
+ * on. @returns 0 when all succeeded, the shared exit code when all failures agree, otherwise 1.
+ */
+async function eachJob(ids: readonly string[], one: (id: string) => Promise<number>): Promise<number> {
+  const codes = new Set<number>();
+  for (const id of ids) {
+    try {
+      const code = await one(id);
+      if (code !== EXIT.ok) codes.add(code);
+    } catch (err) {
+      if (!(err instanceof CliError) || ids.length === 1) throw err;
+      process.stderr.write(`dirigo jobs: job ${id}: ${err.message}\n`);
+      codes.add(err.exitCode);
+    }
+  }
+  return codes.size === 0 ? EXIT.ok : codes.size === 1 ? [...codes][0]! : EXIT.failure;
 }
 
 function print(values: Values, data: unknown, text: () => string): void {
@@ -97,10 +122,7 @@ async function submit(conn: Connection, token: string, values: Values, args: str
   return 0;
 }
 
-async function sandbox(conn: Connection, token: string, values: Values, args: string[]): Promise<number> {
-  const id = jid(args[0]);
-  const which = args[1];
-  if (which !== 'input' && which !== 'output') throw new CliError(`say which sandbox: input or output, not '${which ?? ''}'`, 2);
+async function sandbox(conn: Connection, token: string, values: Values, id: string, which: 'input' | 'output'): Promise<number> {
   const res = await call(conn, `/jobs/${id}/${which}sandbox`, { token, headers: { accept: 'application/gzip' } });
   const expected = String(res.headers['x-content-sha256'] ?? '');
   const actual = createHash('sha256').update(res.body).digest('hex');
@@ -112,8 +134,7 @@ async function sandbox(conn: Connection, token: string, values: Values, args: st
   return 0;
 }
 
-async function wait(conn: Connection, token: string, values: Values, args: string[]): Promise<number> {
-  const id = jid(args[0]);
+async function wait(conn: Connection, token: string, values: Values, id: string): Promise<number> {
   const timeout = values.timeout ? Number(values.timeout) * 1000 : Infinity;
   const interval = values.interval ? Number(values.interval) * 1000 : 1000;
   if (Number.isNaN(timeout) || !(interval > 0)) throw new CliError('--timeout and --interval take seconds', 2);
@@ -125,12 +146,12 @@ async function wait(conn: Connection, token: string, values: Values, args: strin
     if (FINAL_STATUSES.has(job.Status as never)) {
       p.done(`job ${id}: ${job.Status} (${job.MinorStatus}) after ${elapsed} s`);
       if (values.json) process.stdout.write(`${JSON.stringify(job, null, 2)}\n`);
-      return job.Status === 'Done' ? 0 : 1;
+      return job.Status === 'Done' ? EXIT.ok : EXIT.failure;
     }
     p.update(`job ${id}: ${job.Status} — ${job.MinorStatus} (${elapsed} s)`);
     if (Date.now() - started > timeout) {
       p.done(`job ${id}: still ${job.Status} after ${elapsed} s; giving up`);
-      return 3;
+      return EXIT.timeout;
     }
     await new Promise((r) => setTimeout(r, interval));
   }
@@ -161,30 +182,38 @@ export async function jobsCommand(argv: string[]): Promise<number> {
       print(values, res, () => `${table(res.jobs)}${res.jobs.length} of ${res.entries} job(s) shown\n`);
       return 0;
     }
-    case 'show': {
-      const job = await callJson<JobRecord & { StatusHistory: StatusHistoryEntry[] }>(conn, `/jobs/${jid(args[0])}`, { token });
-      print(values, job, () => {
-        const { StatusHistory, ...attrs } = job;
-        const lines = Object.entries(attrs).map(([k, v]) => `${k.padEnd(18)} ${v ?? ''}`);
-        lines.push('', 'StatusHistory:', ...StatusHistory.map((h) => `  ${h.StatusTime}  ${h.Status.padEnd(12)} ${h.MinorStatus}  (${h.Source})`));
-        return `${lines.join('\n')}\n`;
+    case 'show':
+      return eachJob(jids(args), async (id) => {
+        const job = await callJson<JobRecord & { StatusHistory: StatusHistoryEntry[] }>(conn, `/jobs/${id}`, { token });
+        print(values, job, () => {
+          const { StatusHistory, ...attrs } = job;
+          const lines = Object.entries(attrs).map(([k, v]) => `${k.padEnd(18)} ${v ?? ''}`);
+          lines.push('', 'StatusHistory:', ...StatusHistory.map((h) => `  ${h.StatusTime}  ${h.Status.padEnd(12)} ${h.MinorStatus}  (${h.Source})`));
+          return `${lines.join('\n')}\n`;
+        });
+        return EXIT.ok;
       });
-      return 0;
+    case 'kill':
+      return eachJob(jids(args), async (id) => {
+        const res = await callJson<{ jid: number; Status: string }>(conn, `/jobs/${id}`, { method: 'DELETE', token });
+        print(values, res, () => `job ${res.jid}: ${res.Status}\n`);
+        return EXIT.ok;
+      });
+    case 'manifest':
+      return eachJob(jids(args), async (id) => {
+        const m = await callJson<unknown>(conn, `/jobs/${id}/manifest`, { token });
+        process.stdout.write(`${JSON.stringify(m, null, 2)}\n`);
+        return EXIT.ok;
+      });
+    case 'sandbox': {
+      const which = args.at(-1);
+      if (which !== 'input' && which !== 'output') throw new CliError(`say which sandbox, after the job ids: input or output, not '${which ?? ''}'`, 2);
+      const ids = jids(args.slice(0, -1));
+      if (ids.length > 1 && values.output) throw new CliError('-o names one directory: give one job id with it', 2);
+      return eachJob(ids, (id) => sandbox(conn, token, values, id, which));
     }
-    case 'kill': {
-      const res = await callJson<{ jid: number; Status: string }>(conn, `/jobs/${jid(args[0])}`, { method: 'DELETE', token });
-      print(values, res, () => `job ${res.jid}: ${res.Status}\n`);
-      return 0;
-    }
-    case 'manifest': {
-      const m = await callJson<unknown>(conn, `/jobs/${jid(args[0])}/manifest`, { token });
-      process.stdout.write(`${JSON.stringify(m, null, 2)}\n`);
-      return 0;
-    }
-    case 'sandbox':
-      return sandbox(conn, token, values, args);
     case 'wait':
-      return wait(conn, token, values, args);
+      return eachJob(jids(args), (id) => wait(conn, token, values, id));
     default:
       throw new CliError(`unknown jobs command '${sub}'\n\n${USAGE}`, 2);
   }

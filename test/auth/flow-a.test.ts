@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
-import { startTestService, TEST_SETUP, type TestService } from '../helpers/service.ts';
+import { startTestService, TEST_SETUP, testRegistry, type TestService } from '../helpers/service.ts';
 
 for (const { dialect, skip } of await dialects()) {
   describe(`flow A: tokens from a certificate (${dialect})`, { skip }, () => {
@@ -42,6 +42,28 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(viaQuery.status, 200);
       assert.equal(viaQuery.headers['cache-control'], 'no-store');
       assert.equal(viaQuery.json.preferred_username, 'alice');
+    });
+
+    it("picks the user's only group and the only setup when left out, and lists the choices when there are several", async () => {
+      // bob has one group; the service has two setups.
+      const bob = await svc.request(`/oauth2/token?grant_type=client_credentials&setup=${TEST_SETUP}`, { as: 'bob' });
+      assert.equal(bob.status, 200, bob.text);
+      assert.equal(bob.json.group, 'dirigo_user');
+      const noSetup = await svc.request('/oauth2/token?grant_type=client_credentials', { as: 'bob' });
+      assert.equal(noSetup.status, 400);
+      assert.equal(noSetup.json.error, 'invalid_request');
+      assert.equal(noSetup.json.error_description, `setup is required: choose one of ${TEST_SETUP}, Dirigo-Other (GET /oauth2/setups)`);
+      const alice = await svc.request(`/oauth2/token?grant_type=client_credentials&setup=${TEST_SETUP}`, { as: 'alice' });
+      assert.equal(alice.status, 400);
+      assert.equal(alice.json.error_description, 'group is required: choose one of dirigo_user, dirigo_prod (GET /oauth2/groups)');
+      const single = await startTestService({ dialect, config: { registry: { ...testRegistry(), setups: [TEST_SETUP] } } });
+      try {
+        const both = await single.request('/oauth2/token?grant_type=client_credentials', { as: 'bob' });
+        assert.equal(both.status, 200, both.text);
+        assert.deepEqual([both.json.group, both.json.setup], ['dirigo_user', TEST_SETUP]);
+      } finally {
+        await single.close();
+      }
     });
 
     it('answers bad token requests with the RFC 6749 §5.2 codes', async () => {

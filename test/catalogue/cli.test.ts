@@ -54,7 +54,7 @@ for (const { dialect, skip } of await dialects()) {
         assert.equal(r.code, 0, r.stderr);
       }
       const denied = await alice('define', 'Mine', 'int', 'file');
-      assert.equal(denied.code, 1);
+      assert.equal(denied.code, 5, 'exit code 5: not allowed');
       assert.match(denied.stderr, /403 insufficient_privileges/);
 
       let r = await alice('mkdir', '/exp/run7', '--meta', 'Run=7', '--meta', 'Site=CERN');

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { startJobsService } from './helpers.ts';
+import { TEST_SETUP } from '../helpers/service.ts';
 
 const BIN = new URL('../../bin/dirigo.js', import.meta.url).pathname;
 
@@ -22,7 +23,9 @@ for (const { dialect, skip } of await dialects()) {
 
     function dirigo(args: string[], user = 'alice'): Promise<{ code: number; stdout: string; stderr: string }> {
       const u = svc.pki.users[user]!;
-      const conn = ['--url', svc.url, '--ca', svc.pki.caFile, '--cert', u.certFile, '--key', u.keyFile];
+      // alice is in two groups and the service has two setups: flow A asks which (bob's only group is picked for him).
+      const group = user === 'alice' ? ['--group', 'dirigo_user'] : [];
+      const conn = ['--url', svc.url, '--ca', svc.pki.caFile, '--cert', u.certFile, '--key', u.keyFile, ...group, '--setup', TEST_SETUP];
       return new Promise((resolve) => {
         execFile(process.execPath, [BIN, 'jobs', ...args, ...conn], { cwd: work, env: { PATH: process.env.PATH ?? '', HOME: work } }, (err, stdout, stderr) => {
           resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
@@ -75,6 +78,51 @@ for (const { dialect, skip } of await dialects()) {
       assert.match(wait.stderr, /Killed/);
       const bad = await dirigo(['show', 'abc']);
       assert.equal(bad.code, 2);
+    });
+
+    it('takes several job ids, reports each, and exits with the documented code when any failed', async () => {
+      writeFileSync(join(work, 'sleep.json'), JSON.stringify({ Executable: '/bin/sleep', Arguments: '60' }));
+      const a = (await dirigo(['submit', 'sleep.json'])).stdout.trim();
+      const b = (await dirigo(['submit', 'sleep.json'])).stdout.trim();
+      const both = await dirigo(['kill', a, b]);
+      assert.equal(both.code, 0, both.stderr);
+      assert.match(both.stdout, new RegExp(`job ${a}: Killed`));
+      assert.match(both.stdout, new RegExp(`job ${b}: Killed`));
+      // One unknown id among known ones: the others are still done, and the exit code says "not found".
+      const mixed = await dirigo(['show', a, '999999', b, '--json']);
+      assert.equal(mixed.code, 4, mixed.stderr);
+      assert.match(mixed.stderr, /job 999999: HTTP 404/);
+      const shown = mixed.stdout.trim().split('\n').filter((l) => l.startsWith('  "JobID"'));
+      assert.equal(shown.length, 2);
+      const forbidden = await dirigo(['kill', a], 'bob');
+      assert.equal(forbidden.code, 5, forbidden.stderr);
+      const timeout = await dirigo(['submit', 'sleep.json']);
+      const waited = await dirigo(['wait', timeout.stdout.trim(), '--timeout', '0.2', '--interval', '0.1']);
+      assert.equal(waited.code, 3);
+      await dirigo(['kill', timeout.stdout.trim()]);
+    });
+
+    it('takes one file holding certificate and key (as a grid proxy file does) without --key', async () => {
+      const u = svc.pki.users.bob!;
+      const both = join(work, 'bob-cert-and-key.pem');
+      writeFileSync(both, readFileSync(u.certFile, 'utf8') + readFileSync(u.keyFile, 'utf8'), { mode: 0o600 });
+      const run = (cert: string) =>
+        new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+          execFile(process.execPath, [BIN, 'jobs', 'list', '--json', '--url', svc.url, '--ca', svc.pki.caFile, '--cert', cert, '--setup', TEST_SETUP], { cwd: work, env: { PATH: process.env.PATH ?? '', HOME: work } }, (err, stdout, stderr) =>
+            resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+          ),
+        );
+      const ok = await run(both);
+      assert.equal(ok.code, 0, ok.stderr);
+      assert.equal(typeof JSON.parse(ok.stdout).entries, 'number');
+      const certOnly = await run(u.certFile);
+      assert.equal(certOnly.code, 2);
+      assert.match(certOnly.stderr, /holds no private key: pass --key/);
+    });
+
+    it('prints its version', async () => {
+      const version = await new Promise<string>((resolve) => execFile(process.execPath, [BIN, '--version'], (_err, stdout) => resolve(stdout)));
+      assert.match(version, /^dirigo \d+\.\d+\.\d+\n$/);
     });
   });
 }

@@ -1,6 +1,7 @@
 /**
  * `dirigo <command>`: one table of commands, each in its own module. A command returns the exit code.
  */
+import { readFileSync } from 'node:fs';
 import { serveCommand, initCommand } from './serve.ts';
 import { adminCommand } from './admin.ts';
 import { catalogueCommand } from '../../catalogue/index.ts';
@@ -26,11 +27,20 @@ const commands: Record<string, { run: Command; summary: string }> = {
 
 function usage(): string {
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
-  return `usage: dirigo <command> [options]\n\ncommands:\n${lines.join('\n')}\n\nRun 'dirigo <command> --help' for a command's options.\n`;
+  return `usage: dirigo <command> [options]\n       dirigo --version\n\ncommands:\n${lines.join('\n')}\n\nRun 'dirigo <command> --help' for a command's options.\n`;
+}
+
+/** The package's version (package.json beside src/). */
+function version(): string {
+  return (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 }
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === '--version' || name === '-V' || name === 'version') {
+    process.stdout.write(`dirigo ${version()}\n`);
+    return 0;
+  }
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(usage());
     return name ? 0 : 2;

@@ -35,13 +35,22 @@ async function clientOwnGrant(ctx: AppContext, params: TokenParameters, request:
   return { access_token: issued.token, token_type: 'Bearer', expires_in: issued.expiresIn, scope };
 }
 
+/**
+ * A parameter the user left out: the one value there is when there is exactly one (as most users have one
+ * group and a site one setup), otherwise a refusal that lists the values to choose from.
+ */
+function onlyChoice(name: string, values: readonly string[], none: string, listedBy: string): string {
+  if (values.length === 1) return values[0]!;
+  if (values.length === 0) throw new InvalidScope(none);
+  throw new InvalidRequest(`${name} is required: choose one of ${values.join(', ')} (${listedBy})`);
+}
+
 async function certificateGrant(ctx: AppContext, params: TokenParameters, request: FastifyRequest): Promise<TokenResponse> {
   const { user, identity } = certificateUser(ctx, request);
   // A limited proxy may read, not act for its owner (RFC 6749 §5.2 unauthorized_client).
   if (identity.limited) throw new UnauthorizedClient('a limited proxy may read but not obtain tokens; use a full proxy or the certificate');
-  const { group, setup } = params;
-  if (!group) throw new InvalidRequest('group is required');
-  if (!setup) throw new InvalidRequest('setup is required');
+  const group = params.group ?? onlyChoice('group', user.groups, `${user.name} is a member of no group`, 'GET /oauth2/groups');
+  const setup = params.setup ?? onlyChoice('setup', ctx.registry.setups, 'the service has no setup', 'GET /oauth2/setups');
   if (!ctx.registry.group(group)) throw new InvalidScope(`unknown group '${group}'`);
   if (!ctx.registry.isMember(user.name, group)) throw new InvalidScope(`${user.name} is not a member of group '${group}'`);
   if (!ctx.registry.hasSetup(setup)) throw new InvalidScope(`unknown setup '${setup}'`);

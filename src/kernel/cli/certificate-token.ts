@@ -10,16 +10,18 @@ export interface TokenAnswer {
   scope: string;
 }
 
-/** Flow A: groups/setups discovery when not given, then the token request. */
+/**
+ * Flow A. A group or setup left out is chosen by the service when the user has exactly one; with several,
+ * its answer lists them.
+ */
 export async function certificateToken(conn: Connection, group?: string, setup?: string): Promise<TokenAnswer> {
   if (!conn.hasCertificate) throw new CliError('a certificate is needed: pass --cert and --key', 2);
-  group ??= (await callJson<{ groups: string[] }>(conn, '/oauth2/groups')).groups[0];
-  setup ??= (await callJson<{ setups: string[] }>(conn, '/oauth2/setups')).setups[0];
-  if (!group) throw new CliError('the certificate belongs to no group');
-  if (!setup) throw new CliError('the service has no setup');
+  const form = new URLSearchParams({ grant_type: 'client_credentials' });
+  if (group) form.set('group', group);
+  if (setup) form.set('setup', setup);
   return callJson<TokenAnswer>(conn, '/oauth2/token', {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'client_credentials', group, setup }).toString(),
+    body: form.toString(),
   });
 }

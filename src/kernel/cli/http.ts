@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Agent, request, type Dispatcher } from 'undici';
 import { environment } from '../../kernel/config.ts';
-import { CliError } from './output.ts';
+import { CliError, EXIT, exitCodeFor } from './output.ts';
 
 export const CONNECTION_OPTIONS = {
   url: { type: 'string' },
@@ -35,11 +35,21 @@ export function connect(values: { url?: string; ca?: string; cert?: string; key?
   if (!url.startsWith('https://')) throw new CliError(`--url must be an https:// URL, not ${url}`, 2);
   const defaultCa = resolve('dirigo-data/pki/ca.crt');
   const caPath = values.ca ?? environment.get('DIRIGO_CA') ?? (existsSync(defaultCa) ? defaultCa : undefined);
-  if ((values.cert === undefined) !== (values.key === undefined)) throw new CliError('--cert and --key go together', 2);
+  if (values.key !== undefined && values.cert === undefined) throw new CliError('--key needs --cert', 2);
+  let identity: { cert: Buffer; key: Buffer } | undefined;
+  if (values.cert) {
+    const cert = read(values.cert, 'certificate');
+    // A grid proxy file holds the proxy certificate, its key and the chain in one file: --key is optional.
+    const key = values.key ? read(values.key, 'key') : cert;
+    if (!values.key && !/-----BEGIN (RSA |EC |ENCRYPTED )?PRIVATE KEY-----/.test(cert.toString('latin1'))) {
+      throw new CliError(`${values.cert} holds no private key: pass --key, or a file with the certificate and its key (as a proxy file has)`, 2);
+    }
+    identity = { cert, key };
+  }
   const agent = new Agent({
     connect: {
       ...(caPath ? { ca: read(caPath, 'CA file') } : {}),
-      ...(values.cert ? { cert: read(values.cert, 'certificate'), key: read(values.key!, 'key') } : {}),
+      ...(identity ?? {}),
     },
   });
   return { url, agent, hasCertificate: values.cert !== undefined };
@@ -79,7 +89,7 @@ export async function call(conn: Connection, path: string, options: CallOptions 
   try {
     res = await request(target, { method: options.method ?? 'GET', headers, body, dispatcher: conn.agent });
   } catch (err) {
-    throw new CliError(`cannot reach ${conn.url}: ${(err as Error).message}`);
+    throw new CliError(`cannot reach ${conn.url}: ${(err as Error).message}`, EXIT.server);
   }
   const data = Buffer.from(await res.body.arrayBuffer());
   const ok = options.accept ?? ((s: number) => s >= 200 && s < 300);
@@ -91,7 +101,7 @@ export async function call(conn: Connection, path: string, options: CallOptions 
     } catch {
       // not JSON: keep the status
     }
-    throw new CliError(message.trim());
+    throw new CliError(message.trim(), exitCodeFor(res.statusCode));
   }
   return { status: res.statusCode, headers: res.headers, body: data };
 }

@@ -1,4 +1,27 @@
-/** CLI errors and progress: a spinner line on a terminal, plain lines otherwise. */
+/** CLI errors, exit codes and progress: a spinner line on a terminal, plain lines otherwise. */
+
+/** The exit codes of every command (README "Exit codes"). */
+export const EXIT = {
+  ok: 0,
+  /** Anything else that failed: a refused request (other 4xx), a job that ended other than Done. */
+  failure: 1,
+  usage: 2,
+  timeout: 3,
+  notFound: 4,
+  /** Not authenticated, or not allowed (401, 403). */
+  forbidden: 5,
+  /** The service failed (5xx) or could not be reached. */
+  server: 6,
+} as const;
+
+/** The exit code for an HTTP error status. */
+export function exitCodeFor(status: number): number {
+  if (status === 401 || status === 403) return EXIT.forbidden;
+  if (status === 404) return EXIT.notFound;
+  if (status >= 500) return EXIT.server;
+  return EXIT.failure;
+}
+
 export class CliError extends Error {
   readonly exitCode: number;
   constructor(message: string, exitCode = 1) {
