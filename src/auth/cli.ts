@@ -5,8 +5,9 @@
 import { parseArgs } from 'node:util';
 import { call, callJson, connect, CONNECTION_OPTIONS } from '../kernel/cli/http.ts';
 import { CliError, progress } from '../kernel/cli/output.ts';
-import { cachedAccessToken, DEFAULT_CLI_CLIENT, form, parseJson, readCache, toCached, withCacheLock, writeCache, type TokenAnswer } from '../kernel/cli/token-cache.ts';
+import { DEFAULT_CLI_CLIENT, form, parseJson, readCache, toCached, withCacheLock, writeCache, type TokenAnswer } from '../kernel/cli/token-cache.ts';
 import { environment } from '../kernel/config.ts';
+import { CREDENTIAL_OPTIONS, userCredential } from '../kernel/cli/credentials.ts';
 
 const LOGIN_USAGE = `usage: dirigo login [--url URL] [--ca FILE] [--client-id ID] [--scope SCOPES]
 
@@ -96,18 +97,21 @@ export async function logoutCommand(argv: string[]): Promise<number> {
 }
 
 export async function whoamiCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { ...CONNECTION_OPTIONS, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }, strict: true });
+  const { values } = parseArgs({ args: argv, options: { ...CREDENTIAL_OPTIONS, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }, strict: true });
   if (values.help) {
-    process.stdout.write('usage: dirigo whoami [--url URL] [--ca FILE] [--json]\n\nShows who the cached token speaks for.\n');
+    process.stdout.write(
+      'usage: dirigo whoami [--url URL] [--ca FILE] [--cert FILE [--key FILE]] [--token T] [--json]\n\n' +
+        'Shows who the credential every command would use speaks for, and where it was found.\n',
+    );
     return 0;
   }
   const conn = connect(values);
-  const token = await cachedAccessToken(conn);
-  const info = await callJson<Record<string, unknown>>(conn, '/oauth2/userinfo', { token });
+  const credential = await userCredential(conn, values);
+  const info = await callJson<Record<string, unknown>>(conn, '/oauth2/userinfo', { token: credential.token });
   if (values.json) {
-    process.stdout.write(JSON.stringify(info, null, 2) + '\n');
+    process.stdout.write(JSON.stringify({ ...info, credential: credential.source }, null, 2) + '\n');
   } else {
-    process.stdout.write(`${String(info.preferred_username)} in group ${String(info.group)}, setup ${String(info.setup)} at ${conn.url}\n`);
+    process.stdout.write(`${String(info.preferred_username)} in group ${String(info.group)}, setup ${String(info.setup)} at ${conn.url}\ncredential: ${credential.source}\n`);
   }
   return 0;
 }

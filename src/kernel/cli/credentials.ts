@@ -1,12 +1,12 @@
 /**
- * How user commands (`dirigo jobs`, `dirigo catalogue`) obtain an access token, in order: `--token`, a
- * certificate (`--cert/--key`, flow A with `--group/--setup`), `DIRIGO_TOKEN`, then the cache that
- * `dirigo login` keeps (refreshed when near expiry).
+ * How user commands (`dirigo jobs`, `dirigo catalogue`, `dirigo whoami`) obtain an access token; the order
+ * is userCredential's.
  */
 import { environment } from '../../kernel/config.ts';
 import { CONNECTION_OPTIONS, type Connection } from './http.ts';
 import { certificateToken } from './certificate-token.ts';
-import { cachedAccessToken } from './token-cache.ts';
+import { cachedAccessToken, hasCachedToken, tokenCachePath } from './token-cache.ts';
+import { discoveredBearerToken } from './grid-credentials.ts';
 
 export const CREDENTIAL_OPTIONS = {
   ...CONNECTION_OPTIONS,
@@ -15,11 +15,30 @@ export const CREDENTIAL_OPTIONS = {
   setup: { type: 'string' },
 } as const;
 
-export async function userAccessToken(conn: Connection, values: { token?: string; group?: string; setup?: string }): Promise<string> {
-  if (values.token) return values.token;
-  if (conn.hasCertificate) return (await certificateToken(conn, values.group, values.setup)).access_token;
+export interface UserCredential {
+  token: string;
+  /** How it was obtained, for `dirigo whoami`. */
+  source: string;
+}
+
+/**
+ * The access token a user command sends, found in this order: `--token`; `--cert` (flow A);
+ * `DIRIGO_TOKEN`; the grid's proxy and certificate locations (flow A); the token `dirigo login` cached;
+ * WLCG Bearer Token Discovery.
+ */
+export async function userCredential(conn: Connection, values: { token?: string; group?: string; setup?: string }): Promise<UserCredential> {
+  if (values.token) return { token: values.token, source: '--token' };
+  // --cert, or a grid certificate, which connect() looks for only when DIRIGO_TOKEN is not set.
+  if (conn.hasCertificate) return { token: (await certificateToken(conn, values.group, values.setup)).access_token, source: `flow A with the certificate from ${conn.certificateSource}` };
   const fromEnv = environment.get('DIRIGO_TOKEN');
-  if (fromEnv) return fromEnv;
-  // Written by `dirigo login`; it explains itself when nobody signed in.
-  return cachedAccessToken(conn);
+  if (fromEnv) return { token: fromEnv, source: 'DIRIGO_TOKEN' };
+  if (hasCachedToken(conn)) return { token: await cachedAccessToken(conn), source: `the token cached by dirigo login (${tokenCachePath()})` };
+  const discovered = discoveredBearerToken();
+  if (discovered) return { token: discovered.token, source: `the bearer token from ${discovered.source}` };
+  // Explains itself: nobody signed in.
+  return { token: await cachedAccessToken(conn), source: 'dirigo login' };
+}
+
+export async function userAccessToken(conn: Connection, values: { token?: string; group?: string; setup?: string }): Promise<string> {
+  return (await userCredential(conn, values)).token;
 }

@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { Agent, request, type Dispatcher } from 'undici';
 import { environment } from '../../kernel/config.ts';
 import { CliError, EXIT, exitCodeFor } from './output.ts';
+import { gridCertificate, gridTrust } from './grid-credentials.ts';
 
 export const CONNECTION_OPTIONS = {
   url: { type: 'string' },
@@ -19,6 +20,8 @@ export interface Connection {
   url: string;
   agent: Agent;
   hasCertificate: boolean;
+  /** Where the client certificate came from (`--cert`, `X509_USER_PROXY (...)`), for `dirigo whoami`. */
+  certificateSource?: string;
 }
 
 function read(path: string, what: string): Buffer {
@@ -29,30 +32,42 @@ function read(path: string, what: string): Buffer {
   }
 }
 
-/** URL from --url, DIRIGO_URL or the default; CA from --ca, DIRIGO_CA or ./dirigo-data/pki/ca.crt. */
-export function connect(values: { url?: string; ca?: string; cert?: string; key?: string }): Connection {
+/** A client certificate and its key; `key` may name the same file (a proxy file holds both). */
+function identityFrom(certFile: string, keyFile: string | undefined): { cert: Buffer; key: Buffer } {
+  const cert = read(certFile, 'certificate');
+  const key = keyFile && keyFile !== certFile ? read(keyFile, 'key') : cert;
+  if (key === cert && !/-----BEGIN (RSA |EC |ENCRYPTED )?PRIVATE KEY-----/.test(cert.toString('latin1'))) {
+    throw new CliError(`${certFile} holds no private key: pass --key, or a file with the certificate and its key (as a proxy file has)`, 2);
+  }
+  return { cert, key };
+}
+
+/**
+ * URL from --url, DIRIGO_URL or the default. CA from --ca, DIRIGO_CA, X509_CERT_FILE / X509_CERT_DIR, or
+ * ./dirigo-data/pki/ca.crt. Client certificate from --cert (and --key); without one and without a token
+ * (--token, DIRIGO_TOKEN), the one grid tools would use (grid-credentials.ts).
+ */
+export function connect(values: { url?: string; ca?: string; cert?: string; key?: string; token?: string }): Connection {
   const url = (values.url ?? environment.get('DIRIGO_URL') ?? 'https://127.0.0.1:8443').replace(/\/$/, '');
   if (!url.startsWith('https://')) throw new CliError(`--url must be an https:// URL, not ${url}`, 2);
   const defaultCa = resolve('dirigo-data/pki/ca.crt');
-  const caPath = values.ca ?? environment.get('DIRIGO_CA') ?? (existsSync(defaultCa) ? defaultCa : undefined);
+  const caPath = values.ca ?? environment.get('DIRIGO_CA');
+  const ca = caPath ? [read(caPath, 'CA file')] : (gridTrust()?.ca ?? (existsSync(defaultCa) ? [read(defaultCa, 'CA file')] : undefined));
   if (values.key !== undefined && values.cert === undefined) throw new CliError('--key needs --cert', 2);
   let identity: { cert: Buffer; key: Buffer } | undefined;
+  let certificateSource: string | undefined;
   if (values.cert) {
-    const cert = read(values.cert, 'certificate');
-    // A grid proxy file holds the proxy certificate, its key and the chain in one file: --key is optional.
-    const key = values.key ? read(values.key, 'key') : cert;
-    if (!values.key && !/-----BEGIN (RSA |EC |ENCRYPTED )?PRIVATE KEY-----/.test(cert.toString('latin1'))) {
-      throw new CliError(`${values.cert} holds no private key: pass --key, or a file with the certificate and its key (as a proxy file has)`, 2);
+    identity = identityFrom(values.cert, values.key);
+    certificateSource = `--cert (${values.cert})`;
+  } else if (!values.token && !environment.get('DIRIGO_TOKEN')) {
+    const found = gridCertificate();
+    if (found) {
+      identity = identityFrom(found.cert, found.key);
+      certificateSource = found.source;
     }
-    identity = { cert, key };
   }
-  const agent = new Agent({
-    connect: {
-      ...(caPath ? { ca: read(caPath, 'CA file') } : {}),
-      ...(identity ?? {}),
-    },
-  });
-  return { url, agent, hasCertificate: values.cert !== undefined };
+  const agent = new Agent({ connect: { ...(ca ? { ca } : {}), ...(identity ?? {}) } });
+  return { url, agent, hasCertificate: identity !== undefined, ...(certificateSource ? { certificateSource } : {}) };
 }
 
 export interface ApiResponse {

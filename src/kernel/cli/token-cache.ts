@@ -121,6 +121,11 @@ export function parseJson(res: ApiResponse): Record<string, unknown> {
  *   const token = await cachedAccessToken(conn);
  *   await callJson(conn, '/jobs', { token });
  */
+/** Whether `dirigo login` left a token for this service. */
+export function hasCachedToken(conn: Connection): boolean {
+  return readCache()[conn.url] !== undefined;
+}
+
 export async function cachedAccessToken(conn: Connection): Promise<string> {
   const now = () => Math.floor(Date.now() / 1000);
   const entry = readCache()[conn.url];
