@@ -1,6 +1,8 @@
 /**
  * The development PKI written by the first start: a CA, a server certificate for localhost and one user
- * certificate per demo user. Keys are ECDSA P-256 in PKCS#8 PEM, readable by curl, Python and OpenSSL.
+ * certificate per demo user. Keys are in PKCS#8 PEM, readable by curl, Python and OpenSSL: RSA 2048 for the
+ * CA and the users, as IGTF CAs issue them, because the grid's proxy tools (grid-proxy-init,
+ * voms-proxy-init) work with RSA only; ECDSA P-256 for the server.
  */
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
@@ -14,6 +16,14 @@ import { join } from 'node:path';
 x509.cryptoProvider.set(webcrypto as never);
 
 const ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
+const RSA_ALGORITHM = { name: 'RSASSA-PKCS1-v1_5', modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' } as const;
+
+export type KeyType = 'ecdsa' | 'rsa';
+
+/** The algorithm a key signs certificates with. */
+function signingAlgorithmOf(key: CryptoKey): typeof ALGORITHM | typeof RSA_ALGORITHM {
+  return key.algorithm.name === RSA_ALGORITHM.name ? RSA_ALGORITHM : ALGORITHM;
+}
 const DAY = 86_400_000;
 
 export interface Issued {
@@ -32,8 +42,8 @@ function serial(): string {
   return bytes.toString('hex');
 }
 
-async function generateKeys(): Promise<CryptoKeyPair> {
-  return (await webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify'])) as CryptoKeyPair;
+async function generateKeys(type: KeyType = 'ecdsa'): Promise<CryptoKeyPair> {
+  return (await webcrypto.subtle.generateKey(type === 'rsa' ? RSA_ALGORITHM : ALGORITHM, true, ['sign', 'verify'])) as CryptoKeyPair;
 }
 
 async function keyPem(key: CryptoKey): Promise<string> {
@@ -53,14 +63,14 @@ export function slashDnToName(dn: string): x509.JsonName {
 }
 
 /** A root CA, or an intermediate CA when `parent` is given. */
-export async function createCa(dn: string, validDays = 3650, parent?: CertificateAuthority): Promise<CertificateAuthority> {
-  const keys = await generateKeys();
+export async function createCa(dn: string, validDays = 3650, parent?: CertificateAuthority, keyType: KeyType = 'ecdsa'): Promise<CertificateAuthority> {
+  const keys = await generateKeys(keyType);
   const now = Date.now();
   const common = {
     serialNumber: serial(),
     notBefore: new Date(now - DAY),
     notAfter: new Date(now + validDays * DAY),
-    signingAlgorithm: ALGORITHM,
+    signingAlgorithm: signingAlgorithmOf((parent?.keys ?? keys).privateKey),
     extensions: [
       new x509.BasicConstraintsExtension(true, parent ? 0 : 1, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
@@ -91,14 +101,18 @@ export interface LeafOptions {
   notAfter?: Date;
   /** For tests: issue a leaf that claims CA:TRUE. */
   ca?: boolean;
+  /** The leaf's key: ECDSA P-256 (default) or RSA 2048. The CA signs with its own key either way. */
+  keyType?: KeyType;
 }
 
 export async function issueCertificate(ca: CertificateAuthority, options: LeafOptions): Promise<Issued> {
-  const keys = await generateKeys();
+  const keys = await generateKeys(options.keyType);
   const now = Date.now();
+  // RFC 5280 §4.2.1.3: an RSA key enciphers keys (TLS RSA key exchange), an EC key agrees on them.
+  const keyUse = options.keyType === 'rsa' ? x509.KeyUsageFlags.keyEncipherment : x509.KeyUsageFlags.keyAgreement;
   const extensions: x509.Extension[] = [
     new x509.BasicConstraintsExtension(options.ca ?? false, undefined, true),
-    new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyAgreement, true),
+    new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | keyUse, true),
     new x509.ExtendedKeyUsageExtension([options.kind === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth]),
     await x509.AuthorityKeyIdentifierExtension.create(ca.cert),
     await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
@@ -119,7 +133,7 @@ export async function issueCertificate(ca: CertificateAuthority, options: LeafOp
     notAfter: options.notAfter ?? new Date(now + (options.validDays ?? 825) * DAY),
     publicKey: keys.publicKey,
     signingKey: ca.keys.privateKey,
-    signingAlgorithm: ALGORITHM,
+    signingAlgorithm: signingAlgorithmOf(ca.keys.privateKey),
     extensions,
   });
   return { certPem: cert.toString('pem') + '\n', keyPem: await keyPem(keys.privateKey) };
@@ -139,7 +153,8 @@ export async function writeDevelopmentPki(dataDir: string, users: string[]): Pro
   const pki = join(dataDir, 'pki');
   mkdirSync(join(pki, 'users'), { recursive: true });
   mkdirSync(join(pki, 'trusted'), { recursive: true });
-  const ca = await createCa(DEV_CA_DN);
+  // RSA, as IGTF CAs are: Globus tools refuse to make a proxy from a certificate an ECDSA CA signed.
+  const ca = await createCa(DEV_CA_DN, 3650, undefined, 'rsa');
   writeFileSync(join(pki, 'ca.crt'), ca.certPem);
   writeFileSync(join(pki, 'ca.key'), ca.keyPem, { mode: 0o600 });
   writeFileSync(join(pki, 'trusted', 'dirigo-dev-ca.pem'), ca.certPem);
@@ -152,7 +167,7 @@ export async function writeDevelopmentPki(dataDir: string, users: string[]): Pro
   writeFileSync(join(pki, 'server.crt'), server.certPem);
   writeFileSync(join(pki, 'server.key'), server.keyPem, { mode: 0o600 });
   for (const name of users) {
-    const user = await issueCertificate(ca, { dn: userDn(name), kind: 'client' });
+    const user = await issueCertificate(ca, { dn: userDn(name), kind: 'client', keyType: 'rsa' });
     writeFileSync(join(pki, 'users', `${name}.crt`), user.certPem);
     writeFileSync(join(pki, 'users', `${name}.key`), user.keyPem, { mode: 0o600 });
   }

@@ -1,0 +1,96 @@
+/**
+ * The grid's own proxy tools against Dirigo: Debian's globus-proxy-utils makes an RFC 3820 proxy from an
+ * RSA user certificate (as the development PKI now issues them), `grid-proxy-info` reads it, and the
+ * service accepts it, through `dirigo whoami` (X509_USER_PROXY) and through curl.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createCa, issueCertificate, userDn, writeDevelopmentPki } from '../../src/pki/dev-ca.ts';
+import { startTestService, TEST_SETUP, type TestService } from '../helpers/service.ts';
+import { testPki } from '../helpers/pki.ts';
+
+const GRID_PROXY_INIT = '/usr/bin/grid-proxy-init';
+const missing = !existsSync(GRID_PROXY_INIT) && 'globus-proxy-utils is not installed (apt-get install globus-proxy-utils)';
+if (missing && process.env.CI === 'true') throw new Error(missing);
+
+function run(file: string, args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) =>
+    execFile(file, args, { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 60000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
+}
+
+describe('grid proxy tools (globus-proxy-utils)', { skip: missing }, () => {
+  let svc: TestService;
+  let work: string;
+  let gridEnv: Record<string, string>;
+  before(async () => {
+    work = mkdtempSync(join(tmpdir(), 'dirigo-grid-tools-'));
+    // An RSA CA, as IGTF CAs are (Globus refuses certificates an ECDSA CA signed), trusted by the service
+    // beside the test CA.
+    const pki = await testPki();
+    const gridCa = await createCa('/O=Dirigo/OU=Grid/CN=Dirigo Grid Test CA', 30, undefined, 'rsa');
+    const trusted = join(work, 'trusted');
+    mkdirSync(trusted);
+    copyFileSync(pki.caFile, join(trusted, 'test-ca.pem'));
+    writeFileSync(join(trusted, 'grid-ca.pem'), gridCa.certPem);
+    svc = await startTestService({ dialect: 'sqlite', config: { tls: { cert: pki.server.cert, key: pki.server.key, caDir: trusted } } });
+    const certDir = join(work, 'certificates');
+    mkdirSync(certDir);
+    for (const file of [pki.caFile, join(trusted, 'grid-ca.pem')]) {
+      const hash = execFileSync('openssl', ['x509', '-hash', '-noout', '-in', file], { encoding: 'utf8' }).trim();
+      copyFileSync(file, join(certDir, `${hash}.0`));
+    }
+    const bob = await issueCertificate(gridCa, { dn: userDn('bob'), kind: 'client', keyType: 'rsa' });
+    writeFileSync(join(work, 'usercert.pem'), bob.certPem);
+    writeFileSync(join(work, 'userkey.pem'), bob.keyPem, { mode: 0o600 });
+    gridEnv = { X509_CERT_DIR: certDir, X509_USER_CERT: join(work, 'usercert.pem'), X509_USER_KEY: join(work, 'userkey.pem'), X509_USER_PROXY: join(work, 'x509up') };
+  });
+  after(async () => {
+    await svc?.close();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('grid-proxy-init makes an RFC 3820 proxy that grid-proxy-info reads and Dirigo accepts', async () => {
+    const init = await run(GRID_PROXY_INIT, ['-rfc', '-valid', '1:00'], gridEnv);
+    assert.equal(init.code, 0, init.stdout + init.stderr);
+    const info = await run('/usr/bin/grid-proxy-info', [], gridEnv);
+    assert.equal(info.code, 0, info.stderr);
+    assert.match(info.stdout, /type\s+: RFC 3820 compliant impersonation proxy/);
+    assert.match(info.stdout, /identity\s+: \/O=Dirigo\/OU=Users\/CN=bob/);
+
+    const who = await run(process.execPath, [join(process.cwd(), 'bin/dirigo.js'), 'whoami', '--setup', TEST_SETUP], { ...gridEnv, HOME: work, XDG_CONFIG_HOME: join(work, '.config'), DIRIGO_URL: svc.url });
+    assert.equal(who.code, 0, who.stderr);
+    assert.match(who.stdout, /^bob in group dirigo_user/);
+    assert.match(who.stdout, /credential: flow A with the certificate from X509_USER_PROXY/);
+
+    const curl = await run('curl', ['-sS', '--cacert', svc.pki.caFile, '--cert', gridEnv.X509_USER_PROXY!, `${svc.url}/oauth2/groups`], {});
+    assert.equal(curl.code, 0, curl.stderr);
+    assert.deepEqual(JSON.parse(curl.stdout), { groups: ['dirigo_user'] });
+  });
+
+  it('the development PKI is RSA 2048, as IGTF CAs are, and grid-proxy-init makes proxies from its user certificates', async () => {
+    const dir = mkdtempSync(join(work, 'dev-'));
+    await writeDevelopmentPki(dir, ['alice']);
+    for (const file of ['ca.crt', 'users/alice.crt']) {
+      const cert = new X509Certificate(readFileSync(join(dir, 'pki', file)));
+      assert.equal(cert.publicKey.asymmetricKeyType, 'rsa', file);
+      assert.equal(cert.publicKey.asymmetricKeyDetails?.modulusLength, 2048, file);
+    }
+    const certDir = join(dir, 'certificates');
+    mkdirSync(certDir);
+    const hash = execFileSync('openssl', ['x509', '-hash', '-noout', '-in', join(dir, 'pki', 'ca.crt')], { encoding: 'utf8' }).trim();
+    copyFileSync(join(dir, 'pki', 'ca.crt'), join(certDir, `${hash}.0`));
+    const proxy = join(dir, 'x509up');
+    const init = await run(GRID_PROXY_INIT, ['-rfc', '-valid', '1:00'], { X509_CERT_DIR: certDir, X509_USER_CERT: join(dir, 'pki', 'users', 'alice.crt'), X509_USER_KEY: join(dir, 'pki', 'users', 'alice.key'), X509_USER_PROXY: proxy });
+    assert.equal(init.code, 0, init.stdout + init.stderr);
+    const info = await run('/usr/bin/grid-proxy-info', ['-identity'], { X509_USER_PROXY: proxy });
+    assert.equal(info.stdout.trim(), '/O=Dirigo/OU=Users/CN=alice');
+  });
+});
