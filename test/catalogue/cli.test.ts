@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dialects } from '../helpers/dialects.ts';
-import { startTestService, type TestService } from '../helpers/service.ts';
+import { startTestService, TEST_SETUP, type TestService } from '../helpers/service.ts';
 
 const BIN = new URL('../../bin/dirigo.js', import.meta.url).pathname;
 
@@ -25,7 +25,7 @@ for (const { dialect, skip } of await dialects()) {
     let work: string;
     const run = (user: string, group: string, ...args: string[]): Promise<Run> => {
       const u = svc.pki.users[user]!;
-      const conn = ['--url', svc.url, '--ca', svc.pki.caFile, '--cert', u.certFile, '--key', u.keyFile, '--group', group];
+      const conn = ['--url', svc.url, '--ca', svc.pki.caFile, '--cert', u.certFile, '--key', u.keyFile, '--group', group, '--setup', TEST_SETUP];
       return new Promise((resolve) => {
         execFile(process.execPath, [BIN, 'catalogue', ...args, ...conn], { cwd: work, env: { PATH: process.env.PATH ?? '', HOME: work }, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
           resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });

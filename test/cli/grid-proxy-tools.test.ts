@@ -75,6 +75,50 @@ describe('grid proxy tools (globus-proxy-utils)', { skip: missing }, () => {
     assert.deepEqual(JSON.parse(curl.stdout), { groups: ['dirigo_user'] });
   });
 
+  it('dirigo proxy init makes proxies grid-proxy-info reads and Dirigo accepts; dirigo proxy info reads grid-proxy-init proxies; destroy removes them', async () => {
+    const dirigo = (args: string[], env: Record<string, string> = {}) =>
+      run(process.execPath, [join(process.cwd(), 'bin/dirigo.js'), ...args], { ...gridEnv, HOME: work, XDG_CONFIG_HOME: join(work, '.config'), DIRIGO_URL: svc.url, ...env });
+    const ours = join(work, 'dirigo-proxy');
+    const made = await dirigo(['proxy', 'init', '--valid', '2:00'], { X509_USER_PROXY: ours });
+    assert.equal(made.code, 0, made.stderr);
+    assert.match(made.stdout, /^Your identity: \/O=Dirigo\/OU=Users\/CN=bob$/m);
+    const info = await run('/usr/bin/grid-proxy-info', [], { X509_USER_PROXY: ours });
+    assert.equal(info.code, 0, info.stderr);
+    assert.match(info.stdout, /type\s+: RFC 3820 compliant impersonation proxy/);
+    assert.match(info.stdout, /strength\s+: 2048 bits/);
+    assert.match(info.stdout, /timeleft\s+: (2:00:00|1:5\d:\d\d)/);
+    const who = await dirigo(['whoami', '--setup', TEST_SETUP], { X509_USER_PROXY: ours });
+    assert.equal(who.code, 0, who.stderr);
+    assert.match(who.stdout, /^bob in group dirigo_user/);
+
+    // Limited, with its own key size and path length: grid-proxy-info says so, and Dirigo lets it read only.
+    const limited = join(work, 'dirigo-limited');
+    assert.equal((await dirigo(['proxy', 'init', '--limited', '--bits', '3072', '--path-length', '1'], { X509_USER_PROXY: limited })).code, 0);
+    const limitedInfo = await run('/usr/bin/grid-proxy-info', [], { X509_USER_PROXY: limited });
+    assert.match(limitedInfo.stdout, /type\s+: RFC 3820 compliant limited proxy/);
+    assert.match(limitedInfo.stdout, /strength\s+: 3072 bits/);
+    const ownInfo = JSON.parse((await dirigo(['proxy', 'info', '--json'], { X509_USER_PROXY: limited })).stdout);
+    assert.equal(ownInfo.pathLength, 1);
+    assert.equal(ownInfo.type, 'RFC 3820 compliant limited proxy');
+    const refused = await dirigo(['whoami', '--setup', TEST_SETUP], { X509_USER_PROXY: limited });
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /unauthorized_client: a limited proxy may read but not obtain tokens/);
+    const reads = await run('curl', ['-sS', '--cacert', svc.pki.caFile, '--cert', limited, `${svc.url}/oauth2/groups`], {});
+    assert.deepEqual(JSON.parse(reads.stdout), { groups: ['dirigo_user'] });
+
+    // The other direction: a proxy grid-proxy-init made, read by dirigo proxy info.
+    assert.equal((await run(GRID_PROXY_INIT, ['-rfc', '-valid', '1:00'], gridEnv)).code, 0);
+    const theirs = JSON.parse((await dirigo(['proxy', 'info', '--json'])).stdout);
+    assert.equal(theirs.identity, '/O=Dirigo/OU=Users/CN=bob');
+    assert.equal(theirs.type, 'RFC 3820 compliant impersonation proxy');
+    assert.ok(theirs.timeleft > 3000 && theirs.timeleft <= 3600, String(theirs.timeleft));
+
+    const destroyed = await dirigo(['proxy', 'destroy'], { X509_USER_PROXY: ours });
+    assert.equal(destroyed.code, 0, destroyed.stderr);
+    assert.ok(!existsSync(ours));
+    assert.equal((await dirigo(['proxy', 'info'], { X509_USER_PROXY: ours })).code, 4);
+  });
+
   it('the development PKI is RSA 2048, as IGTF CAs are, and grid-proxy-init makes proxies from its user certificates', async () => {
     const dir = mkdtempSync(join(work, 'dev-'));
     await writeDevelopmentPki(dir, ['alice']);

@@ -9,6 +9,7 @@ import { CliError } from '../../kernel/cli/output.ts';
 import { jobsCommand } from '../../jobs/index.ts';
 import { agentCommand } from '../../agents/index.ts';
 import { loginCommand, logoutCommand, tokenCommand, whoamiCommand } from '../../auth/index.ts';
+import { proxyCommand } from '../../pki/index.ts';
 
 export type Command = (argv: string[]) => Promise<number>;
 
@@ -22,7 +23,8 @@ const commands: Record<string, { run: Command; summary: string }> = {
   agent: { run: agentCommand, summary: 'pull-mode job agent for a worker node (takes and runs jobs of an agents site)' },
   login: { run: loginCommand, summary: 'sign in with the device flow and cache the token (OAuth 2.0)' },
   logout: { run: logoutCommand, summary: 'revoke and forget the cached token' },
-  whoami: { run: whoamiCommand, summary: 'show who the cached token speaks for' },
+  whoami: { run: whoamiCommand, summary: 'show who your credential speaks for, and where it was found' },
+  proxy: { run: proxyCommand, summary: 'RFC 3820 proxies: init, info, destroy (as grid-proxy-init/info/destroy)' },
 };
 
 function usage(): string {

@@ -22,16 +22,13 @@ export interface FoundCertificate {
 
 const uid = (): number => process.getuid?.() ?? 0;
 
-/** The certificate a grid tool would use when none is given, or undefined. */
-export function gridCertificate(): FoundCertificate | undefined {
-  const proxy = environment.get('X509_USER_PROXY');
-  if (proxy) {
-    // Set but missing is a mistake worth saying, as grid tools do, rather than a silent fall-through.
-    if (!existsSync(proxy)) throw new CliError(`X509_USER_PROXY names ${proxy}, which does not exist (make one with voms-proxy-init or grid-proxy-init)`, 2);
-    return { cert: proxy, key: proxy, source: `X509_USER_PROXY (${proxy})` };
-  }
-  const defaultProxy = `/tmp/x509up_u${uid()}`;
-  if (existsSync(defaultProxy)) return { cert: defaultProxy, key: defaultProxy, source: `the default proxy file ${defaultProxy}` };
+/** Where a proxy goes (grid-proxy-init's rule): `X509_USER_PROXY`, otherwise `/tmp/x509up_u<uid>`. */
+export function proxyFilePath(): string {
+  return environment.get('X509_USER_PROXY') || `/tmp/x509up_u${uid()}`;
+}
+
+/** The user's long-lived certificate (not a proxy): `X509_USER_CERT`/`X509_USER_KEY`, then `~/.globus`. */
+export function userCertificate(): FoundCertificate | undefined {
   const cert = environment.get('X509_USER_CERT');
   const key = environment.get('X509_USER_KEY');
   if (cert || key) {
@@ -44,6 +41,19 @@ export function gridCertificate(): FoundCertificate | undefined {
     if (existsSync(globus.cert) && existsSync(globus.key)) return { ...globus, source: `~/.globus (${globus.cert})` };
   }
   return undefined;
+}
+
+/** The certificate a grid tool would use when none is given, or undefined. */
+export function gridCertificate(): FoundCertificate | undefined {
+  const proxy = environment.get('X509_USER_PROXY');
+  if (proxy) {
+    // Set but missing is a mistake worth saying, as grid tools do, rather than a silent fall-through.
+    if (!existsSync(proxy)) throw new CliError(`X509_USER_PROXY names ${proxy}, which does not exist (make one with voms-proxy-init or grid-proxy-init)`, 2);
+    return { cert: proxy, key: proxy, source: `X509_USER_PROXY (${proxy})` };
+  }
+  const defaultProxy = `/tmp/x509up_u${uid()}`;
+  if (existsSync(defaultProxy)) return { cert: defaultProxy, key: defaultProxy, source: `the default proxy file ${defaultProxy}` };
+  return userCertificate();
 }
 
 /** A bearer token found by WLCG Bearer Token Discovery, or undefined. */
