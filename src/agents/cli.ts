@@ -30,6 +30,9 @@ authentication (one of):
   --cert FILE --key FILE [--group G] [--setup S]   a robot certificate (flow A); the group needs the Pilot property
   --token TOKEN | DIRIGO_TOKEN=...                 a token of a group with the Pilot property
 connection: --url URL (or DIRIGO_URL), --ca FILE (or DIRIGO_CA)
+
+example:
+  dirigo agent --url https://dirigo.example.org --site Pool --slots 8 --cert robot.pem --group dirigo_pilot
 `;
 
 const MiB = 1024 * 1024;

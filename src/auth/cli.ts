@@ -14,6 +14,9 @@ const LOGIN_USAGE = `usage: dirigo login [--url URL] [--ca FILE] [--client-id ID
 Signs in with the device authorization grant: open the printed address in a browser, enter the code,
 sign in and choose group and setup. The tokens are cached in ${'$XDG_CONFIG_HOME'}/dirigo/tokens.json (mode 0600)
 and refreshed automatically by other commands.
+
+example:
+  dirigo login --url https://dirigo.example.org && dirigo jobs list
 `;
 
 export async function loginCommand(argv: string[]): Promise<number> {
@@ -73,7 +76,7 @@ export async function loginCommand(argv: string[]): Promise<number> {
 export async function logoutCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { ...CONNECTION_OPTIONS, help: { type: 'boolean', short: 'h' } }, strict: true });
   if (values.help) {
-    process.stdout.write('usage: dirigo logout [--url URL] [--ca FILE]\n\nRevokes the cached tokens at the service and forgets them.\n');
+    process.stdout.write('usage: dirigo logout [--url URL] [--ca FILE]\n\nRevokes the cached tokens at the service and forgets them.\n\nexample:\n  dirigo logout --url https://dirigo.example.org\n');
     return 0;
   }
   const conn = connect(values);
@@ -101,7 +104,8 @@ export async function whoamiCommand(argv: string[]): Promise<number> {
   if (values.help) {
     process.stdout.write(
       'usage: dirigo whoami [--url URL] [--ca FILE] [--cert FILE [--key FILE]] [--token T] [--json]\n\n' +
-        'Shows who the credential every command would use speaks for, and where it was found.\n',
+        'Shows who the credential every command would use speaks for, and where it was found.\n\n' +
+        'examples:\n  dirigo whoami\n  X509_USER_PROXY=$PWD/x509up dirigo whoami --group dirigo_user --json\n',
     );
     return 0;
   }

@@ -4,10 +4,16 @@ import { certificateToken } from '../kernel/cli/certificate-token.ts';
 import { connect, CONNECTION_OPTIONS } from '../kernel/cli/http.ts';
 import { CliError } from '../kernel/cli/output.ts';
 
-const USAGE = `usage: dirigo token --cert FILE --key FILE [--group G] [--setup S] [--url URL] [--ca FILE] [--json]
+const USAGE = `usage: dirigo token [--cert FILE [--key FILE]] [--group G] [--setup S] [--url URL] [--ca FILE] [--json]
 
-Obtains an access token with a user certificate (or RFC 3820 proxy) and prints it.
-Without --group/--setup, the first group and setup the certificate may use are taken.
+Obtains an access token with a user certificate (or RFC 3820 proxy) and prints it. The certificate is
+--cert (with --key, or alone for a file that holds both), else the one grid tools would use:
+X509_USER_PROXY, /tmp/x509up_u<uid>, X509_USER_CERT/KEY, ~/.globus. --group and --setup may be left
+out when the user has exactly one; with several, the answer lists them.
+
+examples:
+  dirigo token --cert usercert.pem --key userkey.pem --group dirigo_user
+  T=$(X509_USER_PROXY=/tmp/x509up_u1000 dirigo token) && curl -H "Authorization: Bearer $T" ...
 `;
 
 export async function tokenCommand(argv: string[]): Promise<number> {
@@ -20,8 +26,9 @@ export async function tokenCommand(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
-  if (!values.cert) throw new CliError(`--cert and --key are required\n\n${USAGE}`, 2);
-  const answer = await certificateToken(connect(values), values.group, values.setup);
+  const conn = connect(values);
+  if (!conn.hasCertificate) throw new CliError(`no certificate: pass --cert, or set X509_USER_PROXY or X509_USER_CERT/KEY\n\n${USAGE}`, 2);
+  const answer = await certificateToken(conn, values.group, values.setup);
   process.stdout.write(values.json ? JSON.stringify(answer, null, 2) + '\n' : answer.access_token + '\n');
   return 0;
 }

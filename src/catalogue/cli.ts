@@ -28,6 +28,11 @@ commands:
 
 conditions: Run>=5  Run<10  Site=CERN  Site!=CERN  or the raw form Site=in|CERN,PIC  Site=nin|PIC
 options: --url URL --ca FILE (--cert FILE --key FILE [--group G] [--setup S] | --token T) [--json]
+
+examples:
+  dirigo catalogue search /lhc 'Run>=1' 'Run<5' 'Site=in|CERN,PIC'
+  dirigo catalogue register /lhc/2026/run1/a.root --size 2147483648 --checksum 1a2b3c4d --meta Quality=good
+  dirigo catalogue import run.ndjson
 `;
 
 const OPTIONS = {

@@ -35,6 +35,11 @@ authentication (one of):
   --token TOKEN | DIRIGO_TOKEN=...     an access token
   (none)                               the token cached by 'dirigo login'
 connection: --url URL (or DIRIGO_URL), --ca FILE (or DIRIGO_CA); --json prints raw JSON
+
+examples:
+  dirigo jobs submit job.json hello.sh data.txt --cert alice.pem
+  dirigo jobs list --status Running --status Waiting --all
+  dirigo jobs wait 4 5 --timeout 600 && dirigo jobs sandbox 4 5 output
 `;
 
 const OPTIONS = {

@@ -19,6 +19,11 @@ commands:
   destroy  remove the proxy file
 
 The proxy file is --out (init) or --file, otherwise X509_USER_PROXY, otherwise /tmp/x509up_u<uid>.
+
+examples:
+  dirigo proxy init --valid 24:00 --bits 2048
+  dirigo proxy info --file x509up --json
+  dirigo proxy destroy
 `;
 
 const OPTIONS = {

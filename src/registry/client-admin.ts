@@ -5,26 +5,31 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { OpenServiceDatabase } from '../kernel/cli/service-database.ts';
-import { CliError } from '../kernel/cli/output.ts';
+import { CliError, EXIT } from '../kernel/cli/output.ts';
+import { nearestDataDir } from '../kernel/cli/data-dir.ts';
 import { DirigoError } from '../kernel/errors.ts';
 import { ClientRegistry, GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN } from './clients.ts';
 
-const USAGE = `usage: dirigo admin client add <client-id> --name NAME [--type public|confidential]
+const USAGE = `usage: dirigo admin client add <client-id> [--name NAME] [--type public|confidential]
                                 [--redirect-uri URI]... [--grant GRANT]... [--json]
        dirigo admin client list [--json]
        dirigo admin client remove <client-id>
-common options: [--data-dir DIR] [--config FILE]
+common options: [--data-dir DIR] (default: dirigo-data here or in the nearest folder above) [--config FILE]
 
 Grants: authorization_code, refresh_token, urn:ietf:params:oauth:grant-type:device_code,
 urn:ietf:params:oauth:grant-type:token-exchange (default: authorization_code refresh_token).
 A confidential client's secret is printed once; only its hash is stored.
+
+examples:
+  dirigo admin client add my-portal --name "My portal" --redirect-uri https://portal.example/callback
+  dirigo admin client add my-app --type public --redirect-uri http://127.0.0.1/callback
 `;
 
 export async function clientAdminCommand(argv: string[], openServiceDatabase: OpenServiceDatabase): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     options: {
-      'data-dir': { type: 'string', default: './dirigo-data' },
+      'data-dir': { type: 'string', default: nearestDataDir('config.yaml') },
       config: { type: 'string' },
       name: { type: 'string' },
       type: { type: 'string', default: 'confidential' },
@@ -64,11 +69,10 @@ export async function clientAdminCommand(argv: string[], openServiceDatabase: Op
       process.stdout.write(`removed client ${clientId}\n`);
       return 0;
     }
-    if (!values.name) throw new CliError('--name is required', 2);
     if (values.type !== 'public' && values.type !== 'confidential') throw new CliError(`--type must be public or confidential, not '${values.type}'`, 2);
     const { client, secret } = await registry.add({
       clientId: clientId!,
-      name: values.name,
+      name: values.name ?? clientId!, // the name shown on the consent page; the id says enough by default
       type: values.type,
       redirectUris: values['redirect-uri'] ?? [],
       grants: values.grant ?? [GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN],
@@ -81,7 +85,7 @@ export async function clientAdminCommand(argv: string[], openServiceDatabase: Op
     }
     return 0;
   } catch (err) {
-    if (err instanceof DirigoError) throw new CliError(err.message, err.status === 404 ? 1 : 2);
+    if (err instanceof DirigoError) throw new CliError(err.message, err.status === 404 ? EXIT.notFound : EXIT.usage);
     throw err;
   } finally {
     await close();

@@ -5,6 +5,7 @@ import { text } from 'node:stream/consumers';
 import { migrate, openDatabase } from '../../kernel/db/database.ts';
 import { CliError } from '../../kernel/cli/output.ts';
 import type { OpenServiceDatabase } from '../../kernel/cli/service-database.ts';
+import { nearestDataDir } from '../../kernel/cli/data-dir.ts';
 import { rotateKeysCommand } from '../../auth/index.ts';
 import { clientAdminCommand, hashSecret } from '../../registry/index.ts';
 import { migrations } from '../migrations.ts';
@@ -19,6 +20,11 @@ keys rotate   publish a new token signing key; it signs after tokens.keyPrepubli
 client        register, list and remove OAuth clients
 hash-secret   print the scrypt hash of the secret on standard input (its first line), for config.yaml's
               passwordHash, secretHash and oauth.registration.initialAccessTokenHash
+
+examples:
+  dirigo admin keys rotate
+  dirigo admin client list --json
+  printf '%s\\n' "$SECRET" | dirigo admin hash-secret
 `;
 
 /** Reads the secret from standard input, so that it appears in no command line or shell history. */
@@ -47,7 +53,7 @@ export async function adminCommand(argv: string[]): Promise<number> {
   if (argv[0] === 'hash-secret' && argv.length === 1) return hashSecretCommand();
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { 'data-dir': { type: 'string', default: './dirigo-data' }, config: { type: 'string' }, immediately: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: { 'data-dir': { type: 'string', default: nearestDataDir('config.yaml') }, config: { type: 'string' }, immediately: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
     allowPositionals: true,
     strict: true,
   });

@@ -22,6 +22,10 @@ const SERVE_USAGE = `usage: dirigo serve [--data-dir DIR] [--config FILE] [--hos
 Starts the HTTPS service. Without --config, the first start writes the embedded default into DIR
 (default ./dirigo-data): config.yaml, SQLite database, development PKI and demo registry.
 DIRIGO_DATABASE_URL (postgres://...) overrides the configured database.
+
+examples:
+  dirigo serve                                   # https://127.0.0.1:8443, ./dirigo-data
+  dirigo serve --config /etc/dirigo/config.yaml --host 0.0.0.0 --log-level warn
 `;
 
 /** Resolves the configuration the way serve does; bootstraps the data dir when no config is given. */
@@ -98,7 +102,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
 export async function initCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { 'data-dir': OPTIONS['data-dir'], help: OPTIONS.help }, strict: true });
   if (values.help) {
-    process.stdout.write('usage: dirigo init --data-dir DIR\n\nWrites the embedded default (config, PKI, demo registry) without serving.\n');
+    process.stdout.write('usage: dirigo init --data-dir DIR\n\nWrites the embedded default (config, PKI, demo registry) without serving.\n\nexample:\n  dirigo init --data-dir /var/lib/dirigo && dirigo serve --data-dir /var/lib/dirigo\n');
     return 0;
   }
   const dataDir = resolve(values['data-dir']);

@@ -15,7 +15,7 @@ export interface TokenAnswer {
  * its answer lists them.
  */
 export async function certificateToken(conn: Connection, group?: string, setup?: string): Promise<TokenAnswer> {
-  if (!conn.hasCertificate) throw new CliError('a certificate is needed: pass --cert and --key', 2);
+  if (!conn.hasCertificate) throw new CliError('a certificate is needed: pass --cert (and --key), or set X509_USER_PROXY', 2);
   const form = new URLSearchParams({ grant_type: 'client_credentials' });
   if (group) form.set('group', group);
   if (setup) form.set('setup', setup);

@@ -8,6 +8,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import { environment } from '../../kernel/config.ts';
 import { CliError, EXIT, exitCodeFor } from './output.ts';
 import { gridCertificate, gridTrust } from './grid-credentials.ts';
+import { nearestDataDir } from './data-dir.ts';
 
 export const CONNECTION_OPTIONS = {
   url: { type: 'string' },
@@ -44,13 +45,13 @@ function identityFrom(certFile: string, keyFile: string | undefined): { cert: Bu
 
 /**
  * URL from --url, DIRIGO_URL or the default. CA from --ca, DIRIGO_CA, X509_CERT_FILE / X509_CERT_DIR, or
- * ./dirigo-data/pki/ca.crt. Client certificate from --cert (and --key); without one and without a token
+ * dirigo-data/pki/ca.crt here or in the nearest folder above. Client certificate from --cert (and --key); without one and without a token
  * (--token, DIRIGO_TOKEN), the one grid tools would use (grid-credentials.ts).
  */
 export function connect(values: { url?: string; ca?: string; cert?: string; key?: string; token?: string }): Connection {
   const url = (values.url ?? environment.get('DIRIGO_URL') ?? 'https://127.0.0.1:8443').replace(/\/$/, '');
   if (!url.startsWith('https://')) throw new CliError(`--url must be an https:// URL, not ${url}`, 2);
-  const defaultCa = resolve('dirigo-data/pki/ca.crt');
+  const defaultCa = resolve(nearestDataDir('pki/ca.crt'), 'pki/ca.crt');
   const caPath = values.ca ?? environment.get('DIRIGO_CA');
   const ca = caPath ? [read(caPath, 'CA file')] : (gridTrust()?.ca ?? (existsSync(defaultCa) ? [read(defaultCa, 'CA file')] : undefined));
   if (values.key !== undefined && values.cert === undefined) throw new CliError('--key needs --cert', 2);
