@@ -7,6 +7,7 @@ import { Transform } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { call, callJson, connect, type Connection } from '../kernel/cli/http.ts';
+import { formatTable, terminalWidth } from '../kernel/cli/terminal.ts';
 import { CliError, progress } from '../kernel/cli/output.ts';
 import { CREDENTIAL_OPTIONS, userAccessToken } from '../kernel/cli/credentials.ts';
 import { encodePath, pathProblem } from './paths.ts';
@@ -239,9 +240,11 @@ export async function catalogueCommand(argv: string[]): Promise<number> {
       const query = conditionQuery(args);
       const fields = await callJson<Record<string, FieldInfo>>(conn, `/filecatalogue/metadata${query ? `?${query}` : ''}`, { token });
       print(values, fields, () =>
-        Object.entries(fields)
-          .map(([name, f]) => `${name.padEnd(16)} ${f.Type.padEnd(6)} ${f.Scope.padEnd(9)} ${f.Values.slice(0, 20).join(', ')}${f.Values.length > 20 ? `, … (${f.Values.length} values)` : ''}\n`)
-          .join(''),
+        formatTable(
+          ['Field', 'Type', 'Scope', 'Values'],
+          Object.entries(fields).map(([name, f]) => [name, f.Type, f.Scope, `${f.Values.slice(0, 20).join(', ')}${f.Values.length > 20 ? `, … (${f.Values.length} values)` : ''}`]),
+          { width: terminalWidth() },
+        ),
       );
       return 0;
     }

@@ -10,6 +10,7 @@ import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { call, callJson, connect, type Connection } from '../kernel/cli/http.ts';
 import { CliError, EXIT, progress } from '../kernel/cli/output.ts';
+import { formatTable, paint, terminalWidth, type Colour } from '../kernel/cli/terminal.ts';
 import { CREDENTIAL_OPTIONS, userAccessToken } from '../kernel/cli/credentials.ts';
 import { unpackArchive } from './sandbox-archive.ts';
 import { fileNameProblem } from './file-names.ts';
@@ -23,9 +24,10 @@ commands:
   show JID...                       attributes and status history
   kill JID...                       kill the jobs
   manifest JID...                   the stored manifests
-  sandbox JID... input|output [-o DIR]
+  sandbox JID... input|output [-o|--output DIR]
                                     download and unpack sandboxes (default DIR: job-JID-input|output)
-  wait JID... [--timeout SECONDS]   poll until the jobs are final; exit 0 when all are Done
+  wait JID... [--timeout SECONDS] [--interval SECONDS]
+                                    poll until the jobs are final; exit 0 when all are Done
 
 Commands that take job ids do each one, report each result, and exit non-zero when any failed:
 1 failed (a job not Done, a refused request), 2 usage, 3 timeout, 4 not found, 5 not allowed, 6 service error.
@@ -89,12 +91,19 @@ function print(values: Values, data: unknown, text: () => string): void {
   process.stdout.write(values.json ? `${JSON.stringify(data, null, 2)}\n` : text());
 }
 
+/** Final statuses green or red, running ones blue, waiting ones yellow (on a terminal). */
+export function statusColour(status: string): Colour | undefined {
+  if (status === 'Done') return 'green';
+  if (status === 'Failed' || status === 'Killed' || status === 'Stalled') return 'red';
+  if (status === 'Running' || status === 'Completing') return 'blue';
+  if (status === 'Deleted') return 'dim';
+  return 'yellow';
+}
+
 function table(jobs: JobRecord[]): string {
   const cols = ['JobID', 'Status', 'MinorStatus', 'Site', 'JobName', 'Owner', 'SubmissionTime'] as const;
   const rows = jobs.map((j) => cols.map((c) => String(j[c] ?? '')));
-  const widths = cols.map((c, i) => Math.min(40, Math.max(c.length, ...rows.map((r) => r[i]!.length))));
-  const line = (cells: readonly string[]) => cells.map((c, i) => (c.length > widths[i]! ? `${c.slice(0, widths[i]! - 1)}…` : c.padEnd(widths[i]!))).join('  ').trimEnd();
-  return [line(cols), ...rows.map(line)].join('\n') + '\n';
+  return formatTable(cols, rows, { width: terminalWidth(), colour: (i, cell) => (i === 1 ? statusColour(cell) : undefined) });
 }
 
 async function submit(conn: Connection, token: string, values: Values, args: string[]): Promise<number> {
@@ -192,8 +201,8 @@ export async function jobsCommand(argv: string[]): Promise<number> {
         const job = await callJson<JobRecord & { StatusHistory: StatusHistoryEntry[] }>(conn, `/jobs/${id}`, { token });
         print(values, job, () => {
           const { StatusHistory, ...attrs } = job;
-          const lines = Object.entries(attrs).map(([k, v]) => `${k.padEnd(18)} ${v ?? ''}`);
-          lines.push('', 'StatusHistory:', ...StatusHistory.map((h) => `  ${h.StatusTime}  ${h.Status.padEnd(12)} ${h.MinorStatus}  (${h.Source})`));
+          const lines = Object.entries(attrs).map(([k, v]) => `${k.padEnd(18)} ${k === 'Status' ? paint(String(v), statusColour(String(v))) : (v ?? '')}`);
+          lines.push('', 'StatusHistory:', ...StatusHistory.map((h) => `  ${h.StatusTime}  ${paint(h.Status.padEnd(12), statusColour(h.Status))} ${h.MinorStatus}  (${h.Source})`));
           return `${lines.join('\n')}\n`;
         });
         return EXIT.ok;

@@ -14,7 +14,7 @@ const USAGE = `usage: dirigo proxy <command> [options]
 
 commands:
   init     make a proxy from the user certificate (--cert/--key, X509_USER_CERT/KEY, or ~/.globus)
-             --valid H:M (default 12:00)  --bits N (default 2048)  --limited  --path-length N  --out FILE
+             --valid H:M (default 12:00)  --bits N (default 2048)  --limited  --path-length N  --out FILE  --json
   info     describe a proxy: subject, issuer, identity, type, strength, time left (--json)
   destroy  remove the proxy file
 
@@ -71,7 +71,11 @@ async function init(values: Values): Promise<number> {
   const out = values.out ?? proxyFilePath();
   writeFileSync(out, pem, { mode: 0o600 });
   const identity = parseCertificate(chainPem).subjectDn;
-  process.stdout.write(`Your identity: ${identity}\nYour proxy is valid until: ${certificate.notAfter.toUTCString()}\nProxy written to ${out}\n`);
+  process.stdout.write(
+    values.json
+      ? `${JSON.stringify({ identity, path: out, notAfter: certificate.notAfter.toISOString() }, null, 2)}\n`
+      : `Your identity: ${identity}\nYour proxy is valid until: ${certificate.notAfter.toUTCString()}\nProxy written to ${out}\n`,
+  );
   return EXIT.ok;
 }
 

@@ -83,9 +83,9 @@ for (const { dialect, skip } of await dialects()) {
       r = await alice('search', '/exp', '--json', 'Run!=7');
       assert.deepEqual(JSON.parse(r.stdout), { Path: '/exp', Directories: [], Files: 0, Size: 0 });
       r = await alice('fields', 'Run>1');
-      assert.match(r.stdout, /^Site +string directory PIC$/m);
+      assert.match(r.stdout, /^Site +string +directory +PIC$/m);
       r = await alice('fields');
-      assert.match(r.stdout, /^Quality +string file +good$/m);
+      assert.match(r.stdout, /^Quality +string +file +good$/m);
       r = await alice('search', '/exp', 'Run~3');
       assert.equal(r.code, 2);
       r = await alice('search', '/exp', 'Nope>3');

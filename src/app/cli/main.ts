@@ -10,8 +10,7 @@ import { jobsCommand } from '../../jobs/index.ts';
 import { agentCommand } from '../../agents/index.ts';
 import { loginCommand, logoutCommand, tokenCommand, whoamiCommand } from '../../auth/index.ts';
 import { proxyCommand } from '../../pki/index.ts';
-
-export type Command = (argv: string[]) => Promise<number>;
+import { completionCommand, type Command } from './completion.ts';
 
 const commands: Record<string, { run: Command; summary: string }> = {
   serve: { run: serveCommand, summary: 'start the HTTPS service (bootstraps the data dir on first start)' },
@@ -26,6 +25,7 @@ const commands: Record<string, { run: Command; summary: string }> = {
   whoami: { run: whoamiCommand, summary: 'show who your credential speaks for, and where it was found' },
   proxy: { run: proxyCommand, summary: 'RFC 3820 proxies: init, info, destroy (as grid-proxy-init/info/destroy)' },
 };
+commands.completion = { run: completionCommand(commands), summary: 'print a shell completion script: bash, zsh or fish' };
 
 function usage(): string {
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
