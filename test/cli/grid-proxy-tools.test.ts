@@ -5,57 +5,27 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createCa, issueCertificate, userDn, writeDevelopmentPki } from '../../src/pki/dev-ca.ts';
-import { startTestService, TEST_SETUP, type TestService } from '../helpers/service.ts';
-import { testPki } from '../helpers/pki.ts';
+import { writeDevelopmentPki } from '../../src/pki/dev-ca.ts';
+import { TEST_SETUP, type TestService } from '../helpers/service.ts';
+import { run, startGridWorld, toolMissing, type GridWorld } from './grid-kit.ts';
 
 const GRID_PROXY_INIT = '/usr/bin/grid-proxy-init';
-const missing = !existsSync(GRID_PROXY_INIT) && 'globus-proxy-utils is not installed (apt-get install globus-proxy-utils)';
-if (missing && process.env.CI === 'true') throw new Error(missing);
-
-function run(file: string, args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) =>
-    execFile(file, args, { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 60000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    ),
-  );
-}
+const missing = toolMissing('grid-proxy-init', 'globus-proxy-utils');
 
 describe('grid proxy tools (globus-proxy-utils)', { skip: missing }, () => {
+  let world: GridWorld;
   let svc: TestService;
   let work: string;
   let gridEnv: Record<string, string>;
   before(async () => {
-    work = mkdtempSync(join(tmpdir(), 'dirigo-grid-tools-'));
-    // An RSA CA, as IGTF CAs are (Globus refuses certificates an ECDSA CA signed), trusted by the service
-    // beside the test CA.
-    const pki = await testPki();
-    const gridCa = await createCa('/O=Dirigo/OU=Grid/CN=Dirigo Grid Test CA', 30, undefined, 'rsa');
-    const trusted = join(work, 'trusted');
-    mkdirSync(trusted);
-    copyFileSync(pki.caFile, join(trusted, 'test-ca.pem'));
-    writeFileSync(join(trusted, 'grid-ca.pem'), gridCa.certPem);
-    svc = await startTestService({ dialect: 'sqlite', config: { tls: { cert: pki.server.cert, key: pki.server.key, caDir: trusted } } });
-    const certDir = join(work, 'certificates');
-    mkdirSync(certDir);
-    for (const file of [pki.caFile, join(trusted, 'grid-ca.pem')]) {
-      const hash = execFileSync('openssl', ['x509', '-hash', '-noout', '-in', file], { encoding: 'utf8' }).trim();
-      copyFileSync(file, join(certDir, `${hash}.0`));
-    }
-    const bob = await issueCertificate(gridCa, { dn: userDn('bob'), kind: 'client', keyType: 'rsa' });
-    writeFileSync(join(work, 'usercert.pem'), bob.certPem);
-    writeFileSync(join(work, 'userkey.pem'), bob.keyPem, { mode: 0o600 });
-    gridEnv = { X509_CERT_DIR: certDir, X509_USER_CERT: join(work, 'usercert.pem'), X509_USER_KEY: join(work, 'userkey.pem'), X509_USER_PROXY: join(work, 'x509up') };
+    world = await startGridWorld();
+    ({ svc, work, gridEnv } = world);
   });
-  after(async () => {
-    await svc?.close();
-    rmSync(work, { recursive: true, force: true });
-  });
+  after(() => world?.close());
 
   it('grid-proxy-init makes an RFC 3820 proxy that grid-proxy-info reads and Dirigo accepts', async () => {
     const init = await run(GRID_PROXY_INIT, ['-rfc', '-valid', '1:00'], gridEnv);
@@ -65,7 +35,7 @@ describe('grid proxy tools (globus-proxy-utils)', { skip: missing }, () => {
     assert.match(info.stdout, /type\s+: RFC 3820 compliant impersonation proxy/);
     assert.match(info.stdout, /identity\s+: \/O=Dirigo\/OU=Users\/CN=bob/);
 
-    const who = await run(process.execPath, [join(process.cwd(), 'bin/dirigo.js'), 'whoami', '--setup', TEST_SETUP], { ...gridEnv, HOME: work, XDG_CONFIG_HOME: join(work, '.config'), DIRIGO_URL: svc.url });
+    const who = await world.dirigo(['whoami', '--setup', TEST_SETUP]);
     assert.equal(who.code, 0, who.stderr);
     assert.match(who.stdout, /^bob in group dirigo_user/);
     assert.match(who.stdout, /credential: flow A with the certificate from X509_USER_PROXY/);
@@ -76,8 +46,7 @@ describe('grid proxy tools (globus-proxy-utils)', { skip: missing }, () => {
   });
 
   it('dirigo proxy init makes proxies grid-proxy-info reads and Dirigo accepts; dirigo proxy info reads grid-proxy-init proxies; destroy removes them', async () => {
-    const dirigo = (args: string[], env: Record<string, string> = {}) =>
-      run(process.execPath, [join(process.cwd(), 'bin/dirigo.js'), ...args], { ...gridEnv, HOME: work, XDG_CONFIG_HOME: join(work, '.config'), DIRIGO_URL: svc.url, ...env });
+    const dirigo = world.dirigo;
     const ours = join(work, 'dirigo-proxy');
     const made = await dirigo(['proxy', 'init', '--valid', '2:00'], { X509_USER_PROXY: ours });
     assert.equal(made.code, 0, made.stderr);

@@ -17,7 +17,7 @@ import { missingOutput, shellBlocks, type ShellBlock } from './shell-blocks.ts';
 const ROOT = resolve(import.meta.dirname, '../..');
 const DOCUMENTS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
 /** What the blocks call besides the CLI: each a Debian package that .ci/run installs. */
-const TOOLS = ['curl', 'openssl', 'python3', 'tar', 'grid-proxy-init', 'grid-proxy-info'];
+const TOOLS = ['curl', 'openssl', 'python3', 'tar', 'grid-proxy-init', 'grid-proxy-info', 'voms-proxy-init3', 'voms-proxy-info3'];
 const LINKED = ['package.json', 'package-lock.json', 'node_modules', 'bin', 'src', 'packages', 'scripts', 'tsconfig.json'];
 
 const absent = TOOLS.filter((t) => spawnSync('sh', ['-c', `command -v ${t}`]).status !== 0);
