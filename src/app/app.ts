@@ -4,8 +4,6 @@
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import { authRoutes } from '../auth/index.ts';
 import { jobsRoutes, sandboxStore } from '../jobs/index.ts';
 import { startScheduling } from '../executors/index.ts';
@@ -16,9 +14,10 @@ import type { AppContext } from './context.ts';
 import { errorHandler } from '../kernel/error-handler.ts';
 import { InvalidRequest } from '../kernel/errors.ts';
 import { refuseUnstorableText } from '../kernel/storable-text.ts';
+import { refuseLooseIntegers } from '../kernel/canonical-integers.ts';
 import { observabilityRoutes } from './observability.ts';
 import { corsRoutes, refusePreflight } from './cors.ts';
-import { API_VERSION } from '../kernel/version.ts';
+import { openapiRoutes } from './openapi.ts';
 
 export interface AppOptions {
   ctx: AppContext;
@@ -41,11 +40,13 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
     reply.code(404).send({ error: 'not_found', error_description: `no route ${request.method} ${request.url.split('?')[0]}`, request_id: request.id });
   });
   instance.decorateRequest('principal', null);
-  // Before any schema or handler: no route ever sees text a database cannot store (storable-text.ts).
+  // Before any schema or handler: no route ever sees text a database cannot store (storable-text.ts), nor
+  // an integer parameter the validator would have coerced from loose text (canonical-integers.ts).
   instance.addHook('preValidation', async (request) => {
     refuseUnstorableText(request.params, 'params');
     refuseUnstorableText(request.query, 'query');
     refuseUnstorableText(request.body, 'body');
+    refuseLooseIntegers(request);
   });
   instance.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
     try {
@@ -55,19 +56,7 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
     }
   });
 
-  await instance.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Dirigo',
-        version: API_VERSION,
-        description: 'Workload management over HTTPS: jobs, file catalogue and OAuth 2.0.',
-      },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
-    },
-  });
-  await instance.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
-  instance.get('/openapi.json', { schema: { hide: true } }, async () => instance.swagger());
+  await instance.register(openapiRoutes, { publicUrl: () => ctx.publicUrl, description: 'Workload management over HTTPS: jobs, file catalogue and OAuth 2.0.' });
 
   await instance.register(observabilityRoutes, { ctx });
   await instance.register(corsRoutes, { ctx });

@@ -8,5 +8,6 @@ export const ErrorBody = Type.Object(
     error_description: Type.String(),
     request_id: Type.Optional(Type.String({ description: 'The X-Request-Id of the request, for support and logs' })),
   },
-  { description: 'OAuth 2.0-shaped error' },
+  // The title names it in the OpenAPI document, where every error answer refers to it (app/openapi.ts).
+  { title: 'Error', description: 'OAuth 2.0-shaped error' },
 );
