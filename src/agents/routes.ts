@@ -19,7 +19,7 @@ import { FileSandboxStore } from '../jobs/index.ts';
 import { changeStatus } from '../jobs/index.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { InsufficientPrivileges, InvalidRequest, InvalidTransition, NotFound } from '../kernel/errors.ts';
-import { ErrorBody } from '../kernel/schemas.ts';
+import { Binary, errors, SECURITY } from '../kernel/openapi.ts';
 import type { AgentSiteConfig } from '../jobs/index.ts';
 import { detectStalls } from './stalls.ts';
 import { forgetGoneAgents, presenceMetrics, seen } from './presence.ts';
@@ -61,13 +61,8 @@ const FinishBody = Type.Object(
   { additionalProperties: false },
 );
 const AgentQuery = Type.Object({ agentId: AgentId }, { additionalProperties: true });
-const JidParams = Type.Object({ jid: Type.String() });
+const JidParams = Type.Object({ jid: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'a job id (a positive integer)' }) });
 const StatusReply = Type.Object({ JobID: Type.Integer(), Status: Type.String() });
-
-function parseJid(text: string): number {
-  if (!/^\d{1,15}$/.test(text) || Number(text) < 1) throw new InvalidRequest(`jid: '${text}' is not a job id (a positive integer)`);
-  return Number(text);
-}
 
 function requirePilot(principal: Principal): void {
   if (!principal.properties.includes(PILOT_PROPERTY)) {
@@ -103,12 +98,11 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
   };
   const preHandler = [auth, pilot];
   const tags = ['Agents'];
-  const security = [{ bearer: [] }];
+  const security = SECURITY.token;
   const identity = (request: FastifyRequest, agentId: string): AgentIdentity => ({ user: request.principal!.username, agentId });
 
   /** The job if this agent holds it. @throws NotFound (no such job), InsufficientPrivileges (not its own), InvalidTransition (its own, but no longer active). */
-  const held = async (request: FastifyRequest, jid: string, agentId: string) => {
-    const jobId = parseJid(jid);
+  const held = async (request: FastifyRequest, jobId: number, agentId: string) => {
     const row = await heldJob(ctx.db, jobId, identity(request, agentId));
     if (row && (AGENT_HELD as string[]).includes(row.status)) return row;
     // Its own job, but killed or rescheduled meanwhile: the agent must stop it.
@@ -125,6 +119,7 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
       schema: {
         tags,
         security,
+        operationId: 'agentMatch',
         summary: 'Take Waiting jobs for an agent of an agents site',
         body: MatchBody,
         response: {
@@ -134,9 +129,7 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
             ),
             heartbeatIntervalMs: Type.Integer(),
           }),
-          400: ErrorBody,
-          401: ErrorBody,
-          403: ErrorBody,
+          ...errors(400, 401, 403),
         },
       },
     },
@@ -160,9 +153,10 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
       schema: {
         tags,
         security,
+        operationId: 'agentHeartbeat',
         summary: 'Agent heartbeat; the reply lists the jobs the agent must stop',
         body: HeartbeatBody,
-        response: { 200: Type.Object({ kill: Type.Array(Type.Integer()), heartbeatIntervalMs: Type.Integer() }), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody },
+        response: { 200: Type.Object({ kill: Type.Array(Type.Integer()), heartbeatIntervalMs: Type.Integer() }), ...errors(400, 401, 403) },
       },
     },
     async (request) => {
@@ -177,11 +171,21 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
     '/agents/jobs/:jid/inputsandbox',
     {
       preHandler,
-      schema: { tags, security, summary: "A held job's input sandbox (tar.gz)", params: JidParams, querystring: AgentQuery, produces: ['application/gzip'], response: { 400: ErrorBody, 403: ErrorBody, 404: ErrorBody } },
+      schema: {
+        tags,
+        security,
+        operationId: 'agentGetInputSandbox',
+        summary: "A held job's input sandbox (tar.gz)",
+        params: JidParams,
+        querystring: AgentQuery,
+        produces: ['application/gzip'],
+        response: errors(400, 401, 403, 404, 409),
+        documented: { responses: { 200: { description: 'The input sandbox', content: { 'application/gzip': Binary } } } },
+      },
     },
     async (request, reply) => {
       const { agentId } = request.query as Static<typeof AgentQuery>;
-      const row = await held(request, (request.params as { jid: string }).jid, agentId);
+      const row = await held(request, (request.params as { jid: number }).jid, agentId);
       if (!row.input_sandbox) throw new NotFound(`job ${row.job_id} has no input sandbox`);
       reply.type('application/gzip');
       reply.header('cache-control', 'no-store');
@@ -193,11 +197,11 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
     '/agents/jobs/:jid/status',
     {
       preHandler,
-      schema: { tags, security, summary: 'Report that a held job runs, or is packing its output', params: JidParams, body: StatusBody, response: { 200: StatusReply, 400: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody } },
+      schema: { tags, security, operationId: 'agentReportStatus', summary: 'Report that a held job runs, or is packing its output', params: JidParams, body: StatusBody, response: { 200: StatusReply, ...errors(400, 401, 403, 404, 409) } },
     },
     async (request) => {
       const body = request.body as Static<typeof StatusBody>;
-      const row = await held(request, (request.params as { jid: string }).jid, body.agentId);
+      const row = await held(request, (request.params as { jid: number }).jid, body.agentId);
       // A report sent again (its answer was lost) changes nothing and is answered as the first one was.
       if (row.status === body.status) return { JobID: row.job_id, Status: body.status };
       const agent = identity(request, body.agentId);
@@ -234,15 +238,17 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
       schema: {
         tags,
         security,
+        operationId: 'agentUploadOutputSandbox',
         summary: "Upload a held job's output sandbox (tar.gz body)",
+        documented: { body: { 'application/gzip': Binary, 'application/octet-stream': Binary } },
         params: JidParams,
         querystring: AgentQuery,
-        response: { 200: Type.Object({ sha256: Type.String(), size: Type.Integer() }), 400: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody },
+        response: { 200: Type.Object({ sha256: Type.String(), size: Type.Integer() }), ...errors(400, 401, 403, 404, 409, 413, 415) },
       },
     },
     async (request) => {
       const { agentId } = request.query as Static<typeof AgentQuery>;
-      const row = await held(request, (request.params as { jid: string }).jid, agentId);
+      const row = await held(request, (request.params as { jid: number }).jid, agentId);
       const body = request.body as Readable | undefined;
       if (!body || typeof (body as { pipe?: unknown }).pipe !== 'function') throw new InvalidRequest('the body must be the output sandbox as application/gzip');
       const stored = await store.put(body as Readable, jobs.sandbox.maxSandboxSize);
@@ -262,15 +268,15 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
     '/agents/jobs/:jid/finish',
     {
       preHandler,
-      schema: { tags, security, summary: 'Report the final status of a held job', params: JidParams, body: FinishBody, response: { 200: StatusReply, 400: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody } },
+      schema: { tags, security, operationId: 'agentFinish', summary: 'Report the final status of a held job', params: JidParams, body: FinishBody, response: { 200: StatusReply, ...errors(400, 401, 403, 404, 409) } },
     },
     async (request) => {
       const body = request.body as Static<typeof FinishBody>;
       // The same outcome reported again by the agent that ran the job (its answer was lost): already applied.
-      const replayed = await heldJob(ctx.db, parseJid((request.params as { jid: string }).jid), identity(request, body.agentId));
+      const replayed = await heldJob(ctx.db, (request.params as { jid: number }).jid, identity(request, body.agentId));
       const already = { done: JobStatus.Done, failed: JobStatus.Failed, rescheduled: undefined }[body.outcome];
       if (replayed && already !== undefined && replayed.status === already) return { JobID: replayed.job_id, Status: already };
-      const row = await held(request, (request.params as { jid: string }).jid, body.agentId);
+      const row = await held(request, (request.params as { jid: number }).jid, body.agentId);
       const holder = holderOf(identity(request, body.agentId));
       const source = `Agent@${row.site}`;
       const set = { exit_code: body.exitCode, end_exec_time: nowIso(), heartbeat_time: nowIso() };

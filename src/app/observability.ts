@@ -5,6 +5,8 @@ import { collectDefaultMetrics, Histogram } from 'prom-client';
 import { Type } from 'typebox';
 import type { AppContext } from './context.ts';
 import { ServiceUnavailable } from '../kernel/errors.ts';
+import { SECURITY } from '../kernel/openapi.ts';
+import { ErrorBody } from '../kernel/schemas.ts';
 
 async function observability(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   const { metrics } = ctx.observability;
@@ -37,14 +39,35 @@ async function observability(app: FastifyInstance, { ctx }: { ctx: AppContext })
     error_description: Type.String(),
     request_id: Type.String(),
   });
-  app.get('/healthz', { schema: { tags, summary: 'Liveness probe', response: { 200: Type.Object({ status: Type.String() }) } } }, async () => ({ status: 'ok' }));
+  // Probes take nothing, so their only client error is a URL the service refuses before any route runs.
+  const probe = {
+    tags,
+    security: SECURITY.none,
+    documented: { responses: { 400: { description: 'invalid_request: the URL or a query parameter cannot be read (a NUL character, bad percent-encoding)', content: { 'application/json': ErrorBody } } } },
+  };
+  app.get(
+    '/healthz',
+    { schema: { ...probe, operationId: 'getHealth', summary: 'Liveness probe', response: { 200: Type.Object({ status: Type.Literal('ok') }) } } },
+    async () => ({ status: 'ok' }),
+  );
   app.get(
     '/readyz',
     {
       schema: {
-        tags,
+        ...probe,
+        operationId: 'getReadiness',
         summary: 'Readiness probe: the database, the signing keys and each batch system, each named with why it is not ready',
         response: { 200: Readiness, 503: NotReady },
+        documented: {
+          responses: {
+            ...probe.documented.responses,
+            503: {
+              description: 'Not ready: the shared error body (service_unavailable) with every check beside it',
+              content: { 'application/json': NotReady },
+              headers: { 'Retry-After': Type.Integer({ minimum: 1, description: 'Seconds to wait before asking again' }) },
+            },
+          },
+        },
       },
     },
     async (request, reply) => {
@@ -56,10 +79,26 @@ async function observability(app: FastifyInstance, { ctx }: { ctx: AppContext })
       return { status: 'unavailable' as const, checks, ...unavailable.toJSON(), request_id: request.id };
     },
   );
-  app.get('/metrics', { schema: { tags, summary: 'Prometheus metrics', produces: ['text/plain'] } }, async (_request, reply) => {
-    reply.type(metrics.contentType);
-    return metrics.metrics();
-  });
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        ...probe,
+        operationId: 'getMetrics',
+        summary: 'Prometheus metrics',
+        documented: {
+          responses: {
+            ...probe.documented.responses,
+            200: { description: 'The Prometheus text exposition format, version 0.0.4', content: { 'text/plain': Type.String({ description: 'Metric families, one sample a line' }) } },
+          },
+        },
+      },
+    },
+    async (_request, reply) => {
+      reply.type(metrics.contentType);
+      return metrics.metrics();
+    },
+  );
 }
 
 /** Not encapsulated: the metrics and logging hooks must see every route. */

@@ -15,6 +15,8 @@ export { rotateKeysCommand } from './admin-cli.ts';
 export { registerLoginProvider, type LoginProvider } from './login.ts';
 export { completeLogin } from './interaction-routes.ts';
 export { errorPage } from './pages.ts';
+// How pages, redirects and page-or-JSON errors appear in the OpenAPI document.
+export { page, pageOrError, redirect } from './api-answers.ts';
 export { oauth } from './services.ts';
 export type { BrowserSession } from './sessions.ts';
 export { hashToken } from './store.ts';

@@ -4,7 +4,6 @@
  */
 import { loginFailures, loginLockouts } from './metrics.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
 import { withParams, type AuthorizeRequest } from './authorize.ts';
 import { certificateLoginUser, loginProviders, passwordLogin, sessionGroups } from './login.ts';
@@ -15,6 +14,7 @@ import { csrfMatches, type BrowserSession } from './sessions.ts';
 import { authContextOf } from './id-tokens.ts';
 import { oauth } from './services.ts';
 import { normaliseUserCode } from './store.ts';
+import { CERTIFICATE_LOGIN, CONSENT, DEVICE_VERIFICATION, PASSWORD_LOGIN, PROVIDER_LOGIN, SHOW_INTERACTION, USER_CODE } from './page-schemas.ts';
 
 /** A device approval waiting for login and consent. */
 interface DeviceInteraction {
@@ -26,8 +26,6 @@ interface DeviceInteraction {
 }
 
 const FORM_LIMIT = 16 * 1024;
-const Form = Type.Object({}, { additionalProperties: Type.Union([Type.String(), Type.Array(Type.String())]) });
-const tags = ['OAuth 2.0 pages'];
 
 function field(body: unknown, name: string): string | undefined {
   const v = (body as Record<string, unknown> | undefined)?.[name];
@@ -156,7 +154,7 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
 
   app.get<{ Params: { id: string } }>(
     '/oauth2/interaction/:id',
-    { schema: { tags, summary: 'Login or consent page of a pending authorization', params: Type.Object({ id: Type.String({ maxLength: 64 }) }) } },
+    { schema: SHOW_INTERACTION },
     async (request, reply) => {
       const session = await sessions.current(request);
       if (!session) return errorPage(reply, 400, 'Sign-in expired', EXPIRED);
@@ -164,7 +162,7 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     },
   );
 
-  app.post('/oauth2/login', { ...formRoute, schema: { tags, summary: 'Password login form', body: Form } }, async (request, reply) => {
+  app.post('/oauth2/login', { ...formRoute, schema: PASSWORD_LOGIN }, async (request, reply) => {
     const session = await checkedSession(ctx, request, reply);
     if (!session) return reply;
     const id = field(request.body, 'interaction') ?? '';
@@ -189,7 +187,7 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     return reply.redirect(`/oauth2/interaction/${encodeURIComponent(id)}`, 303);
   });
 
-  app.post('/oauth2/login/certificate', { ...formRoute, schema: { tags, summary: 'Login with the TLS client certificate', body: Form } }, async (request, reply) => {
+  app.post('/oauth2/login/certificate', { ...formRoute, schema: CERTIFICATE_LOGIN }, async (request, reply) => {
     const session = await checkedSession(ctx, request, reply);
     if (!session) return reply;
     const id = field(request.body, 'interaction') ?? '';
@@ -202,7 +200,7 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
 
   app.post<{ Params: { provider: string } }>(
     '/oauth2/login/:provider',
-    { ...formRoute, schema: { tags, summary: 'Login through an upstream identity provider', body: Form } },
+    { ...formRoute, schema: PROVIDER_LOGIN },
     async (request, reply) => {
       const session = await checkedSession(ctx, request, reply);
       if (!session) return reply;
@@ -215,7 +213,7 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     },
   );
 
-  app.post('/oauth2/consent', { ...formRoute, schema: { tags, summary: 'Consent form: allow or deny', body: Form } }, async (request, reply) => {
+  app.post('/oauth2/consent', { ...formRoute, schema: CONSENT }, async (request, reply) => {
     const session = await checkedSession(ctx, request, reply);
     if (!session) return reply;
     const id = field(request.body, 'interaction') ?? '';
@@ -275,14 +273,14 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
   // RFC 8628 §3.3: the verification URI, optionally with the code filled in (§3.3.1).
   app.get<{ Querystring: { user_code?: string } }>(
     '/oauth2/device',
-    { schema: { tags, summary: 'Device verification page (RFC 8628 §3.3)', querystring: Type.Object({ user_code: Type.Optional(Type.String({ maxLength: 32 })) }) } },
+    { schema: DEVICE_VERIFICATION },
     async (request, reply) => {
       const session = await sessions.ensure(request, reply);
       return sendPage(reply, 'Connect a device', deviceEntryBody(session.csrf, request.query.user_code));
     },
   );
 
-  app.post('/oauth2/device/verify', { ...formRoute, schema: { tags, summary: 'Device code entry form', body: Form } }, async (request, reply) => {
+  app.post('/oauth2/device/verify', { ...formRoute, schema: USER_CODE }, async (request, reply) => {
     const session = await checkedSession(ctx, request, reply);
     if (!session) return reply;
     const entered = field(request.body, 'user_code') ?? '';

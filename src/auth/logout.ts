@@ -16,6 +16,9 @@ import { authContextOf, readIdTokenHint } from './id-tokens.ts';
 import { errorPage, esc, sendPage } from './pages.ts';
 import { oauth } from './services.ts';
 import { csrfMatches, type BrowserSession } from './sessions.ts';
+import { SECURITY } from '../kernel/openapi.ts';
+import { BODY_ERRORS, page, pageOrError, redirect, type Answers } from './api-answers.ts';
+import { LogoutConfirmForm, LogoutForm, LogoutParameters } from './page-schemas.ts';
 
 function params(request: FastifyRequest): Record<string, string> {
   const source = (request.method === 'POST' ? request.body : request.query) as Record<string, unknown> | undefined;
@@ -68,8 +71,46 @@ export async function logoutRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
     await endSignIn(ctx, reply, session, client);
     return finish(reply, redirect, p.state);
   };
-  const Query = Type.Object({}, { additionalProperties: Type.String({ maxLength: 8192 }) });
-  app.get('/oauth2/logout', { schema: { tags, summary: 'RP-initiated logout (OpenID Connect RP-Initiated Logout 1.0)', querystring: Query } }, (request, reply) => handle(request, reply, false));
-  app.post('/oauth2/logout', { bodyLimit: 16 * 1024, schema: { tags, summary: 'RP-initiated logout, form-encoded' } }, (request, reply) => handle(request, reply, false));
-  app.post('/oauth2/logout/confirm', { bodyLimit: 16 * 1024, schema: { tags, summary: 'Sign-out confirmation form' } }, (request, reply) => handle(request, reply, true));
+  const Query = Type.Object(LogoutParameters, { additionalProperties: Type.String({ maxLength: 8192 }) });
+  const answers: Answers = {
+    200: page('Signed out; or, without an id_token_hint of this sign-in, the page asking to confirm'),
+    303: redirect('Signed out: to the post_logout_redirect_uri, with state'),
+    400: pageOrError('The id_token_hint, client_id or post_logout_redirect_uri is refused (a page); or a parameter cannot be read (JSON)'),
+  };
+  const form = { bodyLimit: 16 * 1024 };
+  const schema = { tags, security: SECURITY.none };
+  app.get(
+    '/oauth2/logout',
+    { schema: { ...schema, operationId: 'endSession', summary: 'RP-initiated logout (OpenID Connect RP-Initiated Logout 1.0 §2)', querystring: Query, documented: { responses: answers } } },
+    (request, reply) => handle(request, reply, false),
+  );
+  app.post(
+    '/oauth2/logout',
+    {
+      ...form,
+      schema: {
+        ...schema,
+        operationId: 'postEndSession',
+        summary: 'RP-initiated logout, form-encoded (§2)',
+        documented: { body: { 'application/x-www-form-urlencoded': LogoutForm }, responses: { ...answers, ...BODY_ERRORS } },
+      },
+    },
+    (request, reply) => handle(request, reply, false),
+  );
+  app.post(
+    '/oauth2/logout/confirm',
+    {
+      ...form,
+      schema: {
+        ...schema,
+        operationId: 'confirmEndSession',
+        summary: 'Sign-out confirmation form',
+        documented: {
+          body: { 'application/x-www-form-urlencoded': LogoutConfirmForm },
+          responses: { ...answers, ...BODY_ERRORS, 200: page('Signed out'), 403: page('The form\'s CSRF token is missing or wrong') },
+        },
+      },
+    },
+    (request, reply) => handle(request, reply, true),
+  );
 }

@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
-import { ErrorBody } from '../kernel/schemas.ts';
+import { SECURITY } from '../kernel/openapi.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_TOKEN_EXCHANGE } from '../registry/index.ts';
 import { authorizationEndpoint } from './authorize.ts';
 import { interactionRoutes } from './interaction-routes.ts';
@@ -17,6 +17,8 @@ import { tokenExchangeGrant } from './grants/token-exchange.ts';
 import { introspectToken, revokeToken } from './revoke-introspect.ts';
 import { startOAuth } from './services.ts';
 import { grantHandlers, tokenParameters } from './token-endpoint.ts';
+import { AuthorizeQuery, DeviceAuthorizationForm, DeviceAuthorizationResponse, IntrospectionForm, IntrospectionResponse, RevocationForm, RevocationResponse } from './api-schemas.ts';
+import { BODY_ERRORS, json, NO_STORE, oauthError, pageOrError, redirect, WwwAuthenticate, type Answers } from './api-answers.ts';
 
 grantHandlers.set(GRANT_AUTHORIZATION_CODE, authorizationCodeGrant);
 grantHandlers.set(GRANT_REFRESH_TOKEN, refreshTokenGrant);
@@ -24,8 +26,22 @@ grantHandlers.set(GRANT_DEVICE_CODE, deviceCodeGrant);
 grantHandlers.set(GRANT_TOKEN_EXCHANGE, tokenExchangeGrant);
 
 const FORM_LIMIT = 64 * 1024;
+// Accepts any object: the endpoints read their parameters themselves (tokenParameters), so that the
+// errors are their own OAuth errors; api-schemas.ts documents the fields.
 const FormBody = Type.Object({}, { additionalProperties: true });
-const AuthParam = (description: string) => Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description }));
+
+/** The client errors of the endpoints that authenticate a client (RFC 6749 §2.3, §5.2). */
+const clientErrors = (invalidRequest: string): Answers => ({
+  ...BODY_ERRORS,
+  400: oauthError(invalidRequest),
+  401: oauthError('invalid_client: the client failed to authenticate (RFC 6749 §5.2)', { 'WWW-Authenticate': WwwAuthenticate }),
+});
+
+/**
+ * Client authentication (client-auth.ts) without a certificate: that is flow A's, at the token endpoint
+ * only. `{}` stays: client_secret_post, client assertions and public clients send no header.
+ */
+const CLIENT_NO_CERTIFICATE = SECURITY.client.filter((requirement) => !('mutualTLS' in requirement));
 
 export async function oauthRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   await startOAuth(ctx);
@@ -34,22 +50,23 @@ export async function oauthRoutes(app: FastifyInstance, { ctx }: { ctx: AppConte
   app.get(
     '/oauth2/auth',
     {
+      attachValidation: true,
       schema: {
+        operationId: 'authorize',
         tags,
         summary: 'Authorization endpoint (RFC 6749 §3.1, PKCE RFC 7636); the user is redirected here',
-        // Parsed from the raw URL by the endpoint so that a repeated parameter is its own error (§3.1).
-        querystring: Type.Object(
-          {
-            response_type: AuthParam('code'),
-            client_id: AuthParam('the registered client id'),
-            redirect_uri: AuthParam('one of the registered redirect URIs (optional when only one is registered)'),
-            state: AuthParam('returned unchanged'),
-            scope: AuthParam('space-separated scopes'),
-            code_challenge: AuthParam('RFC 7636 S256 challenge; required for public clients'),
-            code_challenge_method: AuthParam('S256'),
+        // The user agent comes here; the client is named by client_id, not authenticated (§3.1).
+        security: SECURITY.none,
+        // Parsed from the raw URL by the endpoint (attachValidation) so that a repeated or wrong parameter
+        // is its own error page or redirect (§3.1, §4.1.2.1); the schema documents them.
+        querystring: AuthorizeQuery,
+        documented: {
+          responses: {
+            302: redirect('To the client\'s redirect URI with error, error_description, state and iss (RFC 6749 §4.1.2.1, RFC 9207)'),
+            303: redirect('To the sign-in and consent page of the new interaction'),
+            400: pageOrError('An error page: the client or its redirect URI cannot be trusted, so nothing is redirected (RFC 6749 §4.1.2.1)'),
           },
-          { additionalProperties: true },
-        ),
+        },
       },
     },
     (request, reply) => authorizationEndpoint(ctx, request, reply),
@@ -65,20 +82,18 @@ export async function oauthRoutes(app: FastifyInstance, { ctx }: { ctx: AppConte
     {
       bodyLimit: FORM_LIMIT,
       schema: {
+        operationId: 'requestDeviceCode',
         tags,
         summary: 'Device authorization endpoint (RFC 8628 §3.1)',
+        security: CLIENT_NO_CERTIFICATE,
         body: FormBody,
-        response: {
-          200: Type.Object({
-            device_code: Type.String(),
-            user_code: Type.String(),
-            verification_uri: Type.String(),
-            verification_uri_complete: Type.String(),
-            expires_in: Type.Integer(),
-            interval: Type.Integer(),
-          }),
-          400: ErrorBody,
-          401: ErrorBody,
+        response: { 200: DeviceAuthorizationResponse },
+        documented: {
+          body: { 'application/x-www-form-urlencoded': DeviceAuthorizationForm },
+          responses: {
+            ...clientErrors('invalid_request, unauthorized_client, invalid_scope (RFC 8628 §3.2, RFC 6749 §5.2)'),
+            200: json('A device code and the user code to enter (RFC 8628 §3.2)', DeviceAuthorizationResponse, NO_STORE),
+          },
         },
       },
     },
@@ -90,7 +105,24 @@ export async function oauthRoutes(app: FastifyInstance, { ctx }: { ctx: AppConte
 
   app.post(
     '/oauth2/revoke',
-    { bodyLimit: FORM_LIMIT, schema: { tags, summary: 'Token revocation (RFC 7009)', body: FormBody, response: { 200: Type.Object({}), 400: ErrorBody, 401: ErrorBody } } },
+    {
+      bodyLimit: FORM_LIMIT,
+      schema: {
+        operationId: 'revokeToken',
+        tags,
+        summary: 'Token revocation (RFC 7009)',
+        security: CLIENT_NO_CERTIFICATE,
+        body: FormBody,
+        response: { 200: RevocationResponse },
+        documented: {
+          body: { 'application/x-www-form-urlencoded': RevocationForm },
+          responses: {
+            ...clientErrors('invalid_request; unauthorized_client: the token was issued to another client (RFC 7009 §2.2.1)'),
+            200: json('Revoked, or the token was unknown, invalid or expired (RFC 7009 §2.2)', RevocationResponse, NO_STORE),
+          },
+        },
+      },
+    },
     async (request, reply) => {
       reply.headers(noStore);
       await revokeToken(ctx, tokenParameters(request), request);
@@ -103,10 +135,20 @@ export async function oauthRoutes(app: FastifyInstance, { ctx }: { ctx: AppConte
     {
       bodyLimit: FORM_LIMIT,
       schema: {
+        operationId: 'introspectToken',
         tags,
-        summary: 'Token introspection (RFC 7662)',
+        summary: 'Token introspection (RFC 7662), for confidential clients',
+        description: 'RFC 7662 §2.1: the client authenticates with its secret (HTTP Basic or client_secret_post) or a client assertion; public clients are refused (401).',
+        security: CLIENT_NO_CERTIFICATE,
         body: FormBody,
-        response: { 200: Type.Object({ active: Type.Boolean() }, { additionalProperties: true }), 400: ErrorBody, 401: ErrorBody },
+        response: { 200: IntrospectionResponse },
+        documented: {
+          body: { 'application/x-www-form-urlencoded': IntrospectionForm },
+          responses: {
+            ...clientErrors('invalid_request: no token, or a parameter given twice (RFC 7662 §2.3)'),
+            200: json('Whether the token is active, and its claims when it is (RFC 7662 §2.2)', IntrospectionResponse, NO_STORE),
+          },
+        },
       },
     },
     async (request, reply) => {

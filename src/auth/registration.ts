@@ -8,10 +8,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { AuthenticationRequired, InvalidClientMetadata, InvalidRedirectUri, InvalidToken, NotFound } from '../kernel/errors.ts';
 import type { AppContext } from '../kernel/context.ts';
-import { ErrorBody } from '../kernel/schemas.ts';
+import { SECURITY } from '../kernel/openapi.ts';
 import { hashSecret, redirectUriProblem, verifySecret, type NewClient, type OAuthClient, type RegisteredMetadata } from '../registry/index.ts';
 import { parseScope } from './scopes.ts';
 import { oauth } from './services.ts';
+import { BODY_ERRORS, json, oauthError, WwwAuthenticate, type Answers } from './api-answers.ts';
 
 const AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'none'];
 const uris = Type.Array(Type.String({ maxLength: 2048 }), { maxItems: 32 });
@@ -100,6 +101,16 @@ function information(ctx: AppContext, client: OAuthClient, extra: Record<string,
   return { client_id: client.clientId, ...client.registration?.metadata, registration_client_uri: `${ctx.publicUrl}/oauth2/register/${client.clientId}`, ...extra };
 }
 
+/**
+ * The initial access token (RFC 7591 §3) and the registration access token (RFC 7592 §3) travel as
+ * bearer tokens in the Authorization header (RFC 6750 §2.1); they are not access tokens of this server.
+ */
+const REGISTRATION_BEARER = [SECURITY.token[0]];
+
+const noStore = { 'Cache-Control': Type.Literal('no-store') };
+const metadataRefused = oauthError('invalid_client_metadata or invalid_redirect_uri (RFC 7591 §3.2.2)');
+const tokenRefused = (which: string) => oauthError(`invalid_token: ${which}`, { 'WWW-Authenticate': WwwAuthenticate });
+
 export async function registrationRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   const policy = ctx.config.oauth.registration;
   if (!policy.enabled) return;
@@ -118,7 +129,26 @@ export async function registrationRoutes(app: FastifyInstance, { ctx }: { ctx: A
 
   app.post(
     '/oauth2/register',
-    { attachValidation: true, schema: { tags, summary: 'Dynamic client registration (RFC 7591 §3)', body: ClientMetadataSchema, response: { 201: ClientInformation, 400: ErrorBody, 401: ErrorBody } } },
+    {
+      attachValidation: true,
+      schema: {
+        operationId: 'registerClient',
+        tags,
+        summary: 'Dynamic client registration (RFC 7591 §3)',
+        // §3: open, or only with the initial access token the deployment gave out.
+        security: policy.initialAccessTokenHash ? REGISTRATION_BEARER : SECURITY.none,
+        body: ClientMetadataSchema,
+        response: { 201: ClientInformation },
+        documented: {
+          responses: {
+            ...BODY_ERRORS,
+            201: json('The registered client, its secret and its registration access token (RFC 7591 §3.2.1)', ClientInformation, noStore),
+            400: metadataRefused,
+            401: tokenRefused('the initial access token is missing or not valid'),
+          },
+        },
+      },
+    },
     async (request: FastifyRequest<{ Body: ClientMetadata }>, reply: FastifyReply) => {
       // §3: an initial access token, when the deployment requires one.
       if (policy.initialAccessTokenHash && !(await verifySecret(bearer(request), policy.initialAccessTokenHash))) throw new InvalidToken('the initial access token is not valid');
@@ -135,10 +165,27 @@ export async function registrationRoutes(app: FastifyInstance, { ctx }: { ctx: A
     },
   );
 
-  const managed = { params: Type.Object({ clientId: Type.String({ maxLength: 128 }) }) };
+  // RFC 7592 §3: 401 for a wrong token and for an unknown client alike, so as not to say which exist.
+  const managed = {
+    tags,
+    security: REGISTRATION_BEARER,
+    params: Type.Object({ clientId: Type.String({ maxLength: 128, description: 'The client id registration returned' }) }),
+  };
+  const managedAnswers: Answers = {
+    400: oauthError('invalid_request: the client id is longer than 128 characters'),
+    401: tokenRefused('no registration access token, or not the one of this client'),
+  };
   app.get(
     '/oauth2/register/:clientId',
-    { schema: { tags, summary: 'Read a registered client (RFC 7592 §2.1)', ...managed, response: { 200: ClientInformation, 401: ErrorBody } } },
+    {
+      schema: {
+        ...managed,
+        operationId: 'getClient',
+        summary: 'Read a registered client (RFC 7592 §2.1)',
+        response: { 200: ClientInformation },
+        documented: { responses: { ...managedAnswers, 200: json('The client\'s registration (RFC 7592 §3)', ClientInformation, noStore) } },
+      },
+    },
     async (request: FastifyRequest<{ Params: { clientId: string } }>, reply: FastifyReply) => {
       reply.header('cache-control', 'no-store');
       return information(ctx, await managedClient(request), {});
@@ -147,7 +194,19 @@ export async function registrationRoutes(app: FastifyInstance, { ctx }: { ctx: A
 
   app.put(
     '/oauth2/register/:clientId',
-    { attachValidation: true, schema: { tags, summary: 'Update a registered client (RFC 7592 §2.2)', ...managed, body: ClientMetadataSchema, response: { 200: ClientInformation, 400: ErrorBody, 401: ErrorBody } } },
+    {
+      attachValidation: true,
+      schema: {
+        ...managed,
+        operationId: 'updateClient',
+        summary: 'Update a registered client (RFC 7592 §2.2)',
+        body: ClientMetadataSchema,
+        response: { 200: ClientInformation },
+        documented: {
+          responses: { ...managedAnswers, ...BODY_ERRORS, 200: json('The updated registration', ClientInformation, noStore), 400: metadataRefused },
+        },
+      },
+    },
     async (request: FastifyRequest<{ Params: { clientId: string }; Body: ClientMetadata }>, reply: FastifyReply) => {
       const client = await managedClient(request);
       badMetadata(request);
@@ -163,7 +222,15 @@ export async function registrationRoutes(app: FastifyInstance, { ctx }: { ctx: A
 
   app.delete(
     '/oauth2/register/:clientId',
-    { schema: { tags, summary: 'Remove a registered client (RFC 7592 §2.3)', ...managed, response: { 204: Type.Null(), 401: ErrorBody, 404: ErrorBody } } },
+    {
+      schema: {
+        ...managed,
+        operationId: 'deleteClient',
+        summary: 'Remove a registered client (RFC 7592 §2.3)',
+        response: { 204: Type.Null() },
+        documented: { responses: { ...managedAnswers, 204: { description: 'The client, its tokens and its registration are gone' } } },
+      },
+    },
     async (request: FastifyRequest<{ Params: { clientId: string } }>, reply: FastifyReply) => {
       const client = await managedClient(request);
       await oauth(ctx).clients.remove(client.clientId).catch((err: unknown) => {

@@ -5,7 +5,7 @@ import { authMetrics } from './metrics.ts';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
-import { ErrorBody } from '../kernel/schemas.ts';
+import { SECURITY } from '../kernel/openapi.ts';
 import { certificateUser } from './client-certificate.ts';
 import { requireToken } from './authenticate.ts';
 import { grantHandlers, tokenEndpoint } from './token-endpoint.ts';
@@ -16,28 +16,8 @@ import { ID_TOKEN_ALGORITHM } from './keys.ts';
 import { CLIENT_ASSERTION_ALGORITHMS } from './client-assertion.ts';
 import { registrationRoutes } from './registration.ts';
 import { scopedClaims } from './id-tokens.ts';
-
-const TokenResponseSchema = Type.Object({
-  access_token: Type.String(),
-  token_type: Type.Literal('Bearer'),
-  expires_in: Type.Integer(),
-  scope: Type.String(),
-  group: Type.Optional(Type.String({ description: 'the token\'s group; absent from a client\'s own token (client_credentials with client authentication)' })),
-  setup: Type.Optional(Type.String()),
-  refresh_token: Type.Optional(Type.String()),
-  issued_token_type: Type.Optional(Type.String()),
-  id_token: Type.Optional(Type.String({ description: 'OpenID Connect Core §3.1.3.3: when the scope has openid' })),
-});
-
-const TokenQuery = Type.Object(
-  {
-    grant_type: Type.Optional(Type.String({ description: 'client_credentials (flow A) or another supported grant' })),
-    group: Type.Optional(Type.String({ description: 'flow A: the group the token is for' })),
-    setup: Type.Optional(Type.String({ description: 'flow A: the setup the token is for' })),
-    scope: Type.Optional(Type.String()),
-  },
-  { additionalProperties: true },
-);
+import { Jwks, ServerMetadata, TokenForm, TokenQuery, TokenResponse, UserInfo, UserInfoForm } from './api-schemas.ts';
+import { BAD_URL, BODY_ERRORS, json, NO_STORE, oauthError, WwwAuthenticate, type Answers } from './api-answers.ts';
 
 /** RFC 8414 §2 metadata, listing only what this server implements. */
 export function authorizationServerMetadata(ctx: AppContext): Record<string, unknown> {
@@ -91,13 +71,19 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
   await app.register(oauthRoutes, { ctx });
   await app.register(registrationRoutes, { ctx });
 
+  // Flow A (SPEC): the certificate of the TLS handshake says who asks.
+  const certificateRefused = oauthError('invalid_client: no client certificate, a rejected one, or one of no registered user');
+  const listOf = (name: string) => Type.Object({ [name]: Type.Array(Type.String()) });
   app.get(
     '/oauth2/groups',
     {
       schema: {
+        operationId: 'listCertificateGroups',
         tags,
         summary: 'Groups the presented certificate may ask tokens for',
-        response: { 200: Type.Object({ groups: Type.Array(Type.String()) }), 401: ErrorBody },
+        security: SECURITY.certificate,
+        response: { 200: listOf('groups') },
+        documented: { responses: { ...BAD_URL, 401: certificateRefused } },
       },
     },
     async (request) => ({ groups: [...certificateUser(ctx, request).user.groups] }),
@@ -107,9 +93,12 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
     '/oauth2/setups',
     {
       schema: {
+        operationId: 'listCertificateSetups',
         tags,
         summary: 'Setups the presented certificate may ask tokens for',
-        response: { 200: Type.Object({ setups: Type.Array(Type.String()) }), 401: ErrorBody },
+        security: SECURITY.certificate,
+        response: { 200: listOf('setups') },
+        documented: { responses: { ...BAD_URL, 401: certificateRefused } },
       },
     },
     async (request) => {
@@ -118,19 +107,67 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
     },
   );
 
-  const tokenSchema = {
-    tags,
-    summary: 'Token endpoint (RFC 6749 §3.2)',
-    querystring: TokenQuery,
-    response: { 200: TokenResponseSchema, 400: ErrorBody, 401: ErrorBody },
+  // RFC 6749 §5.1-5.2; the grants' own errors (RFC 8628 §3.5 while a device code waits).
+  const grants = [...grantHandlers.keys()];
+  const tokenAnswers: Answers = {
+    200: json('The token (RFC 6749 §5.1)', TokenResponse, NO_STORE),
+    400: oauthError(
+      'invalid_request, invalid_grant, unauthorized_client, unsupported_grant_type, invalid_scope (RFC 6749 §5.2); invalid_target (RFC 8693 §2.2.2); ' +
+        'authorization_pending, slow_down, expired_token, access_denied while a device code waits (RFC 8628 §3.5)',
+    ),
+    401: oauthError('invalid_client: the client (or the flow A certificate) failed to authenticate', { 'WWW-Authenticate': WwwAuthenticate }),
   };
-  app.get('/oauth2/token', { schema: tokenSchema }, (request, reply) => tokenEndpoint(ctx, request, reply));
-  app.post('/oauth2/token', { schema: tokenSchema }, (request, reply) => tokenEndpoint(ctx, request, reply));
+  const token = {
+    tags,
+    security: SECURITY.client,
+    response: { 200: TokenResponse },
+  };
+  // attachValidation: the endpoint reads its parameters itself (tokenParameters), so that a repeated or
+  // missing one is its own OAuth error; the query schema documents them.
+  app.get(
+    '/oauth2/token',
+    {
+      attachValidation: true,
+      schema: {
+        ...token,
+        operationId: 'getToken',
+        summary: 'Token endpoint with query parameters: flow A (the user certificate) or an authorization code (SPEC)',
+        querystring: TokenQuery(grants),
+        documented: { responses: tokenAnswers },
+      },
+    },
+    (request, reply) => tokenEndpoint(ctx, request, reply),
+  );
+  app.post(
+    '/oauth2/token',
+    {
+      schema: {
+        ...token,
+        operationId: 'requestToken',
+        summary: 'Token endpoint (RFC 6749 §3.2), form-encoded',
+        documented: { body: { 'application/x-www-form-urlencoded': TokenForm(grants) }, responses: { ...tokenAnswers, ...BODY_ERRORS } },
+      },
+    },
+    (request, reply) => tokenEndpoint(ctx, request, reply),
+  );
 
-  app.get('/oauth2/jwks', { schema: { tags, summary: 'JSON Web Key Set (RFC 7517)' } }, async (_request, reply) => {
-    reply.header('cache-control', 'public, max-age=300');
-    return ctx.keys.jwks();
-  });
+  app.get(
+    '/oauth2/jwks',
+    {
+      schema: {
+        operationId: 'getJwks',
+        tags,
+        summary: 'JSON Web Key Set (RFC 7517): the keys that sign tokens',
+        security: SECURITY.none,
+        response: { 200: Jwks },
+        documented: { responses: { ...BAD_URL, 200: json('The public keys', Jwks, { 'Cache-Control': Type.Literal('public, max-age=300') }) } },
+      },
+    },
+    async (_request, reply) => {
+      reply.header('cache-control', 'public, max-age=300');
+      return ctx.keys.jwks();
+    },
+  );
 
   // OpenID Connect Core §5.3: for a token of an OpenID Connect sign-in (scope openid), the claims its
   // scopes allow (§5.4); for other tokens, Dirigo's own description of the caller.
@@ -149,11 +186,42 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
       'wlcg.groups': p.claims['wlcg.groups'],
     };
   };
-  const userinfoSchema = { tags, summary: 'Who the access token speaks for (OpenID Connect Core §5.3)', security: [{ bearer: [] }] };
-  app.get('/oauth2/userinfo', { schema: userinfoSchema, preHandler: requireToken(ctx) }, userinfo);
-  app.post('/oauth2/userinfo', { schema: userinfoSchema, preHandler: requireToken(ctx) }, userinfo);
+  const userinfoSchema = {
+    tags,
+    summary: 'Who the access token speaks for (OpenID Connect Core §5.3)',
+    security: SECURITY.token,
+    response: { 200: UserInfo },
+    documented: {
+      responses: {
+        400: oauthError('invalid_request: the access token is given in more than one way (RFC 6750 §2)'),
+        401: oauthError('invalid_token: no access token, or one that is not valid (RFC 6750 §3.1)', { 'WWW-Authenticate': WwwAuthenticate }),
+        403: oauthError('insufficient_privileges: a client\'s own token, which acts for no user'),
+      },
+    },
+  };
+  app.get('/oauth2/userinfo', { schema: { ...userinfoSchema, operationId: 'getUserInfo' }, preHandler: requireToken(ctx) }, userinfo);
+  app.post(
+    '/oauth2/userinfo',
+    {
+      schema: {
+        ...userinfoSchema,
+        operationId: 'postUserInfo',
+        documented: { body: { 'application/x-www-form-urlencoded': UserInfoForm }, responses: { ...userinfoSchema.documented.responses, ...BODY_ERRORS } },
+      },
+      preHandler: requireToken(ctx),
+    },
+    userinfo,
+  );
 
-  for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration']) {
-    app.get(path, { schema: { tags, summary: 'Authorization server metadata (RFC 8414)' } }, async () => authorizationServerMetadata(ctx));
-  }
+  const discovery = { tags, security: SECURITY.none, response: { 200: ServerMetadata }, documented: { responses: BAD_URL } };
+  app.get(
+    '/.well-known/oauth-authorization-server',
+    { schema: { ...discovery, operationId: 'getAuthorizationServerMetadata', summary: 'Authorization server metadata (RFC 8414 §3)' } },
+    async () => authorizationServerMetadata(ctx),
+  );
+  app.get(
+    '/.well-known/openid-configuration',
+    { schema: { ...discovery, operationId: 'getOpenIdConfiguration', summary: 'OpenID Provider metadata (OpenID Connect Discovery 1.0 §4)' } },
+    async () => authorizationServerMetadata(ctx),
+  );
 }

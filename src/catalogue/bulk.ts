@@ -18,10 +18,11 @@ import { toDirigoError } from '../kernel/error-handler.ts';
 import { InvalidRequest, PayloadTooLarge, UnsupportedMediaType } from '../kernel/errors.ts';
 import { refuseUnstorableText } from '../kernel/storable-text.ts';
 import { ErrorBody } from '../kernel/schemas.ts';
+import { SECURITY } from '../kernel/openapi.ts';
 import { checkPath } from './paths.ts';
 import { parseMode } from './permissions.ts';
 import { BULK_FILE_KEYS, isObject, metadataObject, newFile } from './requests.ts';
-import { BulkAnswer } from './schemas.ts';
+import { BulkAnswer, BulkLine } from './schemas.ts';
 import type { Field } from './values.ts';
 import { AtLine, BatchedWriteFailed, type CatalogueStore, type NewFile, type PreparedDirectory, type WriteSession } from './store.ts';
 
@@ -196,7 +197,9 @@ export async function bulkRoute(
       preHandler,
       schema: {
         tags: ['File catalogue'],
-        security: [{ bearer: [] }],
+        security: SECURITY.token,
+        operationId: 'bulkImport',
+        documented: { body: { 'application/x-ndjson': BulkLine } },
         summary: 'Apply newline-delimited JSON operations (application/x-ndjson) in bounded transactions',
         description:
           'One operation per line: {"field", "type", "scope"} | {"dir", "metadata"?, "mode"?} | {"file", "size", "checksum", "checksumType"?, "guid"?, "status"?, "mode"?, "metadata"?}. ' +

@@ -7,6 +7,7 @@ import { requireCapability, requireToken, type Principal } from '../auth/index.t
 import type { AppContext } from '../kernel/context.ts';
 import { InvalidRequest, NotFound } from '../kernel/errors.ts';
 import { ErrorBody } from '../kernel/schemas.ts';
+import { SECURITY } from '../kernel/openapi.ts';
 import { bulkRoute } from './bulk.ts';
 import { parseConditions } from './conditions.ts';
 import { baseName, decodePathParam, MAX_PATH_PARAM_CHARS, parentOf, pathParamTooLong } from './paths.ts';
@@ -28,7 +29,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
   const store = new CatalogueStore(ctx.db, ctx.config.catalogue);
   await store.init();
   const tags = ['File catalogue'];
-  const security = [{ bearer: [] }];
+  const security = SECURITY.token;
   const preHandler = requireToken(ctx);
   const common = { tags, security };
   const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody };
@@ -65,7 +66,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
     '/filecatalogue/metadata',
     {
       preHandler,
-      schema: { ...common, summary: 'Metadata fields compatible with a condition, with their type and possible values (with conditions: directory fields)', description: S.CONDITIONS_HELP, response: { 200: S.CompatibleMetadata, ...errors } },
+      schema: { ...common, operationId: 'getCompatibleMetadata', summary: 'Metadata fields compatible with a condition, with their type and possible values (with conditions: directory fields)', description: S.CONDITIONS_HELP, response: { 200: S.CompatibleMetadata, ...errors } },
     },
     async (request) => {
       requireCapability(principalOf(request), 'storage.read', '/');
@@ -88,7 +89,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
     '/filecatalogue/metadata',
     {
       preHandler,
-      schema: { ...common, summary: 'Define a metadata field (CatalogueAdministrator)', body: S.FieldDefinition, response: { 201: S.FieldAnswer, ...errors } },
+      schema: { ...common, operationId: 'defineMetadataField', summary: 'Define a metadata field (CatalogueAdministrator)', body: S.FieldDefinition, response: { 201: S.FieldAnswer, ...errors } },
     },
     async (request, reply) => {
       const body = request.body as { Name: unknown; Type: unknown; Scope: unknown };
@@ -100,7 +101,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
 
   app.delete(
     '/filecatalogue/metadata/:name',
-    { preHandler, schema: { ...common, summary: 'Remove an unused metadata field (CatalogueAdministrator)', params: S.NameParams, response: { 200: S.Removed, ...errors } } },
+    { preHandler, schema: { ...common, operationId: 'removeMetadataField', summary: 'Remove an unused metadata field (CatalogueAdministrator)', params: S.NameParams, response: { 200: S.Removed, ...errors } } },
     async (request) => {
       const { name } = request.params as { name: string };
       await store.removeField(principalOf(request), name);
@@ -114,7 +115,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
     '/filecatalogue/directory/:path',
     {
       preHandler,
-      schema: { ...common, summary: 'Contents of a directory', params: S.PathParams, querystring: S.ListingQuery, response: { 200: S.Listing, ...errors } },
+      schema: { ...common, operationId: 'listDirectory', summary: 'Contents of a directory', params: S.PathParams, querystring: S.ListingQuery, response: { 200: S.Listing, ...errors } },
     },
     async (request) => {
       const dir = await readableDirectory(request, (request.params as { path: string }).path);
@@ -141,7 +142,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
     '/filecatalogue/directory/:path',
     {
       preHandler,
-      schema: { ...common, summary: 'Create a directory and its missing parents; optional body {"Mode", "Metadata"}', params: S.PathParams, response: { 200: S.DirectoryRecord, 201: S.DirectoryRecord, ...errors } },
+      schema: { ...common, operationId: 'createDirectory', summary: 'Create a directory and its missing parents; optional body {"Mode", "Metadata"}', params: S.PathParams, documented: { body: { 'application/json': S.DirectoryBody } }, response: { 200: S.DirectoryRecord, 201: S.DirectoryRecord, ...errors } },
     },
     async (request, reply) => {
       const path = decodePathParam((request.params as { path: string }).path);
@@ -162,7 +163,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
     '/filecatalogue/directory/:path',
     {
       preHandler,
-      schema: { ...common, summary: 'Remove an empty directory, or a subtree with recursive=true (owner or administrator)', params: S.PathParams, querystring: S.RemoveQuery, response: { 200: S.RemovedDirectory, ...errors } },
+      schema: { ...common, operationId: 'removeDirectory', summary: 'Remove an empty directory, or a subtree with recursive=true (owner or administrator)', params: S.PathParams, querystring: S.RemoveQuery, response: { 200: S.RemovedDirectory, ...errors } },
     },
     async (request) => {
       const path = decodePathParam((request.params as { path: string }).path);
@@ -176,7 +177,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
     '/filecatalogue/directory/:path/metadata',
     {
       preHandler,
-      schema: { ...common, summary: 'Values of each field among the directories of the subtree compatible with a condition', description: S.CONDITIONS_HELP, params: S.PathParams, response: { 200: S.DirectoryValues, ...errors } },
+      schema: { ...common, operationId: 'getDirectoryMetadataValues', summary: 'Values of each field among the directories of the subtree compatible with a condition', description: S.CONDITIONS_HELP, params: S.PathParams, response: { 200: S.DirectoryValues, ...errors } },
     },
     async (request) => {
       const dir = await readableDirectory(request, (request.params as { path: string }).path);
@@ -193,7 +194,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
     '/filecatalogue/directory/:path/metadata',
     {
       preHandler,
-      schema: { ...common, summary: 'Set directory metadata ({"field": value}; null removes a value)', description: S.METADATA_BODY_HELP, params: S.PathParams, response: { 200: S.MetadataMap, ...errors } },
+      schema: { ...common, operationId: 'setDirectoryMetadata', documented: { body: { 'application/json': S.MetadataBody } }, summary: 'Set directory metadata ({"field": value}; null removes a value)', description: S.METADATA_BODY_HELP, params: S.PathParams, response: { 200: S.MetadataMap, ...errors } },
     },
     async (request) => {
       const path = decodePathParam((request.params as { path: string }).path);
@@ -212,7 +213,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
     '/filecatalogue/directory/:path/search',
     {
       preHandler,
-      schema: { ...common, summary: 'Directories under a directory matching a condition, with recursive file counts and sizes', description: S.CONDITIONS_HELP, params: S.PathParams, response: { 200: S.SearchAnswer, ...errors } },
+      schema: { ...common, operationId: 'searchDirectories', summary: 'Directories under a directory matching a condition, with recursive file counts and sizes', description: S.CONDITIONS_HELP, params: S.PathParams, response: { 200: S.SearchAnswer, ...errors } },
     },
     async (request) => {
       const dir = await readableDirectory(request, (request.params as { path: string }).path);
@@ -225,7 +226,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
 
   app.get(
     '/filecatalogue/file/:path/attributes',
-    { preHandler, schema: { ...common, summary: 'File attributes', params: S.PathParams, response: { 200: S.FileRecord, ...errors } } },
+    { preHandler, schema: { ...common, operationId: 'getFileAttributes', summary: 'File attributes', params: S.PathParams, response: { 200: S.FileRecord, ...errors } } },
     async (request) => {
       const { dir, file } = await readableFile(request, (request.params as { path: string }).path);
       return fileRecord(dir.path, file);
@@ -234,7 +235,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
 
   app.get(
     '/filecatalogue/file/:path/metadata',
-    { preHandler, schema: { ...common, summary: 'File metadata, own and inherited from its directories', params: S.PathParams, response: { 200: S.MetadataMap, ...errors } } },
+    { preHandler, schema: { ...common, operationId: 'getFileMetadata', summary: 'File metadata, own and inherited from its directories', params: S.PathParams, response: { 200: S.MetadataMap, ...errors } } },
     async (request) => {
       const { dir, file } = await readableFile(request, (request.params as { path: string }).path);
       return store.fileMetadata(dir.id, file.meta, await store.fields());
@@ -245,7 +246,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
     '/filecatalogue/file/:path/metadata',
     {
       preHandler,
-      schema: { ...common, summary: 'Set file metadata ({"field": value}; null removes a value)', description: S.METADATA_BODY_HELP, params: S.PathParams, response: { 200: S.MetadataMap, ...errors } },
+      schema: { ...common, operationId: 'setFileMetadata', documented: { body: { 'application/json': S.MetadataBody } }, summary: 'Set file metadata ({"field": value}; null removes a value)', description: S.METADATA_BODY_HELP, params: S.PathParams, response: { 200: S.MetadataMap, ...errors } },
     },
     async (request) => {
       const path = decodePathParam((request.params as { path: string }).path);
@@ -263,7 +264,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
     '/filecatalogue/file/:path',
     {
       preHandler,
-      schema: { ...common, summary: 'Register a file (missing parent directories are created)', params: S.PathParams, description: S.FILE_BODY_HELP, response: { 201: S.FileRecord, ...errors } },
+      schema: { ...common, operationId: 'registerFile', documented: { body: { 'application/json': S.FileBody } }, summary: 'Register a file (missing parent directories are created)', params: S.PathParams, description: S.FILE_BODY_HELP, response: { 201: S.FileRecord, ...errors } },
     },
     async (request, reply) => {
       const path = decodePathParam((request.params as { path: string }).path);
@@ -282,7 +283,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
 
   app.delete(
     '/filecatalogue/file/:path',
-    { preHandler, schema: { ...common, summary: 'Unregister a file', params: S.PathParams, response: { 200: S.RemovedFile, ...errors } } },
+    { preHandler, schema: { ...common, operationId: 'unregisterFile', summary: 'Unregister a file', params: S.PathParams, response: { 200: S.RemovedFile, ...errors } } },
     async (request) => {
       const path = decodePathParam((request.params as { path: string }).path);
       await store.write(principalOf(request), (s) => s.removeFile(path));

@@ -118,3 +118,40 @@ export const BulkAnswer = Type.Object({
   applied: Type.Integer({ description: 'operations applied (all lines before the first error)' }),
   error: Type.Optional(Type.Object({ line: Type.Integer(), error: Type.String(), error_description: Type.String() })),
 });
+
+// Request bodies, as requests.ts and bulk.ts check them (by hand, see above): the document's account of them.
+const Mode = Type.Union([Type.Integer({ minimum: 0, maximum: 0o777 }), Type.String({ pattern: '^0?[0-7]{3}$' })], { description: 'permission bits: 420 or "0644"' });
+const WritableMetadata = Type.Record(Type.String(), Type.Union([Type.Number(), Type.String(), Type.Null()]), { description: '{"field": value}; null removes the value' });
+
+export const DirectoryBody = Type.Object({ Mode: Type.Optional(Mode), Metadata: Type.Optional(WritableMetadata) }, { additionalProperties: false });
+
+export const FileBody = Type.Object(
+  {
+    Size: Type.Integer({ minimum: 0, description: 'bytes' }),
+    Checksum: Type.String(),
+    ChecksumType: Type.Optional(Type.String({ default: 'Adler32' })),
+    GUID: Type.Optional(Type.String({ description: 'default: a random UUID' })),
+    Status: Type.Optional(Type.String({ default: 'AprioriGood' })),
+    Mode: Type.Optional(Mode),
+    Metadata: Type.Optional(WritableMetadata),
+  },
+  { additionalProperties: false },
+);
+
+export const MetadataBody = WritableMetadata;
+
+/** One line of a bulk import (application/x-ndjson): a field, a directory or a file. */
+export const BulkLine = Type.Union([
+  Type.Object({ field: Type.String(), type: Type.String(), scope: Type.String() }),
+  Type.Object({ dir: Type.String(), metadata: Type.Optional(WritableMetadata), mode: Type.Optional(Mode) }),
+  Type.Object({
+    file: Type.String(),
+    size: Type.Integer({ minimum: 0 }),
+    checksum: Type.String(),
+    checksumType: Type.Optional(Type.String()),
+    guid: Type.Optional(Type.String()),
+    status: Type.Optional(Type.String()),
+    mode: Type.Optional(Mode),
+    metadata: Type.Optional(WritableMetadata),
+  }),
+], { description: 'each line of the body is one of these JSON objects' });

@@ -6,11 +6,11 @@ import { join } from 'node:path';
 import { jobMetrics } from './metrics.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
-import { Type } from 'typebox';
 import { requireCapability, requireToken } from '../auth/index.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { Conflict, InvalidRequest, NotFound, UnsupportedMediaType } from '../kernel/errors.ts';
-import { ErrorBody } from '../kernel/schemas.ts';
+import { Binary, errors, SECURITY } from '../kernel/openapi.ts';
+import { IfNoneMatch, JidParams, JobDescription, JobList, JobManifest, Killed, ListQuery, SandboxHeaders, SubmissionBodies, Submitted } from './api-schemas.ts';
 import type { JobsConfig } from './config-schema.ts';
 import { ALL_STATUSES, ATTRIBUTES, isFinal, type AttributeName } from './model.ts';
 import type { FileSandboxStore } from './sandbox-store.ts';
@@ -19,22 +19,8 @@ import { referencedSandboxes, type Restrictions } from './store.ts';
 import { runDuty } from '../cluster/index.ts';
 import { manifestsFromJson, readMultipart } from './submission.ts';
 
-// Type arrays rather than anyOf: the serializer checks them inline instead of validating each value.
-const attributeSchema = (type: 'string' | 'integer') => Type.Unsafe<string | number | null>({ type: [type, 'null'] });
-const JobRecordSchema = Type.Object(
-  Object.fromEntries((Object.keys(ATTRIBUTES) as AttributeName[]).map((k) => [k, attributeSchema(ATTRIBUTES[k].type)])) as Record<AttributeName, ReturnType<typeof attributeSchema>>,
-);
-const HistorySchema = Type.Array(
-  Type.Object({ Status: Type.String(), MinorStatus: Type.String(), ApplicationStatus: Type.String(), StatusTime: Type.String(), Source: Type.String() }),
-);
-const JidParams = Type.Object({ jid: Type.String({ description: 'job id' }) });
-
 const RESERVED = new Set(['allOwners', 'maxJobs', 'startJob', 'access_token']);
 
-function parseJid(text: string): number {
-  if (!/^\d{1,15}$/.test(text) || Number(text) < 1) throw new InvalidRequest(`jid: '${text}' is not a job id (a positive integer)`);
-  return Number(text);
-}
 
 function single(params: URLSearchParams, name: string): string | undefined {
   const all = params.getAll(name);
@@ -117,31 +103,24 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
   });
 
   const tags = ['Jobs'];
-  const security = [{ bearer: [] }];
+  const security = SECURITY.token;
   const auth = requireToken(ctx);
-  const read = { preHandler: auth };
+  // onRequest: the caller is known (and in the access log) before the parameters are validated.
+  const read = { onRequest: auth };
+  const jidOf = (request: FastifyRequest) => (request.params as { jid: number }).jid;
 
   app.get(
     '/jobs',
     {
       ...read,
+      attachValidation: true,
       schema: {
         tags,
         security,
+        operationId: 'listJobs',
         summary: 'List jobs, newest first; any job attribute restricts (a repeated key means OR)',
-        querystring: Type.Object(
-          {
-            allOwners: Type.Optional(Type.Unknown({ description: 'true: every job the caller may see (default false)' })),
-            maxJobs: Type.Optional(Type.Unknown({ description: 'integer 1-1000, default 100' })),
-            startJob: Type.Optional(Type.Unknown({ description: 'integer offset, default 0' })),
-          },
-          { additionalProperties: true },
-        ),
-        response: {
-          200: Type.Object({ entries: Type.Integer(), startJob: Type.Integer(), maxJobs: Type.Integer(), jobs: Type.Array(JobRecordSchema) }),
-          400: ErrorBody,
-          401: ErrorBody,
-        },
+        querystring: ListQuery,
+        response: { 200: JobList, ...errors(400, 401, 403) },
       },
     },
     async (request) => {
@@ -156,26 +135,32 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
     '/jobs/:jid',
     {
       ...read,
-      schema: {
-        tags,
-        security,
-        summary: 'A job: its attributes and StatusHistory',
-        params: JidParams,
-        response: { 200: Type.Intersect([JobRecordSchema, Type.Object({ StatusHistory: HistorySchema })]), 400: ErrorBody, 403: ErrorBody, 404: ErrorBody },
-      },
+      schema: { tags, security, operationId: 'getJob', summary: 'A job: its attributes and StatusHistory', params: JidParams, response: { 200: JobDescription, ...errors(400, 401, 403, 404) } },
     },
     async (request) => {
       requireCapability(request.principal!, 'compute.read');
-      return service.describe(request.principal!, parseJid((request.params as { jid: string }).jid));
+      return service.describe(request.principal!, jidOf(request));
     },
   );
 
   app.get(
     '/jobs/:jid/manifest',
-    { ...read, schema: { tags, security, summary: 'The stored manifest', params: JidParams, response: { 400: ErrorBody, 403: ErrorBody, 404: ErrorBody } } },
+    {
+      ...read,
+      schema: {
+        tags,
+        security,
+        operationId: 'getJobManifest',
+        summary: 'The stored manifest',
+        params: JidParams,
+        produces: ['application/json'],
+        response: errors(400, 401, 403, 404),
+        documented: { responses: { 200: { description: 'The manifest as stored (defaults filled in)', content: { 'application/json': JobManifest } } } },
+      },
+    },
     async (request, reply) => {
       requireCapability(request.principal!, 'compute.read');
-      const row = await service.visibleJob(request.principal!, parseJid((request.params as { jid: string }).jid));
+      const row = await service.visibleJob(request.principal!, jidOf(request));
       reply.type('application/json; charset=utf-8');
       return row.manifest;
     },
@@ -183,7 +168,7 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
 
   const sendSandbox = async (request: FastifyRequest, reply: FastifyReply, which: 'input' | 'output') => {
     requireCapability(request.principal!, 'compute.read');
-    const jid = parseJid((request.params as { jid: string }).jid);
+    const jid = jidOf(request);
     const row = await service.visibleJob(request.principal!, jid);
     const sha = which === 'input' ? row.input_sandbox : row.output_sandbox;
     if (!sha) {
@@ -210,10 +195,18 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
         schema: {
           tags,
           security,
+          operationId: which === 'input' ? 'getInputSandbox' : 'getOutputSandbox',
           summary: `The ${which} sandbox (tar.gz)`,
           params: JidParams,
+          headers: IfNoneMatch,
           produces: ['application/gzip'],
-          response: { 400: ErrorBody, 403: ErrorBody, 404: ErrorBody, ...(which === 'output' ? { 409: ErrorBody } : {}) },
+          response: errors(400, 401, 403, 404, ...(which === 'output' ? [409] : [])),
+          documented: {
+            responses: {
+              200: { description: `The ${which} sandbox`, content: { 'application/gzip': Binary }, headers: SandboxHeaders },
+              304: { description: 'Not modified: the If-None-Match ETag is the current one', headers: { ETag: SandboxHeaders.ETag } },
+            },
+          },
         },
       },
       (request, reply) => sendSandbox(request, reply, which),
@@ -228,9 +221,11 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
       schema: {
         tags,
         security,
+        operationId: 'submitJob',
         summary: 'Submit jobs: a manifest, an array of manifests (all or nothing), or multipart manifest parts plus input files',
         consumes: ['application/json', 'multipart/form-data'],
-        response: { 201: Type.Object({ jids: Type.Array(Type.Integer()) }), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 413: ErrorBody, 415: ErrorBody },
+        response: { 201: Submitted, ...errors(400, 401, 403, 413, 415) },
+        documented: { body: SubmissionBodies },
       },
     },
     async (request, reply) => {
@@ -260,14 +255,15 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
       schema: {
         tags,
         security,
+        operationId: 'killJob',
         summary: 'Kill a job: it leaves activity, its process is terminated',
         params: JidParams,
-        response: { 200: Type.Object({ jid: Type.Integer(), Status: Type.Literal('Killed') }), 400: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody },
+        response: { 200: Killed, ...errors(400, 401, 403, 404, 409) },
       },
     },
     async (request) => {
       requireCapability(request.principal!, 'compute.cancel');
-      const jid = parseJid((request.params as { jid: string }).jid);
+      const jid = jidOf(request);
       await service.kill(request.principal!, jid);
       return { jid, Status: 'Killed' as const };
     },

@@ -1,0 +1,90 @@
+/**
+ * Shapes of the /jobs answers and of the bodies the handlers check by hand (manifests are checked by
+ * manifest.ts, whose messages name the bad key; this schema tells clients and the document what it accepts).
+ */
+import { Type } from 'typebox';
+import { Binary } from '../kernel/openapi.ts';
+import { ALL_STATUSES, ATTRIBUTES, type AttributeName } from './model.ts';
+
+// Type arrays rather than anyOf: the serializer checks them inline instead of validating each value.
+const attributeSchema = (type: 'string' | 'integer') => Type.Unsafe<string | number | null>({ type: [type, 'null'] });
+const jobAttributes = Object.fromEntries((Object.keys(ATTRIBUTES) as AttributeName[]).map((k) => [k, attributeSchema(ATTRIBUTES[k].type)])) as Record<
+  AttributeName,
+  ReturnType<typeof attributeSchema>
+>;
+
+export const JobRecord = Type.Object(jobAttributes, { title: 'JobRecord' });
+
+export const StatusHistory = Type.Array(
+  Type.Object({ Status: Type.String(), MinorStatus: Type.String(), ApplicationStatus: Type.String(), StatusTime: Type.String(), Source: Type.String() }),
+);
+
+/** One object rather than an allOf, which several generators reduce to its first member. */
+export const JobDescription = Type.Object({ ...jobAttributes, StatusHistory }, { title: 'JobDescription' });
+
+export const JobList = Type.Object({ entries: Type.Integer(), startJob: Type.Integer(), maxJobs: Type.Integer(), jobs: Type.Array(JobRecord) }, { title: 'JobList' });
+
+export const Submitted = Type.Object({ jids: Type.Array(Type.Integer()) }, { title: 'Submitted' });
+
+export const Killed = Type.Object({ jid: Type.Integer(), Status: Type.Literal('Killed') }, { title: 'Killed' });
+
+export const JidParams = Type.Object({ jid: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'a job id (a positive integer)' }) });
+
+/** SPEC "Job management": the keys Dirigo reads; any other key is kept as given. */
+export const JobManifest = Type.Object(
+  {
+    Executable: Type.String({ minLength: 1, description: 'program to run: a name on PATH, an absolute path, or a file of the input sandbox' }),
+    Arguments: Type.Optional(Type.String({ description: 'split as a POSIX shell would, without expansion' })),
+    Sites: Type.Optional(Type.Array(Type.String(), { description: 'sites the job may run at (any when absent)' })),
+    JobName: Type.Optional(Type.String({ maxLength: 256 })),
+    JobGroup: Type.Optional(Type.String({ maxLength: 256 })),
+    JobType: Type.Optional(Type.String({ maxLength: 256 })),
+    InputSandbox: Type.Optional(Type.Array(Type.String(), { description: 'names of the files sent with the submission' })),
+    OutputSandbox: Type.Optional(Type.Array(Type.String(), { description: 'files (or glob patterns) returned in the output sandbox' })),
+    StdOutput: Type.Optional(Type.String()),
+    StdError: Type.Optional(Type.String()),
+    Priority: Type.Optional(Type.Integer()),
+    CPUTime: Type.Optional(Type.Integer({ minimum: 0, description: 'seconds' })),
+    Environment: Type.Optional(Type.Record(Type.String(), Type.String())),
+  },
+  { title: 'JobManifest', additionalProperties: true },
+);
+
+/** POST /jobs bodies. JSON first: generators make the first media type the method's main form. */
+export const SubmissionBodies = {
+  'application/json': Type.Union([JobManifest, Type.Array(JobManifest, { minItems: 1 })]),
+  'multipart/form-data': Type.Object({
+    manifest: Type.Array(Type.String({ contentMediaType: 'application/json', description: 'a manifest (JSON), one job per part' }), { minItems: 1 }),
+    files: Type.Optional(Type.Array(Binary, { description: 'input sandbox files, each part named by its file name' })),
+  }),
+};
+
+/** The headers of a sandbox download (RFC 9110 §8.8.3 ETag, RFC 6266 Content-Disposition, RFC 9530 Repr-Digest). */
+export const SandboxHeaders = {
+  ETag: Type.String({ description: '"sha256-<hex>": send it back in If-None-Match' }),
+  'Content-Disposition': Type.String({ description: 'attachment; filename="job-<jid>-<which>.tar.gz"' }),
+  'Content-Length': Type.Integer(),
+  'X-Content-SHA256': Type.String({ description: 'the SHA-256 of the archive, in hex' }),
+  'Repr-Digest': Type.String({ description: 'sha-256=:<base64>:' }),
+};
+
+export const IfNoneMatch = Type.Object({ 'if-none-match': Type.Optional(Type.String({ description: 'the ETag of a copy the client has' })) });
+
+const restriction = (name: AttributeName) =>
+  name === 'Status'
+    ? Type.Array(Type.Union(ALL_STATUSES.map((s) => Type.Literal(s))), { description: 'restrict to these statuses (repeat the key: OR)' })
+    : Type.Array(ATTRIBUTES[name].type === 'integer' ? Type.Integer() : Type.String(), { description: `restrict to these ${name} values (repeat the key: OR)` });
+
+/**
+ * GET /jobs: paging, and one optional restriction per job attribute. Validation is attached, not answered:
+ * parseListQuery (routes.ts) reads the query itself and says what is wrong in the service's own words.
+ */
+export const ListQuery = Type.Object(
+  {
+    allOwners: Type.Optional(Type.Boolean({ default: false, description: 'true: every job the caller may see' })),
+    maxJobs: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+    startJob: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 })),
+    ...Object.fromEntries((Object.keys(ATTRIBUTES) as AttributeName[]).map((k) => [k, Type.Optional(restriction(k))])),
+  },
+  { additionalProperties: true },
+);
