@@ -1,0 +1,209 @@
+/**
+ * Issue 16, test 3: a program written against the generated client (packages/client, type-checked with
+ * the rest of the tests under `tsc --strict`) calls every operation of the document against a running
+ * server, on SQLite and PostgreSQL. Every answer's status must be one the document gives that operation.
+ * The browser pages are called as a browser without a sign-in in progress would call them: they answer
+ * with their documented refusals (test/auth drives them through whole sign-ins).
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Readable } from 'node:stream';
+import { certificateToken, cataloguePath, createDirigoClient, downloadSandbox, submitWithFiles, unwrap, type DirigoClient } from '@dirigo/client';
+import { dialects } from '../helpers/dialects.ts';
+import { startTestService, type TestService } from '../helpers/service.ts';
+import { basic, oauthConfig, RS_SECRET } from '../auth/oauth-kit.ts';
+import { FINAL, untar } from '../jobs/helpers.ts';
+
+type Operation = { operationId: string; responses: Record<string, unknown> };
+const DOCUMENT = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../packages/client/openapi.json'), 'utf8')) as { paths: Record<string, Record<string, Operation>> };
+
+/** Method + path → the document's operation, by the path templates. */
+const ROUTES = Object.entries(DOCUMENT.paths).flatMap(([template, item]) =>
+  Object.entries(item).map(([method, op]) => ({ method: method.toUpperCase(), pattern: new RegExp(`^${template.replace(/\{\w+\}/g, '[^/]+')}$`), op })),
+);
+
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' } as const;
+
+for (const { dialect, skip } of await dialects()) {
+  describe(`the generated client calls every operation (${dialect})`, { skip }, () => {
+    let svc: TestService;
+    let alice: DirigoClient;
+    let pilot: DirigoClient;
+    let anonymous: DirigoClient;
+    let aliceToken: string;
+    const seen = new Map<string, number[]>();
+    const undocumented: string[] = [];
+
+    /** A client that records which operation answered with which status. */
+    const client = (options: { token?: string; user?: string }) => {
+      const c = createDirigoClient({
+        url: svc.url,
+        ca: readFileSync(svc.pki.caFile),
+        ...(options.token ? { token: options.token } : {}),
+        ...(options.user ? { cert: svc.pki.users[options.user]!.certPem, key: svc.pki.users[options.user]!.keyPem } : {}),
+      });
+      c.use({
+        onResponse({ request, response }) {
+          const path = new URL(request.url).pathname;
+          const route = ROUTES.find((r) => r.method === request.method && r.pattern.test(path));
+          if (!route) return void undocumented.push(`${request.method} ${path}: no such operation`);
+          seen.set(route.op.operationId, [...(seen.get(route.op.operationId) ?? []), response.status]);
+          const statuses = Object.keys(route.op.responses);
+          if (!statuses.includes(String(response.status)) && !(response.status >= 500 && statuses.includes('5XX'))) {
+            undocumented.push(`${route.op.operationId}: answered ${response.status}, documented ${statuses.join(' ')}`);
+          }
+        },
+      });
+      return c;
+    };
+
+    before(async () => {
+      const jobs = { scheduler: { pollIntervalMs: 50 }, sites: [{ name: 'Local', type: 'local', slots: 2 }, { name: 'Pool', type: 'agents' }] };
+      svc = await startTestService({ dialect, config: { ...(await oauthConfig()), jobs } });
+      aliceToken = await svc.token('alice');
+      alice = client({ token: aliceToken });
+      pilot = client({ token: await svc.token('pilot', 'dirigo_pilot') });
+      anonymous = client({});
+    });
+    after(async () => {
+      await Promise.all([alice, pilot, anonymous].map((c) => c?.close()));
+      await svc?.close();
+    });
+
+    it('probes and discovery', async () => {
+      assert.equal(unwrap(await anonymous.GET('/healthz')).status, 'ok');
+      assert.equal(unwrap(await anonymous.GET('/readyz')).status, 'ok');
+      const metrics = await anonymous.GET('/metrics', { parseAs: 'text' });
+      assert.match(String(metrics.data), /^# HELP /m);
+      assert.ok(unwrap(await anonymous.GET('/oauth2/jwks')).keys.length > 0);
+      assert.equal(unwrap(await anonymous.GET('/.well-known/oauth-authorization-server')).issuer, unwrap(await anonymous.GET('/.well-known/openid-configuration')).issuer);
+    });
+
+    it('tokens: flow A by GET and POST, userinfo, device code, introspection, revocation, authorize', async () => {
+      const bob = client({ user: 'bob' });
+      try {
+        assert.ok(unwrap(await bob.GET('/oauth2/groups')).groups.includes('dirigo_user'));
+        assert.ok(unwrap(await bob.GET('/oauth2/setups')).setups.length > 0);
+        const setup = unwrap(await bob.GET('/oauth2/setups')).setups[0]!;
+        const { access_token } = await certificateToken(bob, 'dirigo_user', setup);
+        const posted = unwrap(await bob.POST('/oauth2/token', { body: { grant_type: 'client_credentials', group: 'dirigo_user', setup }, headers: FORM }));
+        assert.equal(posted.token_type, 'Bearer');
+        const asBob = client({ token: access_token });
+        assert.equal(unwrap(await asBob.GET('/oauth2/userinfo')).sub, unwrap(await asBob.POST('/oauth2/userinfo', { body: {}, headers: FORM })).sub);
+        await asBob.close();
+        const device = unwrap(await anonymous.POST('/oauth2/device', { body: { client_id: 'test-public' }, headers: FORM }));
+        assert.match(device.user_code, /\w/);
+        const introspection = unwrap(await anonymous.POST('/oauth2/introspect', { body: { token: access_token }, headers: { ...FORM, authorization: basic('test-rs', RS_SECRET) } }));
+        assert.equal(introspection.active, true);
+        const revoked = await anonymous.POST('/oauth2/revoke', { body: { token: access_token, client_id: 'test-public' }, headers: FORM });
+        // RFC 7009 §2.1: a client revokes only its own tokens; a flow A token belongs to no client.
+        assert.equal(revoked.error?.error, 'unauthorized_client');
+        const authorize = await anonymous.GET('/oauth2/auth', { params: { query: { client_id: 'nobody', response_type: 'code' } }, redirect: 'manual' });
+        assert.equal(authorize.response.status, 400);
+      } finally {
+        await bob.close();
+      }
+    });
+
+    it('the sign-in, consent, device and sign-out pages, without a sign-in in progress', async () => {
+      const answers = [
+        await anonymous.GET('/oauth2/device', { parseAs: 'text' }),
+        await anonymous.GET('/oauth2/interaction/{id}', { params: { path: { id: 'no-such-interaction' } }, parseAs: 'text' }),
+        await anonymous.POST('/oauth2/login', { body: { interaction: 'none', username: 'alice', password: 'wrong' } as never, headers: FORM, parseAs: 'text' }),
+        await anonymous.POST('/oauth2/login/certificate', { body: { interaction: 'none' } as never, headers: FORM, parseAs: 'text' }),
+        await anonymous.POST('/oauth2/login/{provider}', { params: { path: { provider: 'nowhere' } }, body: { interaction: 'none' } as never, headers: FORM, parseAs: 'text' }),
+        await anonymous.POST('/oauth2/consent', { body: { interaction: 'none', decision: 'deny' } as never, headers: FORM, parseAs: 'text' }),
+        await anonymous.POST('/oauth2/device/verify', { body: { user_code: 'ABCD-EFGH' } as never, headers: FORM, parseAs: 'text', redirect: 'manual' }),
+        await anonymous.GET('/oauth2/logout', { parseAs: 'text', redirect: 'manual' }),
+        await anonymous.POST('/oauth2/logout', { body: {} as never, headers: FORM, parseAs: 'text', redirect: 'manual' }),
+        await anonymous.POST('/oauth2/logout/confirm', { body: {} as never, headers: FORM, parseAs: 'text', redirect: 'manual' }),
+      ];
+      for (const a of answers) assert.ok(a.response.status < 500, `${a.response.url}: ${a.response.status}`);
+    });
+
+    it('jobs: submit (JSON and multipart), list, get, manifest, sandboxes, kill', async () => {
+      const { jids } = unwrap(await alice.POST('/jobs', { body: { Executable: '/bin/sh', Arguments: '-c "echo hi > out.txt"', OutputSandbox: ['out.txt'], Sites: ['Local'] } }));
+      const jid = jids[0]!;
+      const withFiles = await submitWithFiles(alice, [{ Executable: 'run.sh', InputSandbox: ['run.sh'], Sites: ['Local'] }], [{ name: 'run.sh', content: '#!/bin/sh\necho ok\n' }]);
+      assert.equal(withFiles.jids.length, 1);
+      const listed = unwrap(await alice.GET('/jobs', { params: { query: { maxJobs: 10, JobID: [jid] } } }));
+      assert.deepEqual(listed.jobs.map((j) => j.JobID), [jid]);
+      let job = unwrap(await alice.GET('/jobs/{jid}', { params: { path: { jid } } }));
+      for (const deadline = Date.now() + 20000; !FINAL.includes(String(job.Status)) && Date.now() < deadline; ) {
+        await new Promise((r) => setTimeout(r, 50));
+        job = unwrap(await alice.GET('/jobs/{jid}', { params: { path: { jid } } }));
+      }
+      assert.equal(job.Status, 'Done');
+      assert.ok(job.StatusHistory.length > 0);
+      assert.equal(unwrap(await alice.GET('/jobs/{jid}/manifest', { params: { path: { jid } } })).Executable, '/bin/sh');
+      const out = await downloadSandbox(alice, jid, 'output');
+      assert.ok(out?.etag);
+      const files = await untar(Buffer.concat(await Readable.fromWeb(out.body as never).toArray()));
+      assert.equal(files.get('out.txt')?.toString(), 'hi\n');
+      assert.equal(await downloadSandbox(alice, jid, 'output', out.etag), undefined, '304 for the current ETag');
+      const input = await downloadSandbox(alice, withFiles.jids[0]!, 'input');
+      assert.ok((await Readable.fromWeb(input!.body as never).toArray()).length > 0);
+      const sleeper = unwrap(await alice.POST('/jobs', { body: { Executable: '/bin/sleep', Arguments: '30', Sites: ['Local'] } })).jids[0]!;
+      assert.equal(unwrap(await alice.DELETE('/jobs/{jid}', { params: { path: { jid: sleeper } } })).Status, 'Killed');
+    });
+
+    it('agents: match, heartbeat, input sandbox, status, output sandbox, finish', async () => {
+      const [jid] = (await submitWithFiles(alice, [{ Executable: 'run.sh', InputSandbox: ['run.sh'], Sites: ['Pool'] }], [{ name: 'run.sh', content: '#!/bin/sh\n' }])).jids;
+      const agentId = `client-${dialect}`;
+      const matched = unwrap(await pilot.POST('/agents/match', { body: { agentId, site: 'Pool', slots: 1 } }));
+      assert.deepEqual(matched.jobs.map((j) => j.JobID), [jid]);
+      unwrap(await pilot.POST('/agents/heartbeat', { body: { agentId, jobs: [jid!] } }));
+      const input = await pilot.GET('/agents/jobs/{jid}/inputsandbox', { params: { path: { jid: jid! }, query: { agentId } }, parseAs: 'arrayBuffer' });
+      assert.equal(input.response.status, 200);
+      unwrap(await pilot.POST('/agents/jobs/{jid}/status', { params: { path: { jid: jid! } }, body: { agentId, status: 'Running' } }));
+      unwrap(await pilot.POST('/agents/jobs/{jid}/status', { params: { path: { jid: jid! } }, body: { agentId, status: 'Completing' } }));
+      const upload = await pilot.PUT('/agents/jobs/{jid}/outputsandbox', {
+        params: { path: { jid: jid! }, query: { agentId } },
+        body: input.data as never,
+        bodySerializer: (b) => b as unknown as ArrayBuffer,
+        headers: { 'content-type': 'application/gzip' },
+      });
+      assert.equal(upload.response.status, 200);
+      assert.equal(unwrap(await pilot.POST('/agents/jobs/{jid}/finish', { params: { path: { jid: jid! } }, body: { agentId, outcome: 'done', exitCode: 0, minorStatus: 'Execution complete' } })).Status, 'Done');
+    });
+
+    it('the file catalogue: fields, directories, files, metadata, search, bulk, removal', async () => {
+      const admin = client({ token: await svc.token('admin', 'dirigo_admin') });
+      try {
+        unwrap(await admin.POST('/filecatalogue/metadata', { body: { Name: 'ClientRun', Type: 'int', Scope: 'directory' } }));
+        unwrap(await admin.POST('/filecatalogue/metadata', { body: { Name: 'ClientGone', Type: 'string', Scope: 'file' } }));
+        unwrap(await admin.DELETE('/filecatalogue/metadata/{name}', { params: { path: { name: 'ClientGone' } } }));
+        const dir = { path: { path: cataloguePath(`/client-${dialect}/run1`) } };
+        const file = { path: { path: cataloguePath(`/client-${dialect}/run1/a.root`) } };
+        assert.equal(unwrap(await admin.PUT('/filecatalogue/directory/{path}', { params: dir, body: { Metadata: { ClientRun: 1 } } })).Path, `/client-${dialect}/run1`);
+        unwrap(await admin.PUT('/filecatalogue/directory/{path}/metadata', { params: dir, body: { ClientRun: 2 } }));
+        assert.equal(unwrap(await admin.PUT('/filecatalogue/file/{path}', { params: file, body: { Size: 10, Checksum: 'abcd1234' } })).Size, 10);
+        unwrap(await admin.PUT('/filecatalogue/file/{path}/metadata', { params: file, body: {} }));
+        assert.equal(unwrap(await admin.GET('/filecatalogue/file/{path}/attributes', { params: file })).Checksum, 'abcd1234');
+        assert.equal(unwrap(await admin.GET('/filecatalogue/file/{path}/metadata', { params: file })).ClientRun, 2);
+        assert.equal(unwrap(await admin.GET('/filecatalogue/directory/{path}', { params: { ...dir, query: { verbose: true } } })).Files.length, 1);
+        assert.deepEqual(unwrap(await admin.GET('/filecatalogue/directory/{path}/metadata', { params: dir })).ClientRun, [2]);
+        assert.equal(unwrap(await admin.GET('/filecatalogue/directory/{path}/search', { params: { path: { path: cataloguePath(`/client-${dialect}`) } } })).Files, 1);
+        assert.ok('ClientRun' in unwrap(await admin.GET('/filecatalogue/metadata')));
+        const bulk = await admin.POST('/filecatalogue/bulk', {
+          body: `{"dir": "/client-${dialect}/bulk"}\n{"file": "/client-${dialect}/bulk/b.root", "size": 1, "checksum": "01"}\n` as never,
+          bodySerializer: (b) => b as unknown as string,
+          headers: { 'content-type': 'application/x-ndjson' },
+        });
+        assert.equal(unwrap(bulk).applied, 2);
+        unwrap(await admin.DELETE('/filecatalogue/file/{path}', { params: file }));
+        unwrap(await admin.DELETE('/filecatalogue/directory/{path}', { params: { path: { path: cataloguePath(`/client-${dialect}`) }, query: { recursive: true } } }));
+      } finally {
+        await admin.close();
+      }
+    });
+
+    it('called every operation of the document, each answer documented', () => {
+      const all = ROUTES.map((r) => r.op.operationId);
+      assert.deepEqual(all.filter((id) => !seen.has(id)), [], 'operations never called');
+      assert.deepEqual(undocumented, []);
+    });
+  });
+}
