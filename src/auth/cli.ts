@@ -3,9 +3,9 @@
  * `dirigo whoami`, over the CLI's token cache (src/kernel/cli/token-cache.ts).
  */
 import { parseArgs } from 'node:util';
-import { call, callJson, connect, CONNECTION_OPTIONS } from '../kernel/cli/http.ts';
+import { answer, api, connect, CONNECTION_OPTIONS, FORM_HEADERS, reach } from '../kernel/cli/http.ts';
 import { CliError, progress } from '../kernel/cli/output.ts';
-import { DEFAULT_CLI_CLIENT, form, parseJson, readCache, toCached, withCacheLock, writeCache, type TokenAnswer } from '../kernel/cli/token-cache.ts';
+import { DEFAULT_CLI_CLIENT, readCache, toCached, withCacheLock, writeCache, type TokenAnswer } from '../kernel/cli/token-cache.ts';
 import { environment } from '../kernel/config.ts';
 import { CREDENTIAL_OPTIONS, userCredential } from '../kernel/cli/credentials.ts';
 
@@ -32,11 +32,9 @@ export async function loginCommand(argv: string[]): Promise<number> {
   const conn = connect(values);
   const clientId = values['client-id'] ?? environment.get('DIRIGO_CLIENT_ID') ?? DEFAULT_CLI_CLIENT;
   // RFC 8628 §3.1
-  const auth = await callJson<{ device_code: string; user_code: string; verification_uri: string; verification_uri_complete?: string; expires_in: number; interval?: number }>(
-    conn,
-    '/oauth2/device',
-    form({ client_id: clientId, scope: values.scope }),
-  );
+  const client = api(conn);
+  const auth = await answer(conn, client.POST('/oauth2/device', { body: { client_id: clientId, ...(values.scope ? { scope: values.scope } : {}) }, headers: FORM_HEADERS }));
+
   process.stdout.write(`To sign in, open ${auth.verification_uri}\nand enter the code ${auth.user_code}\n`);
   if (auth.verification_uri_complete) process.stdout.write(`(or open ${auth.verification_uri_complete})\n`);
   let interval = auth.interval ?? 5;
@@ -48,10 +46,9 @@ export async function loginCommand(argv: string[]): Promise<number> {
       bar.update(`waiting for approval in the browser… ${Math.max(0, Math.round((deadline - Date.now()) / 1000))} s left`);
       await new Promise((r) => setTimeout(r, 1000));
     }
-    const res = await call(conn, '/oauth2/token', { ...form({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: auth.device_code, client_id: clientId }), accept: () => true });
-    const body = parseJson(res);
-    if (res.status === 200) {
-      const cached = toCached(body as unknown as TokenAnswer, clientId);
+    const res = await reach(conn, client.POST('/oauth2/token', { body: { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: auth.device_code, client_id: clientId }, headers: FORM_HEADERS }));
+    if (res.response.status === 200) {
+      const cached = toCached(res.data as TokenAnswer, clientId);
       await withCacheLock(async () => {
         const cache = readCache();
         cache[conn.url] = cached;
@@ -60,7 +57,8 @@ export async function loginCommand(argv: string[]): Promise<number> {
       bar.done(`signed in to ${conn.url} as ${cached.username} (group ${cached.group}, setup ${cached.setup})`);
       return 0;
     }
-    const error = String(body.error ?? `HTTP ${res.status}`);
+    const body = (res.error ?? {}) as { error?: string; error_description?: string };
+    const error = String(body.error ?? `HTTP ${res.response.status}`);
     if (error === 'authorization_pending') continue;
     if (error === 'slow_down') {
       interval += 5;
@@ -89,7 +87,7 @@ export async function logoutCommand(argv: string[]): Promise<number> {
     }
     // RFC 7009 §2.1: revoking the refresh token ends the whole grant, access tokens included.
     const revoke = async (token: string, hint: string) =>
-      call(conn, '/oauth2/revoke', { ...form({ token, token_type_hint: hint, client_id: entry.client_id }), accept: () => true }).catch(() => undefined);
+      reach(conn, api(conn).POST('/oauth2/revoke', { body: { token, token_type_hint: hint, client_id: entry.client_id }, headers: FORM_HEADERS })).catch(() => undefined);
     if (entry.refresh_token) await revoke(entry.refresh_token, 'refresh_token');
     await revoke(entry.access_token, 'access_token');
     delete cache[conn.url];
@@ -111,7 +109,7 @@ export async function whoamiCommand(argv: string[]): Promise<number> {
   }
   const conn = connect(values);
   const credential = await userCredential(conn, values);
-  const info = await callJson<Record<string, unknown>>(conn, '/oauth2/userinfo', { token: credential.token });
+  const info: Record<string, unknown> = await answer(conn, api(conn, credential.token).GET('/oauth2/userinfo'));
   if (values.json) {
     process.stdout.write(JSON.stringify({ ...info, credential: credential.source }, null, 2) + '\n');
   } else {

@@ -6,7 +6,7 @@ import { createReadStream, statSync } from 'node:fs';
 import { Transform } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { call, callJson, connect, type Connection } from '../kernel/cli/http.ts';
+import { answer, api, connect, reach, type Connection } from '../kernel/cli/http.ts';
 import { formatTable, terminalWidth } from '../kernel/cli/terminal.ts';
 import { CliError, progress } from '../kernel/cli/output.ts';
 import { CREDENTIAL_OPTIONS, userAccessToken } from '../kernel/cli/credentials.ts';
@@ -104,7 +104,7 @@ interface FieldInfo {
 /** K=V pairs typed by the field definitions (numbers for int/float); `K=` gives null (removal). */
 async function metadataPairs(conn: Connection, token: string, pairs: string[]): Promise<Record<string, unknown>> {
   if (pairs.length === 0) return {};
-  const fields = await callJson<Record<string, FieldInfo>>(conn, '/filecatalogue/metadata', { token });
+  const fields = (await answer(conn, api(conn, token).GET('/filecatalogue/metadata'))) as Record<string, FieldInfo>;
   const out: Record<string, unknown> = {};
   for (const pair of pairs) {
     const eq = pair.indexOf('=');
@@ -122,8 +122,6 @@ async function metadataPairs(conn: Connection, token: string, pairs: string[]): 
   }
   return out;
 }
-
-const notFoundOk = (s: number) => (s >= 200 && s < 300) || s === 404;
 
 async function importFile(conn: Connection, token: string, file: string, values: Values): Promise<number> {
   let total: number;
@@ -187,14 +185,20 @@ export async function catalogueCommand(argv: string[]): Promise<number> {
   }
   const conn = connect(values);
   const token = await userAccessToken(conn, values);
-  const dirUrl = (p: string) => `/filecatalogue/directory/${encodePath(p)}`;
-  const fileUrl = (p: string) => `/filecatalogue/file/${encodePath(p)}`;
+  const client = api(conn, token);
+  const at = (p: string) => ({ path: { path: encodePath(p) } });
+  /** A file's answer, or undefined when there is no such file (the path may be a directory). */
+  const fileOrNothing = async <T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T | undefined> => {
+    const res = await reach(conn, call);
+    if (res.response.status === 404) return undefined;
+    return answer(conn, Promise.resolve(res));
+  };
 
   switch (sub) {
     case 'ls': {
       const path = catalogPath(args[0] ?? '/');
       type Entry = { Path: string; Name: string; Size?: number; Owner?: string; OwnerGroup?: string; Mode?: number; ModificationDate?: string };
-      const listing = await callJson<{ Path: string; SubDirs: Entry[]; Files: Entry[] }>(conn, dirUrl(path), { token, query: { verbose: values.long ? 'true' : undefined } });
+      const listing = (await answer(conn, client.GET('/filecatalogue/directory/{path}', { params: { ...at(path), query: values.long ? { verbose: true } : {} } }))) as { Path: string; SubDirs: Entry[]; Files: Entry[] };
       print(values, listing, () => {
         const rows = [...listing.SubDirs.map((d) => ({ ...d, dir: true })), ...listing.Files.map((f) => ({ ...f, dir: false }))];
         if (!values.long) return rows.map((r) => `${r.Name}${r.dir ? '/' : ''}\n`).join('');
@@ -209,36 +213,33 @@ export async function catalogueCommand(argv: string[]): Promise<number> {
     }
     case 'stat': {
       const path = catalogPath(args[0]);
-      const file = await call(conn, `${fileUrl(path)}/attributes`, { token, accept: notFoundOk });
-      let record: Record<string, unknown>;
-      if (file.status === 200) record = JSON.parse(file.body.toString('utf8'));
-      else record = (await callJson<{ Directory: Record<string, unknown> }>(conn, dirUrl(path), { token, query: { verbose: 'true' } })).Directory;
+      const file = await fileOrNothing(client.GET('/filecatalogue/file/{path}/attributes', { params: at(path) }));
+      const record: Record<string, unknown> = file ?? (await answer(conn, client.GET('/filecatalogue/directory/{path}', { params: { ...at(path), query: { verbose: true } } }))).Directory!;
       print(values, record, () => Object.entries(record).map(([k, v]) => `${k.padEnd(16)} ${k === 'Mode' ? `0${Number(v).toString(8)}` : String(v)}\n`).join(''));
       return 0;
     }
     case 'meta': {
       const path = catalogPath(args[0]);
-      const file = await call(conn, `${fileUrl(path)}/metadata`, { token, accept: notFoundOk });
-      let meta: Record<string, unknown>;
-      if (file.status === 200) meta = JSON.parse(file.body.toString('utf8'));
-      else meta = (await callJson<{ Metadata: Record<string, unknown> }>(conn, dirUrl(path), { token, query: { verbose: 'true' } })).Metadata;
+      const file = await fileOrNothing(client.GET('/filecatalogue/file/{path}/metadata', { params: at(path) }));
+      const meta: Record<string, unknown> = file ?? (await answer(conn, client.GET('/filecatalogue/directory/{path}', { params: { ...at(path), query: { verbose: true } } }))).Metadata!;
       print(values, meta, () => Object.entries(meta).map(([k, v]) => `${k} = ${String(v)}\n`).join(''));
       return 0;
     }
     case 'search': {
       const path = catalogPath(args[0]);
       const query = conditionQuery(args.slice(1));
-      const answer = await callJson<{ Directories: { Path: string; Files: number; Size: number }[]; Files: number; Size: number }>(conn, `${dirUrl(path)}/search${query ? `?${query}` : ''}`, { token });
-      print(values, answer, () => {
-        const width = Math.max(4, ...answer.Directories.map((d) => String(d.Files).length));
-        const lines = answer.Directories.map((d) => `${String(d.Files).padStart(width)} ${humanSize(d.Size).padStart(10)}  ${d.Path}\n`);
-        return `${lines.join('')}${answer.Directories.length} directories, ${answer.Files} files, ${humanSize(answer.Size)} (each file counted once)\n`;
+      // Conditions (`field=op|value`) are free-form query parameters: sent as the user wrote them.
+      const found = await answer(conn, client.GET('/filecatalogue/directory/{path}/search', { params: at(path), querySerializer: () => query }));
+      print(values, found, () => {
+        const width = Math.max(4, ...found.Directories.map((d) => String(d.Files).length));
+        const lines = found.Directories.map((d) => `${String(d.Files).padStart(width)} ${humanSize(d.Size).padStart(10)}  ${d.Path}\n`);
+        return `${lines.join('')}${found.Directories.length} directories, ${found.Files} files, ${humanSize(found.Size)} (each file counted once)\n`;
       });
       return 0;
     }
     case 'fields': {
       const query = conditionQuery(args);
-      const fields = await callJson<Record<string, FieldInfo>>(conn, `/filecatalogue/metadata${query ? `?${query}` : ''}`, { token });
+      const fields = (await answer(conn, client.GET('/filecatalogue/metadata', { querySerializer: () => query }))) as Record<string, FieldInfo>;
       print(values, fields, () =>
         formatTable(
           ['Field', 'Type', 'Scope', 'Values'],
@@ -251,14 +252,14 @@ export async function catalogueCommand(argv: string[]): Promise<number> {
     case 'define': {
       const [Name, Type, Scope] = args;
       if (!Name || !Type || !Scope) throw new CliError('usage: dirigo catalogue define NAME int|float|string|date directory|file', 2);
-      const field = await callJson(conn, '/filecatalogue/metadata', { token, method: 'POST', json: { Name, Type, Scope } });
+      const field = await answer(conn, client.POST('/filecatalogue/metadata', { body: { Name, Type, Scope } }));
       print(values, field, () => `defined ${Name} (${Type}, ${Scope})\n`);
       return 0;
     }
     case 'mkdir': {
       const path = catalogPath(args[0]);
       const Metadata = await metadataPairs(conn, token, values.meta ?? []);
-      const dir = await callJson(conn, dirUrl(path), { token, method: 'PUT', json: { ...(values.mode ? { Mode: values.mode } : {}), Metadata } });
+      const dir = await answer(conn, client.PUT('/filecatalogue/directory/{path}', { params: at(path), body: { ...(values.mode ? { Mode: values.mode } : {}), Metadata } as never }));
       print(values, dir, () => `${path}\n`);
       return 0;
     }
@@ -276,7 +277,7 @@ export async function catalogueCommand(argv: string[]): Promise<number> {
         ...(values.mode ? { Mode: values.mode } : {}),
         Metadata,
       };
-      const record = await callJson(conn, fileUrl(path), { token, method: 'PUT', json: body });
+      const record = await answer(conn, client.PUT('/filecatalogue/file/{path}', { params: at(path), body: body as never }));
       print(values, record, () => `${path}\n`);
       return 0;
     }
@@ -284,16 +285,16 @@ export async function catalogueCommand(argv: string[]): Promise<number> {
       const path = catalogPath(args[0]);
       const metadata = await metadataPairs(conn, token, args.slice(1));
       if (Object.keys(metadata).length === 0) throw new CliError('give at least one FIELD=VALUE', 2);
-      const file = await call(conn, `${fileUrl(path)}/attributes`, { token, accept: notFoundOk });
-      const url = file.status === 200 ? `${fileUrl(path)}/metadata` : `${dirUrl(path)}/metadata`;
-      const result = await callJson<Record<string, unknown>>(conn, url, { token, method: 'PUT', json: metadata });
+      const file = await fileOrNothing(client.GET('/filecatalogue/file/{path}/attributes', { params: at(path) }));
+      const put = { params: at(path), body: metadata as never };
+      const result: Record<string, unknown> = await answer(conn, file ? client.PUT('/filecatalogue/file/{path}/metadata', put) : client.PUT('/filecatalogue/directory/{path}/metadata', put));
       print(values, result, () => Object.entries(result).map(([k, v]) => `${k} = ${String(v)}\n`).join(''));
       return 0;
     }
     case 'rm': {
       const path = catalogPath(args[0]);
-      const file = await call(conn, fileUrl(path), { token, method: 'DELETE', accept: notFoundOk });
-      if (file.status === 404) await call(conn, dirUrl(path), { token, method: 'DELETE', query: { recursive: values.recursive ? 'true' : undefined } });
+      const file = await fileOrNothing(client.DELETE('/filecatalogue/file/{path}', { params: at(path) }));
+      if (!file) await answer(conn, client.DELETE('/filecatalogue/directory/{path}', { params: { ...at(path), query: values.recursive ? { recursive: true } : {} } }));
       if (!values.json) process.stdout.write(`removed ${path}\n`);
       return 0;
     }

@@ -8,7 +8,7 @@ import { mkdir } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { call, callJson, connect, type Connection } from '../kernel/cli/http.ts';
+import { answer, api, connect, reach, refusal, type Connection } from '../kernel/cli/http.ts';
 import { CliError, EXIT, progress } from '../kernel/cli/output.ts';
 import { formatTable, paint, terminalWidth, type Colour } from '../kernel/cli/terminal.ts';
 import { CREDENTIAL_OPTIONS, userAccessToken } from '../kernel/cli/credentials.ts';
@@ -115,9 +115,11 @@ async function submit(conn: Connection, token: string, values: Values, args: str
   } catch (err) {
     throw new CliError(`cannot read the manifest ${manifestFile}: ${(err as Error).message}`, 2);
   }
-  let answer: { jids: number[] };
+  const client = api(conn, token);
+  let submitted: { jids: number[] };
   if (files.length === 0) {
-    answer = await callJson(conn, '/jobs', { method: 'POST', token, json: manifest });
+    // The service checks the manifest and names what is wrong with it.
+    submitted = await answer(conn, client.POST('/jobs', { body: manifest as never }));
   } else {
     const form = new FormData();
     for (const m of Array.isArray(manifest) ? manifest : [manifest]) form.append('manifest', JSON.stringify(m));
@@ -127,23 +129,23 @@ async function submit(conn: Connection, token: string, values: Values, args: str
       if (problem) throw new CliError(`file name '${name}' ${problem}`, 2);
       form.append('file', await openAsBlob(f), name);
     }
-    const req = new Request('https://dirigo.invalid/', { method: 'POST', body: form });
-    const body = Buffer.from(await req.arrayBuffer());
-    const res = await call(conn, '/jobs', { method: 'POST', token, body, headers: { 'content-type': req.headers.get('content-type')! } });
-    answer = JSON.parse(res.body.toString('utf8')) as { jids: number[] };
+    submitted = await answer(conn, client.POST('/jobs', { body: form as never, bodySerializer: (body) => body as unknown as FormData }));
   }
-  print(values, answer, () => `${answer.jids.join('\n')}\n`);
+  print(values, submitted, () => `${submitted.jids.join('\n')}\n`);
   return 0;
 }
 
 async function sandbox(conn: Connection, token: string, values: Values, id: string, which: 'input' | 'output'): Promise<number> {
-  const res = await call(conn, `/jobs/${id}/${which}sandbox`, { token, headers: { accept: 'application/gzip' } });
-  const expected = String(res.headers['x-content-sha256'] ?? '');
-  const actual = createHash('sha256').update(res.body).digest('hex');
+  const path = which === 'input' ? '/jobs/{jid}/inputsandbox' : '/jobs/{jid}/outputsandbox';
+  const res = await reach(conn, api(conn, token).GET(path, { params: { path: { jid: Number(id) } }, parseAs: 'arrayBuffer' }));
+  if (!res.response.ok) throw refusal(res.response.status, res.error);
+  const archive = Buffer.from(res.data as ArrayBuffer);
+  const expected = res.response.headers.get('x-content-sha256') ?? '';
+  const actual = createHash('sha256').update(archive).digest('hex');
   if (expected && expected !== actual) throw new CliError(`the ${which} sandbox arrived damaged (sha256 ${actual}, expected ${expected})`);
   const dir = resolve(values.output ?? `job-${id}-${which}`);
   await mkdir(dir, { recursive: true });
-  const names = await unpackArchive(Readable.from([res.body]), dir, { maxFileSize: Number.MAX_SAFE_INTEGER, maxTotalSize: Number.MAX_SAFE_INTEGER, maxEntries: 100000 });
+  const names = await unpackArchive(Readable.from([archive]), dir, { maxFileSize: Number.MAX_SAFE_INTEGER, maxTotalSize: Number.MAX_SAFE_INTEGER, maxEntries: 100000 });
   print(values, { dir, files: names, sha256: actual }, () => `${dir}\n${names.map((n) => `  ${n}`).join('\n')}\n`);
   return 0;
 }
@@ -155,7 +157,7 @@ async function wait(conn: Connection, token: string, values: Values, id: string)
   const p = progress();
   const started = Date.now();
   for (;;) {
-    const job = await callJson<JobRecord>(conn, `/jobs/${id}`, { token });
+    const job = (await answer(conn, api(conn, token).GET('/jobs/{jid}', { params: { path: { jid: Number(id) } } }))) as JobRecord;
     const elapsed = Math.round((Date.now() - started) / 1000);
     if (FINAL_STATUSES.has(job.Status as never)) {
       p.done(`job ${id}: ${job.Status} (${job.MinorStatus}) after ${elapsed} s`);
@@ -184,6 +186,7 @@ export async function jobsCommand(argv: string[]): Promise<number> {
     case 'submit':
       return submit(conn, token, values, args);
     case 'list': {
+      // Sent as typed (numbers as the user wrote them): the service says what is wrong with a value.
       const query: Record<string, string | string[] | undefined> = { Status: values.status, maxJobs: values.max, startJob: values.start, allOwners: values.all ? 'true' : undefined };
       for (const a of values.attr ?? []) {
         const eq = a.indexOf('=');
@@ -192,13 +195,13 @@ export async function jobsCommand(argv: string[]): Promise<number> {
         const prev = query[key];
         query[key] = [...(Array.isArray(prev) ? prev : prev ? [prev] : []), a.slice(eq + 1)];
       }
-      const res = await callJson<{ entries: number; startJob: number; jobs: JobRecord[] }>(conn, '/jobs', { token, query });
+      const res = await answer(conn, api(conn, token).GET('/jobs', { params: { query: query as never } }));
       print(values, res, () => `${table(res.jobs)}${res.jobs.length} of ${res.entries} job(s) shown\n`);
       return 0;
     }
     case 'show':
       return eachJob(jids(args), async (id) => {
-        const job = await callJson<JobRecord & { StatusHistory: StatusHistoryEntry[] }>(conn, `/jobs/${id}`, { token });
+        const job = (await answer(conn, api(conn, token).GET('/jobs/{jid}', { params: { path: { jid: Number(id) } } }))) as JobRecord & { StatusHistory: StatusHistoryEntry[] };
         print(values, job, () => {
           const { StatusHistory, ...attrs } = job;
           const lines = Object.entries(attrs).map(([k, v]) => `${k.padEnd(18)} ${k === 'Status' ? paint(String(v), statusColour(String(v))) : (v ?? '')}`);
@@ -209,13 +212,13 @@ export async function jobsCommand(argv: string[]): Promise<number> {
       });
     case 'kill':
       return eachJob(jids(args), async (id) => {
-        const res = await callJson<{ jid: number; Status: string }>(conn, `/jobs/${id}`, { method: 'DELETE', token });
+        const res = await answer(conn, api(conn, token).DELETE('/jobs/{jid}', { params: { path: { jid: Number(id) } } }));
         print(values, res, () => `job ${res.jid}: ${res.Status}\n`);
         return EXIT.ok;
       });
     case 'manifest':
       return eachJob(jids(args), async (id) => {
-        const m = await callJson<unknown>(conn, `/jobs/${id}/manifest`, { token });
+        const m = await answer(conn, api(conn, token).GET('/jobs/{jid}/manifest', { params: { path: { jid: Number(id) } } }));
         process.stdout.write(`${JSON.stringify(m, null, 2)}\n`);
         return EXIT.ok;
       });

@@ -1,5 +1,5 @@
 /** Flow A from the command line: the access token every CLI command that holds a certificate asks for. */
-import { callJson, type Connection } from './http.ts';
+import { answer, api, FORM_HEADERS, type Connection } from './http.ts';
 import { CliError } from './output.ts';
 
 export interface TokenAnswer {
@@ -16,12 +16,6 @@ export interface TokenAnswer {
  */
 export async function certificateToken(conn: Connection, group?: string, setup?: string): Promise<TokenAnswer> {
   if (!conn.hasCertificate) throw new CliError('a certificate is needed: pass --cert (and --key), or set X509_USER_PROXY', 2);
-  const form = new URLSearchParams({ grant_type: 'client_credentials' });
-  if (group) form.set('group', group);
-  if (setup) form.set('setup', setup);
-  return callJson<TokenAnswer>(conn, '/oauth2/token', {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: form.toString(),
-  });
+  const body = { grant_type: 'client_credentials' as const, ...(group ? { group } : {}), ...(setup ? { setup } : {}) };
+  return answer(conn, api(conn).POST('/oauth2/token', { body, headers: FORM_HEADERS })) as Promise<TokenAnswer>;
 }

@@ -1,10 +1,12 @@
 /**
- * The CLI's HTTPS client: one undici Agent with the CA and optional client certificate, JSON in and out,
- * error bodies turned into CliError messages that quote the server's error_description.
+ * The CLI's HTTPS connection: one undici Agent with the CA and optional client certificate, under the
+ * typed client of packages/client (every API call of the CLI goes through it); error answers become
+ * CliError messages that quote the server's error_description.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent } from 'undici';
+import { createDirigoClient, type DirigoClient } from '@dirigo/client';
 import { environment } from '../../kernel/config.ts';
 import { CliError, EXIT, exitCodeFor } from './output.ts';
 import { gridCertificate, gridTrust } from './grid-credentials.ts';
@@ -71,58 +73,42 @@ export function connect(values: { url?: string; ca?: string; cert?: string; key?
   return { url, agent, hasCertificate: identity !== undefined, ...(certificateSource ? { certificateSource } : {}) };
 }
 
-export interface ApiResponse {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Buffer;
+/** What a typed call of packages/client resolves to. */
+interface CallResult<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
 }
 
-export interface CallOptions {
-  method?: Dispatcher.HttpMethod;
-  query?: Record<string, string | number | boolean | string[] | undefined>;
-  token?: string;
-  json?: unknown;
-  body?: Buffer | string;
-  headers?: Record<string, string>;
-  /** Statuses that are not errors (default: 2xx). */
-  accept?: (status: number) => boolean;
+/** The typed API client (packages/client) over this connection; `token` goes in every request's Authorization header. */
+export function api(conn: Connection, token?: string): DirigoClient {
+  return createDirigoClient({ url: conn.url, dispatcher: conn.agent, ...(token ? { token } : {}) });
 }
 
-export async function call(conn: Connection, path: string, options: CallOptions = {}): Promise<ApiResponse> {
-  const target = new URL(conn.url + path);
-  for (const [k, v] of Object.entries(options.query ?? {})) {
-    if (v === undefined) continue;
-    for (const one of Array.isArray(v) ? v : [v]) target.searchParams.append(k, String(one));
-  }
-  const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
-  if (options.token) headers.authorization = `Bearer ${options.token}`;
-  let body = options.body;
-  if (options.json !== undefined) {
-    headers['content-type'] = 'application/json';
-    body = JSON.stringify(options.json);
-  }
-  let res: Dispatcher.ResponseData;
+/** A typed call's result whatever its status; a service that cannot be reached is a CliError. */
+export async function reach<T>(conn: Connection, call: Promise<CallResult<T>>): Promise<CallResult<T>> {
   try {
-    res = await request(target, { method: options.method ?? 'GET', headers, body, dispatcher: conn.agent });
+    return await call;
   } catch (err) {
-    throw new CliError(`cannot reach ${conn.url}: ${(err as Error).message}`, EXIT.server);
+    // fetch reports "fetch failed"; the reason (refused, TLS, DNS) is its cause.
+    const cause = (err as Error).cause as Error | undefined;
+    throw new CliError(`cannot reach ${conn.url}: ${cause?.message ?? (err as Error).message}`, EXIT.server);
   }
-  const data = Buffer.from(await res.body.arrayBuffer());
-  const ok = options.accept ?? ((s: number) => s >= 200 && s < 300);
-  if (!ok(res.statusCode)) {
-    let message = `HTTP ${res.statusCode}`;
-    try {
-      const err = JSON.parse(data.toString('utf8')) as { error?: string; error_description?: string };
-      if (err.error) message += ` ${err.error}: ${err.error_description ?? ''}`;
-    } catch {
-      // not JSON: keep the status
-    }
-    throw new CliError(message.trim(), exitCodeFor(res.statusCode));
-  }
-  return { status: res.statusCode, headers: res.headers, body: data };
 }
 
-export async function callJson<T>(conn: Connection, path: string, options: CallOptions = {}): Promise<T> {
-  const res = await call(conn, path, options);
-  return JSON.parse(res.body.toString('utf8')) as T;
+/** The service's refusal as the CLI prints it: `HTTP 404 not_found: no job 7`, with the exit code of its status. */
+export function refusal(status: number, body: unknown): CliError {
+  const err = (body ?? {}) as { error?: string; error_description?: string };
+  const message = err.error ? `HTTP ${status} ${err.error}: ${err.error_description ?? ''}` : `HTTP ${status}`;
+  return new CliError(message.trim(), exitCodeFor(status));
 }
+
+/** The data of a typed call that must succeed; otherwise the CliError of its answer. */
+export async function answer<T>(conn: Connection, call: Promise<CallResult<T>>): Promise<T> {
+  const result = await reach(conn, call);
+  if (!result.response.ok) throw refusal(result.response.status, result.error);
+  return result.data as T;
+}
+
+/** Form-encoded bodies (RFC 6749 §3.2 and the endpoints that follow it) through the typed client. */
+export const FORM_HEADERS = { 'content-type': 'application/x-www-form-urlencoded' } as const;

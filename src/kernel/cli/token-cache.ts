@@ -6,7 +6,7 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
-import { call, type ApiResponse, type Connection } from './http.ts';
+import { api, FORM_HEADERS, reach, type Connection } from './http.ts';
 import { CliError } from './output.ts';
 import { environment } from '../config.ts';
 
@@ -100,18 +100,9 @@ export function toCached(answer: TokenAnswer, clientId: string): CachedToken {
   };
 }
 
-export const form = (fields: Record<string, string | undefined>) => {
-  const body = new URLSearchParams();
-  for (const [k, v] of Object.entries(fields)) if (v !== undefined) body.set(k, v);
-  return { method: 'POST' as const, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: body.toString() };
-};
-
-export function parseJson(res: ApiResponse): Record<string, unknown> {
-  try {
-    return JSON.parse(res.body.toString('utf8')) as Record<string, unknown>;
-  } catch {
-    return {};
-  }
+/** Whether `dirigo login` left a token for this service. */
+export function hasCachedToken(conn: Connection): boolean {
+  return readCache()[conn.url] !== undefined;
 }
 
 /**
@@ -119,13 +110,8 @@ export function parseJson(res: ApiResponse): Record<string, unknown> {
  * @throws CliError when nobody is signed in or the session can no longer be refreshed.
  * @example
  *   const token = await cachedAccessToken(conn);
- *   await callJson(conn, '/jobs', { token });
+ *   await answer(conn, api(conn, token).GET('/jobs'));
  */
-/** Whether `dirigo login` left a token for this service. */
-export function hasCachedToken(conn: Connection): boolean {
-  return readCache()[conn.url] !== undefined;
-}
-
 export async function cachedAccessToken(conn: Connection): Promise<string> {
   const now = () => Math.floor(Date.now() / 1000);
   const entry = readCache()[conn.url];
@@ -137,14 +123,15 @@ export async function cachedAccessToken(conn: Connection): Promise<string> {
     if (!current) throw new CliError(`not signed in to ${conn.url}: run 'dirigo login'`);
     if (current.expires_at - now() > REFRESH_MARGIN_S) return current.access_token;
     if (!current.refresh_token) throw new CliError(`the session for ${conn.url} has expired: run 'dirigo login'`);
-    const res = await call(conn, '/oauth2/token', { ...form({ grant_type: 'refresh_token', refresh_token: current.refresh_token, client_id: current.client_id }), accept: () => true });
-    if (res.status !== 200) {
-      const err = parseJson(res);
+    const body = { grant_type: 'refresh_token' as const, refresh_token: current.refresh_token, client_id: current.client_id };
+    const res = await reach(conn, api(conn).POST('/oauth2/token', { body, headers: FORM_HEADERS }));
+    if (res.response.status !== 200) {
+      const err = (res.error ?? {}) as { error?: string; error_description?: string };
       delete cache[conn.url];
       writeCache(cache);
-      throw new CliError(`the session for ${conn.url} could not be refreshed (${String(err.error ?? res.status)}: ${String(err.error_description ?? '')}): run 'dirigo login'`);
+      throw new CliError(`the session for ${conn.url} could not be refreshed (${String(err.error ?? res.response.status)}: ${String(err.error_description ?? '')}): run 'dirigo login'`);
     }
-    cache[conn.url] = toCached(parseJson(res) as unknown as TokenAnswer, current.client_id);
+    cache[conn.url] = toCached(res.data as TokenAnswer, current.client_id);
     writeCache(cache);
     return cache[conn.url]!.access_token;
   });
