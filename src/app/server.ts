@@ -27,6 +27,8 @@ export interface ServerOptions {
   logLevel?: string;
   /** Where log lines go (default stdout); tests capture them to prove secrets are redacted. */
   logStream?: NodeJS.WritableStream;
+  /** Registered before the service's routes (tests: the response validator); none in production. */
+  plugins?: ((app: FastifyInstance) => Promise<void>)[];
 }
 
 export async function buildServer(ctx: AppContext, options: ServerOptions = {}): Promise<DirigoServer> {
@@ -87,6 +89,7 @@ export async function buildServer(ctx: AppContext, options: ServerOptions = {}):
       }
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  for (const plugin of options.plugins ?? []) await app.register(plugin);
   await app.register(dirigoApp, { ctx });
   return app;
 }

@@ -17,12 +17,10 @@ import type { AppContext } from '../kernel/context.ts';
 import { toDirigoError } from '../kernel/error-handler.ts';
 import { InvalidRequest, PayloadTooLarge, UnsupportedMediaType } from '../kernel/errors.ts';
 import { refuseUnstorableText } from '../kernel/storable-text.ts';
-import { ErrorBody } from '../kernel/schemas.ts';
-import { SECURITY } from '../kernel/openapi.ts';
 import { checkPath } from './paths.ts';
 import { parseMode } from './permissions.ts';
 import { BULK_FILE_KEYS, isObject, metadataObject, newFile } from './requests.ts';
-import { BulkAnswer, BulkLine } from './schemas.ts';
+import { bulkImport } from './operations.ts';
 import type { Field } from './values.ts';
 import { AtLine, BatchedWriteFailed, type CatalogueStore, type NewFile, type PreparedDirectory, type WriteSession } from './store.ts';
 
@@ -193,20 +191,7 @@ export async function bulkRoute(
 
   app.post(
     '/filecatalogue/bulk',
-    {
-      preHandler,
-      schema: {
-        tags: ['File catalogue'],
-        security: SECURITY.token,
-        operationId: 'bulkImport',
-        documented: { body: { 'application/x-ndjson': BulkLine } },
-        summary: 'Apply newline-delimited JSON operations (application/x-ndjson) in bounded transactions',
-        description:
-          'One operation per line: {"field", "type", "scope"} | {"dir", "metadata"?, "mode"?} | {"file", "size", "checksum", "checksumType"?, "guid"?, "status"?, "mode"?, "metadata"?}. ' +
-          'Answers 200 {"applied"} when every line was applied; otherwise the status of the first error with {"applied", "error": {"line", "error", "error_description"}}, where applied counts the lines before it.',
-        response: { 200: BulkAnswer, 400: BulkAnswer, 401: ErrorBody, 403: BulkAnswer, 404: BulkAnswer, 409: BulkAnswer, 413: BulkAnswer, 415: ErrorBody },
-      },
-    },
+    { preHandler, schema: bulkImport },
     async (request, reply) => {
       const stream = request.body as Readable | undefined;
       if (!stream || typeof (stream as Readable).pipe !== 'function') throw new UnsupportedMediaType('send the operations as application/x-ndjson');

@@ -6,15 +6,14 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { requireCapability, requireToken, type Principal } from '../auth/index.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { InvalidRequest, NotFound } from '../kernel/errors.ts';
-import { ErrorBody } from '../kernel/schemas.ts';
-import { SECURITY } from '../kernel/openapi.ts';
 import { bulkRoute } from './bulk.ts';
 import { parseConditions } from './conditions.ts';
 import { baseName, decodePathParam, MAX_PATH_PARAM_CHARS, parentOf, pathParamTooLong } from './paths.ts';
 import { READ, requireAllowed, requireTraversable } from './permissions.ts';
 import { directoryBody, isObject, newFile, REST_FILE_KEYS } from './requests.ts';
 import { CatalogueStore, directoryRecord, fileRecord } from './store.ts';
-import * as S from './schemas.ts';
+import * as OP from './operations.ts';
+import { handlerChecks } from './request-schemas.ts';
 
 function rawQuery(request: FastifyRequest): string {
   const q = request.url.indexOf('?');
@@ -28,11 +27,10 @@ function principalOf(request: FastifyRequest): Principal {
 export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   const store = new CatalogueStore(ctx.db, ctx.config.catalogue);
   await store.init();
-  const tags = ['File catalogue'];
-  const security = SECURITY.token;
   const preHandler = requireToken(ctx);
-  const common = { tags, security };
-  const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody };
+  /** Routes whose path parameter, and conditions, the handler checks itself (request-schemas.ts). */
+  const pathRoute = { attachValidation: true, preHandler: [handlerChecks('params'), preHandler] };
+  const conditionRoute = { attachValidation: true, preHandler: [handlerChecks('params', 'querystring'), preHandler] };
 
   /** Decodes the path, checks the token's storage capability, x on every ancestor and r on the directory. */
   const readableDirectory = async (request: FastifyRequest, encoded: string) => {
@@ -64,10 +62,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
 
   app.get(
     '/filecatalogue/metadata',
-    {
-      preHandler,
-      schema: { ...common, operationId: 'getCompatibleMetadata', summary: 'Metadata fields compatible with a condition, with their type and possible values (with conditions: directory fields)', description: S.CONDITIONS_HELP, response: { 200: S.CompatibleMetadata, ...errors } },
-    },
+    { ...conditionRoute, schema: OP.getCompatibleMetadata },
     async (request) => {
       requireCapability(principalOf(request), 'storage.read', '/');
       const fields = await store.fields();
@@ -87,10 +82,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
 
   app.post(
     '/filecatalogue/metadata',
-    {
-      preHandler,
-      schema: { ...common, operationId: 'defineMetadataField', summary: 'Define a metadata field (CatalogueAdministrator)', body: S.FieldDefinition, response: { 201: S.FieldAnswer, ...errors } },
-    },
+    { preHandler, schema: OP.defineMetadataField },
     async (request, reply) => {
       const body = request.body as { Name: unknown; Type: unknown; Scope: unknown };
       const field = await store.defineField(principalOf(request), body.Name, body.Type, body.Scope);
@@ -101,7 +93,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
 
   app.delete(
     '/filecatalogue/metadata/:name',
-    { preHandler, schema: { ...common, operationId: 'removeMetadataField', summary: 'Remove an unused metadata field (CatalogueAdministrator)', params: S.NameParams, response: { 200: S.Removed, ...errors } } },
+    { ...pathRoute, schema: OP.removeMetadataField },
     async (request) => {
       const { name } = request.params as { name: string };
       await store.removeField(principalOf(request), name);
@@ -113,10 +105,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
 
   app.get(
     '/filecatalogue/directory/:path',
-    {
-      preHandler,
-      schema: { ...common, operationId: 'listDirectory', summary: 'Contents of a directory', params: S.PathParams, querystring: S.ListingQuery, response: { 200: S.Listing, ...errors } },
-    },
+    { ...pathRoute, schema: OP.listDirectory },
     async (request) => {
       const dir = await readableDirectory(request, (request.params as { path: string }).path);
       const { verbose } = request.query as { verbose?: boolean };
@@ -140,10 +129,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
 
   app.put(
     '/filecatalogue/directory/:path',
-    {
-      preHandler,
-      schema: { ...common, operationId: 'createDirectory', summary: 'Create a directory and its missing parents; optional body {"Mode", "Metadata"}', params: S.PathParams, documented: { body: { 'application/json': S.DirectoryBody } }, response: { 200: S.DirectoryRecord, 201: S.DirectoryRecord, ...errors } },
-    },
+    { ...pathRoute, schema: OP.createDirectory },
     async (request, reply) => {
       const path = decodePathParam((request.params as { path: string }).path);
       const { mode, metadata } = directoryBody(request.body);
@@ -161,10 +147,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
 
   app.delete(
     '/filecatalogue/directory/:path',
-    {
-      preHandler,
-      schema: { ...common, operationId: 'removeDirectory', summary: 'Remove an empty directory, or a subtree with recursive=true (owner or administrator)', params: S.PathParams, querystring: S.RemoveQuery, response: { 200: S.RemovedDirectory, ...errors } },
-    },
+    { ...pathRoute, schema: OP.removeDirectory },
     async (request) => {
       const path = decodePathParam((request.params as { path: string }).path);
       const { recursive } = request.query as { recursive?: boolean };
@@ -175,10 +158,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
 
   app.get(
     '/filecatalogue/directory/:path/metadata',
-    {
-      preHandler,
-      schema: { ...common, operationId: 'getDirectoryMetadataValues', summary: 'Values of each field among the directories of the subtree compatible with a condition', description: S.CONDITIONS_HELP, params: S.PathParams, response: { 200: S.DirectoryValues, ...errors } },
-    },
+    { ...conditionRoute, schema: OP.getDirectoryMetadataValues },
     async (request) => {
       const dir = await readableDirectory(request, (request.params as { path: string }).path);
       const fields = await store.fields();
@@ -192,10 +172,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
 
   app.put(
     '/filecatalogue/directory/:path/metadata',
-    {
-      preHandler,
-      schema: { ...common, operationId: 'setDirectoryMetadata', documented: { body: { 'application/json': S.MetadataBody } }, summary: 'Set directory metadata ({"field": value}; null removes a value)', description: S.METADATA_BODY_HELP, params: S.PathParams, response: { 200: S.MetadataMap, ...errors } },
-    },
+    { ...pathRoute, schema: OP.setDirectoryMetadata },
     async (request) => {
       const path = decodePathParam((request.params as { path: string }).path);
       const body = request.body;
@@ -211,10 +188,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
 
   app.get(
     '/filecatalogue/directory/:path/search',
-    {
-      preHandler,
-      schema: { ...common, operationId: 'searchDirectories', summary: 'Directories under a directory matching a condition, with recursive file counts and sizes', description: S.CONDITIONS_HELP, params: S.PathParams, response: { 200: S.SearchAnswer, ...errors } },
-    },
+    { ...conditionRoute, schema: OP.searchDirectories },
     async (request) => {
       const dir = await readableDirectory(request, (request.params as { path: string }).path);
       const tree = parseConditions(rawQuery(request), await store.fields(), { scope: 'directory' });
@@ -226,7 +200,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
 
   app.get(
     '/filecatalogue/file/:path/attributes',
-    { preHandler, schema: { ...common, operationId: 'getFileAttributes', summary: 'File attributes', params: S.PathParams, response: { 200: S.FileRecord, ...errors } } },
+    { ...pathRoute, schema: OP.getFileAttributes },
     async (request) => {
       const { dir, file } = await readableFile(request, (request.params as { path: string }).path);
       return fileRecord(dir.path, file);
@@ -235,7 +209,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
 
   app.get(
     '/filecatalogue/file/:path/metadata',
-    { preHandler, schema: { ...common, operationId: 'getFileMetadata', summary: 'File metadata, own and inherited from its directories', params: S.PathParams, response: { 200: S.MetadataMap, ...errors } } },
+    { ...pathRoute, schema: OP.getFileMetadata },
     async (request) => {
       const { dir, file } = await readableFile(request, (request.params as { path: string }).path);
       return store.fileMetadata(dir.id, file.meta, await store.fields());
@@ -244,10 +218,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
 
   app.put(
     '/filecatalogue/file/:path/metadata',
-    {
-      preHandler,
-      schema: { ...common, operationId: 'setFileMetadata', documented: { body: { 'application/json': S.MetadataBody } }, summary: 'Set file metadata ({"field": value}; null removes a value)', description: S.METADATA_BODY_HELP, params: S.PathParams, response: { 200: S.MetadataMap, ...errors } },
-    },
+    { ...pathRoute, schema: OP.setFileMetadata },
     async (request) => {
       const path = decodePathParam((request.params as { path: string }).path);
       const body = request.body;
@@ -262,10 +233,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
 
   app.put(
     '/filecatalogue/file/:path',
-    {
-      preHandler,
-      schema: { ...common, operationId: 'registerFile', documented: { body: { 'application/json': S.FileBody } }, summary: 'Register a file (missing parent directories are created)', params: S.PathParams, description: S.FILE_BODY_HELP, response: { 201: S.FileRecord, ...errors } },
-    },
+    { ...pathRoute, schema: OP.registerFile },
     async (request, reply) => {
       const path = decodePathParam((request.params as { path: string }).path);
       if (!isObject(request.body)) throw new InvalidRequest('body must be a JSON object {"Size", "Checksum", ...}');
@@ -283,7 +251,7 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
 
   app.delete(
     '/filecatalogue/file/:path',
-    { preHandler, schema: { ...common, operationId: 'unregisterFile', summary: 'Unregister a file', params: S.PathParams, response: { 200: S.RemovedFile, ...errors } } },
+    { ...pathRoute, schema: OP.unregisterFile },
     async (request) => {
       const path = decodePathParam((request.params as { path: string }).path);
       await store.write(principalOf(request), (s) => s.removeFile(path));

@@ -1,157 +1,97 @@
-/** TypeBox schemas of the catalogue routes (validation where useful, and the OpenAPI document). */
+/**
+ * TypeBox schemas of the catalogue's answers (request-schemas.ts has what requests carry). They are the
+ * response schemas fast-json-stringify serializes with, so each one holds every key its handler returns.
+ */
 import { Type } from 'typebox';
+import { ErrorBody } from '../kernel/schemas.ts';
+import { FieldDefinition } from './request-schemas.ts';
 
-export const CONDITIONS_HELP =
-  'Metadata conditions are query parameters `field=op|value`, ANDed; repeat a key for a range. ' +
-  'int/float/date fields: `<` `>` `=` `<=` `>=` `!=`; string fields: `in` `nin` (comma-separated) `=` `!=`. ' +
-  'Every condition requires the field to be present. At most 32 conditions; `access_token` and `verbose` are not conditions.';
+const Value = Type.Union([Type.Number(), Type.String()], { description: 'int/float: a number; date: ISO 8601 text; string: text' });
 
-export const PathParams = Type.Object({
-  path: Type.String({ description: 'the catalogue path as URL-safe base 64 (RFC 4648 §5), padded or not' }),
-});
-export const NameParams = Type.Object({ name: Type.String() });
+export const DirectoryRecord = Type.Object(
+  {
+    Path: Type.String(),
+    Name: Type.String(),
+    Owner: Type.String(),
+    OwnerGroup: Type.String(),
+    Mode: Type.Integer({ minimum: 0, maximum: 0o1777, description: 'permission bits (420 is 0644)' }),
+    CreationDate: Type.String(),
+    ModificationDate: Type.String(),
+  },
+  { description: 'A directory' },
+);
 
-export const ListingQuery = Type.Object({
-  verbose: Type.Optional(Type.Boolean({ description: 'true gives the full records, the directory itself and its metadata' })),
-});
-export const RemoveQuery = Type.Object({
-  recursive: Type.Optional(Type.Boolean({ description: 'remove the whole subtree (owner or CatalogueAdministrator)' })),
-});
-
-const Value = Type.Union([Type.Number(), Type.String()]);
-
-export const DirectoryRecord = Type.Object({
-  Path: Type.String(),
-  Name: Type.String(),
-  Owner: Type.String(),
-  OwnerGroup: Type.String(),
-  Mode: Type.Integer(),
-  CreationDate: Type.String(),
-  ModificationDate: Type.String(),
-});
-
-export const FileRecord = Type.Object({
-  Path: Type.String(),
-  Name: Type.String(),
-  Size: Type.Integer(),
-  Checksum: Type.String(),
-  ChecksumType: Type.String(),
-  GUID: Type.String(),
-  Owner: Type.String(),
-  OwnerGroup: Type.String(),
-  Mode: Type.Integer(),
-  Status: Type.String(),
-  CreationDate: Type.String(),
-  ModificationDate: Type.String(),
-});
+export const FileRecord = Type.Object(
+  {
+    ...DirectoryRecord.properties,
+    Size: Type.Integer({ minimum: 0, description: 'bytes' }),
+    Checksum: Type.String(),
+    ChecksumType: Type.String(),
+    GUID: Type.String(),
+    Status: Type.String(),
+  },
+  { description: 'A file' },
+);
 
 export const MetadataMap = Type.Record(Type.String(), Value, { description: '{"field": value}' });
 
-export const Listing = Type.Object({
-  Path: Type.String(),
-  Directory: Type.Optional(DirectoryRecord),
-  Metadata: Type.Optional(MetadataMap),
-  SubDirs: Type.Array(
-    Type.Object(
-      {
-        Path: Type.String(),
-        Name: Type.String(),
-        Owner: Type.Optional(Type.String()),
-        OwnerGroup: Type.Optional(Type.String()),
-        Mode: Type.Optional(Type.Integer()),
-        CreationDate: Type.Optional(Type.String()),
-        ModificationDate: Type.Optional(Type.String()),
-      },
-    ),
-  ),
-  Files: Type.Array(
-    Type.Object({
-      Path: Type.String(),
-      Name: Type.String(),
-      Size: Type.Integer(),
-      Checksum: Type.Optional(Type.String()),
-      ChecksumType: Type.Optional(Type.String()),
-      GUID: Type.Optional(Type.String()),
-      Owner: Type.Optional(Type.String()),
-      OwnerGroup: Type.Optional(Type.String()),
-      Mode: Type.Optional(Type.Integer()),
-      Status: Type.Optional(Type.String()),
-      CreationDate: Type.Optional(Type.String()),
-      ModificationDate: Type.Optional(Type.String()),
-    }),
-  ),
-});
+/** A listing's entries: Path and Name (and a file's Size) always, the rest of the record with verbose=true. */
+const ListedDirectory = Type.Evaluate(Type.Intersect([Type.Pick(DirectoryRecord, ['Path', 'Name']), Type.Partial(Type.Omit(DirectoryRecord, ['Path', 'Name']))]));
+const ListedFile = Type.Evaluate(Type.Intersect([Type.Pick(FileRecord, ['Path', 'Name', 'Size']), Type.Partial(Type.Omit(FileRecord, ['Path', 'Name', 'Size']))]));
+
+export const Listing = Type.Object(
+  {
+    Path: Type.String(),
+    Directory: Type.Optional(DirectoryRecord),
+    Metadata: Type.Optional(MetadataMap),
+    SubDirs: Type.Array(ListedDirectory),
+    Files: Type.Array(ListedFile),
+  },
+  { description: 'The directory contents; with verbose=true also the directory itself, its metadata and full records' },
+);
 
 export const CompatibleMetadata = Type.Record(
   Type.String(),
-  Type.Object({ Type: Type.String(), Scope: Type.String(), Values: Type.Array(Value) }),
+  Type.Object({ Type: FieldDefinition.properties.Type, Scope: FieldDefinition.properties.Scope, Values: Type.Array(Value) }),
   { description: '{"field": {"Type", "Scope", "Values"}}' },
 );
 
 export const DirectoryValues = Type.Record(Type.String(), Type.Array(Value), { description: '{"field": [values]}' });
 
-export const SearchAnswer = Type.Object({
-  Path: Type.String(),
-  Directories: Type.Array(Type.Object({ Path: Type.String(), Files: Type.Integer(), Size: Type.Integer() })),
-  Files: Type.Integer({ description: 'files directly in the matching directories (each counted once)' }),
-  Size: Type.Integer(),
-});
-
-export const FieldDefinition = Type.Object({
-  Name: Type.String({ description: 'letters, digits and _, starting with a letter' }),
-  Type: Type.String({ description: 'int, float, string or date' }),
-  Scope: Type.String({ description: 'directory or file' }),
-});
-export const FieldAnswer = FieldDefinition;
-
-// Write bodies are validated by hand (requests.ts), not by Ajv: its type coercion would turn the string
-// "5" into a number and blur the type check of metadata values.
-export const METADATA_BODY_HELP = 'Body: {"field": value, ...}; values must match the field type (int/float: JSON numbers, date: ISO 8601 string, string: string); null removes the value.';
-export const FILE_BODY_HELP =
-  'Body: {"Size": bytes, "Checksum": text, "ChecksumType"?: text (default Adler32), "GUID"?: text (default a random UUID), "Status"?: text (default AprioriGood), "Mode"?: 420 or "0644", "Metadata"?: {"field": value}}.';
-
-export const Removed = Type.Object({ removed: Type.String() });
-export const RemovedDirectory = Type.Object({ Path: Type.String(), Directories: Type.Integer(), Files: Type.Integer() });
-export const RemovedFile = Type.Object({ Path: Type.String() });
-
-export const BulkAnswer = Type.Object({
-  applied: Type.Integer({ description: 'operations applied (all lines before the first error)' }),
-  error: Type.Optional(Type.Object({ line: Type.Integer(), error: Type.String(), error_description: Type.String() })),
-});
-
-// Request bodies, as requests.ts and bulk.ts check them (by hand, see above): the document's account of them.
-const Mode = Type.Union([Type.Integer({ minimum: 0, maximum: 0o777 }), Type.String({ pattern: '^0?[0-7]{3}$' })], { description: 'permission bits: 420 or "0644"' });
-const WritableMetadata = Type.Record(Type.String(), Type.Union([Type.Number(), Type.String(), Type.Null()]), { description: '{"field": value}; null removes the value' });
-
-export const DirectoryBody = Type.Object({ Mode: Type.Optional(Mode), Metadata: Type.Optional(WritableMetadata) }, { additionalProperties: false });
-
-export const FileBody = Type.Object(
+export const SearchAnswer = Type.Object(
   {
-    Size: Type.Integer({ minimum: 0, description: 'bytes' }),
-    Checksum: Type.String(),
-    ChecksumType: Type.Optional(Type.String({ default: 'Adler32' })),
-    GUID: Type.Optional(Type.String({ description: 'default: a random UUID' })),
-    Status: Type.Optional(Type.String({ default: 'AprioriGood' })),
-    Mode: Type.Optional(Mode),
-    Metadata: Type.Optional(WritableMetadata),
+    Path: Type.String(),
+    Directories: Type.Array(Type.Object({ Path: Type.String(), Files: Type.Integer({ minimum: 0 }), Size: Type.Integer({ minimum: 0 }) })),
+    Files: Type.Integer({ minimum: 0, description: 'files directly in the matching directories (each counted once)' }),
+    Size: Type.Integer({ minimum: 0 }),
   },
-  { additionalProperties: false },
+  { description: 'The matching directories, each with the files and bytes of its subtree, and the totals' },
 );
 
-export const MetadataBody = WritableMetadata;
+export const FieldAnswer = Type.Object(FieldDefinition.properties, { description: 'The field defined' });
 
-/** One line of a bulk import (application/x-ndjson): a field, a directory or a file. */
-export const BulkLine = Type.Union([
-  Type.Object({ field: Type.String(), type: Type.String(), scope: Type.String() }),
-  Type.Object({ dir: Type.String(), metadata: Type.Optional(WritableMetadata), mode: Type.Optional(Mode) }),
-  Type.Object({
-    file: Type.String(),
-    size: Type.Integer({ minimum: 0 }),
-    checksum: Type.String(),
-    checksumType: Type.Optional(Type.String()),
-    guid: Type.Optional(Type.String()),
-    status: Type.Optional(Type.String()),
-    mode: Type.Optional(Mode),
-    metadata: Type.Optional(WritableMetadata),
-  }),
-], { description: 'each line of the body is one of these JSON objects' });
+export const Removed = Type.Object({ removed: Type.String() }, { description: 'The field removed' });
+export const RemovedDirectory = Type.Object(
+  { Path: Type.String(), Directories: Type.Integer({ minimum: 0 }), Files: Type.Integer({ minimum: 0 }) },
+  { description: 'The directories and files removed' },
+);
+export const RemovedFile = Type.Object({ Path: Type.String() }, { description: 'The file unregistered' });
+
+export const BulkApplied = Type.Object(
+  { applied: Type.Integer({ minimum: 0, description: 'operations applied (every line)' }) },
+  { title: 'BulkApplied', description: 'Every line was applied' },
+);
+
+/** A bulk import that stopped at a line: more than the Error schema says, so its own schema. */
+export const BulkFailure = Type.Object(
+  {
+    applied: Type.Integer({ minimum: 0, description: 'operations applied (all lines before the first error)' }),
+    error: Type.Object({ line: Type.Integer({ minimum: 1 }), error: Type.String(), error_description: Type.String() }, { description: 'the first failing line and why' }),
+  },
+  { title: 'BulkFailure' },
+);
+
+/** A failing line's answer, or the Error of a request refused as a whole (a JSON body, a token refused). */
+export const BulkError = Type.Union([BulkFailure, ErrorBody], {
+  description: 'BulkFailure when a line failed (the lines before it are applied); Error when the request as a whole was refused',
+});

@@ -13,6 +13,7 @@ import { startServer, type StartedServer } from '../../src/app/server.ts';
 import { userDn } from '../../src/pki/dev-ca.ts';
 import { POSTGRES_URL, createPostgresSchema, type TestDialect } from './dialects.ts';
 import { testPki, TEST_USERS, type TestPki } from './pki.ts';
+import { responseValidator } from './response-validator.ts';
 
 export const TEST_SETUP = 'Dirigo-Test';
 
@@ -85,7 +86,8 @@ export async function startTestService(options: TestServiceOptions): Promise<Tes
     },
   });
   const ctx = await createContext(config, schemaName ? { schema: schemaName, poolSize: 5 } : {});
-  const server = await startServer(ctx, { logStream: options.logStream });
+  const validator = responseValidator();
+  const server = await startServer(ctx, { logStream: options.logStream, plugins: [validator.plugin] });
   const agents = new Map<string, Agent>();
   const agentFor = (as: RequestOptions['as']): Agent => {
     const key = typeof as === 'string' ? as : as ? as.cert : '';
@@ -119,6 +121,7 @@ export async function startTestService(options: TestServiceOptions): Promise<Tes
       await server.close();
       await pgSchema?.drop();
       rmSync(dataDir, { recursive: true, force: true });
+      if (validator.violations.length > 0) throw new Error(`answers the OpenAPI document does not describe:\n${[...new Set(validator.violations)].join('\n')}`);
     },
   };
   return service;
