@@ -252,7 +252,8 @@ export async function catalogueCommand(argv: string[]): Promise<number> {
     case 'define': {
       const [Name, Type, Scope] = args;
       if (!Name || !Type || !Scope) throw new CliError('usage: dirigo catalogue define NAME int|float|string|date directory|file', 2);
-      const field = await answer(conn, client.POST('/filecatalogue/metadata', { body: { Name, Type, Scope } }));
+      // Sent as given: the service names a type or scope it does not know.
+      const field = await answer(conn, client.POST('/filecatalogue/metadata', { body: { Name, Type: Type as never, Scope: Scope as never } }));
       print(values, field, () => `defined ${Name} (${Type}, ${Scope})\n`);
       return 0;
     }

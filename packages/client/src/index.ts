@@ -71,7 +71,8 @@ export function createDirigoClient(options: DirigoClientOptions): DirigoClient {
   const dispatcher = options.dispatcher ?? new Agent({ connect: { ca: options.ca, cert: options.cert, key: options.key } });
   // openapi-fetch passes a Request; Node's fetch takes the undici dispatcher beside it.
   const fetchWith = (request: Request) => fetch(request, { dispatcher } as RequestInit);
-  const client = createClient<paths>({ baseUrl: url, fetch: fetchWith });
+  // Objects in the query (the catalogue's metadata conditions) are one parameter per key (form, explode).
+  const client = createClient<paths>({ baseUrl: url, fetch: fetchWith, querySerializer: { object: { style: 'form', explode: true } } });
   const { token } = options;
   if (token !== undefined) {
     client.use({

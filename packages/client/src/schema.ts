@@ -579,7 +579,7 @@ export interface paths {
         };
         /**
          * Metadata fields compatible with a condition, with their type and possible values (with conditions: directory fields)
-         * @description Metadata conditions are query parameters `field=op|value`, ANDed; repeat a key for a range. int/float/date fields: `<` `>` `=` `<=` `>=` `!=`; string fields: `in` `nin` (comma-separated) `=` `!=`. Every condition requires the field to be present. At most 32 conditions; `access_token` and `verbose` are not conditions.
+         * @description Metadata conditions are query parameters `field=op|value`, ANDed; repeat a key for a range (`Run=>=|5&Run=<|10`). int/float/date fields: `<` `>` `=` `<=` `>=` `!=`; string fields: `in` `nin` (comma-separated) `=` `!=`. Every condition requires the field to be present. At most 32 conditions; `access_token` and `verbose` are not conditions.
          */
         get: operations["getCompatibleMetadata"];
         put?: never;
@@ -617,7 +617,10 @@ export interface paths {
         };
         /** Contents of a directory */
         get: operations["listDirectory"];
-        /** Create a directory and its missing parents; optional body {"Mode", "Metadata"} */
+        /**
+         * Create a directory and its missing parents
+         * @description The body `{"Mode"?, "Metadata"?}` may be `{}` or left out. Answers 201 when the directory was created, 200 when it existed (its Mode and Metadata are then set).
+         */
         put: operations["createDirectory"];
         post?: never;
         /** Remove an empty directory, or a subtree with recursive=true (owner or administrator) */
@@ -636,7 +639,7 @@ export interface paths {
         };
         /**
          * Values of each field among the directories of the subtree compatible with a condition
-         * @description Metadata conditions are query parameters `field=op|value`, ANDed; repeat a key for a range. int/float/date fields: `<` `>` `=` `<=` `>=` `!=`; string fields: `in` `nin` (comma-separated) `=` `!=`. Every condition requires the field to be present. At most 32 conditions; `access_token` and `verbose` are not conditions.
+         * @description Metadata conditions are query parameters `field=op|value`, ANDed; repeat a key for a range (`Run=>=|5&Run=<|10`). int/float/date fields: `<` `>` `=` `<=` `>=` `!=`; string fields: `in` `nin` (comma-separated) `=` `!=`. Every condition requires the field to be present. At most 32 conditions; `access_token` and `verbose` are not conditions.
          */
         get: operations["getDirectoryMetadataValues"];
         /**
@@ -660,7 +663,7 @@ export interface paths {
         };
         /**
          * Directories under a directory matching a condition, with recursive file counts and sizes
-         * @description Metadata conditions are query parameters `field=op|value`, ANDed; repeat a key for a range. int/float/date fields: `<` `>` `=` `<=` `>=` `!=`; string fields: `in` `nin` (comma-separated) `=` `!=`. Every condition requires the field to be present. At most 32 conditions; `access_token` and `verbose` are not conditions.
+         * @description Metadata conditions are query parameters `field=op|value`, ANDed; repeat a key for a range (`Run=>=|5&Run=<|10`). int/float/date fields: `<` `>` `=` `<=` `>=` `!=`; string fields: `in` `nin` (comma-separated) `=` `!=`. Every condition requires the field to be present. At most 32 conditions; `access_token` and `verbose` are not conditions.
          */
         get: operations["searchDirectories"];
         put?: never;
@@ -4147,7 +4150,18 @@ export interface operations {
     };
     getCompatibleMetadata: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Metadata conditions, each a query parameter of its own: the key is a directory field name, the value `operator|value` (see the operation's description); an `in`/`nin` list holds at most 1000 values.
+                 * @example {
+                 *       "Run": ">=|5",
+                 *       "Site": "in|CERN,PIC"
+                 *     }
+                 */
+                conditions?: {
+                    [key: string]: string;
+                };
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4162,8 +4176,16 @@ export interface operations {
                 content: {
                     "application/json": {
                         [key: string]: {
-                            Type: string;
-                            Scope: string;
+                            /**
+                             * @description the type of the values
+                             * @enum {string}
+                             */
+                            Type: "int" | "float" | "string" | "date";
+                            /**
+                             * @description directory fields are inherited by the subtree and select in searches; file fields describe one file
+                             * @enum {string}
+                             */
+                            Scope: "directory" | "file";
                             Values: (number | string)[];
                         };
                     };
@@ -4196,24 +4218,6 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description OAuth 2.0-shaped error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description OAuth 2.0-shaped error */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
             /** @description The service failed */
             "5XX": {
                 headers: {
@@ -4235,29 +4239,41 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description letters, digits and _, starting with a letter */
+                    /** @description letters, digits and _, starting with a letter; at most 64 characters */
                     Name: string;
-                    /** @description int, float, string or date */
-                    Type: string;
-                    /** @description directory or file */
-                    Scope: string;
+                    /**
+                     * @description the type of the values
+                     * @enum {string}
+                     */
+                    Type: "int" | "float" | "string" | "date";
+                    /**
+                     * @description directory fields are inherited by the subtree and select in searches; file fields describe one file
+                     * @enum {string}
+                     */
+                    Scope: "directory" | "file";
                 };
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description The field defined */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        /** @description letters, digits and _, starting with a letter */
+                        /** @description letters, digits and _, starting with a letter; at most 64 characters */
                         Name: string;
-                        /** @description int, float, string or date */
-                        Type: string;
-                        /** @description directory or file */
-                        Scope: string;
+                        /**
+                         * @description the type of the values
+                         * @enum {string}
+                         */
+                        Type: "int" | "float" | "string" | "date";
+                        /**
+                         * @description directory fields are inherited by the subtree and select in searches; file fields describe one file
+                         * @enum {string}
+                         */
+                        Scope: "directory" | "file";
                     };
                 };
             };
@@ -4289,7 +4305,7 @@ export interface operations {
                 };
             };
             /** @description OAuth 2.0-shaped error */
-            404: {
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4298,7 +4314,16 @@ export interface operations {
                 };
             };
             /** @description OAuth 2.0-shaped error */
-            409: {
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4322,13 +4347,14 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description letters, digits and _, starting with a letter; at most 64 characters */
                 name: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The field removed */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4403,14 +4429,17 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description the catalogue path as URL-safe base 64 (RFC 4648 §5), padded or not */
+                /**
+                 * @description The catalogue path, base64url-encoded (URL-safe base 64, RFC 4648 §5: `-` and `_` instead of `+` and `/`), padded or not. For example `/lhc/run1` is `L2xoYy9ydW4x`. The path is absolute and canonical (no `.`, `..`, empty segment or trailing `/`), at most 4096 bytes.
+                 * @example L2xoYy9ydW4x
+                 */
                 path: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The directory contents; with verbose=true also the directory itself, its metadata and full records */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4418,11 +4447,13 @@ export interface operations {
                 content: {
                     "application/json": {
                         Path: string;
+                        /** @description A directory */
                         Directory?: {
                             Path: string;
                             Name: string;
                             Owner: string;
                             OwnerGroup: string;
+                            /** @description permission bits (420 is 0644) */
                             Mode: number;
                             CreationDate: string;
                             ModificationDate: string;
@@ -4436,6 +4467,7 @@ export interface operations {
                             Name: string;
                             Owner?: string;
                             OwnerGroup?: string;
+                            /** @description permission bits (420 is 0644) */
                             Mode?: number;
                             CreationDate?: string;
                             ModificationDate?: string;
@@ -4443,16 +4475,18 @@ export interface operations {
                         Files: {
                             Path: string;
                             Name: string;
+                            /** @description bytes */
                             Size: number;
+                            Owner?: string;
+                            OwnerGroup?: string;
+                            /** @description permission bits (420 is 0644) */
+                            Mode?: number;
+                            CreationDate?: string;
+                            ModificationDate?: string;
                             Checksum?: string;
                             ChecksumType?: string;
                             GUID?: string;
-                            Owner?: string;
-                            OwnerGroup?: string;
-                            Mode?: number;
                             Status?: string;
-                            CreationDate?: string;
-                            ModificationDate?: string;
                         }[];
                     };
                 };
@@ -4494,7 +4528,7 @@ export interface operations {
                 };
             };
             /** @description OAuth 2.0-shaped error */
-            409: {
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4518,7 +4552,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the catalogue path as URL-safe base 64 (RFC 4648 §5), padded or not */
+                /**
+                 * @description The catalogue path, base64url-encoded (URL-safe base 64, RFC 4648 §5: `-` and `_` instead of `+` and `/`), padded or not. For example `/lhc/run1` is `L2xoYy9ydW4x`. The path is absolute and canonical (no `.`, `..`, empty segment or trailing `/`), at most 4096 bytes.
+                 * @example L2xoYy9ydW4x
+                 */
                 path: string;
             };
             cookie?: never;
@@ -4526,7 +4563,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description permission bits: 420 or "0644" */
+                    /** @description permission bits: an integer (420) or octal text ("0644", "1777" with the sticky bit) */
                     Mode?: number | string;
                     /** @description {"field": value}; null removes the value */
                     Metadata?: {
@@ -4536,7 +4573,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description A directory */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4547,13 +4584,14 @@ export interface operations {
                         Name: string;
                         Owner: string;
                         OwnerGroup: string;
+                        /** @description permission bits (420 is 0644) */
                         Mode: number;
                         CreationDate: string;
                         ModificationDate: string;
                     };
                 };
             };
-            /** @description Default Response */
+            /** @description A directory */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -4564,6 +4602,7 @@ export interface operations {
                         Name: string;
                         Owner: string;
                         OwnerGroup: string;
+                        /** @description permission bits (420 is 0644) */
                         Mode: number;
                         CreationDate: string;
                         ModificationDate: string;
@@ -4608,6 +4647,33 @@ export interface operations {
             };
             /** @description OAuth 2.0-shaped error */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4634,14 +4700,17 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description the catalogue path as URL-safe base 64 (RFC 4648 §5), padded or not */
+                /**
+                 * @description The catalogue path, base64url-encoded (URL-safe base 64, RFC 4648 §5: `-` and `_` instead of `+` and `/`), padded or not. For example `/lhc/run1` is `L2xoYy9ydW4x`. The path is absolute and canonical (no `.`, `..`, empty segment or trailing `/`), at most 4096 bytes.
+                 * @example L2xoYy9ydW4x
+                 */
                 path: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The directories and files removed */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4699,6 +4768,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description OAuth 2.0-shaped error */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The service failed */
             "5XX": {
                 headers: {
@@ -4712,10 +4790,24 @@ export interface operations {
     };
     getDirectoryMetadataValues: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Metadata conditions, each a query parameter of its own: the key is a directory field name, the value `operator|value` (see the operation's description); an `in`/`nin` list holds at most 1000 values.
+                 * @example {
+                 *       "Run": ">=|5",
+                 *       "Site": "in|CERN,PIC"
+                 *     }
+                 */
+                conditions?: {
+                    [key: string]: string;
+                };
+            };
             header?: never;
             path: {
-                /** @description the catalogue path as URL-safe base 64 (RFC 4648 §5), padded or not */
+                /**
+                 * @description The catalogue path, base64url-encoded (URL-safe base 64, RFC 4648 §5: `-` and `_` instead of `+` and `/`), padded or not. For example `/lhc/run1` is `L2xoYy9ydW4x`. The path is absolute and canonical (no `.`, `..`, empty segment or trailing `/`), at most 4096 bytes.
+                 * @example L2xoYy9ydW4x
+                 */
                 path: string;
             };
             cookie?: never;
@@ -4770,7 +4862,7 @@ export interface operations {
                 };
             };
             /** @description OAuth 2.0-shaped error */
-            409: {
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4794,7 +4886,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the catalogue path as URL-safe base 64 (RFC 4648 §5), padded or not */
+                /**
+                 * @description The catalogue path, base64url-encoded (URL-safe base 64, RFC 4648 §5: `-` and `_` instead of `+` and `/`), padded or not. For example `/lhc/run1` is `L2xoYy9ydW4x`. The path is absolute and canonical (no `.`, `..`, empty segment or trailing `/`), at most 4096 bytes.
+                 * @example L2xoYy9ydW4x
+                 */
                 path: string;
             };
             cookie?: never;
@@ -4863,6 +4958,33 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description OAuth 2.0-shaped error */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The service failed */
             "5XX": {
                 headers: {
@@ -4876,17 +4998,31 @@ export interface operations {
     };
     searchDirectories: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Metadata conditions, each a query parameter of its own: the key is a directory field name, the value `operator|value` (see the operation's description); an `in`/`nin` list holds at most 1000 values.
+                 * @example {
+                 *       "Run": ">=|5",
+                 *       "Site": "in|CERN,PIC"
+                 *     }
+                 */
+                conditions?: {
+                    [key: string]: string;
+                };
+            };
             header?: never;
             path: {
-                /** @description the catalogue path as URL-safe base 64 (RFC 4648 §5), padded or not */
+                /**
+                 * @description The catalogue path, base64url-encoded (URL-safe base 64, RFC 4648 §5: `-` and `_` instead of `+` and `/`), padded or not. For example `/lhc/run1` is `L2xoYy9ydW4x`. The path is absolute and canonical (no `.`, `..`, empty segment or trailing `/`), at most 4096 bytes.
+                 * @example L2xoYy9ydW4x
+                 */
                 path: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The matching directories, each with the files and bytes of its subtree, and the totals */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4942,7 +5078,7 @@ export interface operations {
                 };
             };
             /** @description OAuth 2.0-shaped error */
-            409: {
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4966,14 +5102,17 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the catalogue path as URL-safe base 64 (RFC 4648 §5), padded or not */
+                /**
+                 * @description The catalogue path, base64url-encoded (URL-safe base 64, RFC 4648 §5: `-` and `_` instead of `+` and `/`), padded or not. For example `/lhc/run1` is `L2xoYy9ydW4x`. The path is absolute and canonical (no `.`, `..`, empty segment or trailing `/`), at most 4096 bytes.
+                 * @example L2xoYy9ydW4x
+                 */
                 path: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description A file */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4982,16 +5121,18 @@ export interface operations {
                     "application/json": {
                         Path: string;
                         Name: string;
+                        Owner: string;
+                        OwnerGroup: string;
+                        /** @description permission bits (420 is 0644) */
+                        Mode: number;
+                        CreationDate: string;
+                        ModificationDate: string;
+                        /** @description bytes */
                         Size: number;
                         Checksum: string;
                         ChecksumType: string;
                         GUID: string;
-                        Owner: string;
-                        OwnerGroup: string;
-                        Mode: number;
                         Status: string;
-                        CreationDate: string;
-                        ModificationDate: string;
                     };
                 };
             };
@@ -5032,7 +5173,7 @@ export interface operations {
                 };
             };
             /** @description OAuth 2.0-shaped error */
-            409: {
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5056,7 +5197,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the catalogue path as URL-safe base 64 (RFC 4648 §5), padded or not */
+                /**
+                 * @description The catalogue path, base64url-encoded (URL-safe base 64, RFC 4648 §5: `-` and `_` instead of `+` and `/`), padded or not. For example `/lhc/run1` is `L2xoYy9ydW4x`. The path is absolute and canonical (no `.`, `..`, empty segment or trailing `/`), at most 4096 bytes.
+                 * @example L2xoYy9ydW4x
+                 */
                 path: string;
             };
             cookie?: never;
@@ -5111,7 +5255,7 @@ export interface operations {
                 };
             };
             /** @description OAuth 2.0-shaped error */
-            409: {
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5135,7 +5279,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the catalogue path as URL-safe base 64 (RFC 4648 §5), padded or not */
+                /**
+                 * @description The catalogue path, base64url-encoded (URL-safe base 64, RFC 4648 §5: `-` and `_` instead of `+` and `/`), padded or not. For example `/lhc/run1` is `L2xoYy9ydW4x`. The path is absolute and canonical (no `.`, `..`, empty segment or trailing `/`), at most 4096 bytes.
+                 * @example L2xoYy9ydW4x
+                 */
                 path: string;
             };
             cookie?: never;
@@ -5204,6 +5351,33 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description OAuth 2.0-shaped error */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The service failed */
             "5XX": {
                 headers: {
@@ -5220,7 +5394,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the catalogue path as URL-safe base 64 (RFC 4648 §5), padded or not */
+                /**
+                 * @description The catalogue path, base64url-encoded (URL-safe base 64, RFC 4648 §5: `-` and `_` instead of `+` and `/`), padded or not. For example `/lhc/run1` is `L2xoYy9ydW4x`. The path is absolute and canonical (no `.`, `..`, empty segment or trailing `/`), at most 4096 bytes.
+                 * @example L2xoYy9ydW4x
+                 */
                 path: string;
             };
             cookie?: never;
@@ -5237,7 +5414,7 @@ export interface operations {
                     GUID?: string;
                     /** @default AprioriGood */
                     Status?: string;
-                    /** @description permission bits: 420 or "0644" */
+                    /** @description permission bits: an integer (420) or octal text ("0644", "1777" with the sticky bit) */
                     Mode?: number | string;
                     /** @description {"field": value}; null removes the value */
                     Metadata?: {
@@ -5247,7 +5424,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description A file */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -5256,16 +5433,18 @@ export interface operations {
                     "application/json": {
                         Path: string;
                         Name: string;
+                        Owner: string;
+                        OwnerGroup: string;
+                        /** @description permission bits (420 is 0644) */
+                        Mode: number;
+                        CreationDate: string;
+                        ModificationDate: string;
+                        /** @description bytes */
                         Size: number;
                         Checksum: string;
                         ChecksumType: string;
                         GUID: string;
-                        Owner: string;
-                        OwnerGroup: string;
-                        Mode: number;
                         Status: string;
-                        CreationDate: string;
-                        ModificationDate: string;
                     };
                 };
             };
@@ -5314,6 +5493,33 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description OAuth 2.0-shaped error */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The service failed */
             "5XX": {
                 headers: {
@@ -5330,14 +5536,17 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description the catalogue path as URL-safe base 64 (RFC 4648 §5), padded or not */
+                /**
+                 * @description The catalogue path, base64url-encoded (URL-safe base 64, RFC 4648 §5: `-` and `_` instead of `+` and `/`), padded or not. For example `/lhc/run1` is `L2xoYy9ydW4x`. The path is absolute and canonical (no `.`, `..`, empty segment or trailing `/`), at most 4096 bytes.
+                 * @example L2xoYy9ydW4x
+                 */
                 path: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The file unregistered */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5386,6 +5595,15 @@ export interface operations {
             };
             /** @description OAuth 2.0-shaped error */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5414,25 +5632,38 @@ export interface operations {
         requestBody: {
             content: {
                 "application/x-ndjson": {
+                    /** @description letters, digits and _, starting with a letter; at most 64 characters */
                     field: string;
-                    type: string;
-                    scope: string;
+                    /**
+                     * @description the type of the values
+                     * @enum {string}
+                     */
+                    type: "int" | "float" | "string" | "date";
+                    /**
+                     * @description directory fields are inherited by the subtree and select in searches; file fields describe one file
+                     * @enum {string}
+                     */
+                    scope: "directory" | "file";
                 } | {
                     dir: string;
                     /** @description {"field": value}; null removes the value */
                     metadata?: {
                         [key: string]: number | string | null;
                     };
-                    /** @description permission bits: 420 or "0644" */
+                    /** @description permission bits: an integer (420) or octal text ("0644", "1777" with the sticky bit) */
                     mode?: number | string;
                 } | {
                     file: string;
+                    /** @description bytes */
                     size: number;
                     checksum: string;
+                    /** @default Adler32 */
                     checksumType?: string;
+                    /** @description default: a random UUID */
                     guid?: string;
+                    /** @default AprioriGood */
                     status?: string;
-                    /** @description permission bits: 420 or "0644" */
+                    /** @description permission bits: an integer (420) or octal text ("0644", "1777" with the sticky bit) */
                     mode?: number | string;
                     /** @description {"field": value}; null removes the value */
                     metadata?: {
@@ -5442,24 +5673,19 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Every line was applied */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        /** @description operations applied (all lines before the first error) */
+                        /** @description operations applied (every line) */
                         applied: number;
-                        error?: {
-                            line: number;
-                            error: string;
-                            error_description: string;
-                        };
                     };
                 };
             };
-            /** @description Default Response */
+            /** @description BulkFailure when a line failed (the lines before it are applied); Error when the request as a whole was refused */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5468,12 +5694,13 @@ export interface operations {
                     "application/json": {
                         /** @description operations applied (all lines before the first error) */
                         applied: number;
-                        error?: {
+                        /** @description the first failing line and why */
+                        error: {
                             line: number;
                             error: string;
                             error_description: string;
                         };
-                    };
+                    } | components["schemas"]["Error"];
                 };
             };
             /** @description OAuth 2.0-shaped error */
@@ -5485,7 +5712,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description BulkFailure when a line failed (the lines before it are applied); Error when the request as a whole was refused */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5494,15 +5721,16 @@ export interface operations {
                     "application/json": {
                         /** @description operations applied (all lines before the first error) */
                         applied: number;
-                        error?: {
+                        /** @description the first failing line and why */
+                        error: {
                             line: number;
                             error: string;
                             error_description: string;
                         };
-                    };
+                    } | components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description BulkFailure when a line failed (the lines before it are applied); Error when the request as a whole was refused */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5511,15 +5739,16 @@ export interface operations {
                     "application/json": {
                         /** @description operations applied (all lines before the first error) */
                         applied: number;
-                        error?: {
+                        /** @description the first failing line and why */
+                        error: {
                             line: number;
                             error: string;
                             error_description: string;
                         };
-                    };
+                    } | components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description BulkFailure when a line failed (the lines before it are applied); Error when the request as a whole was refused */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5528,15 +5757,16 @@ export interface operations {
                     "application/json": {
                         /** @description operations applied (all lines before the first error) */
                         applied: number;
-                        error?: {
+                        /** @description the first failing line and why */
+                        error: {
                             line: number;
                             error: string;
                             error_description: string;
                         };
-                    };
+                    } | components["schemas"]["Error"];
                 };
             };
-            /** @description Default Response */
+            /** @description BulkFailure when a line failed (the lines before it are applied); Error when the request as a whole was refused */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5545,12 +5775,13 @@ export interface operations {
                     "application/json": {
                         /** @description operations applied (all lines before the first error) */
                         applied: number;
-                        error?: {
+                        /** @description the first failing line and why */
+                        error: {
                             line: number;
                             error: string;
                             error_description: string;
                         };
-                    };
+                    } | components["schemas"]["Error"];
                 };
             };
             /** @description OAuth 2.0-shaped error */
@@ -5560,6 +5791,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description BulkFailure when a line failed (the lines before it are applied); Error when the request as a whole was refused */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description operations applied (all lines before the first error) */
+                        applied: number;
+                        /** @description the first failing line and why */
+                        error: {
+                            line: number;
+                            error: string;
+                            error_description: string;
+                        };
+                    } | components["schemas"]["Error"];
+                };
+            };
+            /** @description BulkFailure when a line failed (the lines before it are applied); Error when the request as a whole was refused */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description operations applied (all lines before the first error) */
+                        applied: number;
+                        /** @description the first failing line and why */
+                        error: {
+                            line: number;
+                            error: string;
+                            error_description: string;
+                        };
+                    } | components["schemas"]["Error"];
                 };
             };
             /** @description The service failed */
