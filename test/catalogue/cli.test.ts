@@ -20,7 +20,7 @@ interface Run {
 }
 
 for (const { dialect, skip } of await dialects()) {
-  describe(`dirigo catalogue (${dialect})`, { skip, timeout: 240_000 }, () => {
+  describe(`dirigo catalogue (${dialect})`, { skip, timeout: 600_000 }, () => {
     let svc: TestService;
     let work: string;
     const run = (user: string, group: string, ...args: string[]): Promise<Run> => {
