@@ -129,7 +129,7 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
             ),
             heartbeatIntervalMs: Type.Integer(),
           }),
-          ...errors(400, 401, 403),
+          ...errors(400, 401, 403, 413, 415),
         },
       },
     },
@@ -156,7 +156,7 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
         operationId: 'agentHeartbeat',
         summary: 'Agent heartbeat; the reply lists the jobs the agent must stop',
         body: HeartbeatBody,
-        response: { 200: Type.Object({ kill: Type.Array(Type.Integer()), heartbeatIntervalMs: Type.Integer() }), ...errors(400, 401, 403) },
+        response: { 200: Type.Object({ kill: Type.Array(Type.Integer()), heartbeatIntervalMs: Type.Integer() }), ...errors(400, 401, 403, 413, 415) },
       },
     },
     async (request) => {
@@ -197,7 +197,7 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
     '/agents/jobs/:jid/status',
     {
       preHandler,
-      schema: { tags, security, operationId: 'agentReportStatus', summary: 'Report that a held job runs, or is packing its output', params: JidParams, body: StatusBody, response: { 200: StatusReply, ...errors(400, 401, 403, 404, 409) } },
+      schema: { tags, security, operationId: 'agentReportStatus', summary: 'Report that a held job runs, or is packing its output', params: JidParams, body: StatusBody, response: { 200: StatusReply, ...errors(400, 401, 403, 404, 409, 413, 415) } },
     },
     async (request) => {
       const body = request.body as Static<typeof StatusBody>;
@@ -268,7 +268,7 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
     '/agents/jobs/:jid/finish',
     {
       preHandler,
-      schema: { tags, security, operationId: 'agentFinish', summary: 'Report the final status of a held job', params: JidParams, body: FinishBody, response: { 200: StatusReply, ...errors(400, 401, 403, 404, 409) } },
+      schema: { tags, security, operationId: 'agentFinish', summary: 'Report the final status of a held job', params: JidParams, body: FinishBody, response: { 200: StatusReply, ...errors(400, 401, 403, 404, 409, 413, 415) } },
     },
     async (request) => {
       const body = request.body as Static<typeof FinishBody>;
