@@ -10,59 +10,36 @@
 import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Type, type Static } from 'typebox';
+import type { Static } from 'typebox';
 import { requireToken, type Principal } from '../auth/index.ts';
 import { runDuty } from '../cluster/index.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import { JobStatus } from '../jobs/index.ts';
-import { FileSandboxStore } from '../jobs/index.ts';
+import { FileSandboxStore, JidParams } from '../jobs/index.ts';
 import { changeStatus } from '../jobs/index.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { InsufficientPrivileges, InvalidRequest, InvalidTransition, NotFound } from '../kernel/errors.ts';
-import { Binary, errors, SECURITY } from '../kernel/openapi.ts';
+import { errors, SECURITY } from '../kernel/openapi.ts';
 import type { AgentSiteConfig } from '../jobs/index.ts';
+import {
+  AgentQuery,
+  FinishBody,
+  HeartbeatBody,
+  HeartbeatReply,
+  InputSandboxAnswer,
+  MatchBody,
+  MatchReply,
+  StatusBody,
+  StatusReply,
+  UploadBodies,
+  Uploaded,
+} from './api-schemas.ts';
 import { detectStalls } from './stalls.ts';
 import { forgetGoneAgents, presenceMetrics, seen } from './presence.ts';
 import { AGENT_HELD, heartbeat, heldJob, holderOf, matchJobs, type AgentIdentity } from './store.ts';
 
 /** The group property that lets a token act as an agent (DIRAC's `Pilot`, `GenericPilot`). */
 export const PILOT_PROPERTY = 'Pilot';
-
-const AgentId = Type.String({ pattern: '^[A-Za-z0-9_.-]{1,40}$', description: 'the agent process, chosen by the agent' });
-const MatchBody = Type.Object(
-  {
-    agentId: AgentId,
-    site: Type.String({ minLength: 1, maxLength: 64 }),
-    slots: Type.Integer({ minimum: 1, maximum: 1000, description: 'how many jobs the agent can take now' }),
-  },
-  { additionalProperties: false },
-);
-const HeartbeatBody = Type.Object(
-  { agentId: AgentId, jobs: Type.Array(Type.Integer({ minimum: 1 }), { maxItems: 10000, description: 'the jobs the agent runs' }) },
-  { additionalProperties: false },
-);
-const StatusBody = Type.Object(
-  {
-    agentId: AgentId,
-    status: Type.Union([Type.Literal('Running'), Type.Literal('Completing')]),
-    applicationStatus: Type.Optional(Type.String({ maxLength: 500 })),
-  },
-  { additionalProperties: false },
-);
-const FinishBody = Type.Object(
-  {
-    agentId: AgentId,
-    /** `rescheduled`: the agent is going away and gives the job back (it returns to Waiting). */
-    outcome: Type.Union([Type.Literal('done'), Type.Literal('failed'), Type.Literal('rescheduled')]),
-    exitCode: Type.Union([Type.Integer({ minimum: -1000, maximum: 1000 }), Type.Null()]),
-    minorStatus: Type.String({ minLength: 1, maxLength: 500 }),
-    applicationStatus: Type.Optional(Type.String({ maxLength: 500 })),
-  },
-  { additionalProperties: false },
-);
-const AgentQuery = Type.Object({ agentId: AgentId }, { additionalProperties: true });
-const JidParams = Type.Object({ jid: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'a job id (a positive integer)' }) });
-const StatusReply = Type.Object({ JobID: Type.Integer(), Status: Type.String() });
 
 function requirePilot(principal: Principal): void {
   if (!principal.properties.includes(PILOT_PROPERTY)) {
@@ -96,7 +73,11 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
   const pilot = async (request: FastifyRequest) => {
     requirePilot(request.principal!);
   };
-  const preHandler = [auth, pilot];
+  // JSON bodies are parsed and checked first (a malformed body is a 400 whoever sends it, as on POST /jobs);
+  // routes without one refuse a caller that is not an agent before its parameters are looked at, or an
+  // upload is read.
+  const pilotAfterBody = { preHandler: [auth, pilot] };
+  const pilotFirst = { onRequest: [auth, pilot] };
   const tags = ['Agents'];
   const security = SECURITY.token;
   const identity = (request: FastifyRequest, agentId: string): AgentIdentity => ({ user: request.principal!.username, agentId });
@@ -115,22 +96,14 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
   app.post(
     '/agents/match',
     {
-      preHandler,
+      ...pilotAfterBody,
       schema: {
         tags,
         security,
         operationId: 'agentMatch',
         summary: 'Take Waiting jobs for an agent of an agents site',
         body: MatchBody,
-        response: {
-          200: Type.Object({
-            jobs: Type.Array(
-              Type.Object({ JobID: Type.Integer(), Manifest: Type.Object({}, { additionalProperties: true }), Argv: Type.Array(Type.String()), InputSandbox: Type.Boolean(), RescheduleCounter: Type.Integer() }),
-            ),
-            heartbeatIntervalMs: Type.Integer(),
-          }),
-          ...errors(400, 401, 403, 413, 415),
-        },
+        response: { 200: MatchReply, ...errors(400, 401, 403, 413, 415) },
       },
     },
     async (request) => {
@@ -149,14 +122,14 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
   app.post(
     '/agents/heartbeat',
     {
-      preHandler,
+      ...pilotAfterBody,
       schema: {
         tags,
         security,
         operationId: 'agentHeartbeat',
         summary: 'Agent heartbeat; the reply lists the jobs the agent must stop',
         body: HeartbeatBody,
-        response: { 200: Type.Object({ kill: Type.Array(Type.Integer()), heartbeatIntervalMs: Type.Integer() }), ...errors(400, 401, 403, 413, 415) },
+        response: { 200: HeartbeatReply, ...errors(400, 401, 403, 413, 415) },
       },
     },
     async (request) => {
@@ -170,7 +143,7 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
   app.get(
     '/agents/jobs/:jid/inputsandbox',
     {
-      preHandler,
+      ...pilotFirst,
       schema: {
         tags,
         security,
@@ -178,9 +151,8 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
         summary: "A held job's input sandbox (tar.gz)",
         params: JidParams,
         querystring: AgentQuery,
-        produces: ['application/gzip'],
         response: errors(400, 401, 403, 404, 409),
-        documented: { responses: { 200: { description: 'The input sandbox', content: { 'application/gzip': Binary } } } },
+        documented: { responses: { 200: InputSandboxAnswer } },
       },
     },
     async (request, reply) => {
@@ -196,7 +168,7 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
   app.post(
     '/agents/jobs/:jid/status',
     {
-      preHandler,
+      ...pilotAfterBody,
       schema: { tags, security, operationId: 'agentReportStatus', summary: 'Report that a held job runs, or is packing its output', params: JidParams, body: StatusBody, response: { 200: StatusReply, ...errors(400, 401, 403, 404, 409, 413, 415) } },
     },
     async (request) => {
@@ -234,16 +206,16 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
   app.put(
     '/agents/jobs/:jid/outputsandbox',
     {
-      preHandler,
+      ...pilotFirst,
       schema: {
         tags,
         security,
         operationId: 'agentUploadOutputSandbox',
         summary: "Upload a held job's output sandbox (tar.gz body)",
-        documented: { body: { 'application/gzip': Binary, 'application/octet-stream': Binary } },
+        documented: { body: UploadBodies },
         params: JidParams,
         querystring: AgentQuery,
-        response: { 200: Type.Object({ sha256: Type.String(), size: Type.Integer() }), ...errors(400, 401, 403, 404, 409, 413, 415) },
+        response: { 200: Uploaded, ...errors(400, 401, 403, 404, 409, 413, 415) },
       },
     },
     async (request) => {
@@ -267,7 +239,7 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
   app.post(
     '/agents/jobs/:jid/finish',
     {
-      preHandler,
+      ...pilotAfterBody,
       schema: { tags, security, operationId: 'agentFinish', summary: 'Report the final status of a held job', params: JidParams, body: FinishBody, response: { 200: StatusReply, ...errors(400, 401, 403, 404, 409, 413, 415) } },
     },
     async (request) => {

@@ -4,7 +4,7 @@
  */
 import { Type } from 'typebox';
 import { Binary } from '../kernel/openapi.ts';
-import { ALL_STATUSES, ATTRIBUTES, type AttributeName } from './model.ts';
+import { ALL_STATUSES, ATTRIBUTES, type AttributeName, type JobStatus } from './model.ts';
 
 // Type arrays rather than anyOf: the serializer checks them inline instead of validating each value.
 const attributeSchema = (type: 'string' | 'integer') => Type.Unsafe<string | number | null>({ type: [type, 'null'] });
@@ -30,33 +30,50 @@ export const Killed = Type.Object({ jid: Type.Integer(), Status: Type.Literal('K
 
 export const JidParams = Type.Object({ jid: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'a job id (a positive integer)' }) });
 
-/** SPEC "Job management": the keys Dirigo reads; any other key is kept as given. */
+/** A file name of the job's working directory (file-names.ts: no path separator, no '..', no control character). */
+const FileName = (description: string) => Type.String({ minLength: 1, maxLength: 255, pattern: '^[^/\\\\]+$', description });
+
+/**
+ * SPEC "Job management": the keys Dirigo reads, with the rules manifest.ts checks (its 400s name the bad
+ * key; limits that depend on the configuration are given in words); any other key is kept as given.
+ */
 export const JobManifest = Type.Object(
   {
-    Executable: Type.String({ minLength: 1, description: 'program to run: a name on PATH, an absolute path, or a file of the input sandbox' }),
-    Arguments: Type.Optional(Type.String({ description: 'split as a POSIX shell would, without expansion' })),
-    Sites: Type.Optional(Type.Array(Type.String(), { description: 'sites the job may run at (any when absent)' })),
+    Executable: Type.String({ minLength: 1, pattern: '\\S', description: 'program to run: a name on PATH, an absolute path, or a file of the input sandbox' }),
+    Arguments: Type.Optional(Type.String({ description: 'split into words as a POSIX shell would, without expansion' })),
+    Sites: Type.Optional(Type.Array(Type.String(), { minItems: 1, description: 'configured sites the job may run at (any when absent)' })),
     JobName: Type.Optional(Type.String({ maxLength: 256 })),
     JobGroup: Type.Optional(Type.String({ maxLength: 256 })),
     JobType: Type.Optional(Type.String({ maxLength: 256 })),
-    InputSandbox: Type.Optional(Type.Array(Type.String(), { description: 'names of the files sent with the submission' })),
-    OutputSandbox: Type.Optional(Type.Array(Type.String(), { description: 'files (or glob patterns) returned in the output sandbox' })),
-    StdOutput: Type.Optional(Type.String()),
-    StdError: Type.Optional(Type.String()),
-    Priority: Type.Optional(Type.Integer()),
-    CPUTime: Type.Optional(Type.Integer({ minimum: 0, description: 'seconds' })),
-    Environment: Type.Optional(Type.Record(Type.String(), Type.String())),
+    InputSandbox: Type.Optional(
+      Type.Array(Type.String(), { description: 'names of files uploaded with the submission; the stored manifest lists the files the input sandbox holds' }),
+    ),
+    OutputSandbox: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'files or glob patterns, relative to the working directory, returned in the output sandbox' })),
+    StdOutput: Type.Optional(FileName("the file that receives standard output; default 'std.out'")),
+    StdError: Type.Optional(FileName("the file that receives standard error, not StdOutput's; default 'std.err'")),
+    Priority: Type.Optional(Type.Integer({ minimum: 0, maximum: 10 })),
+    CPUTime: Type.Optional(Type.Integer({ minimum: 1, description: 'seconds, at most the configured jobs.maxCpuTime' })),
+    Environment: Type.Optional(
+      Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String(), {
+        additionalProperties: false,
+        description: 'variables set for the job; with Arguments at most jobs.maxCommandBytes in all',
+      }),
+    ),
   },
   { title: 'JobManifest', additionalProperties: true },
 );
 
 /** POST /jobs bodies. JSON first: generators make the first media type the method's main form. */
 export const SubmissionBodies = {
-  'application/json': Type.Union([JobManifest, Type.Array(JobManifest, { minItems: 1 })]),
-  'multipart/form-data': Type.Object({
-    manifest: Type.Array(Type.String({ contentMediaType: 'application/json', description: 'a manifest (JSON), one job per part' }), { minItems: 1 }),
-    files: Type.Optional(Type.Array(Binary, { description: 'input sandbox files, each part named by its file name' })),
-  }),
+  'application/json': Type.Union([JobManifest, Type.Array(JobManifest, { minItems: 1, description: 'all or nothing; at most jobs.maxBulk manifests' })]),
+  // The service reads every file part whatever its part name: `files` is the conventional one.
+  'multipart/form-data': Type.Object(
+    {
+      manifest: Type.Array(Type.String({ contentMediaType: 'application/json', description: 'a manifest (JSON), one job per part' }), { minItems: 1 }),
+      files: Type.Optional(Type.Array(Binary, { description: 'input sandbox files, each part with its file name (Content-Disposition filename)' })),
+    },
+    { additionalProperties: Binary },
+  ),
 };
 
 /** The headers of a sandbox download (RFC 9110 §8.8.3 ETag, RFC 6266 Content-Disposition, RFC 9530 Repr-Digest). */
@@ -70,9 +87,12 @@ export const SandboxHeaders = {
 
 export const IfNoneMatch = Type.Object({ 'if-none-match': Type.Optional(Type.String({ description: 'the ETag of a copy the client has' })) });
 
+/** One enum rather than a union of literals: documents (and generated clients) list the statuses as one set. */
+const JobStatusName = Type.Unsafe<JobStatus>({ type: 'string', enum: [...ALL_STATUSES] });
+
 const restriction = (name: AttributeName) =>
   name === 'Status'
-    ? Type.Array(Type.Union(ALL_STATUSES.map((s) => Type.Literal(s))), { description: 'restrict to these statuses (repeat the key: OR)' })
+    ? Type.Array(JobStatusName, { description: 'restrict to these statuses (repeat the key: OR)' })
     : Type.Array(ATTRIBUTES[name].type === 'integer' ? Type.Integer() : Type.String(), { description: `restrict to these ${name} values (repeat the key: OR)` });
 
 /**

@@ -11,6 +11,7 @@ export type { SlurmSiteConfig } from './slurm-site-schema.ts';
 export { jobsMigrations } from './migrations.ts';
 export type { Manifest } from './manifest.ts';
 export { JobStatus } from './model.ts';
+export { JidParams } from './api-schemas.ts';
 export { canTransition, changeStatus, handOver } from './state-machine.ts';
 export { waitingJobIdsFor } from './store.ts';
 export { splitArguments } from './arguments.ts';

@@ -105,14 +105,15 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
   const tags = ['Jobs'];
   const security = SECURITY.token;
   const auth = requireToken(ctx);
-  // onRequest: the caller is known (and in the access log) before the parameters are validated.
-  const read = { onRequest: auth };
+  // onRequest: the caller is known (and in the access log) before the parameters are validated. POST /jobs
+  // authenticates after its body is parsed, so that a malformed body is a 400 whoever sends it.
+  const authFirst = { onRequest: auth };
   const jidOf = (request: FastifyRequest) => (request.params as { jid: number }).jid;
 
   app.get(
     '/jobs',
     {
-      ...read,
+      ...authFirst,
       attachValidation: true,
       schema: {
         tags,
@@ -134,7 +135,7 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
   app.get(
     '/jobs/:jid',
     {
-      ...read,
+      ...authFirst,
       schema: { tags, security, operationId: 'getJob', summary: 'A job: its attributes and StatusHistory', params: JidParams, response: { 200: JobDescription, ...errors(400, 401, 403, 404) } },
     },
     async (request) => {
@@ -146,14 +147,13 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
   app.get(
     '/jobs/:jid/manifest',
     {
-      ...read,
+      ...authFirst,
       schema: {
         tags,
         security,
         operationId: 'getJobManifest',
         summary: 'The stored manifest',
         params: JidParams,
-        produces: ['application/json'],
         response: errors(400, 401, 403, 404),
         documented: { responses: { 200: { description: 'The manifest as stored (defaults filled in)', content: { 'application/json': JobManifest } } } },
       },
@@ -191,7 +191,7 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
     app.get(
       `/jobs/:jid/${which}sandbox`,
       {
-        ...read,
+        ...authFirst,
         schema: {
           tags,
           security,
@@ -199,7 +199,6 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
           summary: `The ${which} sandbox (tar.gz)`,
           params: JidParams,
           headers: IfNoneMatch,
-          produces: ['application/gzip'],
           response: errors(400, 401, 403, 404, ...(which === 'output' ? [409] : [])),
           documented: {
             responses: {
@@ -251,7 +250,7 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
   app.delete(
     '/jobs/:jid',
     {
-      preHandler: auth,
+      ...authFirst,
       schema: {
         tags,
         security,

@@ -7,10 +7,22 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
-import { certificateToken, cataloguePath, createDirigoClient, downloadSandbox, submitWithFiles, unwrap, type DirigoClient } from '@dirigo/client';
+import {
+  certificateToken,
+  cataloguePath,
+  createDirigoClient,
+  DirigoApiError,
+  downloadSandbox,
+  downloadSandboxToFile,
+  refreshToken,
+  submitWithFiles,
+  unwrap,
+  type DirigoClient,
+} from '@dirigo/client';
 import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { basic, oauthConfig, RS_SECRET } from '../auth/oauth-kit.ts';
@@ -100,6 +112,13 @@ for (const { dialect, skip } of await dialects()) {
         const revoked = await anonymous.POST('/oauth2/revoke', { body: { token: access_token, client_id: 'test-public' }, headers: FORM });
         // RFC 7009 §2.1: a client revokes only its own tokens; a flow A token belongs to no client.
         assert.equal(revoked.error?.error, 'unauthorized_client');
+        // RFC 6749 §5.2: an unknown refresh token is invalid_grant, thrown as the shared error body.
+        await assert.rejects(refreshToken(anonymous, 'not-a-refresh-token', 'test-public'), (err: unknown) => {
+          assert.ok(err instanceof DirigoApiError);
+          assert.deepEqual([err.status, err.error], [400, 'invalid_grant']);
+          assert.match(String(err.requestId), /\w/);
+          return true;
+        });
         const authorize = await anonymous.GET('/oauth2/auth', { params: { query: { client_id: 'nobody', response_type: 'code' } }, redirect: 'manual' });
         assert.equal(authorize.response.status, 400);
       } finally {
@@ -143,6 +162,10 @@ for (const { dialect, skip } of await dialects()) {
       const files = await untar(Buffer.concat(await Readable.fromWeb(out.body as never).toArray()));
       assert.equal(files.get('out.txt')?.toString(), 'hi\n');
       assert.equal(await downloadSandbox(alice, jid, 'output', out.etag), undefined, '304 for the current ETag');
+      const file = join(mkdtempSync(join(tmpdir(), 'dirigo-client-')), 'out.tar.gz');
+      assert.equal(await downloadSandboxToFile(alice, jid, 'output', file), true);
+      assert.equal((await untar(readFileSync(file))).get('out.txt')?.toString(), 'hi\n');
+      await assert.rejects(downloadSandbox(alice, 999999, 'output'), (err: unknown) => err instanceof DirigoApiError && err.status === 404 && err.error === 'not_found');
       const input = await downloadSandbox(alice, withFiles.jids[0]!, 'input');
       assert.ok((await Readable.fromWeb(input!.body as never).toArray()).length > 0);
       const sleeper = unwrap(await alice.POST('/jobs', { body: { Executable: '/bin/sleep', Arguments: '30', Sites: ['Local'] } })).jids[0]!;

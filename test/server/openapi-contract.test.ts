@@ -82,6 +82,14 @@ describe('the OpenAPI document is the API', () => {
         }
       }
       assert.equal(op.responses['5XX']?.content?.['application/json']?.schema?.$ref, '#/components/schemas/Error', `${key} 5XX`);
+      // A refusal is JSON (a download's 404 is not a gzip stream); pages may also refuse as a page.
+      const page = Object.values(op.responses).some((r) => r.content?.['text/html']);
+      for (const [status, response] of Object.entries(op.responses)) {
+        if (!/^4/.test(status)) continue;
+        const types = Object.keys(response.content ?? {}).filter((t) => !(page && t === 'text/html'));
+        if (page && types.length === 0) continue;
+        assert.deepEqual(types, ['application/json'], `${key} ${status}: answered as ${types.join(', ')}`);
+      }
     }
     assert.ok(shared > 100, `only ${shared} answers refer to the Error schema`);
     assert.equal(doc.info.title, 'Dirigo');

@@ -11,6 +11,10 @@
  * const { jobs } = unwrap(await dirigo.GET('/jobs', { params: { query: { Status: ['Running'] } } }));
  * ```
  */
+import { createWriteStream } from 'node:fs';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import createClient, { type Client } from 'openapi-fetch';
 import { Agent, type Dispatcher } from 'undici';
 import type { components, paths } from './schema.ts';
@@ -150,6 +154,21 @@ export async function downloadSandbox(
 }
 
 /**
+ * A job's sandbox written to `file` (a tar.gz), streamed without holding it in memory; false when `etag`
+ * is still the current one (304) and nothing was written.
+ * @example
+ * ```ts
+ * await downloadSandboxToFile(dirigo, jid, 'output', `job-${jid}.tar.gz`);
+ * ```
+ */
+export async function downloadSandboxToFile(client: DirigoClient, jid: number, which: 'input' | 'output', file: string, etag?: string): Promise<boolean> {
+  const sandbox = await downloadSandbox(client, jid, which, etag);
+  if (!sandbox) return false;
+  await pipeline(Readable.fromWeb(sandbox.body as WebReadableStream<Uint8Array>), createWriteStream(file));
+  return true;
+}
+
+/**
  * A catalogue path as the `{path}` parameter carries it: URL-safe base 64 (RFC 4648 §5), unpadded.
  * @example
  * ```ts
@@ -170,4 +189,17 @@ export function cataloguePath(path: string): string {
  */
 export async function certificateToken(client: DirigoClient, group: string, setup: string, scope?: string) {
   return unwrap(await client.GET('/oauth2/token', { params: { query: { grant_type: 'client_credentials', group, setup, ...(scope ? { scope } : {}) } } }));
+}
+
+/**
+ * A new access token for a refresh token (RFC 6749 §6), for the public client `clientId` that was given it
+ * (`dirigo login` uses the client `dirigo-cli`).
+ * @example
+ * ```ts
+ * const { access_token, refresh_token } = await refreshToken(createDirigoClient({ url, ca }), saved.refresh_token, 'dirigo-cli');
+ * ```
+ */
+export async function refreshToken(client: DirigoClient, refresh: string, clientId: string) {
+  const body = { grant_type: 'refresh_token' as const, refresh_token: refresh, client_id: clientId };
+  return unwrap(await client.POST('/oauth2/token', { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } }));
 }

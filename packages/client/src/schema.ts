@@ -3060,22 +3060,25 @@ export interface operations {
                 "application/json": ({
                     /** @description program to run: a name on PATH, an absolute path, or a file of the input sandbox */
                     Executable: string;
-                    /** @description split as a POSIX shell would, without expansion */
+                    /** @description split into words as a POSIX shell would, without expansion */
                     Arguments?: string;
-                    /** @description sites the job may run at (any when absent) */
+                    /** @description configured sites the job may run at (any when absent) */
                     Sites?: string[];
                     JobName?: string;
                     JobGroup?: string;
                     JobType?: string;
-                    /** @description names of the files sent with the submission */
+                    /** @description names of files uploaded with the submission; the stored manifest lists the files the input sandbox holds */
                     InputSandbox?: string[];
-                    /** @description files (or glob patterns) returned in the output sandbox */
+                    /** @description files or glob patterns, relative to the working directory, returned in the output sandbox */
                     OutputSandbox?: string[];
+                    /** @description the file that receives standard output; default 'std.out' */
                     StdOutput?: string;
+                    /** @description the file that receives standard error, not StdOutput's; default 'std.err' */
                     StdError?: string;
                     Priority?: number;
-                    /** @description seconds */
+                    /** @description seconds, at most the configured jobs.maxCpuTime */
                     CPUTime?: number;
+                    /** @description variables set for the job; with Arguments at most jobs.maxCommandBytes in all */
                     Environment?: {
                         [key: string]: string;
                     };
@@ -3084,22 +3087,25 @@ export interface operations {
                 }) | ({
                     /** @description program to run: a name on PATH, an absolute path, or a file of the input sandbox */
                     Executable: string;
-                    /** @description split as a POSIX shell would, without expansion */
+                    /** @description split into words as a POSIX shell would, without expansion */
                     Arguments?: string;
-                    /** @description sites the job may run at (any when absent) */
+                    /** @description configured sites the job may run at (any when absent) */
                     Sites?: string[];
                     JobName?: string;
                     JobGroup?: string;
                     JobType?: string;
-                    /** @description names of the files sent with the submission */
+                    /** @description names of files uploaded with the submission; the stored manifest lists the files the input sandbox holds */
                     InputSandbox?: string[];
-                    /** @description files (or glob patterns) returned in the output sandbox */
+                    /** @description files or glob patterns, relative to the working directory, returned in the output sandbox */
                     OutputSandbox?: string[];
+                    /** @description the file that receives standard output; default 'std.out' */
                     StdOutput?: string;
+                    /** @description the file that receives standard error, not StdOutput's; default 'std.err' */
                     StdError?: string;
                     Priority?: number;
-                    /** @description seconds */
+                    /** @description seconds, at most the configured jobs.maxCpuTime */
                     CPUTime?: number;
+                    /** @description variables set for the job; with Arguments at most jobs.maxCommandBytes in all */
                     Environment?: {
                         [key: string]: string;
                     };
@@ -3108,8 +3114,10 @@ export interface operations {
                 })[];
                 "multipart/form-data": {
                     manifest: string[];
-                    /** @description input sandbox files, each part named by its file name */
+                    /** @description input sandbox files, each part with its file name (Content-Disposition filename) */
                     files?: string[];
+                } & {
+                    [key: string]: string;
                 };
             };
         };
@@ -3379,22 +3387,25 @@ export interface operations {
                     "application/json": {
                         /** @description program to run: a name on PATH, an absolute path, or a file of the input sandbox */
                         Executable: string;
-                        /** @description split as a POSIX shell would, without expansion */
+                        /** @description split into words as a POSIX shell would, without expansion */
                         Arguments?: string;
-                        /** @description sites the job may run at (any when absent) */
+                        /** @description configured sites the job may run at (any when absent) */
                         Sites?: string[];
                         JobName?: string;
                         JobGroup?: string;
                         JobType?: string;
-                        /** @description names of the files sent with the submission */
+                        /** @description names of files uploaded with the submission; the stored manifest lists the files the input sandbox holds */
                         InputSandbox?: string[];
-                        /** @description files (or glob patterns) returned in the output sandbox */
+                        /** @description files or glob patterns, relative to the working directory, returned in the output sandbox */
                         OutputSandbox?: string[];
+                        /** @description the file that receives standard output; default 'std.out' */
                         StdOutput?: string;
+                        /** @description the file that receives standard error, not StdOutput's; default 'std.err' */
                         StdError?: string;
                         Priority?: number;
-                        /** @description seconds */
+                        /** @description seconds, at most the configured jobs.maxCpuTime */
                         CPUTime?: number;
+                        /** @description variables set for the job; with Arguments at most jobs.maxCommandBytes in all */
                         Environment?: {
                             [key: string]: string;
                         };
@@ -3498,7 +3509,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description OAuth 2.0-shaped error */
@@ -3507,7 +3518,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description OAuth 2.0-shaped error */
@@ -3516,7 +3527,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description OAuth 2.0-shaped error */
@@ -3525,7 +3536,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The service failed */
@@ -3587,7 +3598,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description OAuth 2.0-shaped error */
@@ -3596,7 +3607,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description OAuth 2.0-shaped error */
@@ -3605,7 +3616,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description OAuth 2.0-shaped error */
@@ -3614,7 +3625,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description OAuth 2.0-shaped error */
@@ -3623,7 +3634,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The service failed */
@@ -3649,6 +3660,7 @@ export interface operations {
                 "application/json": {
                     /** @description the agent process, chosen by the agent */
                     agentId: string;
+                    /** @description a configured site of type agents */
                     site: string;
                     /** @description how many jobs the agent can take now */
                     slots: number;
@@ -3663,15 +3675,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description empty when no job waits */
                         jobs: {
                             JobID: number;
+                            /** @description the manifest as stored (GET /jobs/{jid}/manifest) */
                             Manifest: {
                                 [key: string]: unknown;
                             };
+                            /** @description Arguments split into words */
                             Argv: string[];
+                            /** @description true: fetch it from /agents/jobs/{jid}/inputsandbox */
                             InputSandbox: boolean;
                             RescheduleCounter: number;
                         }[];
+                        /** @description milliseconds until the next heartbeat is due */
                         heartbeatIntervalMs: number;
                     };
                 };
@@ -3757,7 +3774,9 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description jobs the agent must stop: killed, or no longer its own */
                         kill: number[];
+                        /** @description milliseconds until the next heartbeat is due */
                         heartbeatIntervalMs: number;
                     };
                 };
@@ -3836,6 +3855,7 @@ export interface operations {
             /** @description The input sandbox */
             200: {
                 headers: {
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3848,7 +3868,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description OAuth 2.0-shaped error */
@@ -3857,7 +3877,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description OAuth 2.0-shaped error */
@@ -3866,7 +3886,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description OAuth 2.0-shaped error */
@@ -3875,7 +3895,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description OAuth 2.0-shaped error */
@@ -3884,7 +3904,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The service failed */
@@ -3914,6 +3934,7 @@ export interface operations {
                     /** @description the agent process, chosen by the agent */
                     agentId: string;
                     status: "Running" | "Completing";
+                    /** @description what the application says it is doing (the job's ApplicationStatus) */
                     applicationStatus?: string;
                 };
             };
@@ -4033,6 +4054,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         sha256: string;
+                        /** @description bytes */
                         size: number;
                     };
                 };
@@ -4126,9 +4148,11 @@ export interface operations {
                 "application/json": {
                     /** @description the agent process, chosen by the agent */
                     agentId: string;
+                    /** @description rescheduled: the agent gives the job back, and it waits again (within jobs.scheduler.maxReschedules) */
                     outcome: "done" | "failed" | "rescheduled";
                     exitCode: number | null;
                     minorStatus: string;
+                    /** @description what the application says it is doing (the job's ApplicationStatus) */
                     applicationStatus?: string;
                 };
             };

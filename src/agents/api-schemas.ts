@@ -1,0 +1,80 @@
+/**
+ * Shapes of the /agents bodies and answers: what `dirigo agent` sends and reads (agent.ts), and what the
+ * OpenAPI document shows of the pull protocol.
+ */
+import { Type } from 'typebox';
+import { Binary } from '../kernel/openapi.ts';
+
+const AgentId = Type.String({ pattern: '^[A-Za-z0-9_.-]{1,40}$', description: 'the agent process, chosen by the agent' });
+const JobId = Type.Integer({ minimum: 1 });
+const ApplicationStatus = Type.String({ maxLength: 500, description: "what the application says it is doing (the job's ApplicationStatus)" });
+
+export const MatchBody = Type.Object(
+  {
+    agentId: AgentId,
+    site: Type.String({ minLength: 1, maxLength: 64, description: 'a configured site of type agents' }),
+    slots: Type.Integer({ minimum: 1, maximum: 1000, description: 'how many jobs the agent can take now' }),
+  },
+  { additionalProperties: false },
+);
+
+/** A matched job: the stored manifest (any key the submitter gave is kept, hence open) and its argument vector. */
+const MatchedJob = Type.Object({
+  JobID: JobId,
+  Manifest: Type.Object({}, { additionalProperties: true, description: 'the manifest as stored (GET /jobs/{jid}/manifest)' }),
+  Argv: Type.Array(Type.String(), { description: 'Arguments split into words' }),
+  InputSandbox: Type.Boolean({ description: 'true: fetch it from /agents/jobs/{jid}/inputsandbox' }),
+  RescheduleCounter: Type.Integer({ minimum: 0 }),
+});
+
+const HeartbeatInterval = Type.Integer({ minimum: 1, description: 'milliseconds until the next heartbeat is due' });
+
+export const MatchReply = Type.Object({ jobs: Type.Array(MatchedJob, { description: 'empty when no job waits' }), heartbeatIntervalMs: HeartbeatInterval });
+
+export const HeartbeatBody = Type.Object(
+  { agentId: AgentId, jobs: Type.Array(JobId, { maxItems: 10000, description: 'the jobs the agent runs' }) },
+  { additionalProperties: false },
+);
+
+export const HeartbeatReply = Type.Object({ kill: Type.Array(JobId, { description: 'jobs the agent must stop: killed, or no longer its own' }), heartbeatIntervalMs: HeartbeatInterval });
+
+export const StatusBody = Type.Object(
+  {
+    agentId: AgentId,
+    status: Type.Union([Type.Literal('Running'), Type.Literal('Completing')]),
+    applicationStatus: Type.Optional(ApplicationStatus),
+  },
+  { additionalProperties: false },
+);
+
+export const FinishBody = Type.Object(
+  {
+    agentId: AgentId,
+    /** `rescheduled`: the agent is going away and gives the job back (it returns to Waiting). */
+    outcome: Type.Union([Type.Literal('done'), Type.Literal('failed'), Type.Literal('rescheduled')], {
+      description: 'rescheduled: the agent gives the job back, and it waits again (within jobs.scheduler.maxReschedules)',
+    }),
+    exitCode: Type.Union([Type.Integer({ minimum: -1000, maximum: 1000 }), Type.Null()]),
+    minorStatus: Type.String({ minLength: 1, maxLength: 500 }),
+    applicationStatus: Type.Optional(ApplicationStatus),
+  },
+  { additionalProperties: false },
+);
+
+/** The status the job has after the report: Waiting when a rescheduled job was given back. */
+export const StatusReply = Type.Object({ JobID: JobId, Status: Type.String() });
+
+/** Additional keys allowed: the access token may come in the query (RFC 6750 §2.3). */
+export const AgentQuery = Type.Object({ agentId: AgentId }, { additionalProperties: true });
+
+export const Uploaded = Type.Object({ sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }), size: Type.Integer({ minimum: 0, description: 'bytes' }) });
+
+/** The output sandbox is sent as the raw archive, under either media type. */
+export const UploadBodies = { 'application/gzip': Binary, 'application/octet-stream': Binary };
+
+export const InputSandboxAnswer = {
+  description: 'The input sandbox',
+  content: { 'application/gzip': Binary },
+  // RFC 9111 §5.2.2.5: a job's user data, which no intermediary should keep.
+  headers: { 'Cache-Control': Type.Literal('no-store') },
+};
