@@ -6,14 +6,19 @@
  *
  * The executor's sandbox store is the service itself: `get` downloads the job's input sandbox, `put` keeps
  * the packed output in a local file until the job's final report uploads it.
+ *
+ * Every call goes through the typed client of packages/client, so the agent, the document and the
+ * service cannot drift apart.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createWriteStream, openAsBlob } from 'node:fs';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { request, type Agent as HttpAgent, type Dispatcher } from 'undici';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { createDirigoClient, DirigoApiError, type DirigoClient, type ErrorAnswer } from '@dirigo/client';
+import type { Agent as HttpAgent } from 'undici';
 import { LocalExecutor } from '../executors/index.ts';
 import type { ExecutorEvent, JobToRun } from '../executors/index.ts';
 import { AgentJournal } from './journal.ts';
@@ -38,25 +43,21 @@ export interface JobAgentOptions {
   log(line: string): void;
 }
 
-interface MatchedJob {
-  JobID: number;
-  Manifest: Manifest;
-  Argv: string[];
-  InputSandbox: boolean;
-  RescheduleCounter: number;
-}
-
-class HttpError extends Error {
-  readonly status: number;
-  constructor(status: number, message: string) {
-    super(message);
-    this.status = status;
-  }
-}
-
 /** Worth trying again: the service unreachable, restarting or overloaded. Any other 4xx is its answer. */
 function transient(err: unknown): boolean {
-  return !(err instanceof HttpError) || err.status >= 500 || err.status === 408 || err.status === 429;
+  return !(err instanceof DirigoApiError) || err.status >= 500 || err.status === 408 || err.status === 429;
+}
+
+/** The service's answer to a job report that the job must stop: killed, rescheduled, or not ours any more. */
+function jobTakenAway(err: unknown): err is DirigoApiError {
+  return err instanceof DirigoApiError && (err.status === 403 || err.status === 409);
+}
+
+/** What a typed call resolves to. */
+interface CallResult<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
 }
 
 const FIRST_RETRY_MS = 500;
@@ -70,6 +71,7 @@ const MAX_RETRY_MS = 30_000;
 export class JobAgent {
   readonly agentId: string;
   readonly #o: JobAgentOptions;
+  readonly #api: DirigoClient;
   readonly #executor: LocalExecutor;
   /** Output sandboxes packed by the executor, kept until the final report uploads them: sha256 → file. */
   readonly #outputs = new Map<string, string>();
@@ -87,6 +89,7 @@ export class JobAgent {
 
   constructor(options: JobAgentOptions) {
     this.#o = options;
+    this.#api = createDirigoClient({ url: options.url, dispatcher: options.dispatcher });
     this.agentId = options.agentId ?? AgentJournal.agentId(options.workDir);
     this.#journal = new AgentJournal(options.workDir);
     this.#executor = new LocalExecutor({
@@ -101,41 +104,58 @@ export class JobAgent {
     });
   }
 
-  async #call(method: Dispatcher.HttpMethod, path: string, body?: { json?: unknown; stream?: Readable; type?: string }): Promise<Dispatcher.ResponseData> {
+  /**
+   * One API call with the current token; an expired token (401) is renewed and the call made once more.
+   * Answers other than 2xx become DirigoApiError; a connection failure names its cause (fetch's own message
+   * is only "fetch failed").
+   */
+  async #call<T>(send: (headers: { authorization: string }) => Promise<CallResult<T>>): Promise<{ data: T; response: Response }> {
     for (let attempt = 0; ; attempt++) {
-      const token = await this.#o.token(attempt > 0);
-      const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
-      let payload: string | Readable | undefined;
-      if (body?.json !== undefined) {
-        headers['content-type'] = 'application/json';
-        payload = JSON.stringify(body.json);
-      } else if (body?.stream) {
-        headers['content-type'] = body.type ?? 'application/gzip';
-        payload = body.stream;
+      const authorization = `Bearer ${await this.#o.token(attempt > 0)}`;
+      let result: CallResult<T>;
+      try {
+        result = await send({ authorization });
+      } catch (err) {
+        const cause = (err as Error).cause as Error | undefined;
+        throw cause ? new Error(`${(err as Error).message}: ${cause.message}`, { cause }) : err;
       }
-      const res = await request(this.#o.url + path, { method, headers, body: payload, dispatcher: this.#o.dispatcher });
-      // An expired token is renewed once (a streamed body cannot be sent twice).
-      if (res.statusCode === 401 && attempt === 0 && !body?.stream) {
-        await res.body.dump();
+      if (result.response.status === 401 && attempt === 0) {
+        await result.response.body?.cancel();
         continue;
       }
-      return res;
+      if (!result.response.ok) throw new DirigoApiError(result.response.status, result.error as Partial<ErrorAnswer> | undefined);
+      return result as { data: T; response: Response };
     }
   }
 
-  async #json<T>(method: Dispatcher.HttpMethod, path: string, json?: unknown): Promise<T> {
-    const res = await this.#call(method, path, json === undefined ? undefined : { json });
-    const text = await res.body.text();
-    if (res.statusCode >= 300) throw new HttpError(res.statusCode, describe(res.statusCode, text));
-    return JSON.parse(text) as T;
+  async #reportStatus(jid: number, status: 'Running' | 'Completing'): Promise<void> {
+    await this.#call((headers) => this.#api.POST('/agents/jobs/{jid}/status', { params: { path: { jid } }, headers, body: { agentId: this.agentId, status } }));
+  }
+
+  async #finish(jid: number, body: { outcome: 'done' | 'failed' | 'rescheduled'; exitCode: number | null; minorStatus: string; applicationStatus?: string }): Promise<void> {
+    await this.#call((headers) => this.#api.POST('/agents/jobs/{jid}/finish', { params: { path: { jid } }, headers, body: { agentId: this.agentId, ...body } }));
+  }
+
+  /** The output sandbox, sent from its file: a file-backed Blob streams from disk and can be sent again after a 401. */
+  async #upload(jid: number, file: string): Promise<void> {
+    const archive = await openAsBlob(file, { type: 'application/gzip' });
+    await this.#call((headers) =>
+      this.#api.PUT('/agents/jobs/{jid}/outputsandbox', {
+        params: { path: { jid }, query: { agentId: this.agentId } },
+        headers: { ...headers, 'content-type': 'application/gzip' },
+        body: archive as never,
+        bodySerializer: (body) => body as unknown as Blob,
+      }),
+    );
   }
 
   #store(): SandboxStore {
     return {
       get: async (key: string): Promise<Readable> => {
-        const res = await this.#call('GET', `/agents/jobs/${key}/inputsandbox?agentId=${this.agentId}`);
-        if (res.statusCode !== 200) throw new HttpError(res.statusCode, describe(res.statusCode, await res.body.text()));
-        return Readable.from(res.body);
+        const { response } = await this.#call((headers) =>
+          this.#api.GET('/agents/jobs/{jid}/inputsandbox', { params: { path: { jid: Number(key) }, query: { agentId: this.agentId } }, headers, parseAs: 'stream' }),
+        );
+        return Readable.fromWeb(response.body as WebReadableStream<Uint8Array>);
       },
       put: async (data: Readable, maxSize = Number.MAX_SAFE_INTEGER): Promise<StoredObject> => {
         await mkdir(join(this.#o.workDir, '.outputs'), { recursive: true, mode: 0o700 });
@@ -196,28 +216,24 @@ export class JobAgent {
         case 'running': {
           const job = this.#jobs.get(jid);
           if (job) this.#journal.remember({ job, ref: event.ref });
-          await this.#untilDelivered(`job ${jid}: report Running`, () => this.#json('POST', `/agents/jobs/${jid}/status`, { agentId: this.agentId, status: 'Running' }));
+          await this.#untilDelivered(`job ${jid}: report Running`, () => this.#reportStatus(jid, 'Running'));
           this.#o.log(`job ${jid} running`);
           return true;
         }
         case 'completing':
-          await this.#untilDelivered(`job ${jid}: report Completing`, () => this.#json('POST', `/agents/jobs/${jid}/status`, { agentId: this.agentId, status: 'Completing' }));
+          await this.#untilDelivered(`job ${jid}: report Completing`, () => this.#reportStatus(jid, 'Completing'));
           return true;
         case 'finished': {
-          let outcome = event.outcome === 'killed' ? 'failed' : event.outcome;
+          let outcome: 'done' | 'failed' = event.outcome === 'killed' ? 'failed' : event.outcome;
           let minorStatus = event.minorStatus;
           if (event.outputSandbox) {
             const file = this.#outputs.get(event.outputSandbox.sha256);
             this.#outputs.delete(event.outputSandbox.sha256);
             if (file) {
               try {
-                await this.#untilDelivered(`job ${jid}: upload the output sandbox`, async () => {
-                  const res = await this.#call('PUT', `/agents/jobs/${jid}/outputsandbox?agentId=${this.agentId}`, { stream: createReadStream(file) });
-                  const text = await res.body.text();
-                  if (res.statusCode !== 200) throw new HttpError(res.statusCode, describe(res.statusCode, text));
-                });
+                await this.#untilDelivered(`job ${jid}: upload the output sandbox`, () => this.#upload(jid, file));
               } catch (err) {
-                if (err instanceof HttpError && (err.status === 403 || err.status === 409)) throw err;
+                if (jobTakenAway(err)) throw err;
                 outcome = 'failed';
                 minorStatus = `Output sandbox upload failed: ${(err as Error).message}`;
               } finally {
@@ -226,13 +242,12 @@ export class JobAgent {
             }
           }
           const finish = {
-            agentId: this.agentId,
             outcome,
             exitCode: event.exitCode,
             minorStatus,
             ...(event.applicationStatus ? { applicationStatus: event.applicationStatus } : {}),
           };
-          await this.#untilDelivered(`job ${jid}: report the outcome`, () => this.#json('POST', `/agents/jobs/${jid}/finish`, finish));
+          await this.#untilDelivered(`job ${jid}: report the outcome`, () => this.#finish(jid, finish));
           this.finished++;
           this.#forget(jid);
           this.#o.log(`job ${jid} ${outcome === 'done' ? 'Done' : `Failed: ${minorStatus}`}`);
@@ -240,7 +255,7 @@ export class JobAgent {
         }
       }
     } catch (err) {
-      if (err instanceof HttpError && (err.status === 403 || err.status === 409)) {
+      if (jobTakenAway(err)) {
         // Killed, rescheduled or not ours any more: the payload must stop (if it still runs).
         this.#o.log(`job ${jid}: ${err.message}`);
         if (event.kind === 'finished') this.#forget(jid);
@@ -253,7 +268,7 @@ export class JobAgent {
   async #heartbeat(): Promise<void> {
     const jobs = this.#executor.activeJobs();
     try {
-      const reply = await this.#json<{ kill: number[]; heartbeatIntervalMs: number }>('POST', '/agents/heartbeat', { agentId: this.agentId, jobs });
+      const { data: reply } = await this.#call((headers) => this.#api.POST('/agents/heartbeat', { headers, body: { agentId: this.agentId, jobs } }));
       this.#heartbeatMs = reply.heartbeatIntervalMs;
       for (const jid of reply.kill) {
         this.#o.log(`job ${jid}: the service asks to stop it`);
@@ -286,7 +301,7 @@ export class JobAgent {
       let got = 0;
       if (free > 0) {
         try {
-          const reply = await this.#json<{ jobs: MatchedJob[]; heartbeatIntervalMs: number }>('POST', '/agents/match', { agentId: this.agentId, site: this.#o.site, slots: free });
+          const { data: reply } = await this.#call((headers) => this.#api.POST('/agents/match', { headers, body: { agentId: this.agentId, site: this.#o.site, slots: free } }));
           this.#heartbeatMs = reply.heartbeatIntervalMs;
           got = reply.jobs.length;
           this.matched += got;
@@ -294,7 +309,7 @@ export class JobAgent {
             this.#o.log(`job ${job.JobID} matched`);
             const toRun: JobToRun = {
               jobId: job.JobID,
-              manifest: job.Manifest,
+              manifest: job.Manifest as Manifest,
               argv: job.Argv,
               // The store's `get` key: the job id, whose input sandbox the service serves to its holder.
               inputSandbox: job.InputSandbox ? String(job.JobID) : null,
@@ -306,7 +321,7 @@ export class JobAgent {
             await this.#executor.submit(toRun);
           }
         } catch (err) {
-          if (err instanceof HttpError && (err.status === 400 || err.status === 403)) throw err;
+          if (err instanceof DirigoApiError && (err.status === 400 || err.status === 403)) throw err;
           this.#o.log(`match failed: ${(err as Error).message}`);
         }
       }
@@ -353,8 +368,8 @@ export class JobAgent {
         continue;
       }
       this.#forget(job.jobId);
-      await this.#untilDelivered(`job ${job.jobId}: give it back`, () => this.#json('POST', `/agents/jobs/${job.jobId}/finish`, {
-        agentId: this.agentId, outcome: 'rescheduled', exitCode: null, minorStatus: `Agent ${this.agentId} restarted, and ${gone}`,
+      await this.#untilDelivered(`job ${job.jobId}: give it back`, () => this.#finish(job.jobId, {
+        outcome: 'rescheduled', exitCode: null, minorStatus: `Agent ${this.agentId} restarted, and ${gone}`,
       })).catch((err: Error) => this.#o.log(`job ${job.jobId}: could not give it back: ${err.message}`));
     }
   }
@@ -366,21 +381,11 @@ export class JobAgent {
     const stopped = await this.#executor.close();
     for (const jid of stopped) {
       this.#forget(jid);
-      await this.#json('POST', `/agents/jobs/${jid}/finish`, { agentId: this.agentId, outcome: 'rescheduled', exitCode: null, minorStatus: `Agent ${this.agentId} was stopped while the job ran` }).catch((err: Error) =>
+      await this.#finish(jid, { outcome: 'rescheduled', exitCode: null, minorStatus: `Agent ${this.agentId} was stopped while the job ran` }).catch((err: Error) =>
         this.#o.log(`job ${jid}: could not give it back: ${err.message}`),
       );
       this.#o.log(`job ${jid} given back to the service`);
     }
     for (const file of this.#outputs.values()) await rm(file, { force: true });
   }
-}
-
-function describe(status: number, text: string): string {
-  try {
-    const e = JSON.parse(text) as { error?: string; error_description?: string };
-    if (e.error) return `HTTP ${status} ${e.error}: ${e.error_description ?? ''}`;
-  } catch {
-    // not JSON
-  }
-  return `HTTP ${status}`;
 }
