@@ -59,6 +59,15 @@ export const JobManifest = Type.Object(
         description: 'variables set for the job; with Arguments at most jobs.maxCommandBytes in all',
       }),
     ),
+    Parameters: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 1 }), Type.Array(Type.Union([Type.String(), Type.Number()]), { minItems: 1 })], {
+        description:
+          "a parametric job (DIRAC's semantics): one job per value, or this many jobs with ParameterStart/Step/Factor; %s, %(NAME)s, %n and %j in strings are the value, a named set's value (Parameters.NAME), the index and the job id; at most jobs.maxParametricJobs",
+      }),
+    ),
+    ParameterStart: Type.Optional(Type.Number({ description: 'first value of a counted Parameters (default 1)' })),
+    ParameterStep: Type.Optional(Type.Number({ description: 'added to each value to make the next (default 0)' })),
+    ParameterFactor: Type.Optional(Type.Number({ description: 'each value is multiplied by it before the step is added (default 1)' })),
   },
   { title: 'JobManifest', additionalProperties: true },
 );
@@ -66,10 +75,12 @@ export const JobManifest = Type.Object(
 /** POST /jobs bodies. JSON first: generators make the first media type the method's main form. */
 export const SubmissionBodies = {
   'application/json': Type.Union([JobManifest, Type.Array(JobManifest, { minItems: 1, description: 'all or nothing; at most jobs.maxBulk manifests' })]),
+  'text/x-jdl': Type.String({ description: "one manifest in DIRAC's JDL (ClassAd) syntax; attribute names in any case, Site and ExecutionEnvironment as DIRAC spells them" }),
   // The service reads every file part whatever its part name: `files` is the conventional one.
   'multipart/form-data': Type.Object(
     {
-      manifest: Type.Array(Type.String({ contentMediaType: 'application/json', description: 'a manifest (JSON), one job per part' }), { minItems: 1 }),
+      manifest: Type.Optional(Type.Array(Type.String({ contentMediaType: 'application/json', description: 'a manifest (JSON), one job per part' }))),
+      jdl: Type.Optional(Type.Array(Type.String({ contentMediaType: 'text/x-jdl', description: 'a manifest as JDL, one job per part' }))),
       files: Type.Optional(Type.Array(Binary, { description: 'input sandbox files, each part with its file name (Content-Disposition filename)' })),
     },
     { additionalProperties: Binary },

@@ -3,9 +3,9 @@
  * (flow A), --token / DIRIGO_TOKEN, or the token cached by `dirigo login`.
  */
 import { createHash } from 'node:crypto';
-import { openAsBlob, readFileSync } from 'node:fs';
+import { existsSync, openAsBlob, readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { basename, resolve } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { answer, api, connect, reach, refusal, type Connection } from '../kernel/cli/http.ts';
@@ -14,16 +14,19 @@ import { formatTable, paint, terminalWidth, type Colour } from '../kernel/cli/te
 import { CREDENTIAL_OPTIONS, userAccessToken } from '../kernel/cli/credentials.ts';
 import { unpackArchive } from './sandbox-archive.ts';
 import { fileNameProblem } from './file-names.ts';
+import { JDL_MEDIA_TYPE, JdlSyntaxError, parseJdl } from './jdl.ts';
 import { FINAL_STATUSES, type JobRecord, type StatusHistoryEntry } from './model.ts';
 
 const USAGE = `usage: dirigo jobs <command> [options]
 
 commands:
-  submit MANIFEST.json [FILES...]   submit the manifest (an object or an array); FILES join the input sandbox
+  submit MANIFEST.json|JOB.jdl [FILES...]
+                                    submit the manifest (an object or an array) or the JDL; FILES join the
+                                    input sandbox, as do the files a JDL's InputSandbox names beside it
   list [--status S]... [--all] [--max N] [--start N] [--attr KEY=VALUE]...
   show JID...                       attributes and status history
   kill JID...                       kill the jobs
-  manifest JID...                   the stored manifests
+  manifest JID... [--jdl]           the stored manifests (as JDL with --jdl)
   sandbox JID... input|output [-o|--output DIR]
                                     download and unpack sandboxes (default DIR: job-JID-input|output)
   wait JID... [--timeout SECONDS] [--interval SECONDS]
@@ -40,6 +43,7 @@ connection: --url URL (or DIRIGO_URL), --ca FILE (or DIRIGO_CA); --json prints r
 
 examples:
   dirigo jobs submit job.json hello.sh data.txt --cert alice.pem
+  dirigo jobs submit parametric.jdl
   dirigo jobs list --status Running --status Waiting --all
   dirigo jobs wait 4 5 --timeout 600 && dirigo jobs sandbox 4 5 output
 `;
@@ -47,6 +51,7 @@ examples:
 const OPTIONS = {
   ...CREDENTIAL_OPTIONS,
   json: { type: 'boolean' },
+  jdl: { type: 'boolean' },
   status: { type: 'string', multiple: true },
   attr: { type: 'string', multiple: true },
   all: { type: 'boolean' },
@@ -106,23 +111,53 @@ function table(jobs: JobRecord[]): string {
   return formatTable(cols, rows, { width: terminalWidth(), colour: (i, cell) => (i === 1 ? statusColour(cell) : undefined) });
 }
 
-async function submit(conn: Connection, token: string, values: Values, args: string[]): Promise<number> {
-  const [manifestFile, ...files] = args;
-  if (!manifestFile) throw new CliError('submit needs a manifest file', 2);
-  let manifest: unknown;
+/**
+ * The files a JDL's InputSandbox names that exist beside it: dirac-wms-job-submit uploads them the same
+ * way (entries such as `LFN:/vo/file` name catalogue files, not local ones).
+ */
+function jdlInputFiles(jdlFile: string, text: string): string[] {
+  let parsed: Record<string, unknown>;
   try {
-    manifest = JSON.parse(readFileSync(manifestFile, 'utf8'));
+    parsed = parseJdl(text, jdlFile);
+  } catch (err) {
+    if (err instanceof JdlSyntaxError) throw new CliError(err.message, 2);
+    throw err;
+  }
+  const names = Array.isArray(parsed.InputSandbox) ? (parsed.InputSandbox as string[]) : [];
+  return names.map((n) => resolve(dirname(jdlFile), n)).filter((path) => !/^[A-Za-z]+:/.test(basename(path)) && existsSync(path));
+}
+
+async function submit(conn: Connection, token: string, values: Values, args: string[]): Promise<number> {
+  const [manifestFile, ...given] = args;
+  if (!manifestFile) throw new CliError('submit needs a manifest file', 2);
+  let text: string;
+  try {
+    text = readFileSync(manifestFile, 'utf8');
   } catch (err) {
     throw new CliError(`cannot read the manifest ${manifestFile}: ${(err as Error).message}`, 2);
   }
+  const jdl = /\.jdl$/i.test(manifestFile);
+  let manifest: unknown;
+  if (!jdl) {
+    try {
+      manifest = JSON.parse(text);
+    } catch (err) {
+      throw new CliError(`cannot read the manifest ${manifestFile}: ${(err as Error).message} (a JDL file's name ends in .jdl)`, 2);
+    }
+  }
+  const files = [...given];
+  if (jdl) for (const f of jdlInputFiles(manifestFile, text)) if (!files.some((g) => resolve(g) === f)) files.push(f);
   const client = api(conn, token);
   let submitted: { jids: number[] };
   if (files.length === 0) {
     // The service checks the manifest and names what is wrong with it.
-    submitted = await answer(conn, client.POST('/jobs', { body: manifest as never }));
+    submitted = jdl
+      ? await answer(conn, client.POST('/jobs', { body: text as never, headers: { 'content-type': JDL_MEDIA_TYPE }, bodySerializer: (body) => body as unknown as string }))
+      : await answer(conn, client.POST('/jobs', { body: manifest as never }));
   } else {
     const form = new FormData();
-    for (const m of Array.isArray(manifest) ? manifest : [manifest]) form.append('manifest', JSON.stringify(m));
+    if (jdl) form.append('jdl', text);
+    else for (const m of Array.isArray(manifest) ? manifest : [manifest]) form.append('manifest', JSON.stringify(m));
     for (const f of files) {
       const name = basename(f);
       const problem = fileNameProblem(name);
@@ -218,6 +253,12 @@ export async function jobsCommand(argv: string[]): Promise<number> {
       });
     case 'manifest':
       return eachJob(jids(args), async (id) => {
+        if (values.jdl) {
+          const res = await reach(conn, api(conn, token).GET('/jobs/{jid}/manifest', { params: { path: { jid: Number(id) } }, headers: { accept: JDL_MEDIA_TYPE }, parseAs: 'text' }));
+          if (!res.response.ok) throw refusal(res.response.status, res.error);
+          process.stdout.write(res.data as string);
+          return EXIT.ok;
+        }
         const m = await answer(conn, api(conn, token).GET('/jobs/{jid}/manifest', { params: { path: { jid: Number(id) } } }));
         process.stdout.write(`${JSON.stringify(m, null, 2)}\n`);
         return EXIT.ok;

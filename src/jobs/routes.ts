@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { jobMetrics } from './metrics.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
+import { Type } from 'typebox';
 import { requireCapability, requireToken } from '../auth/index.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { Conflict, InvalidRequest, NotFound, UnsupportedMediaType } from '../kernel/errors.ts';
@@ -18,8 +19,28 @@ import { JobsService, type JobRunner } from './service.ts';
 import { referencedSandboxes, type Restrictions } from './store.ts';
 import { runDuty } from '../cluster/index.ts';
 import { manifestsFromJson, readMultipart } from './submission.ts';
+import { JDL_MEDIA_TYPE, parseJdl, renderJdl } from './jdl.ts';
 
 const RESERVED = new Set(['allOwners', 'maxJobs', 'startJob', 'access_token']);
+
+function isMediaType(contentType: string, type: string): boolean {
+  const essence = contentType.split(';')[0]!.trim().toLowerCase();
+  return essence === type;
+}
+
+/** RFC 9110 §12.5.1: JDL when the client names it with a weight at least that of JSON (or of any type). */
+function prefersJdl(accept: string | undefined): boolean {
+  if (!accept) return false;
+  const weights = new Map<string, number>();
+  for (const range of accept.split(',')) {
+    const [type, ...params] = range.split(';').map((s) => s.trim().toLowerCase());
+    const q = params.find((p) => p.startsWith('q='));
+    weights.set(type!, q ? Number(q.slice(2)) : 1);
+  }
+  const jdl = weights.get(JDL_MEDIA_TYPE) ?? 0;
+  const json = weights.get('application/json') ?? weights.get('application/*') ?? weights.get('*/*') ?? 0;
+  return jdl > 0 && jdl >= json;
+}
 
 
 function single(params: URLSearchParams, name: string): string | undefined {
@@ -101,6 +122,8 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
       headerPairs: 100,
     },
   });
+  // POST /jobs takes a JDL as text; parsed in the handler so that a syntax error names its line and column.
+  app.addContentTypeParser(JDL_MEDIA_TYPE, { parseAs: 'string', bodyLimit: config.jsonBodyLimit }, (_request, body, done) => done(null, body));
 
   const tags = ['Jobs'];
   const security = SECURITY.token;
@@ -155,12 +178,24 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
         summary: 'The stored manifest',
         params: JidParams,
         response: errors(400, 401, 403, 404),
-        documented: { responses: { 200: { description: 'The manifest as stored (defaults filled in)', content: { 'application/json': JobManifest } } } },
+        documented: {
+          responses: {
+            200: {
+              description: 'The manifest as stored (defaults filled in); as JDL when the Accept header prefers text/x-jdl',
+              content: { 'application/json': JobManifest, [JDL_MEDIA_TYPE]: Type.String({ description: "DIRAC's JDL (ClassAd) syntax" }) },
+            },
+          },
+        },
       },
     },
     async (request, reply) => {
       requireCapability(request.principal!, 'compute.read');
       const row = await service.visibleJob(request.principal!, jidOf(request));
+      reply.header('vary', 'Accept');
+      if (prefersJdl(request.headers.accept)) {
+        reply.type(`${JDL_MEDIA_TYPE}; charset=utf-8`);
+        return renderJdl(JSON.parse(row.manifest) as Record<string, unknown>);
+      }
       reply.type('application/json; charset=utf-8');
       return row.manifest;
     },
@@ -221,8 +256,8 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
         tags,
         security,
         operationId: 'submitJob',
-        summary: 'Submit jobs: a manifest, an array of manifests (all or nothing), or multipart manifest parts plus input files',
-        consumes: ['application/json', 'multipart/form-data'],
+        summary: 'Submit jobs: a manifest, an array of manifests (all or nothing), a JDL, or multipart manifest or JDL parts plus input files; a parametric manifest makes one job per parameter',
+        consumes: ['application/json', JDL_MEDIA_TYPE, 'multipart/form-data'],
         response: { 201: Submitted, ...errors(400, 401, 403, 413, 415) },
         documented: { body: SubmissionBodies },
       },
@@ -239,8 +274,9 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
         }
       } else {
         const type = String(request.headers['content-type'] ?? '');
-        if (!/^application\/json\s*(;|$)/i.test(type)) throw new UnsupportedMediaType(`POST /jobs takes application/json or multipart/form-data, not '${type}'`);
-        jids = await service.submit(request.principal!, manifestsFromJson(request.body, config.maxBulk));
+        if (isMediaType(type, JDL_MEDIA_TYPE)) jids = await service.submit(request.principal!, [parseJdl(request.body as string)]);
+        else if (isMediaType(type, 'application/json')) jids = await service.submit(request.principal!, manifestsFromJson(request.body, config.maxBulk));
+        else throw new UnsupportedMediaType(`POST /jobs takes application/json, ${JDL_MEDIA_TYPE} or multipart/form-data, not '${type}'`);
       }
       reply.code(201);
       return { jids };

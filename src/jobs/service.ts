@@ -5,9 +5,10 @@
 import type { Principal } from '../auth/index.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { nowIso } from '../kernel/db/database.ts';
-import { Conflict, InsufficientPrivileges, InvalidTransition, NotFound } from '../kernel/errors.ts';
+import { Conflict, InsufficientPrivileges, InvalidRequest, InvalidTransition, NotFound } from '../kernel/errors.ts';
 import type { JobsConfig } from './config-schema.ts';
 import { checkManifest } from './manifest.ts';
+import { expandParametric } from './parametric.ts';
 import { isFinal, JobStatus, toRecord } from './model.ts';
 import { canKillJob, canSeeJob, listVisibility } from './privileges.ts';
 import type { SandboxStore, StoredObject } from './sandbox-store.ts';
@@ -44,14 +45,25 @@ export class JobsService {
     this.sites = config.sites.map((s) => s.name);
   }
 
-  /** Checks every manifest first (all or nothing), then inserts them in one transaction. */
+  /**
+   * Expands parametric manifests, checks every job first (all or nothing), then inserts them in one
+   * transaction; a parametric submission's jobs share its input sandbox.
+   */
   async submit(
     principal: Principal,
     manifests: readonly unknown[],
     fileNames: readonly string[] = [],
     storeSandbox: () => Promise<StoredObject | undefined> = async () => undefined,
   ): Promise<number[]> {
-    const checked = manifests.map((m, i) => checkManifest(m, manifests.length > 1 ? `manifest[${i}]` : 'manifest', this.sites, fileNames, this.config));
+    const limit = this.config.maxParametricJobs;
+    const jobs: { manifest: unknown; where: string }[] = [];
+    manifests.forEach((m, i) => {
+      const where = manifests.length > 1 ? `manifest[${i}]` : 'manifest';
+      const expanded = expandParametric(m, where, limit);
+      for (const [n, manifest] of expanded.entries()) jobs.push({ manifest, where: expanded.length > 1 ? `${where} (parameter ${n})` : where });
+      if (jobs.length > limit) throw new InvalidRequest(`the submission makes ${jobs.length} or more jobs; at most ${limit} are allowed (jobs.maxParametricJobs)`);
+    });
+    const checked = jobs.map(({ manifest, where }) => checkManifest(manifest, where, this.sites, fileNames, this.config));
     // The sandbox is durable before any row can point at it.
     const sandbox = await storeSandbox();
     const user = this.ctx.registry.user(principal.username);

@@ -6,7 +6,8 @@ import { sql, type Selectable } from 'kysely';
 import type { Db } from '../kernel/db/database.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import { ATTRIBUTE_COLUMNS, ATTRIBUTES, JobStatus, toRecord, type AttributeName, type JobRecord, type StatusHistoryEntry } from './model.ts';
-import type { CheckedManifest } from './manifest.ts';
+import type { CheckedManifest, Manifest } from './manifest.ts';
+import { fillJobId } from './parametric.ts';
 import type { Visibility } from './privileges.ts';
 import { changeStatus } from './state-machine.ts';
 import type { JobTable } from './tables.ts';
@@ -60,6 +61,17 @@ export async function insertJobs(db: Db, who: Submitter, jobs: readonly CheckedM
       }));
       const inserted = await trx.insertInto('jobs').values(rows).returning('job_id').execute();
       const chunk = inserted.map((r) => Number(r.job_id)).sort((a, b) => a - b);
+      // `%j` is the job's own id (parametric.ts), known only now: filled in within the same transaction.
+      for (const [k, row] of rows.entries()) {
+        if (!row.manifest.includes('%j')) continue;
+        const jobId = chunk[k]!;
+        const manifest = fillJobId(JSON.parse(row.manifest) as Manifest, jobId);
+        await trx
+          .updateTable('jobs')
+          .set({ manifest: JSON.stringify(manifest), job_name: manifest.JobName ?? 'Unknown', job_group: manifest.JobGroup ?? '' })
+          .where('job_id', '=', jobId)
+          .execute();
+      }
       await trx
         .insertInto('job_status_history')
         .values(chunk.map((job_id) => ({ job_id, status: JobStatus.Received, minor_status: 'Job accepted', application_status: 'Unknown', status_time: now, source: 'JobManager' })))

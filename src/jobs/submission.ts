@@ -1,7 +1,7 @@
 /**
  * POST /jobs bodies into checked manifests and an input sandbox. JSON bodies carry one manifest or an
- * array of them; multipart bodies carry `manifest` parts (one job each) and file parts that join the
- * input sandbox. Uploaded files are spooled under numbered names (a client's file name is never used as a
+ * array of them; JDL bodies one manifest; multipart bodies carry `manifest` (JSON) or `jdl` parts (one
+ * manifest each) and file parts that join the input sandbox. Uploaded files are spooled under numbered names (a client's file name is never used as a
  * path), checked against the limits, then packed into one tar.gz and stored before any row is written.
  */
 import { randomBytes } from 'node:crypto';
@@ -15,6 +15,7 @@ import { DirigoError, InvalidRequest, PayloadTooLarge } from '../kernel/errors.t
 import { refuseUnstorableText } from '../kernel/storable-text.ts';
 import type { JobsConfig } from './config-schema.ts';
 import { fileNameProblem } from './file-names.ts';
+import { parseJdl } from './jdl.ts';
 import { packFiles, type ArchiveFile } from './sandbox-archive.ts';
 import type { SandboxStore, StoredObject } from './sandbox-store.ts';
 
@@ -48,12 +49,15 @@ async function readLimited(stream: Readable, max: number, what: string): Promise
   return Buffer.concat(chunks);
 }
 
-function parseManifestText(text: string, index: number): unknown {
+function parseManifestText(text: string, index: number, jdl: boolean): unknown {
   let manifest: unknown;
-  try {
-    manifest = JSON.parse(text);
-  } catch (err) {
-    throw new InvalidRequest(`manifest part ${index + 1} is not valid JSON: ${(err as Error).message}`);
+  if (jdl) manifest = parseJdl(text, `jdl part ${index + 1}`);
+  else {
+    try {
+      manifest = JSON.parse(text);
+    } catch (err) {
+      throw new InvalidRequest(`manifest part ${index + 1} is not valid JSON: ${(err as Error).message}`);
+    }
   }
   // Multipart parts bypass the route's body check (app.ts): the same rule, here.
   refuseUnstorableText(manifest, `manifest part ${index + 1}`);
@@ -72,19 +76,20 @@ export async function readMultipart(request: FastifyRequest, config: JobsConfig,
   try {
     try {
       for await (const part of request.parts()) {
-        if (part.fieldname === 'manifest') {
+        if (part.fieldname === 'manifest' || part.fieldname === 'jdl') {
+          const jdl = part.fieldname === 'jdl';
           if (manifests.length >= config.maxBulk) throw new InvalidRequest(`at most ${config.maxBulk} manifest parts per submission`);
           if (part.type === 'field') {
             if (part.valueTruncated) throw new PayloadTooLarge(`manifest part ${manifests.length + 1} is larger than ${config.jsonBodyLimit} bytes`);
             const v = part.value;
-            manifests.push(typeof v === 'string' ? parseManifestText(v, manifests.length) : v);
+            manifests.push(typeof v === 'string' ? parseManifestText(v, manifests.length, jdl) : v);
           } else {
             const text = (await readLimited(part.file, config.jsonBodyLimit, `manifest part ${manifests.length + 1}`)).toString('utf8');
-            manifests.push(parseManifestText(text, manifests.length));
+            manifests.push(parseManifestText(text, manifests.length, jdl));
           }
           continue;
         }
-        if (part.type === 'field') throw new InvalidRequest(`unexpected form field '${part.fieldname}': only 'manifest' parts and files are accepted`);
+        if (part.type === 'field') throw new InvalidRequest(`unexpected form field '${part.fieldname}': only 'manifest' and 'jdl' parts and files are accepted`);
         const name = part.filename;
         const problem = fileNameProblem(name ?? '');
         if (problem) {
@@ -122,7 +127,7 @@ export async function readMultipart(request: FastifyRequest, config: JobsConfig,
       if (!(err instanceof DirigoError) && code === undefined && err instanceof Error) throw new InvalidRequest(`the multipart body is malformed: ${err.message}`);
       throw err;
     }
-    if (manifests.length === 0) throw new InvalidRequest("the multipart request has no 'manifest' part");
+    if (manifests.length === 0) throw new InvalidRequest("the multipart request has no 'manifest' or 'jdl' part");
     return {
       manifests,
       fileNames: files.map((f) => f.name),

@@ -156,7 +156,11 @@ for (const { dialect, skip } of await dialects()) {
       }
       assert.equal(job.Status, 'Done');
       assert.ok(job.StatusHistory.length > 0);
-      assert.equal(unwrap(await alice.GET('/jobs/{jid}/manifest', { params: { path: { jid } } })).Executable, '/bin/sh');
+      const manifest = unwrap(await alice.GET('/jobs/{jid}/manifest', { params: { path: { jid } } }));
+      assert.ok(typeof manifest === 'object', 'JSON unless JDL is asked for');
+      assert.equal(manifest.Executable, '/bin/sh');
+      const jdl = await alice.GET('/jobs/{jid}/manifest', { params: { path: { jid } }, headers: { accept: 'text/x-jdl' }, parseAs: 'text' });
+      assert.match(String(jdl.data), /^\s*Executable = "\/bin\/sh";$/m);
       const out = await downloadSandbox(alice, jid, 'output');
       assert.ok(out?.etag);
       const files = await untar(Buffer.concat(await Readable.fromWeb(out.body as never).toArray()));

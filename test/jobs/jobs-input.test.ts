@@ -118,7 +118,7 @@ for (const { dialect, skip } of await dialects()) {
     const file = (filename: string, value: string | Buffer = 'data') => ({ name: 'file', filename, value });
     const manifest = (m: unknown = { Executable: '/bin/true' }) => ({ name: 'manifest', value: typeof m === 'string' ? m : JSON.stringify(m) });
     const multipartCases: [string, Parameters<typeof postMultipart>[2], number, string, RegExp][] = [
-      ['no manifest part', [file('a.txt')], 400, 'invalid_request', /no 'manifest' part/],
+      ['no manifest part', [file('a.txt')], 400, 'invalid_request', /no 'manifest' or 'jdl' part/],
       ['an unparsable manifest', [manifest('{nope'), file('a.txt')], 400, 'invalid_request', /not valid JSON/],
       ['a manifest without Executable', [manifest({ JobName: 'x' }), file('a.txt')], 400, 'invalid_request', /Executable is required/],
       ['a file name with a slash', [manifest(), file('../evil.sh')], 400, 'invalid_request', /path separator/],

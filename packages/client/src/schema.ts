@@ -391,7 +391,7 @@ export interface paths {
         /** List jobs, newest first; any job attribute restricts (a repeated key means OR) */
         get: operations["listJobs"];
         put?: never;
-        /** Submit jobs: a manifest, an array of manifests (all or nothing), or multipart manifest parts plus input files */
+        /** Submit jobs: a manifest, an array of manifests (all or nothing), a JDL, or multipart manifest or JDL parts plus input files; a parametric manifest makes one job per parameter */
         post: operations["submitJob"];
         delete?: never;
         options?: never;
@@ -3082,6 +3082,14 @@ export interface operations {
                     Environment?: {
                         [key: string]: string;
                     };
+                    /** @description a parametric job (DIRAC's semantics): one job per value, or this many jobs with ParameterStart/Step/Factor; %s, %(NAME)s, %n and %j in strings are the value, a named set's value (Parameters.NAME), the index and the job id; at most jobs.maxParametricJobs */
+                    Parameters?: number | (string | number)[];
+                    /** @description first value of a counted Parameters (default 1) */
+                    ParameterStart?: number;
+                    /** @description added to each value to make the next (default 0) */
+                    ParameterStep?: number;
+                    /** @description each value is multiplied by it before the step is added (default 1) */
+                    ParameterFactor?: number;
                 } & {
                     [key: string]: unknown;
                 }) | ({
@@ -3109,11 +3117,21 @@ export interface operations {
                     Environment?: {
                         [key: string]: string;
                     };
+                    /** @description a parametric job (DIRAC's semantics): one job per value, or this many jobs with ParameterStart/Step/Factor; %s, %(NAME)s, %n and %j in strings are the value, a named set's value (Parameters.NAME), the index and the job id; at most jobs.maxParametricJobs */
+                    Parameters?: number | (string | number)[];
+                    /** @description first value of a counted Parameters (default 1) */
+                    ParameterStart?: number;
+                    /** @description added to each value to make the next (default 0) */
+                    ParameterStep?: number;
+                    /** @description each value is multiplied by it before the step is added (default 1) */
+                    ParameterFactor?: number;
                 } & {
                     [key: string]: unknown;
                 })[];
+                "text/x-jdl": string;
                 "multipart/form-data": {
-                    manifest: string[];
+                    manifest?: string[];
+                    jdl?: string[];
                     /** @description input sandbox files, each part with its file name (Content-Disposition filename) */
                     files?: string[];
                 } & {
@@ -3378,7 +3396,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The manifest as stored (defaults filled in) */
+            /** @description The manifest as stored (defaults filled in); as JDL when the Accept header prefers text/x-jdl */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3409,9 +3427,18 @@ export interface operations {
                         Environment?: {
                             [key: string]: string;
                         };
+                        /** @description a parametric job (DIRAC's semantics): one job per value, or this many jobs with ParameterStart/Step/Factor; %s, %(NAME)s, %n and %j in strings are the value, a named set's value (Parameters.NAME), the index and the job id; at most jobs.maxParametricJobs */
+                        Parameters?: number | (string | number)[];
+                        /** @description first value of a counted Parameters (default 1) */
+                        ParameterStart?: number;
+                        /** @description added to each value to make the next (default 0) */
+                        ParameterStep?: number;
+                        /** @description each value is multiplied by it before the step is added (default 1) */
+                        ParameterFactor?: number;
                     } & {
                         [key: string]: unknown;
                     };
+                    "text/x-jdl": string;
                 };
             };
             /** @description OAuth 2.0-shaped error */
