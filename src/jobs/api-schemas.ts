@@ -5,6 +5,7 @@
 import { Type } from 'typebox';
 import { Binary } from '../kernel/openapi.ts';
 import { ALL_STATUSES, ATTRIBUTES, type AttributeName, type JobStatus } from './model.ts';
+import { OPERATORS, type Operator } from './search.ts';
 
 // Type arrays rather than anyOf: the serializer checks them inline instead of validating each value.
 const attributeSchema = (type: 'string' | 'integer') => Type.Unsafe<string | number | null>({ type: [type, 'null'] });
@@ -101,10 +102,15 @@ export const IfNoneMatch = Type.Object({ 'if-none-match': Type.Optional(Type.Str
 /** One enum rather than a union of literals: documents (and generated clients) list the statuses as one set. */
 const JobStatusName = Type.Unsafe<JobStatus>({ type: 'string', enum: [...ALL_STATUSES] });
 
+const AttributeNameSchema = Type.Unsafe<AttributeName>({ type: 'string', enum: Object.keys(ATTRIBUTES), description: 'a job attribute' });
+const SORT_PATTERN = `^-?(${Object.keys(ATTRIBUTES).join('|')})$`;
+
 const restriction = (name: AttributeName) =>
   name === 'Status'
     ? Type.Array(JobStatusName, { description: 'restrict to these statuses (repeat the key: OR)' })
     : Type.Array(ATTRIBUTES[name].type === 'integer' ? Type.Integer() : Type.String(), { description: `restrict to these ${name} values (repeat the key: OR)` });
+
+const restrictions = Object.fromEntries((Object.keys(ATTRIBUTES) as AttributeName[]).map((k) => [k, Type.Optional(restriction(k))]));
 
 /**
  * GET /jobs: paging, and one optional restriction per job attribute. Validation is attached, not answered:
@@ -115,7 +121,80 @@ export const ListQuery = Type.Object(
     allOwners: Type.Optional(Type.Boolean({ default: false, description: 'true: every job the caller may see' })),
     maxJobs: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
     startJob: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 })),
-    ...Object.fromEntries((Object.keys(ATTRIBUTES) as AttributeName[]).map((k) => [k, Type.Optional(restriction(k))])),
+    sort: Type.Optional(
+      Type.Array(Type.String({ pattern: SORT_PATTERN }), { description: 'sort keys in order, an attribute name, with a leading - for descending (default -JobID: newest first)' }),
+    ),
+    ...restrictions,
   },
   { additionalProperties: true },
+);
+
+/** GET /jobs/summary: the attributes to group by, and the same restrictions as GET /jobs. */
+export const SummaryQuery = Type.Object(
+  {
+    groupBy: Type.Array(AttributeNameSchema, { minItems: 1, maxItems: 4, description: 'attributes to count per combination of (repeat the key)' }),
+    allOwners: Type.Optional(Type.Boolean({ default: false, description: 'true: every job the caller may see' })),
+    ...restrictions,
+  },
+  { additionalProperties: true },
+);
+
+export const JobSummary = Type.Object(
+  {
+    total: Type.Integer({ minimum: 0, description: 'jobs counted' }),
+    summary: Type.Array(Type.Object({ count: Type.Integer({ minimum: 1 }) }, { additionalProperties: Type.Union([Type.String(), Type.Integer(), Type.Null()]) }), {
+      description: 'one entry per combination of the groupBy values present, largest count first',
+    }),
+  },
+  { title: 'JobSummary' },
+);
+
+// A type array, not anyOf: Ajv coerces only a value that matches none of the types, so 4 and "4" stay apart.
+const SearchValue = Type.Unsafe<string | number>({ type: ['string', 'integer'], maxLength: 512 });
+
+/** POST /jobs/search (DIRAC's job monitor selections; the shape of DiracX's search body). */
+export const SearchBody = Type.Object(
+  {
+    search: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            parameter: AttributeNameSchema,
+            operator: Type.Unsafe<Operator>({ type: 'string', enum: [...OPERATORS] }),
+            value: Type.Optional(SearchValue),
+            values: Type.Optional(Type.Array(SearchValue, { minItems: 1, maxItems: 1000 })),
+          },
+          { additionalProperties: false, description: "'in' and 'not in' take values, the others value; times compare as ISO 8601; 'like' uses % and _" },
+        ),
+        { maxItems: 32, description: 'conditions, all of which a job meets' },
+      ),
+    ),
+    parameters: Type.Optional(Type.Array(AttributeNameSchema, { minItems: 1, description: 'attributes to return (default all)' })),
+    sort: Type.Optional(
+      Type.Array(Type.Object({ parameter: AttributeNameSchema, direction: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])) }, { additionalProperties: false }), {
+        maxItems: 4,
+        description: 'sort keys in order (default: JobID descending); JobID is always the last key',
+      }),
+    ),
+    page: Type.Optional(
+      Type.Object(
+        {
+          size: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+          offset: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+          cursor: Type.Optional(Type.String({ maxLength: 4096, description: 'nextCursor of the previous page: the page after it, at any depth for the same cost' })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    allOwners: Type.Optional(Type.Boolean({ default: false, description: 'true: every job the caller may see' })),
+  },
+  { additionalProperties: false, title: 'JobSearch' },
+);
+
+export const SearchAnswer = Type.Object(
+  {
+    jobs: Type.Array(Type.Partial(Type.Object(jobAttributes)), { description: 'the asked attributes of each job' }),
+    nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'continues after the last job; null on the last page' }),
+  },
+  { title: 'JobSearchPage' },
 );

@@ -23,7 +23,9 @@ commands:
   submit MANIFEST.json|JOB.jdl [FILES...]
                                     submit the manifest (an object or an array) or the JDL; FILES join the
                                     input sandbox, as do the files a JDL's InputSandbox names beside it
-  list [--status S]... [--all] [--max N] [--start N] [--attr KEY=VALUE]...
+  list [--status S]... [--all] [--max N] [--start N] [--attr KEY=VALUE]... [--sort [-]ATTR]...
+  summary --group-by ATTR... [--status S]... [--attr KEY=VALUE]... [--all]
+                                    job counts per combination of the attributes' values
   show JID...                       attributes and status history
   kill JID...                       kill the jobs
   manifest JID... [--jdl]           the stored manifests (as JDL with --jdl)
@@ -53,6 +55,8 @@ const OPTIONS = {
   json: { type: 'boolean' },
   jdl: { type: 'boolean' },
   status: { type: 'string', multiple: true },
+  sort: { type: 'string', multiple: true },
+  'group-by': { type: 'string', multiple: true },
   attr: { type: 'string', multiple: true },
   all: { type: 'boolean' },
   max: { type: 'string' },
@@ -90,6 +94,19 @@ async function eachJob(ids: readonly string[], one: (id: string) => Promise<numb
     }
   }
   return codes.size === 0 ? EXIT.ok : codes.size === 1 ? [...codes][0]! : EXIT.failure;
+}
+
+/** --status, --attr KEY=VALUE and --all as GET /jobs restrictions, sent as typed: the service says what is wrong with a value. */
+function restrictionQuery(values: Values): Record<string, string | string[] | undefined> {
+  const query: Record<string, string | string[] | undefined> = { Status: values.status, allOwners: values.all ? 'true' : undefined };
+  for (const a of values.attr ?? []) {
+    const eq = a.indexOf('=');
+    if (eq < 1) throw new CliError(`--attr takes KEY=VALUE, not '${a}'`, 2);
+    const key = a.slice(0, eq);
+    const prev = query[key];
+    query[key] = [...(Array.isArray(prev) ? prev : prev ? [prev] : []), a.slice(eq + 1)];
+  }
+  return query;
 }
 
 function print(values: Values, data: unknown, text: () => string): void {
@@ -221,17 +238,19 @@ export async function jobsCommand(argv: string[]): Promise<number> {
     case 'submit':
       return submit(conn, token, values, args);
     case 'list': {
-      // Sent as typed (numbers as the user wrote them): the service says what is wrong with a value.
-      const query: Record<string, string | string[] | undefined> = { Status: values.status, maxJobs: values.max, startJob: values.start, allOwners: values.all ? 'true' : undefined };
-      for (const a of values.attr ?? []) {
-        const eq = a.indexOf('=');
-        if (eq < 1) throw new CliError(`--attr takes KEY=VALUE, not '${a}'`, 2);
-        const key = a.slice(0, eq);
-        const prev = query[key];
-        query[key] = [...(Array.isArray(prev) ? prev : prev ? [prev] : []), a.slice(eq + 1)];
-      }
+      const query = { ...restrictionQuery(values), maxJobs: values.max, startJob: values.start, sort: values.sort };
       const res = await answer(conn, api(conn, token).GET('/jobs', { params: { query: query as never } }));
       print(values, res, () => `${table(res.jobs)}${res.jobs.length} of ${res.entries} job(s) shown\n`);
+      return 0;
+    }
+    case 'summary': {
+      const groupBy = values['group-by'] ?? [];
+      if (groupBy.length === 0) throw new CliError('summary needs --group-by ATTR (one to four)', 2);
+      const res = await answer(conn, api(conn, token).GET('/jobs/summary', { params: { query: { ...restrictionQuery(values), groupBy } as never } }));
+      print(values, res, () => {
+        const rows = res.summary.map((r) => [...groupBy.map((g) => String(r[g] ?? '')), String(r.count)]);
+        return `${formatTable([...groupBy, 'Jobs'], rows, { width: terminalWidth(), colour: (i, cell) => (groupBy[i] === 'Status' ? statusColour(cell) : undefined) })}${res.total} job(s)\n`;
+      });
       return 0;
     }
     case 'show':

@@ -64,4 +64,12 @@ export const jobsMigrations: Record<string, Migration> = {
       await db.schema.createIndex('jobs_status_site').on('jobs').columns(['status', 'site']).execute();
     },
   },
+  // Searches and the job monitor's filters (issue 20): by site, by group (a parametric bulk), by submission time.
+  '2026_11_25_1100_jobs_search_indexes': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.createIndex('jobs_site_id').on('jobs').columns(['site', 'job_id']).execute();
+      await db.schema.createIndex('jobs_job_group_id').on('jobs').columns(['job_group', 'job_id']).execute();
+      await db.schema.createIndex('jobs_submission_time').on('jobs').columns(['submission_time', 'job_id']).execute();
+    },
+  },
 };

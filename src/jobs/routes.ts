@@ -6,22 +6,38 @@ import { join } from 'node:path';
 import { jobMetrics } from './metrics.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { requireCapability, requireToken } from '../auth/index.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { Conflict, InvalidRequest, NotFound, UnsupportedMediaType } from '../kernel/errors.ts';
 import { Binary, errors, SECURITY } from '../kernel/openapi.ts';
-import { IfNoneMatch, JidParams, JobDescription, JobList, JobManifest, Killed, ListQuery, SandboxHeaders, SubmissionBodies, Submitted } from './api-schemas.ts';
+import {
+  IfNoneMatch,
+  JidParams,
+  JobDescription,
+  JobList,
+  JobManifest,
+  JobSummary,
+  Killed,
+  ListQuery,
+  SandboxHeaders,
+  SearchAnswer,
+  SearchBody,
+  SubmissionBodies,
+  Submitted,
+  SummaryQuery,
+} from './api-schemas.ts';
 import type { JobsConfig } from './config-schema.ts';
-import { ALL_STATUSES, ATTRIBUTES, isFinal, type AttributeName } from './model.ts';
+import { ALL_STATUSES, ATTRIBUTE_NAMES, ATTRIBUTES, isFinal, type AttributeName } from './model.ts';
 import type { FileSandboxStore } from './sandbox-store.ts';
 import { JobsService, type JobRunner } from './service.ts';
-import { referencedSandboxes, type Restrictions } from './store.ts';
+import { referencedSandboxes, restrictionConditions, type Restrictions } from './store.ts';
+import { fullSort, type Condition, type SortKey } from './search.ts';
 import { runDuty } from '../cluster/index.ts';
 import { manifestsFromJson, readMultipart } from './submission.ts';
 import { JDL_MEDIA_TYPE, parseJdl, renderJdl } from './jdl.ts';
 
-const RESERVED = new Set(['allOwners', 'maxJobs', 'startJob', 'access_token']);
+const RESERVED = new Set(['allOwners', 'maxJobs', 'startJob', 'access_token', 'sort', 'groupBy']);
 
 function isMediaType(contentType: string, type: string): boolean {
   const essence = contentType.split(';')[0]!.trim().toLowerCase();
@@ -58,8 +74,13 @@ function integerParam(params: URLSearchParams, name: string, def: number, min: n
   return n;
 }
 
-/** GET /jobs query: allOwners, maxJobs, startJob and attribute restrictions (repeated key = OR). */
-export function parseListQuery(url: string): { allOwners: boolean; maxJobs: number; startJob: number; restrictions: Restrictions } {
+function attributeName(where: string, name: string): AttributeName {
+  if (!Object.hasOwn(ATTRIBUTES, name)) throw new InvalidRequest(`${where}: '${name}' is not a job attribute (known: ${Object.keys(ATTRIBUTES).join(', ')})`);
+  return name as AttributeName;
+}
+
+/** GET /jobs query: allOwners, maxJobs, startJob, sort (`-Name` descending), groupBy and attribute restrictions (repeated key = OR). */
+export function parseListQuery(url: string): { allOwners: boolean; maxJobs: number; startJob: number; restrictions: Restrictions; sort: SortKey[]; groupBy: AttributeName[] } {
   const q = url.indexOf('?');
   const params = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
   const allOwnersText = single(params, 'allOwners');
@@ -76,11 +97,17 @@ export function parseListQuery(url: string): { allOwners: boolean; maxJobs: numb
       return Number(v);
     });
   }
+  const sort = params.getAll('sort').map((key): SortKey => {
+    const descending = key.startsWith('-');
+    return { parameter: attributeName('sort', descending ? key.slice(1) : key), direction: descending ? 'desc' : 'asc' };
+  });
   return {
     allOwners: allOwnersText === 'true',
     maxJobs: integerParam(params, 'maxJobs', 100, 1, 1000),
     startJob: integerParam(params, 'startJob', 0, 0, Number.MAX_SAFE_INTEGER),
     restrictions,
+    sort,
+    groupBy: params.getAll('groupBy').map((name) => attributeName('groupBy', name)),
   };
 }
 
@@ -142,7 +169,7 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
         tags,
         security,
         operationId: 'listJobs',
-        summary: 'List jobs, newest first; any job attribute restricts (a repeated key means OR)',
+        summary: 'List jobs, newest first unless sorted; any job attribute restricts (a repeated key means OR)',
         querystring: ListQuery,
         response: { 200: JobList, ...errors(400, 401, 403) },
       },
@@ -150,8 +177,60 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
     async (request) => {
       requireCapability(request.principal!, 'compute.read');
       const q = parseListQuery(request.url);
-      const { entries, jobs } = await service.list(request.principal!, q.allOwners, q.restrictions, q.maxJobs, q.startJob);
+      const { entries, jobs } = await service.list(request.principal!, q.allOwners, q.restrictions, q.maxJobs, q.startJob, q.sort);
       return { entries, startJob: q.startJob, maxJobs: q.maxJobs, jobs };
+    },
+  );
+
+  app.get(
+    '/jobs/summary',
+    {
+      ...authFirst,
+      attachValidation: true,
+      schema: {
+        tags,
+        security,
+        operationId: 'summarizeJobs',
+        summary: 'Job counts per combination of the groupBy attributes, with the restrictions of GET /jobs',
+        querystring: SummaryQuery,
+        response: { 200: JobSummary, ...errors(400, 401, 403) },
+      },
+    },
+    async (request) => {
+      requireCapability(request.principal!, 'compute.read');
+      const q = parseListQuery(request.url);
+      if (q.groupBy.length === 0 || q.groupBy.length > 4) throw new InvalidRequest('groupBy: name one to four job attributes (repeat the key)');
+      if (new Set(q.groupBy).size !== q.groupBy.length) throw new InvalidRequest('groupBy: an attribute is named twice');
+      return service.summary(request.principal!, q.allOwners, restrictionConditions(q.restrictions), q.groupBy);
+    },
+  );
+
+  app.post(
+    '/jobs/search',
+    {
+      preHandler: auth,
+      schema: {
+        tags,
+        security,
+        operationId: 'searchJobs',
+        summary: 'Search jobs: conditions with operators, the attributes to return, sort keys, pages by offset or cursor',
+        body: SearchBody,
+        response: { 200: SearchAnswer, ...errors(400, 401, 403, 413, 415) },
+      },
+    },
+    async (request) => {
+      requireCapability(request.principal!, 'compute.read');
+      const body = request.body as Static<typeof SearchBody>;
+      const page = body.page ?? {};
+      if (page.cursor !== undefined && page.offset !== undefined) throw new InvalidRequest('page: give offset or cursor, not both');
+      return service.search(request.principal!, body.allOwners ?? false, {
+        conditions: (body.search ?? []) as Condition[],
+        parameters: body.parameters ?? ATTRIBUTE_NAMES,
+        sort: fullSort(body.sort as SortKey[] | undefined),
+        size: page.size ?? 100,
+        ...(page.offset !== undefined ? { offset: page.offset } : {}),
+        ...(page.cursor !== undefined ? { cursor: page.cursor } : {}),
+      });
     },
   );
 

@@ -9,7 +9,8 @@ import { Conflict, InsufficientPrivileges, InvalidRequest, InvalidTransition, No
 import type { JobsConfig } from './config-schema.ts';
 import { checkManifest } from './manifest.ts';
 import { expandParametric } from './parametric.ts';
-import { isFinal, JobStatus, toRecord } from './model.ts';
+import { isFinal, JobStatus, toRecord, type AttributeName } from './model.ts';
+import { searchJobs, summarizeJobs, type Condition, type SearchRequest, type SortKey } from './search.ts';
 import { canKillJob, canSeeJob, listVisibility } from './privileges.ts';
 import type { SandboxStore, StoredObject } from './sandbox-store.ts';
 import { canTransition, changeStatus } from './state-machine.ts';
@@ -78,8 +79,16 @@ export class JobsService {
     return ids;
   }
 
-  async list(principal: Principal, allOwners: boolean, restrictions: Restrictions, maxJobs: number, startJob: number) {
-    return listJobs(this.ctx.db, { restrictions, visibility: listVisibility(principal, allOwners), maxJobs, startJob });
+  async list(principal: Principal, allOwners: boolean, restrictions: Restrictions, maxJobs: number, startJob: number, sort: readonly SortKey[] = []) {
+    return listJobs(this.ctx.db, { restrictions, visibility: listVisibility(principal, allOwners), maxJobs, startJob, sort });
+  }
+
+  async search(principal: Principal, allOwners: boolean, request: Omit<SearchRequest, 'visibility'>) {
+    return searchJobs(this.ctx.db, { ...request, visibility: listVisibility(principal, allOwners) });
+  }
+
+  async summary(principal: Principal, allOwners: boolean, conditions: readonly Condition[], groupBy: readonly AttributeName[]) {
+    return summarizeJobs(this.ctx.db, listVisibility(principal, allOwners), conditions, groupBy);
   }
 
   /** The job, if the principal may see it. @throws NotFound, InsufficientPrivileges */

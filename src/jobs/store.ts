@@ -5,11 +5,12 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../kernel/db/database.ts';
 import { nowIso } from '../kernel/db/database.ts';
-import { ATTRIBUTE_COLUMNS, ATTRIBUTES, JobStatus, toRecord, type AttributeName, type JobRecord, type StatusHistoryEntry } from './model.ts';
+import { ATTRIBUTE_COLUMNS, JobStatus, toRecord, type AttributeName, type JobRecord, type StatusHistoryEntry } from './model.ts';
 import type { CheckedManifest, Manifest } from './manifest.ts';
 import { fillJobId } from './parametric.ts';
 import type { Visibility } from './privileges.ts';
 import { changeStatus } from './state-machine.ts';
+import { fullSort, matching, sorted, visible, type Condition, type SortKey } from './search.ts';
 import type { JobTable } from './tables.ts';
 
 export interface Submitter {
@@ -90,21 +91,23 @@ export interface ListQuery {
   visibility: Visibility;
   maxJobs: number;
   startJob: number;
+  /** Sort keys; newest first (JobID descending) without any. */
+  sort?: readonly SortKey[];
 }
 
-/** Jobs matching every restriction (OR within one attribute), newest first, and how many match in all. */
+/** GET /jobs restrictions as search conditions: equality, OR within one attribute. */
+export function restrictionConditions(restrictions: Restrictions): Condition[] {
+  return (Object.entries(restrictions) as [AttributeName, (string | number)[]][]).map(([parameter, values]) =>
+    values.length === 1 ? { parameter, operator: 'eq', value: values[0]! } : { parameter, operator: 'in', values },
+  );
+}
+
+/** Jobs matching every restriction (OR within one attribute), newest first unless sorted, and how many match in all. */
 export async function listJobs(db: Db, q: ListQuery): Promise<{ entries: number; jobs: JobRecord[] }> {
-  let base = db.selectFrom('jobs');
-  const v = q.visibility;
-  if (v.kind === 'own') base = base.where('owner', '=', v.owner);
-  else if (v.kind === 'group') base = base.where((eb) => eb.or([eb('owner', '=', v.owner), eb('owner_group', '=', v.group)]));
-  for (const [name, values] of Object.entries(q.restrictions) as [AttributeName, (string | number)[]][]) {
-    const column = ATTRIBUTES[name].column;
-    base = values.length === 1 ? base.where(column, '=', values[0]!) : base.where(column, 'in', values);
-  }
+  const base = matching(visible(db.selectFrom('jobs'), q.visibility), restrictionConditions(q.restrictions));
   const [count, rows] = await Promise.all([
     base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-    base.select(ATTRIBUTE_COLUMNS).orderBy('job_id', 'desc').limit(q.maxJobs).offset(q.startJob).execute(),
+    sorted(base, fullSort(q.sort)).select(ATTRIBUTE_COLUMNS).limit(q.maxJobs).offset(q.startJob).execute(),
   ]);
   return { entries: Number(count.n), jobs: rows.map(toRecord) };
 }

@@ -51,7 +51,7 @@ describe('CLI conventions', () => {
     const complete = (line: string) =>
       spawnSync('bash', ['-c', `${script}\nCOMP_WORDS=(${line}); COMP_CWORD=$((\${#COMP_WORDS[@]} - 1)); _dirigo; echo "\${COMPREPLY[*]}"`], { encoding: 'utf8' }).stdout.trim();
     assert.equal(complete("dirigo jo"), 'jobs');
-    assert.equal(complete("dirigo jobs su"), 'submit');
+    assert.equal(complete("dirigo jobs su"), 'submit summary');
     assert.equal(complete("dirigo jobs submit --ce"), '--cert');
     assert.equal(complete("dirigo proxy ''"), 'init info destroy');
     assert.equal(complete("dirigo jobs submit ''"), '', 'after the subcommand, bash offers files');

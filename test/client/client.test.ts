@@ -149,6 +149,10 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(withFiles.jids.length, 1);
       const listed = unwrap(await alice.GET('/jobs', { params: { query: { maxJobs: 10, JobID: [jid] } } }));
       assert.deepEqual(listed.jobs.map((j) => j.JobID), [jid]);
+      const found = unwrap(await alice.POST('/jobs/search', { body: { search: [{ parameter: 'JobID', operator: 'in', values: [jid] }], parameters: ['JobID', 'Owner'] } }));
+      assert.deepEqual(found.jobs, [{ JobID: jid, Owner: 'alice' }]);
+      const counted = unwrap(await alice.GET('/jobs/summary', { params: { query: { groupBy: ['Owner'], JobID: [jid] } } }));
+      assert.deepEqual(counted.summary, [{ Owner: 'alice', count: 1 }]);
       let job = unwrap(await alice.GET('/jobs/{jid}', { params: { path: { jid } } }));
       for (const deadline = Date.now() + 20000; !FINAL.includes(String(job.Status)) && Date.now() < deadline; ) {
         await new Promise((r) => setTimeout(r, 50));

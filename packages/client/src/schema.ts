@@ -388,11 +388,45 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List jobs, newest first; any job attribute restricts (a repeated key means OR) */
+        /** List jobs, newest first unless sorted; any job attribute restricts (a repeated key means OR) */
         get: operations["listJobs"];
         put?: never;
         /** Submit jobs: a manifest, an array of manifests (all or nothing), a JDL, or multipart manifest or JDL parts plus input files; a parametric manifest makes one job per parameter */
         post: operations["submitJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Job counts per combination of the groupBy attributes, with the restrictions of GET /jobs */
+        get: operations["summarizeJobs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Search jobs: conditions with operators, the attributes to return, sort keys, pages by offset or cursor */
+        post: operations["searchJobs"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2928,6 +2962,8 @@ export interface operations {
                 allOwners?: boolean;
                 maxJobs?: number;
                 startJob?: number;
+                /** @description sort keys in order, an attribute name, with a leading - for descending (default -JobID: newest first) */
+                sort?: string[];
                 /** @description restrict to these JobID values (repeat the key: OR) */
                 JobID?: number[];
                 /** @description restrict to these JobName values (repeat the key: OR) */
@@ -3148,6 +3184,256 @@ export interface operations {
                 content: {
                     "application/json": {
                         jids: number[];
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    summarizeJobs: {
+        parameters: {
+            query: {
+                /** @description attributes to count per combination of (repeat the key) */
+                groupBy: ("JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode")[];
+                /** @description true: every job the caller may see */
+                allOwners?: boolean;
+                /** @description restrict to these JobID values (repeat the key: OR) */
+                JobID?: number[];
+                /** @description restrict to these JobName values (repeat the key: OR) */
+                JobName?: string[];
+                /** @description restrict to these JobGroup values (repeat the key: OR) */
+                JobGroup?: string[];
+                /** @description restrict to these JobType values (repeat the key: OR) */
+                JobType?: string[];
+                /** @description restrict to these Owner values (repeat the key: OR) */
+                Owner?: string[];
+                /** @description restrict to these OwnerDN values (repeat the key: OR) */
+                OwnerDN?: string[];
+                /** @description restrict to these OwnerGroup values (repeat the key: OR) */
+                OwnerGroup?: string[];
+                /** @description restrict to these Setup values (repeat the key: OR) */
+                Setup?: string[];
+                /** @description restrict to these Site values (repeat the key: OR) */
+                Site?: string[];
+                /** @description restrict to these statuses (repeat the key: OR) */
+                Status?: ("Received" | "Checking" | "Waiting" | "Matched" | "Running" | "Completing" | "Stalled" | "Rescheduled" | "Done" | "Failed" | "Killed" | "Deleted")[];
+                /** @description restrict to these MinorStatus values (repeat the key: OR) */
+                MinorStatus?: string[];
+                /** @description restrict to these ApplicationStatus values (repeat the key: OR) */
+                ApplicationStatus?: string[];
+                /** @description restrict to these UserPriority values (repeat the key: OR) */
+                UserPriority?: number[];
+                /** @description restrict to these RescheduleCounter values (repeat the key: OR) */
+                RescheduleCounter?: number[];
+                /** @description restrict to these SubmissionTime values (repeat the key: OR) */
+                SubmissionTime?: string[];
+                /** @description restrict to these LastUpdateTime values (repeat the key: OR) */
+                LastUpdateTime?: string[];
+                /** @description restrict to these StartExecTime values (repeat the key: OR) */
+                StartExecTime?: string[];
+                /** @description restrict to these EndExecTime values (repeat the key: OR) */
+                EndExecTime?: string[];
+                /** @description restrict to these HeartBeatTime values (repeat the key: OR) */
+                HeartBeatTime?: string[];
+                /** @description restrict to these ExitCode values (repeat the key: OR) */
+                ExitCode?: number[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description jobs counted */
+                        total: number;
+                        /** @description one entry per combination of the groupBy values present, largest count first */
+                        summary: ({
+                            count: number;
+                        } & {
+                            [key: string]: string | number | null;
+                        })[];
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    searchJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description conditions, all of which a job meets */
+                    search?: {
+                        /**
+                         * @description a job attribute
+                         * @enum {string}
+                         */
+                        parameter: "JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode";
+                        /** @enum {string} */
+                        operator: "eq" | "neq" | "in" | "not in" | "lt" | "le" | "gt" | "ge" | "like";
+                        value?: string | number;
+                        values?: (string | number)[];
+                    }[];
+                    /** @description attributes to return (default all) */
+                    parameters?: ("JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode")[];
+                    /** @description sort keys in order (default: JobID descending); JobID is always the last key */
+                    sort?: {
+                        /**
+                         * @description a job attribute
+                         * @enum {string}
+                         */
+                        parameter: "JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode";
+                        direction?: "asc" | "desc";
+                    }[];
+                    page?: {
+                        /** @default 100 */
+                        size?: number;
+                        offset?: number;
+                        /** @description nextCursor of the previous page: the page after it, at any depth for the same cost */
+                        cursor?: string;
+                    };
+                    /**
+                     * @description true: every job the caller may see
+                     * @default false
+                     */
+                    allOwners?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the asked attributes of each job */
+                        jobs: {
+                            JobID?: number | null;
+                            JobName?: string | null;
+                            JobGroup?: string | null;
+                            JobType?: string | null;
+                            Owner?: string | null;
+                            OwnerDN?: string | null;
+                            OwnerGroup?: string | null;
+                            Setup?: string | null;
+                            Site?: string | null;
+                            Status?: string | null;
+                            MinorStatus?: string | null;
+                            ApplicationStatus?: string | null;
+                            UserPriority?: number | null;
+                            RescheduleCounter?: number | null;
+                            SubmissionTime?: string | null;
+                            LastUpdateTime?: string | null;
+                            StartExecTime?: string | null;
+                            EndExecTime?: string | null;
+                            HeartBeatTime?: string | null;
+                            ExitCode?: number | null;
+                        }[];
+                        /** @description continues after the last job; null on the last page */
+                        nextCursor: string | null;
                     };
                 };
             };

@@ -17,7 +17,7 @@ const commands: Record<string, { run: Command; summary: string }> = {
   init: { run: initCommand, summary: 'bootstrap the data dir without serving' },
   token: { run: tokenCommand, summary: 'obtain an access token with a certificate (flow A)' },
   admin: { run: adminCommand, summary: 'administration: keys rotate, client add|list|remove' },
-  jobs: { run: jobsCommand, summary: 'submit, list, show, kill, wait for jobs; fetch manifests and sandboxes' },
+  jobs: { run: jobsCommand, summary: 'submit (JSON or JDL), list, summarise, show, kill, wait for jobs; fetch manifests and sandboxes' },
   catalogue: { run: catalogueCommand, summary: 'file catalogue: ls, stat, meta, search, fields, mkdir, register, setmeta, rm, import' },
   agent: { run: agentCommand, summary: 'pull-mode job agent for a worker node (takes and runs jobs of an agents site)' },
   login: { run: loginCommand, summary: 'sign in with the device flow and cache the token (OAuth 2.0)' },

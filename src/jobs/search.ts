@@ -1,0 +1,160 @@
+/**
+ * Job searches as DIRAC's job monitor makes them (and DiracX's `POST /jobs/search`): conditions with
+ * operators on any attribute, the attributes to return, sort keys, and pages reached by offset or by a
+ * keyset cursor; and grouped counts (the summary). Visibility is the same as GET /jobs.
+ */
+import { sql, type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
+import type { Db } from '../kernel/db/database.ts';
+import { InvalidRequest } from '../kernel/errors.ts';
+import { ALL_STATUSES, ATTRIBUTES, type AttributeName } from './model.ts';
+import type { Visibility } from './privileges.ts';
+import type { JobTable } from './tables.ts';
+
+export const OPERATORS = ['eq', 'neq', 'in', 'not in', 'lt', 'le', 'gt', 'ge', 'like'] as const;
+export type Operator = (typeof OPERATORS)[number];
+
+export interface Condition {
+  parameter: AttributeName;
+  operator: Operator;
+  value?: string | number;
+  values?: (string | number)[];
+}
+
+export interface SortKey {
+  parameter: AttributeName;
+  direction?: 'asc' | 'desc';
+}
+
+const TIMES = new Set<AttributeName>(['SubmissionTime', 'LastUpdateTime', 'StartExecTime', 'EndExecTime', 'HeartBeatTime']);
+/** Columns that may be NULL: sorted and compared as if NULL were the smallest value, so a cursor can name it. */
+const NULLABLE: Partial<Record<AttributeName, string | number>> = { StartExecTime: '', EndExecTime: '', HeartBeatTime: '', ExitCode: -2147483648 };
+const SQL_OPERATORS = { eq: '=', neq: '<>', lt: '<', le: '<=', gt: '>', ge: '>=', like: 'like' } as const;
+
+type JobsQuery = SelectQueryBuilder<{ jobs: JobTable }, 'jobs', object>;
+type Jobs = ExpressionBuilder<{ jobs: JobTable }, 'jobs'>;
+
+/** A value of `name` as the column holds it: integers as numbers, times as the stored ISO text. */
+function columnValue(name: AttributeName, v: unknown, where: string): string | number {
+  if (ATTRIBUTES[name].type === 'integer') {
+    if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new InvalidRequest(`${where}: ${name} takes integers, not ${JSON.stringify(v)}`);
+    return v;
+  }
+  if (typeof v !== 'string') throw new InvalidRequest(`${where}: ${name} takes strings, not ${JSON.stringify(v)}`);
+  if (TIMES.has(name)) {
+    // Times are stored as ISO 8601 in UTC (nowIso), so that text order is time order.
+    const t = Date.parse(v);
+    if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(t)) throw new InvalidRequest(`${where}: ${name} takes ISO 8601 times (2026-11-25 or 2026-11-25T10:00:00Z), not ${JSON.stringify(v)}`);
+    return new Date(t).toISOString();
+  }
+  if (name === 'Status' && !(ALL_STATUSES as readonly string[]).includes(v)) throw new InvalidRequest(`${where}: '${v}' is not a job status (one of ${ALL_STATUSES.join(', ')})`);
+  return v;
+}
+
+/** The SQL of one condition, its values checked against the attribute's type. */
+function conditionSql(eb: Jobs, c: Condition, where: string): Expression<SqlBool> {
+  const column = ATTRIBUTES[c.parameter].column;
+  if (c.operator === 'in' || c.operator === 'not in') {
+    if (!Array.isArray(c.values) || c.values.length === 0) throw new InvalidRequest(`${where}: '${c.operator}' takes a non-empty list in 'values'`);
+    const values = c.values.map((v) => columnValue(c.parameter, v, where));
+    return eb(column, c.operator, values);
+  }
+  if (c.value === undefined) throw new InvalidRequest(`${where}: '${c.operator}' takes one value in 'value'`);
+  if (c.operator === 'like') {
+    if (ATTRIBUTES[c.parameter].type !== 'string' || typeof c.value !== 'string') throw new InvalidRequest(`${where}: 'like' takes a string attribute and a pattern (% and _ are wildcards)`);
+    return eb(column, 'like', c.value);
+  }
+  return eb(column, SQL_OPERATORS[c.operator], columnValue(c.parameter, c.value, where));
+}
+
+export function visible(q: JobsQuery, v: Visibility): JobsQuery {
+  if (v.kind === 'own') return q.where('owner', '=', v.owner);
+  if (v.kind === 'group') return q.where((eb) => eb.or([eb('owner', '=', v.owner), eb('owner_group', '=', v.group)]));
+  return q;
+}
+
+export function matching(q: JobsQuery, conditions: readonly Condition[]): JobsQuery {
+  return conditions.reduce((acc, c, i) => acc.where((eb) => conditionSql(eb, c, `search[${i}]`)), q);
+}
+
+/** The expression a sort key orders by: the column, or, when it may be NULL, the column with NULL as the smallest value. */
+function sortExpression(name: AttributeName) {
+  const column = ATTRIBUTES[name].column;
+  const fill = NULLABLE[name];
+  return fill === undefined ? sql.ref(`jobs.${column}`) : sql`coalesce(${sql.ref(`jobs.${column}`)}, ${fill})`;
+}
+
+/** Sort keys with JobID last as the tie-break that makes every row's place unique (a cursor needs it). */
+export function fullSort(sort: readonly SortKey[] | undefined): Required<SortKey>[] {
+  const keys = (sort ?? []).map((k) => ({ parameter: k.parameter, direction: k.direction ?? 'asc' }));
+  const names = new Set(keys.map((k) => k.parameter));
+  if (names.size !== keys.length) throw new InvalidRequest('sort: an attribute is named twice');
+  if (!names.has('JobID')) keys.push({ parameter: 'JobID', direction: keys.length === 0 ? 'desc' : 'asc' });
+  return keys;
+}
+
+export function sorted(q: JobsQuery, keys: readonly Required<SortKey>[]): JobsQuery {
+  return keys.reduce((acc, k) => acc.orderBy(sortExpression(k.parameter), k.direction), q);
+}
+
+/**
+ * Rows after the cursor's row in `keys` order: (k1 after v1) or (k1 = v1 and k2 after v2) or …, which
+ * PostgreSQL and SQLite serve from an index on the leading keys.
+ */
+function after(q: JobsQuery, keys: readonly Required<SortKey>[], cursor: string): JobsQuery {
+  let values: unknown;
+  try {
+    values = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    values = undefined;
+  }
+  if (!Array.isArray(values) || values.length !== keys.length) throw new InvalidRequest('page.cursor: not a cursor of this search (sort keys differ, or it was altered)');
+  return q.where((eb) =>
+    eb.or(
+      keys.map((k, i) => {
+        const equal = keys.slice(0, i).map((p, j) => eb(sortExpression(p.parameter), '=', values[j] as string | number));
+        return eb.and([...equal, eb(sortExpression(k.parameter), k.direction === 'asc' ? '>' : '<', values[i] as string | number)]);
+      }),
+    ),
+  );
+}
+
+export function cursorOf(row: Record<string, unknown>, keys: readonly Required<SortKey>[]): string {
+  const values = keys.map((k) => row[k.parameter] ?? NULLABLE[k.parameter] ?? null);
+  return Buffer.from(JSON.stringify(values)).toString('base64url');
+}
+
+export interface SearchRequest {
+  visibility: Visibility;
+  conditions: readonly Condition[];
+  parameters: readonly AttributeName[];
+  sort: readonly Required<SortKey>[];
+  size: number;
+  offset?: number;
+  cursor?: string;
+}
+
+/** One page of a search; `nextCursor` continues after its last row (null on the last page). */
+export async function searchJobs(db: Db, r: SearchRequest): Promise<{ jobs: Record<string, unknown>[]; nextCursor: string | null }> {
+  // The sort keys are read too, to make the next cursor; only the asked attributes are answered.
+  const read = [...new Set([...r.parameters, ...r.sort.map((k) => k.parameter)])];
+  let q = sorted(matching(visible(db.selectFrom('jobs') as JobsQuery, r.visibility), r.conditions), r.sort);
+  if (r.cursor !== undefined) q = after(q, r.sort, r.cursor);
+  q = q.limit(r.size + 1);
+  if (r.offset) q = q.offset(r.offset);
+  const rows = (await q.select(read.map((n) => `${ATTRIBUTES[n].column} as ${n}` as never)).execute()) as Record<string, unknown>[];
+  const more = rows.length > r.size;
+  const page = more ? rows.slice(0, r.size) : rows;
+  const jobs = page.map((row) => Object.fromEntries(r.parameters.map((n) => [n, row[n] ?? null])));
+  return { jobs, nextCursor: more ? cursorOf(page.at(-1)!, r.sort) : null };
+}
+
+/** Counts per combination of the `groupBy` attributes' values, largest first. */
+export async function summarizeJobs(db: Db, visibility: Visibility, conditions: readonly Condition[], groupBy: readonly AttributeName[]) {
+  const columns = groupBy.map((n) => ATTRIBUTES[n].column);
+  const rows = (await matching(visible(db.selectFrom('jobs') as JobsQuery, visibility), conditions)
+    .select([...groupBy.map((n) => `${ATTRIBUTES[n].column} as ${n}` as never), (eb: Jobs) => eb.fn.countAll<number>().as('count')])
+    .groupBy(columns as never)
+    .execute()) as Record<string, unknown>[];
+  const summary = rows.map((r) => ({ ...r, count: Number(r.count) })).sort((a, b) => b.count - a.count);
+  return { total: summary.reduce((n, r) => n + r.count, 0), summary };
+}
