@@ -29,6 +29,28 @@ export const Submitted = Type.Object({ jids: Type.Array(Type.Integer()) }, { tit
 
 export const Killed = Type.Object({ jid: Type.Integer(), Status: Type.Literal('Killed') }, { title: 'Killed' });
 
+/** POST /jobs/kill, /jobs/reschedule and /jobs/delete: the jobs to act on. */
+export const JobIds = Type.Object(
+  { jids: Type.Array(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }), { minItems: 1, maxItems: 10000, description: 'job ids; each is answered on its own' }) },
+  { additionalProperties: false, title: 'JobIds' },
+);
+
+export const ActionResults = Type.Object(
+  {
+    results: Type.Array(
+      Type.Union([
+        Type.Object({ jid: Type.Integer(), Status: Type.String({ description: 'the status the job now has' }) }, { additionalProperties: false }),
+        Type.Object(
+          { jid: Type.Integer(), error: Type.String(), error_description: Type.String() },
+          { additionalProperties: false, description: 'this job was not acted on: the error its own request would have had (not_found, insufficient_privileges, invalid_transition, conflict)' },
+        ),
+      ]),
+      { description: 'one per distinct job id, in the order given' },
+    ),
+  },
+  { title: 'JobActionResults' },
+);
+
 export const JidParams = Type.Object({ jid: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'a job id (a positive integer)' }) });
 
 /** A file name of the job's working directory (file-names.ts: no path separator, no '..', no control character). */

@@ -28,6 +28,8 @@ commands:
                                     job counts per combination of the attributes' values
   show JID...                       attributes and status history
   kill JID...                       kill the jobs
+  reschedule JID...                 send jobs that ended back to Waiting (one request for all)
+  delete JID...                     delete jobs that ended or wait (one request for all)
   manifest JID... [--jdl]           the stored manifests (as JDL with --jdl)
   sandbox JID... input|output [-o|--output DIR]
                                     download and unpack sandboxes (default DIR: job-JID-input|output)
@@ -187,6 +189,26 @@ async function submit(conn: Connection, token: string, values: Values, args: str
   return 0;
 }
 
+/** The exit code a refused job gets, by its error code (as eachJob does by HTTP status). */
+const ACTION_EXIT: Record<string, number> = { not_found: EXIT.notFound, insufficient_privileges: EXIT.forbidden };
+
+/** One request for all the jobs; each is reported, and the exit code is the failures' shared one (or 1). */
+async function actOnJobs(conn: Connection, token: string, values: Values, action: 'reschedule' | 'delete', ids: string[]): Promise<number> {
+  const path = action === 'reschedule' ? '/jobs/reschedule' : '/jobs/delete';
+  const { results } = await answer(conn, api(conn, token).POST(path, { body: { jids: ids.map(Number) } }));
+  const codes = new Set<number>();
+  for (const r of results) {
+    if ('Status' in r) {
+      if (!values.json) process.stdout.write(`job ${r.jid}: ${r.Status}\n`);
+    } else {
+      process.stderr.write(`dirigo jobs: job ${r.jid}: ${r.error_description}\n`);
+      codes.add(ACTION_EXIT[r.error] ?? EXIT.failure);
+    }
+  }
+  if (values.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+  return codes.size === 0 ? EXIT.ok : codes.size === 1 ? [...codes][0]! : EXIT.failure;
+}
+
 async function sandbox(conn: Connection, token: string, values: Values, id: string, which: 'input' | 'output'): Promise<number> {
   const path = which === 'input' ? '/jobs/{jid}/inputsandbox' : '/jobs/{jid}/outputsandbox';
   const res = await reach(conn, api(conn, token).GET(path, { params: { path: { jid: Number(id) } }, parseAs: 'arrayBuffer' }));
@@ -264,6 +286,9 @@ export async function jobsCommand(argv: string[]): Promise<number> {
         });
         return EXIT.ok;
       });
+    case 'reschedule':
+    case 'delete':
+      return actOnJobs(conn, token, values, sub, jids(args));
     case 'kill':
       return eachJob(jids(args), async (id) => {
         const res = await answer(conn, api(conn, token).DELETE('/jobs/{jid}', { params: { path: { jid: Number(id) } } }));

@@ -36,6 +36,8 @@ export const JobsConfigSchema = Type.Object(
     maxCpuTime: Type.Integer({ minimum: 1, default: 31_536_000 }),
     /** Most manifests in one submission (JSON array or multipart). */
     maxBulk: Type.Integer({ minimum: 1, maximum: 100000, default: 1000 }),
+    /** How long a Deleted job keeps its sandboxes before they are purged (the job's row and history stay). */
+    deletedRetentionMs: Type.Integer({ minimum: 1000, default: 7 * 24 * 3600_000 }),
     /** Most jobs one submission may create once parametric manifests are expanded (DIRAC-style `Parameters`). */
     maxParametricJobs: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 10_000 }),
     sandbox: Type.Object(

@@ -12,8 +12,10 @@ import type { AppContext } from '../kernel/context.ts';
 import { Conflict, InvalidRequest, NotFound, UnsupportedMediaType } from '../kernel/errors.ts';
 import { Binary, errors, SECURITY } from '../kernel/openapi.ts';
 import {
+  ActionResults,
   IfNoneMatch,
   JidParams,
+  JobIds,
   JobDescription,
   JobList,
   JobManifest,
@@ -31,8 +33,9 @@ import type { JobsConfig } from './config-schema.ts';
 import { ALL_STATUSES, ATTRIBUTE_NAMES, ATTRIBUTES, isFinal, type AttributeName } from './model.ts';
 import type { FileSandboxStore } from './sandbox-store.ts';
 import { JobsService, type JobRunner } from './service.ts';
-import { referencedSandboxes, restrictionConditions, type Restrictions } from './store.ts';
+import { purgeDeletedSandboxes, referencedSandboxes, restrictionConditions, type Restrictions } from './store.ts';
 import { fullSort, type Condition, type SortKey } from './search.ts';
+import { JOB_ACTIONS, type JobAction } from './actions.ts';
 import { runDuty } from '../cluster/index.ts';
 import { manifestsFromJson, readMultipart } from './submission.ts';
 import { JDL_MEDIA_TYPE, parseJdl, renderJdl } from './jdl.ts';
@@ -135,6 +138,12 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
     if (removed > 0) app.log.info({ removed }, 'removed sandboxes no job references');
   }, app.log);
   ctx.onClose(() => sweep.stop());
+  // Deleted jobs let go of their sandboxes after the retention; the sweep above then frees the files.
+  const purge = runDuty(ctx.db, 'deleted-jobs-purge', Math.min(config.deletedRetentionMs, SANDBOX_SWEEP_MS), async () => {
+    const purged = await purgeDeletedSandboxes(ctx.db, new Date(Date.now() - config.deletedRetentionMs).toISOString());
+    if (purged > 0) app.log.info({ purged }, 'released the sandboxes of deleted jobs');
+  }, app.log);
+  ctx.onClose(() => purge.stop());
   const service = new JobsService(ctx, config, store, runner);
 
   await app.register(multipart, {
@@ -287,7 +296,7 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
     const sha = which === 'input' ? row.input_sandbox : row.output_sandbox;
     if (!sha) {
       if (which === 'output' && !isFinal(row.status)) throw new Conflict(`the output sandbox of job ${jid} is not ready: the job is ${row.status}`);
-      throw new NotFound(`job ${jid} has no ${which} sandbox`);
+      throw new NotFound(row.status === 'Deleted' ? `job ${jid} was deleted; its sandboxes are purged after the retention` : `job ${jid} has no ${which} sandbox`);
     }
     const etag = `"sha256-${sha}"`;
     reply.header('etag', etag);
@@ -361,6 +370,32 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
       return { jids };
     },
   );
+
+  const actionSummaries: Record<JobAction, string> = {
+    kill: 'Kill jobs: each leaves activity and its payload is stopped',
+    reschedule: `Reschedule jobs that ended (Done, Failed, Killed): each waits to run again, at most jobs.scheduler.maxReschedules times`,
+    delete: 'Delete jobs that ended or wait: each becomes Deleted, hidden from listings, its sandboxes purged after jobs.deletedRetentionMs',
+  };
+  for (const action of JOB_ACTIONS) {
+    app.post(
+      `/jobs/${action}`,
+      {
+        preHandler: auth,
+        schema: {
+          tags,
+          security,
+          operationId: `${action}Jobs`,
+          summary: actionSummaries[action],
+          body: JobIds,
+          response: { 200: ActionResults, ...errors(400, 401, 403, 413, 415) },
+        },
+      },
+      async (request) => {
+        requireCapability(request.principal!, action === 'kill' ? 'compute.cancel' : 'compute.modify');
+        return { results: await service.act(request.principal!, action, (request.body as Static<typeof JobIds>).jids) };
+      },
+    );
+  }
 
   app.delete(
     '/jobs/:jid',

@@ -72,8 +72,10 @@ export function visible(q: JobsQuery, v: Visibility): JobsQuery {
   return q;
 }
 
+/** Jobs meeting every condition; Deleted jobs only when a condition on Status asks for them (DIRAC hides them too). */
 export function matching(q: JobsQuery, conditions: readonly Condition[]): JobsQuery {
-  return conditions.reduce((acc, c, i) => acc.where((eb) => conditionSql(eb, c, `search[${i}]`)), q);
+  const filtered = conditions.reduce((acc, c, i) => acc.where((eb) => conditionSql(eb, c, `search[${i}]`)), q);
+  return conditions.some((c) => c.parameter === 'Status') ? filtered : filtered.where('status', '<>', 'Deleted');
 }
 
 /** The expression a sort key orders by: the column, or, when it may be NULL, the column with NULL as the smallest value. */

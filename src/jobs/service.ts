@@ -10,6 +10,7 @@ import type { JobsConfig } from './config-schema.ts';
 import { checkManifest } from './manifest.ts';
 import { expandParametric } from './parametric.ts';
 import { isFinal, JobStatus, toRecord, type AttributeName } from './model.ts';
+import { deleteJob, eachJobAnswered, rescheduleJob, type ActionResult, type JobAction } from './actions.ts';
 import { searchJobs, summarizeJobs, type Condition, type SearchRequest, type SortKey } from './search.ts';
 import { canKillJob, canSeeJob, listVisibility } from './privileges.ts';
 import type { SandboxStore, StoredObject } from './sandbox-store.ts';
@@ -102,6 +103,24 @@ export class JobsService {
   async describe(principal: Principal, jobId: number) {
     const row = await this.visibleJob(principal, jobId);
     return { ...toRecord(row), StatusHistory: await statusHistory(this.ctx.db, jobId) };
+  }
+
+  /** Kills, reschedules or deletes each job, answering each one (DIRAC's bulk job commands). */
+  async act(principal: Principal, action: JobAction, jids: readonly number[]): Promise<ActionResult[]> {
+    const results = await eachJobAnswered(jids, async (jid) => {
+      if (action === 'kill') {
+        await this.kill(principal, jid);
+        return JobStatus.Killed;
+      }
+      if (action === 'reschedule') {
+        await rescheduleJob(this.ctx.db, principal, jid, this.config.scheduler.maxReschedules);
+        return JobStatus.Waiting;
+      }
+      await deleteJob(this.ctx.db, principal, jid);
+      return JobStatus.Deleted;
+    });
+    if (action === 'reschedule') this.scheduler?.wake();
+    return results;
   }
 
   /**

@@ -152,6 +152,18 @@ export async function waitingJobIdsFor(trx: Db, dialect: 'sqlite' | 'postgres', 
   return (await q.execute()).map((r) => Number(r.job_id));
 }
 
+/** Deleted jobs, last changed before `before`, stop referencing their sandboxes. @returns how many jobs */
+export async function purgeDeletedSandboxes(db: Db, before: string): Promise<number> {
+  const result = await db
+    .updateTable('jobs')
+    .set({ input_sandbox: null, input_sandbox_size: null, output_sandbox: null, output_sandbox_size: null })
+    .where('status', '=', JobStatus.Deleted)
+    .where('last_update_time', '<', before)
+    .where((eb) => eb.or([eb('input_sandbox', 'is not', null), eb('output_sandbox', 'is not', null)]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 /** Which of `sha256s` a job still references, as input or output sandbox. */
 export async function referencedSandboxes(db: Db, sha256s: string[]): Promise<Set<string>> {
   if (sha256s.length === 0) return new Set();

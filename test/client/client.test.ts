@@ -178,6 +178,11 @@ for (const { dialect, skip } of await dialects()) {
       assert.ok((await Readable.fromWeb(input!.body as never).toArray()).length > 0);
       const sleeper = unwrap(await alice.POST('/jobs', { body: { Executable: '/bin/sleep', Arguments: '30', Sites: ['Local'] } })).jids[0]!;
       assert.equal(unwrap(await alice.DELETE('/jobs/{jid}', { params: { path: { jid: sleeper } } })).Status, 'Killed');
+      const other = unwrap(await alice.POST('/jobs', { body: { Executable: '/bin/sleep', Arguments: '30', Sites: ['Local'] } })).jids[0]!;
+      assert.deepEqual(unwrap(await alice.POST('/jobs/kill', { body: { jids: [other] } })).results, [{ jid: other, Status: 'Killed' }]);
+      const refused = unwrap(await alice.POST('/jobs/reschedule', { body: { jids: [sleeper] } })).results[0]!;
+      assert.ok('error' in refused || refused.Status === 'Waiting', 'answered per job');
+      assert.equal(unwrap(await alice.POST('/jobs/delete', { body: { jids: [jid] } })).results[0]?.jid, jid);
     });
 
     it('agents: match, heartbeat, input sandbox, status, output sandbox, finish', async () => {

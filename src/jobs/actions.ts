@@ -1,0 +1,102 @@
+/**
+ * What a user does to jobs after submitting them, one job or thousands in one request (DIRAC's
+ * dirac-wms-job-kill, -reschedule and -delete): each job is acted on alone and answered alone, so one
+ * job that cannot be rescheduled does not hold the others back.
+ */
+import type { Principal } from '../auth/index.ts';
+import type { Db } from '../kernel/db/database.ts';
+import { Conflict, DirigoError, InsufficientPrivileges, InvalidTransition, NotFound } from '../kernel/errors.ts';
+import { JobStatus } from './model.ts';
+import { canKillJob } from './privileges.ts';
+import { changeStatus } from './state-machine.ts';
+import { getJob, type JobRow } from './store.ts';
+
+export const JOB_ACTIONS = ['kill', 'reschedule', 'delete'] as const;
+export type JobAction = (typeof JOB_ACTIONS)[number];
+
+/** One job's answer: its new status, or the error that single request would have had. */
+export type ActionResult = { jid: number; Status: string } | { jid: number; error: string; error_description: string };
+
+/** Statuses a user may reschedule or delete from: the job has ended and no payload runs. */
+const ENDED: readonly JobStatus[] = [JobStatus.Done, JobStatus.Failed, JobStatus.Killed];
+
+/** A job the user may act on. @throws NotFound, InsufficientPrivileges */
+export async function ownJob(db: Db, principal: Principal, jobId: number, verb: string): Promise<JobRow> {
+  const row = await getJob(db, jobId);
+  if (!row) throw new NotFound(`job ${jobId} does not exist`);
+  if (!canKillJob(principal, row)) throw new InsufficientPrivileges(`${principal.username} may not ${verb} job ${jobId} of ${row.owner}`);
+  return row;
+}
+
+/** A killed job whose executor has not yet confirmed that its payload stopped still holds it. */
+function refuseWhileStopping(row: JobRow, verb: string): void {
+  if (row.status === JobStatus.Killed && row.executor_id !== null) throw new Conflict(`job ${row.job_id} is still stopping its payload; ${verb} it once it has stopped`);
+}
+
+/**
+ * Back to Waiting to run again (DIRAC's reschedule): only an ended job, at most `maxReschedules` times
+ * in its life (RescheduleCounter counts them, with the reschedules after lost runs).
+ * @throws InvalidTransition (still active), Conflict (limit reached, or still stopping)
+ */
+export async function rescheduleJob(db: Db, principal: Principal, jobId: number, maxReschedules: number): Promise<void> {
+  const row = await ownJob(db, principal, jobId, 'reschedule');
+  if (!ENDED.includes(row.status as JobStatus)) throw new InvalidTransition(`job ${jobId} is ${row.status}: only Done, Failed or Killed jobs can be rescheduled (kill it first)`);
+  refuseWhileStopping(row, 'reschedule');
+  if (row.reschedule_counter >= maxReschedules) {
+    throw new Conflict(`job ${jobId} was already rescheduled ${row.reschedule_counter} times, the most allowed (jobs.scheduler.maxReschedules is ${maxReschedules})`);
+  }
+  const done = await db.transaction().execute(async (trx) => {
+    const won = await changeStatus(trx, [jobId], {
+      from: row.status as JobStatus,
+      to: JobStatus.Rescheduled,
+      minorStatus: `Rescheduled by ${principal.username}`,
+      source: principal.username,
+      // A new run: the previous one's times, exit code and output go (the sandbox sweep frees its file).
+      set: {
+        reschedule_counter: row.reschedule_counter + 1,
+        start_exec_time: null,
+        end_exec_time: null,
+        heartbeat_time: null,
+        exit_code: null,
+        output_sandbox: null,
+        output_sandbox_size: null,
+        executor_id: null,
+        executor_ref: null,
+        lease_until: null,
+      },
+    });
+    if (won.length === 0) return false;
+    await changeStatus(trx, [jobId], { from: JobStatus.Rescheduled, to: JobStatus.Waiting, minorStatus: 'Rescheduled; waiting for a free slot', source: principal.username });
+    return true;
+  });
+  if (!done) throw new Conflict(`job ${jobId} changed status while being rescheduled; try again`);
+}
+
+/**
+ * Deleted (DIRAC's delete): hidden from listings unless asked for, its sandboxes purged after the
+ * retention. Only a job that ended or never started. @throws InvalidTransition, Conflict
+ */
+export async function deleteJob(db: Db, principal: Principal, jobId: number): Promise<void> {
+  const row = await ownJob(db, principal, jobId, 'delete');
+  const deletable: readonly string[] = [...ENDED, JobStatus.Waiting, JobStatus.Received];
+  if (!deletable.includes(row.status)) {
+    throw new InvalidTransition(`job ${jobId} is ${row.status}: only jobs that ended, or that wait, can be deleted${row.status === JobStatus.Deleted ? '' : ' (kill it first)'}`);
+  }
+  refuseWhileStopping(row, 'delete');
+  const won = await changeStatus(db, [jobId], { from: row.status as JobStatus, to: JobStatus.Deleted, minorStatus: `Deleted by ${principal.username}`, source: principal.username });
+  if (won.length === 0) throw new Conflict(`job ${jobId} changed status while being deleted; try again`);
+}
+
+/** Runs `act` on each job in turn and answers each; errors other than the service's own are not swallowed. */
+export async function eachJobAnswered(jids: readonly number[], act: (jid: number) => Promise<string>): Promise<ActionResult[]> {
+  const results: ActionResult[] = [];
+  for (const jid of new Set(jids)) {
+    try {
+      results.push({ jid, Status: await act(jid) });
+    } catch (err) {
+      if (!(err instanceof DirigoError) || err.status >= 500) throw err;
+      results.push({ jid, error: err.code, error_description: err.message });
+    }
+  }
+  return results;
+}
