@@ -40,6 +40,8 @@ export interface JobAgentOptions {
   killGraceMs: number;
   limits: { maxFileSize: number; maxSandboxSize: number; maxFiles: number };
   agentId?: string;
+  /** The CA file the agent trusts, passed on to payloads that report back (DIRIGO_CA). */
+  caFile?: string;
   log(line: string): void;
 }
 
@@ -316,6 +318,7 @@ export class JobAgent {
               owner: '',
               ownerGroup: '',
               rescheduleCounter: job.RescheduleCounter,
+              environment: { DIRIGO_JOB_TOKEN: job.JobToken, DIRIGO_URL: this.#o.url, ...(this.#o.caFile ? { DIRIGO_CA: this.#o.caFile } : {}) },
             };
             this.#jobs.set(job.JobID, toRun);
             await this.#executor.submit(toRun);

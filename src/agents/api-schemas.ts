@@ -25,6 +25,7 @@ const MatchedJob = Type.Object({
   Argv: Type.Array(Type.String(), { description: 'Arguments split into words' }),
   InputSandbox: Type.Boolean({ description: 'true: fetch it from /agents/jobs/{jid}/inputsandbox' }),
   RescheduleCounter: Type.Integer({ minimum: 0 }),
+  JobToken: Type.String({ description: "the job's own token, for its reports (DIRIGO_JOB_TOKEN in the payload's environment)" }),
 });
 
 const HeartbeatInterval = Type.Integer({ minimum: 1, description: 'milliseconds until the next heartbeat is due' });

@@ -90,6 +90,7 @@ export async function agentCommand(argv: string[]): Promise<number> {
     killGraceMs: 10000,
     limits: { maxFileSize: 100 * MiB, maxSandboxSize: 100 * MiB, maxFiles: 1000 },
     ...(values['agent-id'] ? { agentId: values['agent-id'] } : {}),
+    ...(values.ca ?? environment.get('DIRIGO_CA') ? { caFile: resolve((values.ca ?? environment.get('DIRIGO_CA'))!) } : {}),
     log: (line) => process.stderr.write(`${new Date().toISOString()} ${line}\n`),
   });
   const stop = () => void agent.stop();

@@ -15,7 +15,7 @@ import { requireToken, type Principal } from '../auth/index.ts';
 import { runDuty } from '../cluster/index.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import { JobStatus } from '../jobs/index.ts';
-import { FileSandboxStore, JidParams } from '../jobs/index.ts';
+import { FileSandboxStore, JidParams, jobTokens } from '../jobs/index.ts';
 import { changeStatus } from '../jobs/index.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { InsufficientPrivileges, InvalidRequest, InvalidTransition, NotFound } from '../kernel/errors.ts';
@@ -115,7 +115,9 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
       }
       await seen(ctx.db, identity(request, body.agentId), site.name);
       const matched = await matchJobs(ctx.db, ctx.dialect, site.name, identity(request, body.agentId), Math.min(body.slots, site.maxJobsPerMatch));
-      return { jobs: matched, heartbeatIntervalMs: site.heartbeatIntervalMs };
+      const tokens = await jobTokens(ctx.db);
+      const jobs = matched.map((job) => ({ ...job, JobToken: tokens.sign(job.JobID, job.RescheduleCounter) }));
+      return { jobs, heartbeatIntervalMs: site.heartbeatIntervalMs };
     },
   );
 

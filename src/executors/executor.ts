@@ -21,6 +21,8 @@ export interface JobToRun {
   ownerGroup: string;
   /** Times the job was rescheduled before this run. */
   rescheduleCounter: number;
+  /** Set in the payload's environment after the manifest's own: DIRIGO_JOB_TOKEN, DIRIGO_URL, DIRIGO_CA. */
+  environment?: Record<string, string>;
 }
 
 /** What a backend reports about a job it holds. */

@@ -340,6 +340,7 @@ export class LocalExecutor implements Executor {
             TMPDIR: dir,
             LANG: 'C.UTF-8',
             ...m.Environment,
+            ...job.environment,
             DIRIGO_JOB_ID: String(job.jobId),
             DIRIGO_SITE: this.site,
           };

@@ -19,6 +19,7 @@ import { changeStatus, handOver } from '../jobs/index.ts';
 import { KILL_PENDING } from '../jobs/index.ts';
 import { splitArguments } from '../jobs/index.ts';
 import { waitingJobIdsFor } from '../jobs/index.ts';
+import { jobTokens } from '../jobs/index.ts';
 import type { Executor, ExecutorEvent, JobToRun } from './executor.ts';
 import { Waker } from './waker.ts';
 import { cycleDuration, siteSlots } from './metrics.ts';
@@ -40,6 +41,7 @@ export class Scheduler {
   /** `<host>:<pid>:<random>`: which instance holds a job; the host and pid let a restart spot its own dead predecessor. */
   readonly instanceId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   readonly #db: Db;
+  readonly #jobEnvironment: () => Record<string, string>;
   readonly #dialect: 'sqlite' | 'postgres';
   readonly #config: JobsConfig['scheduler'];
   readonly #executors: Map<string, Executor>;
@@ -50,7 +52,12 @@ export class Scheduler {
   #loop: Promise<unknown> | undefined;
   #chains = new Map<number, Promise<unknown>>();
 
-  constructor(db: Db, dialect: 'sqlite' | 'postgres', config: JobsConfig['scheduler'], executors: Executor[], log: SchedulerLog) {
+  /**
+   * @param jobEnvironment what every payload is told about the service (DIRIGO_URL, DIRIGO_CA), known once
+   *   the server listens; each job's own token is added to it.
+   */
+  constructor(db: Db, dialect: 'sqlite' | 'postgres', config: JobsConfig['scheduler'], executors: Executor[], log: SchedulerLog, jobEnvironment: () => Record<string, string> = () => ({})) {
+    this.#jobEnvironment = jobEnvironment;
     this.#db = db;
     this.#dialect = dialect;
     this.#config = config;
@@ -225,6 +232,8 @@ export class Scheduler {
   /** What an executor needs to run (or follow) these jobs, highest priority first, then oldest. */
   async #jobsToRun(ids: readonly number[]): Promise<JobToRun[]> {
     const rows = await this.#db.selectFrom('jobs').select(['job_id', 'manifest', 'input_sandbox', 'owner', 'owner_group', 'reschedule_counter']).where('job_id', 'in', [...ids]).orderBy('user_priority', 'desc').orderBy('job_id').execute();
+    const tokens = await jobTokens(this.#db);
+    const service = this.#jobEnvironment();
     return rows.map((r) => {
       const manifest = JSON.parse(r.manifest) as Manifest;
       return {
@@ -235,6 +244,7 @@ export class Scheduler {
         owner: r.owner,
         ownerGroup: r.owner_group,
         rescheduleCounter: r.reschedule_counter,
+        environment: { ...service, DIRIGO_JOB_TOKEN: tokens.sign(Number(r.job_id), r.reschedule_counter) },
       };
     });
   }

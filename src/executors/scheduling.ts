@@ -3,6 +3,8 @@
  * the server listens (a server that cannot listen never runs a job) and stopped when the service closes.
  * The composition root gives it to the jobs domain as its JobRunner.
  */
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../kernel/context.ts';
 import type { SandboxStore } from '../jobs/index.ts';
@@ -15,7 +17,16 @@ export function startScheduling(app: FastifyInstance, ctx: AppContext, store: Sa
   const config = ctx.config.jobs;
   if (!config.scheduler.enabled) return undefined;
   const executors = createExecutors({ config, dataDir: ctx.config.dataDir, store, log: app.log });
-  const scheduler = new Scheduler(ctx.db, ctx.dialect, config.scheduler, executors, app.log);
+  // Payloads may report back (dirigo job report): they are told where the service is, and which CA it has.
+  let jobEnvironment: Record<string, string> = {};
+  app.addHook('onListen', async () => {
+    const address = app.server.address();
+    const url = ctx.config.server.publicUrl ?? (address && typeof address === 'object' ? `https://${ctx.config.server.host}:${address.port}` : undefined);
+    // The CA beside the server's certificate (the development PKI's layout, and a common one).
+    const ca = join(dirname(resolve(ctx.config.dataDir, ctx.config.tls.cert)), 'ca.crt');
+    jobEnvironment = { ...(url ? { DIRIGO_URL: url } : {}), ...(existsSync(ca) ? { DIRIGO_CA: ca } : {}) };
+  });
+  const scheduler = new Scheduler(ctx.db, ctx.dialect, config.scheduler, executors, app.log, () => jobEnvironment);
   ctx.observability.register(...executorMetrics);
   const batchSystems = executors.filter((e) => e.notReady);
   if (batchSystems.length > 0) {

@@ -131,7 +131,7 @@ export class SlurmExecutor implements Executor {
           site: this.site,
           executable: m.Executable,
           argv: job.argv,
-          environment: m.Environment ?? {},
+          environment: { ...m.Environment, ...job.environment },
           stdout: m.StdOutput ?? 'std.out',
           stderr: m.StdError ?? 'std.err',
           hasInput: job.inputSandbox !== null,

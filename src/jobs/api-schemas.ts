@@ -20,8 +20,32 @@ export const StatusHistory = Type.Array(
   Type.Object({ Status: Type.String(), MinorStatus: Type.String(), ApplicationStatus: Type.String(), StatusTime: Type.String(), Source: Type.String() }),
 );
 
+const PARAMETER_NAME = '^[A-Za-z0-9_.:-]{1,128}$';
+const ParameterName = Type.String({ pattern: PARAMETER_NAME });
+const JobParameters = Type.Record(ParameterName, Type.String({ maxLength: 4096 }), { additionalProperties: false, description: 'what the job reported about itself (POST /jobs/{jid}/report)' });
+
 /** One object rather than an allOf, which several generators reduce to its first member. */
-export const JobDescription = Type.Object({ ...jobAttributes, StatusHistory }, { title: 'JobDescription' });
+export const JobDescription = Type.Object({ ...jobAttributes, StatusHistory, Parameters: JobParameters }, { title: 'JobDescription' });
+
+/** POST /jobs/{jid}/report: what a running job says about itself; every report is also a heartbeat. */
+export const ReportBody = Type.Object(
+  {
+    ApplicationStatus: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: "what the application is doing ('step 2/5')" })),
+    // Other names fail rather than vanish: the body check strips properties only where additionalProperties is false.
+    Parameters: Type.Optional(
+      Type.Unsafe<Record<string, string>>({
+        type: 'object',
+        patternProperties: { [PARAMETER_NAME]: { type: 'string', maxLength: 4096 } },
+        additionalProperties: { not: {}, description: 'names are letters, digits and _ . : - (at most 128)' },
+        maxProperties: 100,
+        description: 'job parameters to set (key/value)',
+      }),
+    ),
+  },
+  { additionalProperties: false, title: 'JobReport' },
+);
+
+export const ReportReply = Type.Object({ jid: Type.Integer(), Status: Type.String({ description: 'the job status: a job told Killed should stop' }) }, { title: 'JobReportReply' });
 
 export const JobList = Type.Object({ entries: Type.Integer(), startJob: Type.Integer(), maxJobs: Type.Integer(), jobs: Type.Array(JobRecord) }, { title: 'JobList' });
 

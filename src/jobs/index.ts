@@ -4,6 +4,7 @@
  */
 export { jobsRoutes } from './routes.ts';
 export { jobsCommand } from './cli.ts';
+export { jobCommand } from './job-cli.ts';
 export { KILL_PENDING, type JobRunner } from './service.ts';
 export { JobsConfigSchema, type JobsConfig, type LocalSiteConfig } from './config-schema.ts';
 export type { AgentSiteConfig } from './agent-site-schema.ts';
@@ -18,3 +19,4 @@ export { splitArguments } from './arguments.ts';
 export { packFiles, unpackArchive, type ArchiveFile } from './sandbox-archive.ts';
 export { FileSandboxStore, type SandboxStore, type StoredObject } from './sandbox-store.ts';
 export { sandboxStore } from './sandboxes.ts';
+export { jobTokens } from './job-tokens.ts';

@@ -64,6 +64,21 @@ export const jobsMigrations: Record<string, Migration> = {
       await db.schema.createIndex('jobs_status_site').on('jobs').columns(['status', 'site']).execute();
     },
   },
+  // Reports from running jobs (issue 20): their parameters, and the key of their job tokens.
+  '2026_11_25_1200_jobs_reports': {
+    async up(db: Kysely<unknown>) {
+      await withAutoId(db, db.schema.createTable('job_parameters'), 'id')
+        .addColumn('job_id', 'bigint', (c) => c.notNull())
+        .addColumn('name', 'varchar(128)', (c) => c.notNull())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .addColumn('time', 'varchar(32)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('job_parameters_job_name').on('job_parameters').columns(['job_id', 'name']).unique().execute();
+      await db.schema.createTable('jobs_secrets').addColumn('name', 'varchar(64)', (c) => c.primaryKey()).addColumn('value', 'text', (c) => c.notNull()).execute();
+      // The events stream reads history rows by time as well as by id (ids of concurrent transactions commit out of order).
+      await db.schema.createIndex('job_status_history_time').on('job_status_history').columns(['status_time']).execute();
+    },
+  },
   // Searches and the job monitor's filters (issue 20): by site, by group (a parametric bulk), by submission time.
   '2026_11_25_1100_jobs_search_indexes': {
     async up(db: Kysely<unknown>) {

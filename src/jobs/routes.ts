@@ -22,6 +22,8 @@ import {
   JobSummary,
   Killed,
   ListQuery,
+  ReportBody,
+  ReportReply,
   SandboxHeaders,
   SearchAnswer,
   SearchBody,
@@ -36,6 +38,7 @@ import { JobsService, type JobRunner } from './service.ts';
 import { purgeDeletedSandboxes, referencedSandboxes, restrictionConditions, type Restrictions } from './store.ts';
 import { fullSort, type Condition, type SortKey } from './search.ts';
 import { JOB_ACTIONS, type JobAction } from './actions.ts';
+import { applyReport, authenticateJob } from './reports.ts';
 import { runDuty } from '../cluster/index.ts';
 import { manifestsFromJson, readMultipart } from './submission.ts';
 import { JDL_MEDIA_TYPE, parseJdl, renderJdl } from './jdl.ts';
@@ -368,6 +371,28 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
       }
       reply.code(201);
       return { jids };
+    },
+  );
+
+  app.post(
+    '/jobs/:jid/report',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'reportFromJob',
+        summary: "A running job's report with its job token ($DIRIGO_JOB_TOKEN): ApplicationStatus, job parameters, heartbeat",
+        description: 'Authorization: Bearer with the job token given to the job in DIRIGO_JOB_TOKEN; valid for that job only, while it is Matched, Running, Completing or Stalled.',
+        params: JidParams,
+        body: ReportBody,
+        response: { 200: ReportReply, ...errors(400, 401, 413, 415) },
+      },
+    },
+    async (request) => {
+      const jid = jidOf(request);
+      const { status } = await authenticateJob(ctx.db, request, jid);
+      await applyReport(ctx.db, jid, request.body as Static<typeof ReportBody>);
+      return { jid, Status: status };
     },
   );
 

@@ -10,6 +10,7 @@ import type { JobsConfig } from './config-schema.ts';
 import { checkManifest } from './manifest.ts';
 import { expandParametric } from './parametric.ts';
 import { isFinal, JobStatus, toRecord, type AttributeName } from './model.ts';
+import { jobParameters } from './reports.ts';
 import { deleteJob, eachJobAnswered, rescheduleJob, type ActionResult, type JobAction } from './actions.ts';
 import { searchJobs, summarizeJobs, type Condition, type SearchRequest, type SortKey } from './search.ts';
 import { canKillJob, canSeeJob, listVisibility } from './privileges.ts';
@@ -102,7 +103,8 @@ export class JobsService {
 
   async describe(principal: Principal, jobId: number) {
     const row = await this.visibleJob(principal, jobId);
-    return { ...toRecord(row), StatusHistory: await statusHistory(this.ctx.db, jobId) };
+    const [history, parameters] = await Promise.all([statusHistory(this.ctx.db, jobId), jobParameters(this.ctx.db, jobId)]);
+    return { ...toRecord(row), StatusHistory: history, Parameters: parameters };
   }
 
   /** Kills, reschedules or deletes each job, answering each one (DIRAC's bulk job commands). */

@@ -49,9 +49,27 @@ export interface JobStatusHistoryTable {
   source: string;
 }
 
+/** Key/value parameters a running job reports about itself (DIRAC's job parameters). */
+export interface JobParameterTable {
+  /** Grows with every change: the events stream follows it. */
+  id: Generated<number>;
+  job_id: number;
+  name: string;
+  value: string;
+  time: string;
+}
+
+/** Secrets of the jobs domain, made once and shared by every instance (the job-token key). */
+export interface JobsSecretTable {
+  name: string;
+  value: string;
+}
+
 export interface JobsTables {
   jobs: JobTable;
   job_status_history: JobStatusHistoryTable;
+  job_parameters: JobParameterTable;
+  jobs_secrets: JobsSecretTable;
 }
 
 declare module '../kernel/db/schema.ts' {

@@ -50,7 +50,7 @@ describe('CLI conventions', () => {
     const script = (await dirigo(['completion', 'bash'])).stdout;
     const complete = (line: string) =>
       spawnSync('bash', ['-c', `${script}\nCOMP_WORDS=(${line}); COMP_CWORD=$((\${#COMP_WORDS[@]} - 1)); _dirigo; echo "\${COMPREPLY[*]}"`], { encoding: 'utf8' }).stdout.trim();
-    assert.equal(complete("dirigo jo"), 'jobs');
+    assert.equal(complete("dirigo jo"), 'jobs job');
     assert.equal(complete("dirigo jobs su"), 'submit summary');
     assert.equal(complete("dirigo jobs submit --ce"), '--cert');
     assert.equal(complete("dirigo proxy ''"), 'init info destroy');
@@ -62,7 +62,7 @@ describe('CLI conventions', () => {
     const work = mkdtempSync(join(tmpdir(), 'dirigo-completion-'));
     writeFileSync(join(work, 'dirigo.fish'), (await dirigo(['completion', 'fish'])).stdout);
     const fish = (line: string) => spawnSync('fish', ['--no-config', '-c', `source ${join(work, 'dirigo.fish')}; complete -C ${quote(line)}`], { encoding: 'utf8' }).stdout.split('\n').map((l) => l.split('\t')[0]).filter(Boolean);
-    assert.deepEqual(fish('dirigo jo'), ['jobs']);
+    assert.deepEqual(fish('dirigo jo'), ['job', 'jobs']);
     assert.deepEqual(fish('dirigo catalogue sea'), ['search']);
     assert.ok(fish('dirigo jobs --ce').includes('--cert'));
     writeFileSync(join(work, '_dirigo'), (await dirigo(['completion', 'zsh'])).stdout);

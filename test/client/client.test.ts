@@ -194,6 +194,13 @@ for (const { dialect, skip } of await dialects()) {
       const input = await pilot.GET('/agents/jobs/{jid}/inputsandbox', { params: { path: { jid: jid! }, query: { agentId } }, parseAs: 'arrayBuffer' });
       assert.equal(input.response.status, 200);
       unwrap(await pilot.POST('/agents/jobs/{jid}/status', { params: { path: { jid: jid! } }, body: { agentId, status: 'Running' } }));
+      // The payload reports with its own token, which the match gave the agent for it.
+      const reported = await pilot.POST('/jobs/{jid}/report', {
+        params: { path: { jid: jid! } },
+        headers: { authorization: `Bearer ${matched.jobs[0]!.JobToken}` },
+        body: { ApplicationStatus: 'step 1/1', Parameters: { events: '10' } },
+      });
+      assert.deepEqual(unwrap(reported), { jid, Status: 'Running' });
       unwrap(await pilot.POST('/agents/jobs/{jid}/status', { params: { path: { jid: jid! } }, body: { agentId, status: 'Completing' } }));
       const upload = await pilot.PUT('/agents/jobs/{jid}/outputsandbox', {
         params: { path: { jid: jid! }, query: { agentId } },

@@ -502,6 +502,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/jobs/{jid}/report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A running job's report with its job token ($DIRIGO_JOB_TOKEN): ApplicationStatus, job parameters, heartbeat
+         * @description Authorization: Bearer with the job token given to the job in DIRIGO_JOB_TOKEN; valid for that job only, while it is Matched, Running, Completing or Stalled.
+         */
+        post: operations["reportFromJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/jobs/kill": {
         parameters: {
             query?: never;
@@ -3590,6 +3610,10 @@ export interface operations {
                             StatusTime: string;
                             Source: string;
                         }[];
+                        /** @description what the job reported about itself (POST /jobs/{jid}/report) */
+                        Parameters: {
+                            [key: string]: string;
+                        };
                     };
                 };
             };
@@ -4012,6 +4036,89 @@ export interface operations {
             };
         };
     };
+    reportFromJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a job id (a positive integer) */
+                jid: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description what the application is doing ('step 2/5') */
+                    ApplicationStatus?: string;
+                    /** @description job parameters to set (key/value) */
+                    Parameters?: {
+                        [key: string]: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        jid: number;
+                        /** @description the job status: a job told Killed should stop */
+                        Status: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     killJobs: {
         parameters: {
             query?: never;
@@ -4327,6 +4434,8 @@ export interface operations {
                             /** @description true: fetch it from /agents/jobs/{jid}/inputsandbox */
                             InputSandbox: boolean;
                             RescheduleCounter: number;
+                            /** @description the job's own token, for its reports (DIRIGO_JOB_TOKEN in the payload's environment) */
+                            JobToken: string;
                         }[];
                         /** @description milliseconds until the next heartbeat is due */
                         heartbeatIntervalMs: number;

@@ -6,7 +6,7 @@ import { serveCommand, initCommand } from './serve.ts';
 import { adminCommand } from './admin.ts';
 import { catalogueCommand } from '../../catalogue/index.ts';
 import { CliError } from '../../kernel/cli/output.ts';
-import { jobsCommand } from '../../jobs/index.ts';
+import { jobCommand, jobsCommand } from '../../jobs/index.ts';
 import { agentCommand } from '../../agents/index.ts';
 import { loginCommand, logoutCommand, tokenCommand, whoamiCommand } from '../../auth/index.ts';
 import { proxyCommand } from '../../pki/index.ts';
@@ -18,6 +18,7 @@ const commands: Record<string, { run: Command; summary: string }> = {
   token: { run: tokenCommand, summary: 'obtain an access token with a certificate (flow A)' },
   admin: { run: adminCommand, summary: 'administration: keys rotate, client add|list|remove' },
   jobs: { run: jobsCommand, summary: 'submit (JSON or JDL), list, summarise, show, kill, wait for jobs; fetch manifests and sandboxes' },
+  job: { run: jobCommand, summary: "inside a job: report its ApplicationStatus, parameters and heartbeat with the job's token" },
   catalogue: { run: catalogueCommand, summary: 'file catalogue: ls, stat, meta, search, fields, mkdir, register, setmeta, rm, import' },
   agent: { run: agentCommand, summary: 'pull-mode job agent for a worker node (takes and runs jobs of an agents site)' },
   login: { run: loginCommand, summary: 'sign in with the device flow and cache the token (OAuth 2.0)' },
