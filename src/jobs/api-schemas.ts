@@ -175,6 +175,16 @@ export const ListQuery = Type.Object(
   { additionalProperties: true },
 );
 
+/** GET /jobs/events: the restrictions of GET /jobs, and where to resume. */
+export const EventsQuery = Type.Object(
+  {
+    allOwners: Type.Optional(Type.Boolean({ default: false, description: 'true: every job the caller may see' })),
+    lastEventId: Type.Optional(Type.String({ pattern: '^\\d+\\.\\d+$', description: 'resume after this event id (as the Last-Event-ID header)' })),
+    ...restrictions,
+  },
+  { additionalProperties: true },
+);
+
 /** GET /jobs/summary: the attributes to group by, and the same restrictions as GET /jobs. */
 export const SummaryQuery = Type.Object(
   {

@@ -9,13 +9,15 @@ import { basename, dirname, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { answer, api, connect, reach, refusal, type Connection } from '../kernel/cli/http.ts';
-import { CliError, EXIT, progress } from '../kernel/cli/output.ts';
-import { formatTable, paint, terminalWidth, type Colour } from '../kernel/cli/terminal.ts';
+import { CliError, EXIT } from '../kernel/cli/output.ts';
+import { formatTable, paint, terminalWidth } from '../kernel/cli/terminal.ts';
+import { statusColour } from './status-colour.ts';
+import { waitForJobs, watchJobs } from './events-cli.ts';
 import { CREDENTIAL_OPTIONS, userAccessToken } from '../kernel/cli/credentials.ts';
 import { unpackArchive } from './sandbox-archive.ts';
 import { fileNameProblem } from './file-names.ts';
 import { JDL_MEDIA_TYPE, JdlSyntaxError, parseJdl } from './jdl.ts';
-import { FINAL_STATUSES, type JobRecord, type StatusHistoryEntry } from './model.ts';
+import { type JobRecord, type StatusHistoryEntry } from './model.ts';
 
 const USAGE = `usage: dirigo jobs <command> [options]
 
@@ -33,8 +35,10 @@ commands:
   manifest JID... [--jdl]           the stored manifests (as JDL with --jdl)
   sandbox JID... input|output [-o|--output DIR]
                                     download and unpack sandboxes (default DIR: job-JID-input|output)
-  wait JID... [--timeout SECONDS] [--interval SECONDS]
-                                    poll until the jobs are final; exit 0 when all are Done
+  wait JID... [--timeout SECONDS]  follow the jobs' events until they end; exit 0 when all are Done
+  watch [--status S]... [--attr KEY=VALUE]... [--all] [--timeout SECONDS]
+                                    the jobs' changes as they happen: a live table on a terminal,
+                                    a line per change otherwise (--json: one JSON object per event)
 
 Commands that take job ids do each one, report each result, and exit non-zero when any failed:
 1 failed (a job not Done, a refused request), 2 usage, 3 timeout, 4 not found, 5 not allowed, 6 service error.
@@ -65,6 +69,7 @@ const OPTIONS = {
   start: { type: 'string' },
   output: { type: 'string', short: 'o' },
   timeout: { type: 'string' },
+  // Accepted for scripts written when wait polled; waiting now follows the events stream.
   interval: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -113,15 +118,6 @@ function restrictionQuery(values: Values): Record<string, string | string[] | un
 
 function print(values: Values, data: unknown, text: () => string): void {
   process.stdout.write(values.json ? `${JSON.stringify(data, null, 2)}\n` : text());
-}
-
-/** Final statuses green or red, running ones blue, waiting ones yellow (on a terminal). */
-export function statusColour(status: string): Colour | undefined {
-  if (status === 'Done') return 'green';
-  if (status === 'Failed' || status === 'Killed' || status === 'Stalled') return 'red';
-  if (status === 'Running' || status === 'Completing') return 'blue';
-  if (status === 'Deleted') return 'dim';
-  return 'yellow';
 }
 
 function table(jobs: JobRecord[]): string {
@@ -224,27 +220,10 @@ async function sandbox(conn: Connection, token: string, values: Values, id: stri
   return 0;
 }
 
-async function wait(conn: Connection, token: string, values: Values, id: string): Promise<number> {
+function timeoutOf(values: Values): number {
   const timeout = values.timeout ? Number(values.timeout) * 1000 : Infinity;
-  const interval = values.interval ? Number(values.interval) * 1000 : 1000;
-  if (Number.isNaN(timeout) || !(interval > 0)) throw new CliError('--timeout and --interval take seconds', 2);
-  const p = progress();
-  const started = Date.now();
-  for (;;) {
-    const job = (await answer(conn, api(conn, token).GET('/jobs/{jid}', { params: { path: { jid: Number(id) } } }))) as JobRecord;
-    const elapsed = Math.round((Date.now() - started) / 1000);
-    if (FINAL_STATUSES.has(job.Status as never)) {
-      p.done(`job ${id}: ${job.Status} (${job.MinorStatus}) after ${elapsed} s`);
-      if (values.json) process.stdout.write(`${JSON.stringify(job, null, 2)}\n`);
-      return job.Status === 'Done' ? EXIT.ok : EXIT.failure;
-    }
-    p.update(`job ${id}: ${job.Status} — ${job.MinorStatus} (${elapsed} s)`);
-    if (Date.now() - started > timeout) {
-      p.done(`job ${id}: still ${job.Status} after ${elapsed} s; giving up`);
-      return EXIT.timeout;
-    }
-    await new Promise((r) => setTimeout(r, interval));
-  }
+  if (Number.isNaN(timeout) || timeout < 0) throw new CliError('--timeout takes seconds', EXIT.usage);
+  return timeout;
 }
 
 export async function jobsCommand(argv: string[]): Promise<number> {
@@ -315,7 +294,9 @@ export async function jobsCommand(argv: string[]): Promise<number> {
       return eachJob(ids, (id) => sandbox(conn, token, values, id, which));
     }
     case 'wait':
-      return eachJob(jids(args), (id) => wait(conn, token, values, id));
+      return waitForJobs(conn, token, jids(args).map(Number), { json: values.json ?? false, timeoutMs: timeoutOf(values) });
+    case 'watch':
+      return watchJobs(conn, token, restrictionQuery(values), { json: values.json ?? false, timeoutMs: timeoutOf(values) });
     default:
       throw new CliError(`unknown jobs command '${sub}'\n\n${USAGE}`, 2);
   }

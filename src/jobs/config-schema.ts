@@ -36,6 +36,22 @@ export const JobsConfigSchema = Type.Object(
     maxCpuTime: Type.Integer({ minimum: 1, default: 31_536_000 }),
     /** Most manifests in one submission (JSON array or multipart). */
     maxBulk: Type.Integer({ minimum: 1, maximum: 100000, default: 1000 }),
+    /** GET /jobs/events, the live events stream. */
+    events: Type.Object(
+      {
+        /** Longest pause between two reads of new changes (changes made by this instance are sent at once). */
+        pollMs: Type.Integer({ minimum: 10, maximum: 60_000, default: 250 }),
+        /** A comment line this often keeps idle streams open through proxies. */
+        heartbeatMs: Type.Integer({ minimum: 100, default: 15_000 }),
+        /** How far back a client that reconnects with Last-Event-ID is sent what it missed. */
+        replayWindowMs: Type.Integer({ minimum: 1000, default: 3600_000 }),
+        /** Most events replayed; beyond, the client is told to list again (event `reset`). */
+        maxReplay: Type.Integer({ minimum: 1, default: 10_000 }),
+        /** Most open streams per instance (503 beyond). */
+        maxSubscribers: Type.Integer({ minimum: 1, default: 10_000 }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     /** How long a Deleted job keeps its sandboxes before they are purged (the job's row and history stay). */
     deletedRetentionMs: Type.Integer({ minimum: 1000, default: 7 * 24 * 3600_000 }),
     /** Most jobs one submission may create once parametric manifests are expanded (DIRAC-style `Parameters`). */

@@ -9,6 +9,7 @@ import { nowIso } from '../kernel/db/database.ts';
 import { AuthenticationRequired, InvalidToken } from '../kernel/errors.ts';
 import { jobTokens } from './job-tokens.ts';
 import { JobStatus } from './model.ts';
+import { jobsChanged } from './state-machine.ts';
 
 /** The statuses in which a job's token is honoured: it was handed to an executor and has not ended. */
 const ACTIVE: readonly string[] = [JobStatus.Matched, JobStatus.Running, JobStatus.Completing, JobStatus.Stalled];
@@ -60,6 +61,7 @@ export async function applyReport(db: Db, jobId: number, report: JobReport): Pro
       await trx.insertInto('job_parameters').values(parameters.map(([name, value]) => ({ job_id: jobId, name, value, time: now }))).execute();
     }
   });
+  jobsChanged();
 }
 
 /** A job's parameters, by name. */

@@ -103,8 +103,24 @@ export async function changeStatus(db: Db | Transaction<Database>, jobIds: reado
     return changed;
   };
   const changed = await (db.isTransaction ? run(db as Transaction<Database>) : db.transaction().execute(run));
-  if (changed.length > 0) transitions.inc({ to: change.to }, changed.length);
+  if (changed.length > 0) {
+    transitions.inc({ to: change.to }, changed.length);
+    jobsChanged();
+  }
   return changed;
+}
+
+const changeListeners = new Set<() => void>();
+
+/** Calls `listener` after jobs change in this process (the events stream reads them at once). @returns unsubscribe */
+export function onJobsChanged(listener: () => void): () => void {
+  changeListeners.add(listener);
+  return () => changeListeners.delete(listener);
+}
+
+/** Tells the listeners that jobs changed here (a status, an application status, a parameter). */
+export function jobsChanged(): void {
+  for (const listener of changeListeners) listener();
 }
 
 /**

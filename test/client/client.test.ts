@@ -149,6 +149,12 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(withFiles.jids.length, 1);
       const listed = unwrap(await alice.GET('/jobs', { params: { query: { maxJobs: 10, JobID: [jid] } } }));
       assert.deepEqual(listed.jobs.map((j) => j.JobID), [jid]);
+      const stream = await alice.GET('/jobs/events', { params: { query: { JobID: [jid] } }, parseAs: 'stream' });
+      assert.equal(stream.response.headers.get('content-type'), 'text/event-stream; charset=utf-8');
+      const reader = (stream.data as ReadableStream<Uint8Array>).getReader();
+      let text = '';
+      while (!text.includes('event: ready')) text += new TextDecoder().decode((await reader.read()).value);
+      await reader.cancel();
       const found = unwrap(await alice.POST('/jobs/search', { body: { search: [{ parameter: 'JobID', operator: 'in', values: [jid] }], parameters: ['JobID', 'Owner'] } }));
       assert.deepEqual(found.jobs, [{ JobID: jid, Owner: 'alice' }]);
       const counted = unwrap(await alice.GET('/jobs/summary', { params: { query: { groupBy: ['Owner'], JobID: [jid] } } }));

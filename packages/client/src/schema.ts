@@ -433,6 +433,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/jobs/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Live job events (Server-Sent Events): status, application status and parameter changes, with the restrictions of GET /jobs
+         * @description Each event has an id; a client that reconnects with Last-Event-ID (header, or the lastEventId parameter) first gets the events it missed within jobs.events.replayWindowMs, or a `reset` event when there were too many. The first event, `ready`, carries the position to resume from. Browsers, whose EventSource sends no Authorization header, may pass access_token in the query.
+         */
+        get: operations["jobEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/jobs/{jid}": {
         parameters: {
             query?: never;
@@ -3546,6 +3566,116 @@ export interface operations {
             };
             /** @description OAuth 2.0-shaped error */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    jobEvents: {
+        parameters: {
+            query?: {
+                /** @description true: every job the caller may see */
+                allOwners?: boolean;
+                /** @description resume after this event id (as the Last-Event-ID header) */
+                lastEventId?: string;
+                /** @description restrict to these JobID values (repeat the key: OR) */
+                JobID?: number[];
+                /** @description restrict to these JobName values (repeat the key: OR) */
+                JobName?: string[];
+                /** @description restrict to these JobGroup values (repeat the key: OR) */
+                JobGroup?: string[];
+                /** @description restrict to these JobType values (repeat the key: OR) */
+                JobType?: string[];
+                /** @description restrict to these Owner values (repeat the key: OR) */
+                Owner?: string[];
+                /** @description restrict to these OwnerDN values (repeat the key: OR) */
+                OwnerDN?: string[];
+                /** @description restrict to these OwnerGroup values (repeat the key: OR) */
+                OwnerGroup?: string[];
+                /** @description restrict to these Setup values (repeat the key: OR) */
+                Setup?: string[];
+                /** @description restrict to these Site values (repeat the key: OR) */
+                Site?: string[];
+                /** @description restrict to these statuses (repeat the key: OR) */
+                Status?: ("Received" | "Checking" | "Waiting" | "Matched" | "Running" | "Completing" | "Stalled" | "Rescheduled" | "Done" | "Failed" | "Killed" | "Deleted")[];
+                /** @description restrict to these MinorStatus values (repeat the key: OR) */
+                MinorStatus?: string[];
+                /** @description restrict to these ApplicationStatus values (repeat the key: OR) */
+                ApplicationStatus?: string[];
+                /** @description restrict to these UserPriority values (repeat the key: OR) */
+                UserPriority?: number[];
+                /** @description restrict to these RescheduleCounter values (repeat the key: OR) */
+                RescheduleCounter?: number[];
+                /** @description restrict to these SubmissionTime values (repeat the key: OR) */
+                SubmissionTime?: string[];
+                /** @description restrict to these LastUpdateTime values (repeat the key: OR) */
+                LastUpdateTime?: string[];
+                /** @description restrict to these StartExecTime values (repeat the key: OR) */
+                StartExecTime?: string[];
+                /** @description restrict to these EndExecTime values (repeat the key: OR) */
+                EndExecTime?: string[];
+                /** @description restrict to these HeartBeatTime values (repeat the key: OR) */
+                HeartBeatTime?: string[];
+                /** @description restrict to these ExitCode values (repeat the key: OR) */
+                ExitCode?: number[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An endless text/event-stream: `event: status` data {JobID, Status, MinorStatus, ApplicationStatus, Time, Source}; `event: parameter` data {JobID, Name, Value, Time}; `event: ready` and `event: reset`; comment lines as heartbeats */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
