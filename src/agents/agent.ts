@@ -19,7 +19,7 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { createDirigoClient, DirigoApiError, type DirigoClient, type ErrorAnswer } from '@dirigo/client';
 import type { Agent as HttpAgent } from 'undici';
-import { LocalExecutor } from '../executors/index.ts';
+import { LocalExecutor, readTail } from '../executors/index.ts';
 import type { ExecutorEvent, JobToRun } from '../executors/index.ts';
 import { AgentJournal } from './journal.ts';
 import type { Manifest } from '../jobs/index.ts';
@@ -62,6 +62,8 @@ interface CallResult<T> {
   response: Response;
 }
 
+/** What an agent sends of each job's StdOutput per heartbeat (the service's default jobs.peekBytes). */
+const PEEK_BYTES = 65536;
 const FIRST_RETRY_MS = 500;
 const MAX_RETRY_MS = 30_000;
 
@@ -267,10 +269,23 @@ export class JobAgent {
     }
   }
 
+  /** The end of each running job's StdOutput, sent with the heartbeat for GET /jobs/{jid}/peek. */
+  async #outputTails(jobs: readonly number[]): Promise<{ jid: number; tail: string; size: number }[]> {
+    const outputs = [];
+    for (const jid of jobs) {
+      const job = this.#jobs.get(jid);
+      const path = job && this.#executor.outputPath(jid, null, job.manifest.StdOutput ?? 'std.out');
+      const read = path ? await readTail(path, PEEK_BYTES) : undefined;
+      if (read) outputs.push({ jid, tail: read.tail.toString('utf8'), size: read.size });
+    }
+    return outputs;
+  }
+
   async #heartbeat(): Promise<void> {
     const jobs = this.#executor.activeJobs();
     try {
-      const { data: reply } = await this.#call((headers) => this.#api.POST('/agents/heartbeat', { headers, body: { agentId: this.agentId, jobs } }));
+      const outputs = await this.#outputTails(jobs);
+      const { data: reply } = await this.#call((headers) => this.#api.POST('/agents/heartbeat', { headers, body: { agentId: this.agentId, jobs, outputs } }));
       this.#heartbeatMs = reply.heartbeatIntervalMs;
       for (const jid of reply.kill) {
         this.#o.log(`job ${jid}: the service asks to stop it`);

@@ -33,7 +33,19 @@ const HeartbeatInterval = Type.Integer({ minimum: 1, description: 'milliseconds 
 export const MatchReply = Type.Object({ jobs: Type.Array(MatchedJob, { description: 'empty when no job waits' }), heartbeatIntervalMs: HeartbeatInterval });
 
 export const HeartbeatBody = Type.Object(
-  { agentId: AgentId, jobs: Type.Array(JobId, { maxItems: 10000, description: 'the jobs the agent runs' }) },
+  {
+    agentId: AgentId,
+    jobs: Type.Array(JobId, { maxItems: 10000, description: 'the jobs the agent runs' }),
+    outputs: Type.Optional(
+      Type.Array(
+        Type.Object(
+          { jid: JobId, tail: Type.String({ maxLength: 1024 * 1024, description: 'the end of its StdOutput (at most jobs.peekBytes are kept)' }), size: Type.Integer({ minimum: 0, description: "StdOutput's whole size" }) },
+          { additionalProperties: false },
+        ),
+        { maxItems: 1000, description: 'what its running jobs wrote lately, for GET /jobs/{jid}/peek' },
+      ),
+    ),
+  },
   { additionalProperties: false },
 );
 

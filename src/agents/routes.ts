@@ -15,7 +15,7 @@ import { requireToken, type Principal } from '../auth/index.ts';
 import { runDuty } from '../cluster/index.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import { JobStatus } from '../jobs/index.ts';
-import { FileSandboxStore, JidParams, jobTokens } from '../jobs/index.ts';
+import { FileSandboxStore, JidParams, jobTokens, storeOutputTail } from '../jobs/index.ts';
 import { changeStatus } from '../jobs/index.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { InsufficientPrivileges, InvalidRequest, InvalidTransition, NotFound } from '../kernel/errors.ts';
@@ -137,7 +137,13 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
     async (request) => {
       const body = request.body as Static<typeof HeartbeatBody>;
       await seen(ctx.db, identity(request, body.agentId));
-      const kill = await heartbeat(ctx.db, identity(request, body.agentId), [...new Set(body.jobs)]);
+      const jobs = [...new Set(body.jobs)];
+      const kill = await heartbeat(ctx.db, identity(request, body.agentId), jobs);
+      // Only the output of jobs the agent still holds is kept, cut to what peek serves.
+      const held = new Set(jobs.filter((jid) => !kill.includes(jid)));
+      for (const { jid, tail, size } of body.outputs ?? []) {
+        if (held.has(jid)) await storeOutputTail(ctx.db, jid, tail.slice(-ctx.config.jobs.peekBytes), size);
+      }
       return { kill, heartbeatIntervalMs };
     },
   );

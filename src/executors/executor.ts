@@ -99,6 +99,11 @@ export interface Executor {
   release?(jobId: number, ref: string): boolean;
   /** Cleans up after a job whose holder died (an orphaned process, a batch job): kills what is left. Returns as kill does. */
   reap(ref: string): Promise<boolean>;
+  /**
+   * Where a running job's `file` (its StdOutput) is, when this instance can read it (GET /jobs/{jid}/peek);
+   * undefined otherwise. The file name is the manifest's, already checked to be a plain name.
+   */
+  outputPath?(jobId: number, ref: string | null, file: string): string | undefined;
   /** Why its backend cannot take or follow jobs now (its last command failed), or undefined when it can. */
   notReady?(): string | undefined;
   /** Stops everything it runs; later events are not reported. @returns the ids it stopped. */

@@ -242,6 +242,10 @@ export class LocalExecutor implements Executor {
     }
   }
 
+  outputPath(jobId: number, _ref: string | null, file: string): string | undefined {
+    return join(this.#o.workDir, String(jobId), file);
+  }
+
   async kill(jobId: number, ref: string | null = null): Promise<boolean> {
     const r = this.#running.get(jobId);
     if (r) {

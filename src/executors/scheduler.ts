@@ -20,6 +20,7 @@ import { KILL_PENDING } from '../jobs/index.ts';
 import { splitArguments } from '../jobs/index.ts';
 import { waitingJobIdsFor } from '../jobs/index.ts';
 import { jobTokens } from '../jobs/index.ts';
+import { readTail } from './output-tail.ts';
 import type { Executor, ExecutorEvent, JobToRun } from './executor.ts';
 import { Waker } from './waker.ts';
 import { cycleDuration, siteSlots } from './metrics.ts';
@@ -126,6 +127,12 @@ export class Scheduler {
   }
 
   /** Passes a kill to the executor holding the job, when it is this instance's; another instance's holder delivers its own. */
+  /** The last `maxBytes` of a running job's `file` and its size, when a site of this instance can read it. */
+  async peek(jobId: number, site: string, ref: string | null, file: string, maxBytes: number): Promise<{ tail: Buffer; size: number } | undefined> {
+    const path = this.#executors.get(site)?.outputPath?.(jobId, ref, file);
+    return path ? readTail(path, maxBytes) : undefined;
+  }
+
   async kill(jobId: number, executorId: string | null, site: string, ref: string | null): Promise<void> {
     if (executorId !== this.instanceId) return;
     const executor = this.#executors.get(site);

@@ -406,6 +406,16 @@ export class SlurmExecutor implements Executor {
     }
   }
 
+  /** The payload runs in `work/` of its staging directory, which this instance shares when it is the site's. */
+  outputPath(_jobId: number, ref: string | null, file: string): string | undefined {
+    try {
+      const stage = ref ? this.#insideStaging((JSON.parse(ref) as Partial<SlurmRef>).stage ?? '') : undefined;
+      return stage ? join(stage, 'work', file) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   #insideStaging(path: string): string | undefined {
     const rel = relative(this.#o.stagingDir, resolve(path));
     return rel !== '' && !rel.startsWith('..') && !rel.includes(`..${sep}`) ? resolve(path) : undefined;

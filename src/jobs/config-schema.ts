@@ -36,6 +36,8 @@ export const JobsConfigSchema = Type.Object(
     maxCpuTime: Type.Integer({ minimum: 1, default: 31_536_000 }),
     /** Most manifests in one submission (JSON array or multipart). */
     maxBulk: Type.Integer({ minimum: 1, maximum: 100000, default: 1000 }),
+    /** Most bytes GET /jobs/{jid}/peek returns (and pull agents send with a heartbeat, per job). */
+    peekBytes: Type.Integer({ minimum: 1024, maximum: 1024 * 1024, default: 65536 }),
     /** GET /jobs/events, the live events stream. */
     events: Type.Object(
       {

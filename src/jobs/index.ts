@@ -20,3 +20,4 @@ export { packFiles, unpackArchive, type ArchiveFile } from './sandbox-archive.ts
 export { FileSandboxStore, type SandboxStore, type StoredObject } from './sandbox-store.ts';
 export { sandboxStore } from './sandboxes.ts';
 export { jobTokens } from './job-tokens.ts';
+export { storeOutputTail } from './peek.ts';

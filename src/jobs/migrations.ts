@@ -75,6 +75,13 @@ export const jobsMigrations: Record<string, Migration> = {
         .execute();
       await db.schema.createIndex('job_parameters_job_name').on('job_parameters').columns(['job_id', 'name']).unique().execute();
       await db.schema.createTable('jobs_secrets').addColumn('name', 'varchar(64)', (c) => c.primaryKey()).addColumn('value', 'text', (c) => c.notNull()).execute();
+      await db.schema
+        .createTable('job_output_tails')
+        .addColumn('job_id', 'bigint', (c) => c.primaryKey())
+        .addColumn('output', 'text', (c) => c.notNull())
+        .addColumn('size', 'bigint', (c) => c.notNull())
+        .addColumn('time', 'varchar(32)', (c) => c.notNull())
+        .execute();
       // The events stream reads history rows by time as well as by id (ids of concurrent transactions commit out of order).
       await db.schema.createIndex('job_status_history_time').on('job_status_history').columns(['status_time']).execute();
     },

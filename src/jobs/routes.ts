@@ -177,6 +177,38 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
   jobEventsRoute(app, ctx, auth);
 
   app.get(
+    '/jobs/:jid/peek',
+    {
+      ...authFirst,
+      schema: {
+        tags,
+        security,
+        operationId: 'peekJobOutput',
+        summary: "The end of a running job's standard output (DIRAC's peek)",
+        params: JidParams,
+        querystring: Type.Object({ bytes: Type.Optional(Type.Integer({ minimum: 1, maximum: config.peekBytes, description: `at most this many bytes (default and most: jobs.peekBytes, ${config.peekBytes})` })) }, { additionalProperties: true }),
+        response: errors(400, 401, 403, 404, 409),
+        documented: {
+          responses: {
+            200: {
+              description: 'The last bytes of StdOutput as the job wrote them so far',
+              content: { 'text/plain': Type.String() },
+              headers: { 'X-Output-Size': Type.Integer({ description: 'the whole size of StdOutput, in bytes' }) },
+            },
+          },
+        },
+      },
+    },
+    async (request, reply) => {
+      requireCapability(request.principal!, 'compute.read');
+      const bytes = (request.query as { bytes?: number }).bytes ?? config.peekBytes;
+      const { tail, size } = await service.peek(request.principal!, jidOf(request), bytes);
+      reply.header('x-output-size', size).header('cache-control', 'no-store').type('text/plain; charset=utf-8');
+      return tail;
+    },
+  );
+
+  app.get(
     '/jobs/:jid',
     {
       ...authFirst,

@@ -11,6 +11,7 @@ import { checkManifest } from './manifest.ts';
 import { expandParametric } from './parametric.ts';
 import { isFinal, JobStatus, toRecord, type AttributeName } from './model.ts';
 import { jobParameters } from './reports.ts';
+import { outputTailOf } from './peek.ts';
 import { deleteJob, eachJobAnswered, rescheduleJob, type ActionResult, type JobAction } from './actions.ts';
 import { searchJobs, summarizeJobs, type Condition, type SearchRequest, type SortKey } from './search.ts';
 import { canKillJob, canSeeJob, listVisibility } from './privileges.ts';
@@ -31,6 +32,8 @@ export interface JobRunner {
   wake(): void;
   /** Stops the payload of a job just set Killed, when this instance holds it; others deliver it later. */
   kill(jobId: number, executorId: string | null, site: string, ref: string | null): Promise<void>;
+  /** The last `maxBytes` of a running job's `file` (its StdOutput), when this instance can read it. */
+  peek(jobId: number, site: string, ref: string | null, file: string, maxBytes: number): Promise<{ tail: Buffer; size: number } | undefined>;
 }
 
 export class JobsService {
@@ -105,6 +108,28 @@ export class JobsService {
     const row = await this.visibleJob(principal, jobId);
     const [history, parameters] = await Promise.all([statusHistory(this.ctx.db, jobId), jobParameters(this.ctx.db, jobId)]);
     return { ...toRecord(row), StatusHistory: history, Parameters: parameters };
+  }
+
+  /**
+   * The end of a running job's StdOutput, at most `maxBytes`. @throws Conflict (not running, or its output
+   * is out of this instance's reach), NotFound (nothing written or sent yet)
+   */
+  async peek(principal: Principal, jobId: number, maxBytes: number): Promise<{ tail: Buffer; size: number }> {
+    const row = await this.visibleJob(principal, jobId);
+    if (!([JobStatus.Running, JobStatus.Completing, JobStatus.Stalled] as string[]).includes(row.status)) {
+      throw new Conflict(`job ${jobId} is ${row.status}: peek shows the output of running jobs${isFinal(row.status) ? '; its output sandbox holds the rest' : ''}`);
+    }
+    const site = this.config.sites.find((s) => s.name === row.site);
+    if (site?.type === 'agents') {
+      const sent = await outputTailOf(this.ctx.db, jobId);
+      if (!sent) throw new NotFound(`job ${jobId}: its agent has not sent any output yet (it does with its heartbeats)`);
+      const tail = Buffer.from(sent.output, 'utf8');
+      return { tail: tail.subarray(Math.max(0, tail.length - maxBytes)), size: sent.size };
+    }
+    const stdout = (JSON.parse(row.manifest) as { StdOutput?: string }).StdOutput ?? 'std.out';
+    const read = await this.scheduler?.peek(jobId, row.site, row.executor_ref, stdout, maxBytes);
+    if (!read) throw new Conflict(`job ${jobId} runs at site ${row.site}, whose working directories this instance cannot read; ask the instance that runs it`);
+    return read;
   }
 
   /** Kills, reschedules or deletes each job, answering each one (DIRAC's bulk job commands). */

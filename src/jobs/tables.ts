@@ -65,11 +65,20 @@ export interface JobsSecretTable {
   value: string;
 }
 
+/** The end of an agent's job's StdOutput, sent with its heartbeats (GET /jobs/{jid}/peek). */
+export interface JobOutputTailTable {
+  job_id: number;
+  output: string;
+  size: number;
+  time: string;
+}
+
 export interface JobsTables {
   jobs: JobTable;
   job_status_history: JobStatusHistoryTable;
   job_parameters: JobParameterTable;
   jobs_secrets: JobsSecretTable;
+  job_output_tails: JobOutputTailTable;
 }
 
 declare module '../kernel/db/schema.ts' {

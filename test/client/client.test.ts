@@ -165,6 +165,8 @@ for (const { dialect, skip } of await dialects()) {
         job = unwrap(await alice.GET('/jobs/{jid}', { params: { path: { jid } } }));
       }
       assert.equal(job.Status, 'Done');
+      const peeked = await alice.GET('/jobs/{jid}/peek', { params: { path: { jid }, query: { bytes: 100 } }, parseAs: 'text' });
+      assert.equal(peeked.response.status, 409, 'a Done job: its output is in the output sandbox');
       assert.ok(job.StatusHistory.length > 0);
       const manifest = unwrap(await alice.GET('/jobs/{jid}/manifest', { params: { path: { jid } } }));
       assert.ok(typeof manifest === 'object', 'JSON unless JDL is asked for');

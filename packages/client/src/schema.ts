@@ -453,6 +453,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/jobs/{jid}/peek": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The end of a running job's standard output (DIRAC's peek) */
+        get: operations["peekJobOutput"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/jobs/{jid}": {
         parameters: {
             query?: never;
@@ -3694,6 +3711,88 @@ export interface operations {
             };
         };
     };
+    peekJobOutput: {
+        parameters: {
+            query?: {
+                /** @description at most this many bytes (default and most: jobs.peekBytes, 65536) */
+                bytes?: number;
+            };
+            header?: never;
+            path: {
+                /** @description a job id (a positive integer) */
+                jid: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The last bytes of StdOutput as the job wrote them so far */
+            200: {
+                headers: {
+                    /** @description the whole size of StdOutput, in bytes */
+                    "X-Output-Size"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getJob: {
         parameters: {
             query?: never;
@@ -4642,6 +4741,14 @@ export interface operations {
                     agentId: string;
                     /** @description the jobs the agent runs */
                     jobs: number[];
+                    /** @description what its running jobs wrote lately, for GET /jobs/{jid}/peek */
+                    outputs?: {
+                        jid: number;
+                        /** @description the end of its StdOutput (at most jobs.peekBytes are kept) */
+                        tail: string;
+                        /** @description StdOutput's whole size */
+                        size: number;
+                    }[];
                 };
             };
         };
