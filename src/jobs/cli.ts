@@ -13,6 +13,7 @@ import { CliError, EXIT } from '../kernel/cli/output.ts';
 import { formatTable, paint, terminalWidth } from '../kernel/cli/terminal.ts';
 import { statusColour } from './status-colour.ts';
 import { waitForJobs, watchJobs } from './events-cli.ts';
+import { searchCommand } from './search-cli.ts';
 import { CREDENTIAL_OPTIONS, userAccessToken } from '../kernel/cli/credentials.ts';
 import { unpackArchive } from './sandbox-archive.ts';
 import { fileNameProblem } from './file-names.ts';
@@ -25,7 +26,11 @@ commands:
   submit MANIFEST.json|JOB.jdl [FILES...]
                                     submit the manifest (an object or an array) or the JDL; FILES join the
                                     input sandbox, as do the files a JDL's InputSandbox names beside it
-  list [--status S]... [--all] [--max N] [--start N] [--attr KEY=VALUE]... [--sort [-]ATTR]...
+  list [--status S]... [--all] [--max N] [--start N] [--attr KEY=VALUE]... [--sort=[-]ATTR]...
+  search COND... [--column ATTR]... [--sort=[-]ATTR]... [--max N] [--all]
+                                    jobs meeting every condition: Status=Running  JobID>=100
+                                    SubmissionTime>2026-11-01  JobName~calib_%  Site=CERN|PIC (one of)
+  peek JID [--bytes N]              the end of a running job's standard output
   summary --group-by ATTR... [--status S]... [--attr KEY=VALUE]... [--all]
                                     job counts per combination of the attributes' values
   show JID...                       attributes and status history
@@ -63,6 +68,8 @@ const OPTIONS = {
   status: { type: 'string', multiple: true },
   sort: { type: 'string', multiple: true },
   'group-by': { type: 'string', multiple: true },
+  column: { type: 'string', multiple: true },
+  bytes: { type: 'string' },
   attr: { type: 'string', multiple: true },
   all: { type: 'boolean' },
   max: { type: 'string' },
@@ -220,6 +227,11 @@ async function sandbox(conn: Connection, token: string, values: Values, id: stri
   return 0;
 }
 
+function positiveInteger(option: string, text: string): number {
+  if (!/^\d{1,9}$/.test(text) || Number(text) < 1) throw new CliError(`${option} takes a positive integer, not '${text}'`, EXIT.usage);
+  return Number(text);
+}
+
 function timeoutOf(values: Values): number {
   const timeout = values.timeout ? Number(values.timeout) * 1000 : Infinity;
   if (Number.isNaN(timeout) || timeout < 0) throw new CliError('--timeout takes seconds', EXIT.usage);
@@ -243,6 +255,23 @@ export async function jobsCommand(argv: string[]): Promise<number> {
       const res = await answer(conn, api(conn, token).GET('/jobs', { params: { query: query as never } }));
       print(values, res, () => `${table(res.jobs)}${res.jobs.length} of ${res.entries} job(s) shown\n`);
       return 0;
+    }
+    case 'search':
+      return searchCommand(conn, token, {
+        conditions: args,
+        columns: values.column,
+        sort: values.sort,
+        max: values.max ? positiveInteger('--max', values.max) : 100,
+        all: values.all ?? false,
+        json: values.json ?? false,
+      });
+    case 'peek': {
+      const [id] = jids(args);
+      const query = values.bytes ? { bytes: positiveInteger('--bytes', values.bytes) } : {};
+      const res = await reach(conn, api(conn, token).GET('/jobs/{jid}/peek', { params: { path: { jid: Number(id) }, query }, parseAs: 'text' }));
+      if (!res.response.ok) throw refusal(res.response.status, res.error);
+      process.stdout.write(res.data as string);
+      return EXIT.ok;
     }
     case 'summary': {
       const groupBy = values['group-by'] ?? [];

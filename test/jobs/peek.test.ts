@@ -7,11 +7,12 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { dialects } from '../helpers/dialects.ts';
-import type { TestService } from '../helpers/service.ts';
+import { TEST_SETUP, type TestService } from '../helpers/service.ts';
 import { startAgent, type AgentProcess } from '../agents/agent-process.ts';
 import { startJobsService, submit, waitForStatus } from './helpers.ts';
 
 const run = promisify(execFile);
+const BIN = new URL('../../bin/dirigo.js', import.meta.url).pathname;
 
 /** Writes 2,000 numbered lines, then keeps running. */
 const CHATTY = { Executable: '/bin/sh', Arguments: `-c 'i=0; while [ $i -lt 2000 ]; do i=$((i+1)); echo "line $i"; done; sleep 60'` };
@@ -57,6 +58,9 @@ for (const { dialect, skip } of await dialects()) {
       assert.ok(Number(whole.size) > 4096, `X-Output-Size is the whole size (${whole.size})`);
       const little = await peek(jid, '?bytes=10');
       assert.equal(little.text, 'line 2000\n');
+      const u = svc.pki.users.alice!;
+      const cli = await run(process.execPath, [BIN, 'jobs', 'peek', String(jid), '--bytes', '20', '--url', svc.url, '--ca', svc.pki.caFile, '--cert', u.certFile, '--key', u.keyFile, '--group', 'dirigo_user', '--setup', TEST_SETUP], { env: { PATH: process.env.PATH ?? '', HOME: svc.dataDir } });
+      assert.equal(cli.stdout, 'line 1999\nline 2000\n');
       const tooMuch = await peek(jid, '?bytes=5000');
       assert.equal(tooMuch.status, 400);
       const bob = await peek(jid, '', await svc.token('bob'));

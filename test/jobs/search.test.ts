@@ -158,6 +158,13 @@ for (const { dialect, skip } of await dialects()) {
       const dirigo = (args: string[]) => run(process.execPath, [BIN, 'jobs', ...args, ...conn], { cwd: work, env: { PATH: process.env.PATH ?? '', HOME: work } });
       const listed = JSON.parse((await dirigo(['list', '--sort', 'JobName', '--json'])).stdout);
       assert.deepEqual(listed.jobs.map((j: { JobName: string }) => j.JobName), ['job_00', 'job_01', 'job_02', 'job_03', 'job_04', 'job_05']);
+      const searched = JSON.parse((await dirigo(['search', 'JobGroup=calib|reco', `JobID>=${mine[1]}`, 'JobName~job_%', '--column', 'JobID', '--column', 'JobGroup', '--sort=-JobID', '--json'])).stdout);
+      assert.deepEqual(searched, [mine[4], mine[3], mine[2], mine[1]].map((JobID, i) => ({ JobID, JobGroup: i < 2 ? 'reco' : 'calib' })));
+      const paged = await dirigo(['search', 'Status!=Killed', '--max', '2']);
+      assert.match(paged.stdout, /2 job\(s\); more match \(raise --max, now 2\)/);
+      const wrong = await dirigo(['search', 'Colour=red']).catch((err: { code: number; stderr: string }) => err);
+      assert.equal((wrong as { code: number }).code, 2);
+      assert.match((wrong as { stderr: string }).stderr, /'Colour' is not a job attribute/);
       const summary = await dirigo(['summary', '--group-by', 'Status', '--attr', 'JobGroup=calib']);
       assert.match(summary.stdout, /Status\s+Jobs/);
       assert.match(summary.stdout, /Killed\s+2/);

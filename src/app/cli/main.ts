@@ -60,7 +60,8 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`dirigo ${name}: ${err.message}\n`);
       return err.exitCode;
     }
-    if (err instanceof Error && (err as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    // Every parseArgs refusal (an unknown option, a missing or ambiguous value) is a usage error.
+    if (err instanceof Error && (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS_')) {
       process.stderr.write(`dirigo ${name}: ${err.message}\n`);
       return 2;
     }
