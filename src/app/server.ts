@@ -61,8 +61,6 @@ export async function buildServer(ctx: AppContext, options: ServerOptions = {}):
       const answer = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? pathParamTooLong() : new InvalidRequest('the URL is malformed');
       errorHandler(answer, request as FastifyRequest, reply as FastifyReply);
     },
-    // Type arrays (`["string", "integer"]`) are how a schema says "either, and do not coerce one into the other".
-    ajv: { customOptions: { allowUnionTypes: true } },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     schemaErrorFormatter: (errors, dataVar) => {

@@ -205,8 +205,9 @@ export const JobSummary = Type.Object(
   { title: 'JobSummary' },
 );
 
-// A type array, not anyOf: Ajv coerces only a value that matches none of the types, so 4 and "4" stay apart.
-const SearchValue = Type.Unsafe<string | number>({ type: ['string', 'integer'], maxLength: 512 });
+// String first: the body check may turn a number into its text, never text into a number, and search.ts
+// reads integer attributes' values back from their text. (anyOf, not a type array: OpenAPI 3.0 generators.)
+const SearchValue = Type.Union([Type.String({ maxLength: 512 }), Type.Integer()]);
 
 /** POST /jobs/search (DIRAC's job monitor selections; the shape of DiracX's search body). */
 export const SearchBody = Type.Object(

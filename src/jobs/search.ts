@@ -34,11 +34,15 @@ type JobsQuery = SelectQueryBuilder<{ jobs: JobTable }, 'jobs', object>;
 type Jobs = ExpressionBuilder<{ jobs: JobTable }, 'jobs'>;
 
 /** A value of `name` as the column holds it: integers as numbers, times as the stored ISO text. */
-function columnValue(name: AttributeName, v: unknown, where: string): string | number {
+function columnValue(name: AttributeName, value: unknown, where: string): string | number {
+  let v = value;
   if (ATTRIBUTES[name].type === 'integer') {
-    if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new InvalidRequest(`${where}: ${name} takes integers, not ${JSON.stringify(v)}`);
-    return v;
+    // The body check may have made text of a number (search values are strings or integers).
+    const n = typeof v === 'string' && /^-?\d{1,15}$/.test(v) ? Number(v) : v;
+    if (typeof n !== 'number' || !Number.isSafeInteger(n)) throw new InvalidRequest(`${where}: ${name} takes integers, not ${JSON.stringify(v)}`);
+    return n;
   }
+  if (typeof v === 'number') v = String(v);
   if (typeof v !== 'string') throw new InvalidRequest(`${where}: ${name} takes strings, not ${JSON.stringify(v)}`);
   if (TIMES.has(name)) {
     // Times are stored as ISO 8601 in UTC (nowIso), so that text order is time order.
