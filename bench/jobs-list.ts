@@ -1,7 +1,8 @@
 /**
  * Figure: `GET /jobs?Status=Waiting&maxJobs=100` on a large job table, over real HTTPS with keep-alive,
  * against `dirigo serve` as its own process: median < 10 ms, p99 < 50 ms, server RSS < 300 MB, on SQLite
- * and PostgreSQL. Rows are generated with bulk SQL inserts (not HTTP): 30 owners, 5% Waiting, the rest
+ * and PostgreSQL; and the job monitor's reads: the summary per status and site (target median < 20 ms)
+ * and two searches. Rows are generated with bulk SQL inserts (not HTTP): 30 owners, 5% Waiting, the rest
  * spread over the other statuses. Default 100,000 jobs; `--full` builds the issue's 1,000,000.
  * Usage: node bench/jobs-list.ts [--full] [--jobs N] [--requests N] [--dialect sqlite|postgres|both]
  */
@@ -97,6 +98,24 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
         await res.body.dump();
         adminTimes.push(Number(process.hrtime.bigint() - t0) / 1e6);
       }
+      // The job monitor's reads (issue 20): counts per status and site, and searches, as the administrator.
+      const timed = async (n: number, send: () => Promise<{ statusCode: number; body: { dump(): Promise<void> } }>) => {
+        const ms: number[] = [];
+        for (let i = 0; i < n; i++) {
+          const t0 = process.hrtime.bigint();
+          const res = await send();
+          await res.body.dump();
+          if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
+          ms.push(Number(process.hrtime.bigint() - t0) / 1e6);
+        }
+        return ms;
+      };
+      const adminHeaders = { authorization: `Bearer ${adminToken}` };
+      const summaryTimes = await timed(30, () => request(`${server.url}/jobs/summary?groupBy=Status&groupBy=Site&allOwners=true`, { headers: adminHeaders, dispatcher: admin }));
+      const search = (body: unknown) => () =>
+        request(`${server.url}/jobs/search`, { method: 'POST', headers: { ...adminHeaders, 'content-type': 'application/json' }, body: JSON.stringify(body), dispatcher: admin });
+      const groupTimes = await timed(50, search({ allOwners: true, search: [{ parameter: 'JobGroup', operator: 'eq', value: 'g7' }, { parameter: 'Status', operator: 'in', values: ['Done', 'Failed'] }], page: { size: 100 } }));
+      const timeTimes = await timed(50, search({ allOwners: true, search: [{ parameter: 'SubmissionTime', operator: 'ge', value: '2026-11-21' }, { parameter: 'SubmissionTime', operator: 'lt', value: '2026-11-23' }], sort: [{ parameter: 'SubmissionTime', direction: 'desc' }], page: { size: 100 } }));
       await admin.close();
       const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
       const mem = rssMb(server.child.pid!);
@@ -104,6 +123,8 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
       console.log(`jobs-list (${dialect}, ${total.toLocaleString('en')} jobs generated in ${fillSeconds.toFixed(1)} s; ${requests} sequential keep-alive HTTPS requests)`);
       console.log(`  GET /jobs?Status=Waiting&maxJobs=100 (alice, ${entries} matching): median ${pct(times, 50).toFixed(2)} ms (target < 10) ${ok(pct(times, 50) < 10)}, p99 ${pct(times, 99).toFixed(2)} ms (target < 50) ${ok(pct(times, 99) < 50)}`);
       console.log(`  same with allOwners=true (admin): median ${pct(adminTimes, 50).toFixed(2)} ms, p99 ${pct(adminTimes, 99).toFixed(2)} ms`);
+      console.log(`  GET /jobs/summary?groupBy=Status&groupBy=Site (every job): median ${pct(summaryTimes, 50).toFixed(1)} ms (target < 20) ${ok(pct(summaryTimes, 50) < 20)}`);
+      console.log(`  POST /jobs/search JobGroup=g7, Status in Done|Failed, first 100: median ${pct(groupTimes, 50).toFixed(2)} ms; SubmissionTime range, sorted by it: median ${pct(timeTimes, 50).toFixed(2)} ms`);
       console.log(`  server RSS ${mem.rss.toFixed(0)} MB, peak ${mem.peak.toFixed(0)} MB (target < 300) ${ok(mem.peak < 300)}`);
     } finally {
       await agent.close();

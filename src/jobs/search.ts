@@ -94,7 +94,8 @@ export function fullSort(sort: readonly SortKey[] | undefined): Required<SortKey
   const keys = (sort ?? []).map((k) => ({ parameter: k.parameter, direction: k.direction ?? 'asc' }));
   const names = new Set(keys.map((k) => k.parameter));
   if (names.size !== keys.length) throw new InvalidRequest('sort: an attribute is named twice');
-  if (!names.has('JobID')) keys.push({ parameter: 'JobID', direction: keys.length === 0 ? 'desc' : 'asc' });
+  // The tie-break runs the way the last key does, so that an index on (key, job_id) serves the order.
+  if (!names.has('JobID')) keys.push({ parameter: 'JobID', direction: keys.at(-1)?.direction ?? 'desc' });
   return keys;
 }
 
