@@ -41,6 +41,7 @@ interface Row {
 /** Ids a concurrent transaction took but had not committed when a later one was read; dropped after this long. */
 const GAP_MS = 30_000;
 const BATCH = 5000;
+const WAKE_DELAY_MS = 5;
 
 export function formatEventId(p: Position): string {
   return `${p.history}.${p.parameter}`;
@@ -67,6 +68,13 @@ export function wants(s: Pick<Subscriber, 'visibility' | 'restrictions'>, row: P
 class Tail {
   last = 0;
   readonly #gaps = new Map<number, number>();
+
+  /** Starts again from `last` (the table's end), never going back: a concurrent read may be further on already. */
+  reset(last: number): void {
+    if (last <= this.last) return;
+    this.last = last;
+    this.#gaps.clear();
+  }
 
   /** The ids to ask for besides those after `last`. */
   gaps(): number[] {
@@ -143,6 +151,8 @@ export class EventHub {
   readonly #parameters = new Tail();
   #started: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
+  /** When the pending timer fires: a later request never postpones it (a stream of changes must not starve the poller). */
+  #due = Infinity;
   #running = false;
   #again = false;
   #closed = false;
@@ -152,8 +162,13 @@ export class EventHub {
     this.#options = options;
   }
 
-  /** Where the live stream is now: what a new subscriber's first event follows. */
+  /**
+   * Where the live stream is now: what a new subscriber's first event follows. A hub nobody listened to
+   * has not read for a while: it starts again from the tables' ends, rather than send the new subscriber
+   * everything since.
+   */
   async position(): Promise<Position> {
+    if (this.#subscribers.size === 0 && !this.#running) this.#started = undefined;
     await this.#start();
     return { history: this.#history.last, parameter: this.#parameters.last };
   }
@@ -164,8 +179,8 @@ export class EventHub {
         this.#db.selectFrom('job_status_history').select((eb) => eb.fn.max('id').as('id')).executeTakeFirst(),
         this.#db.selectFrom('job_parameters').select((eb) => eb.fn.max('id').as('id')).executeTakeFirst(),
       ]);
-      this.#history.last = Number(h?.id ?? 0);
-      this.#parameters.last = Number(p?.id ?? 0);
+      this.#history.reset(Number(h?.id ?? 0));
+      this.#parameters.reset(Number(p?.id ?? 0));
     })();
     return this.#started;
   }
@@ -204,7 +219,8 @@ export class EventHub {
 
   /** A change was made in this process: read now rather than at the next poll. */
   wake(): void {
-    if (this.#subscribers.size > 0) this.#schedule(0);
+    // A few milliseconds gather a burst of changes (a bulk submission) into one read.
+    if (this.#subscribers.size > 0) this.#schedule(WAKE_DELAY_MS);
   }
 
   #schedule(delay: number): void {
@@ -213,8 +229,15 @@ export class EventHub {
       this.#again = true;
       return;
     }
+    const due = Date.now() + delay;
+    if (this.#timer !== undefined && this.#due <= due) return;
     clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => void this.#poll(), delay);
+    this.#due = due;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#due = Infinity;
+      void this.#poll();
+    }, delay);
   }
 
   async #poll(): Promise<void> {

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { dialects } from '../helpers/dialects.ts';
 import { startTestService, TEST_SETUP, type TestService } from '../helpers/service.ts';
 import { curlStream, dataOf } from '../helpers/sse.ts';
-import { startJobsService, submit } from './helpers.ts';
+import { startJobsService, submit, waitForStatus } from './helpers.ts';
 
 const BIN = new URL('../../bin/dirigo.js', import.meta.url).pathname;
 
@@ -88,6 +88,21 @@ for (const { dialect, skip } of await dialects()) {
       } finally {
         done.close();
         all.close();
+      }
+    });
+
+    it('sends a new subscriber only what happens after it connects', async () => {
+      // Nobody listens while this job runs to its end.
+      await new Promise((r) => setTimeout(r, 500));
+      const jid = await submit(svc, alice, { Executable: '/bin/true', JobName: 'unheard' });
+      await waitForStatus(svc, alice, jid, ['Done']);
+      const late = follow(svc, '?JobName=unheard', alice);
+      try {
+        await late.waitFor((e) => e.event === 'ready');
+        await new Promise((r) => setTimeout(r, 1000));
+        assert.deepEqual(late.events.map((e) => e.event), ['ready']);
+      } finally {
+        late.close();
       }
     });
 
