@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import { withAutoId } from '../kernel/db/portable.ts';
+import { createJobCounts } from './counts.ts';
 
 export const jobsMigrations: Record<string, Migration> = {
   '2026_11_22_0300_jobs_tables': {
@@ -85,6 +86,10 @@ export const jobsMigrations: Record<string, Migration> = {
       // The events stream reads history rows by time as well as by id (ids of concurrent transactions commit out of order).
       await db.schema.createIndex('job_status_history_time').on('job_status_history').columns(['status_time']).execute();
     },
+  },
+  // Job counts kept by triggers, for summaries that do not grow with the table (issue 20).
+  '2026_11_25_1300_job_counts': {
+    up: createJobCounts,
   },
   // Searches and the job monitor's filters (issue 20): by site, by group (a parametric bulk), by submission time.
   '2026_11_25_1100_jobs_search_indexes': {

@@ -40,6 +40,7 @@ import { fullSort, type Condition, type SortKey } from './search.ts';
 import { JOB_ACTIONS, type JobAction } from './actions.ts';
 import { applyReport, authenticateJob } from './reports.ts';
 import { jobEventsRoute } from './events-routes.ts';
+import { foldJobCounts } from './counts.ts';
 import { runDuty } from '../cluster/index.ts';
 import { manifestsFromJson, readMultipart } from './submission.ts';
 import { isMediaType, parseListQuery, prefersJdl } from './list-query.ts';
@@ -75,6 +76,11 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
     if (purged > 0) app.log.info({ purged }, 'released the sandboxes of deleted jobs');
   }, app.log);
   ctx.onClose(() => purge.stop());
+  // The job counts' deltas folded by one instance (counts.ts).
+  const fold = runDuty(ctx.db, 'job-counts-fold', 2000, async () => {
+    await foldJobCounts(ctx.db, ctx.dialect);
+  }, app.log);
+  ctx.onClose(() => fold.stop());
   const service = new JobsService(ctx, config, store, runner);
 
   await app.register(multipart, {

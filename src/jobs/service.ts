@@ -12,6 +12,7 @@ import { expandParametric } from './parametric.ts';
 import { isFinal, JobStatus, toRecord, type AttributeName } from './model.ts';
 import { jobParameters } from './reports.ts';
 import { outputTailOf } from './peek.ts';
+import { countable, countedSummary } from './counts.ts';
 import { deleteJob, eachJobAnswered, rescheduleJob, type ActionResult, type JobAction } from './actions.ts';
 import { searchJobs, summarizeJobs, type Condition, type SearchRequest, type SortKey } from './search.ts';
 import { canKillJob, canSeeJob, listVisibility } from './privileges.ts';
@@ -92,8 +93,10 @@ export class JobsService {
     return searchJobs(this.ctx.db, { ...request, visibility: listVisibility(principal, allOwners) });
   }
 
+  /** From the maintained counts when they cover the question, else counted from the jobs themselves. */
   async summary(principal: Principal, allOwners: boolean, conditions: readonly Condition[], groupBy: readonly AttributeName[]) {
-    return summarizeJobs(this.ctx.db, listVisibility(principal, allOwners), conditions, groupBy);
+    const visibility = listVisibility(principal, allOwners);
+    return countable(groupBy, conditions) ? countedSummary(this.ctx.db, visibility, conditions, groupBy) : summarizeJobs(this.ctx.db, visibility, conditions, groupBy);
   }
 
   /** The job, if the principal may see it. @throws NotFound, InsufficientPrivileges */

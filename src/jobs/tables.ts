@@ -73,12 +73,30 @@ export interface JobOutputTailTable {
   time: string;
 }
 
+/** Job counts per combination of counted attributes (counts.ts), and the changes not yet folded into them. */
+export interface JobCountTable {
+  owner: string;
+  owner_group: string;
+  setup: string;
+  site: string;
+  status: string;
+  job_group: string;
+  job_type: string;
+  n: number;
+}
+
+export interface JobCountDeltaTable extends JobCountTable {
+  id: Generated<number>;
+}
+
 export interface JobsTables {
   jobs: JobTable;
   job_status_history: JobStatusHistoryTable;
   job_parameters: JobParameterTable;
   jobs_secrets: JobsSecretTable;
   job_output_tails: JobOutputTailTable;
+  job_counts: JobCountTable;
+  job_count_deltas: JobCountDeltaTable;
 }
 
 declare module '../kernel/db/schema.ts' {

@@ -12,6 +12,9 @@ import { promisify } from 'node:util';
 import { dialects } from '../helpers/dialects.ts';
 import { TEST_SETUP, type TestService } from '../helpers/service.ts';
 import { startJobsService } from './helpers.ts';
+import { countable, countedSummary, foldJobCounts } from '../../src/jobs/counts.ts';
+import { summarizeJobs, type Condition } from '../../src/jobs/search.ts';
+import type { AttributeName } from '../../src/jobs/model.ts';
 
 const run = promisify(execFile);
 
@@ -74,6 +77,31 @@ for (const { dialect, skip } of await dialects()) {
         assert.equal(bad.status, 400, query);
         assert.match(bad.json.error_description, message);
       }
+    });
+
+    it('answers summaries from the maintained counts exactly as from the jobs themselves, before and after the fold', async () => {
+      const norm = (r: { total: number; summary: Record<string, unknown>[] }) => ({ total: r.total, summary: r.summary.map((x) => JSON.stringify(x)).sort() });
+      const visibilities = [{ kind: 'all' as const }, { kind: 'own' as const, owner: 'alice' }, { kind: 'group' as const, owner: 'bob', group: 'dirigo_user' }];
+      const questions: [AttributeName[], Condition[]][] = [
+        [['Status'], []],
+        [['Status', 'Site'], []],
+        [['Owner', 'JobGroup'], [{ parameter: 'Status', operator: 'in', values: ['Waiting', 'Killed'] }]],
+        [['JobType'], [{ parameter: 'JobGroup', operator: 'eq', value: 'calib' }]],
+      ];
+      for (const fold of [false, true]) {
+        if (fold) await foldJobCounts(svc.ctx.db, svc.ctx.dialect);
+        for (const visibility of visibilities) {
+          for (const [groupBy, conditions] of questions) {
+            assert.ok(countable(groupBy, conditions));
+            const counted = await countedSummary(svc.ctx.db, visibility, conditions, groupBy);
+            const live = await summarizeJobs(svc.ctx.db, visibility, conditions, groupBy);
+            assert.deepEqual(norm(counted), norm(live), `${fold ? 'folded' : 'deltas'}, ${visibility.kind}, ${groupBy.join('+')}`);
+          }
+        }
+      }
+      const rows = async (table: 'job_counts' | 'job_count_deltas') => Number((await svc.ctx.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+      assert.equal(await rows('job_count_deltas'), 0, 'nothing changes here (no scheduler): the fold took every delta');
+      assert.ok((await rows('job_counts')) > 0);
     });
 
     it('searches with every operator, over curl', async () => {
