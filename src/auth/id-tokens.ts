@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { decodeProtectedHeader, jwtVerify } from 'jose';
 import type { AppContext } from '../kernel/context.ts';
-import type { BrowserSession } from './sessions.ts';
+import { sessionId, type BrowserSession } from './sessions.ts';
 import type { AuthContext } from './auth-context.ts';
 
 export { parseAuthContext, type AuthContext } from './auth-context.ts';
@@ -14,8 +14,7 @@ export { parseAuthContext, type AuthContext } from './auth-context.ts';
 /** The context of a signed-in browser session, with the request's nonce. */
 export function authContextOf(session: BrowserSession, nonce?: string): AuthContext {
   const authTime = session.authTime ? Math.floor(Date.parse(session.authTime) / 1000) : Math.floor(Date.now() / 1000);
-  const sid = createHash('sha256').update(`sid:${session.idHash}`).digest('base64url').slice(0, 32);
-  return { authTime, method: session.authMethod ?? 'unknown', sid, ...(nonce !== undefined ? { nonce } : {}) };
+  return { authTime, method: session.authMethod ?? 'unknown', sid: sessionId(session.idHash), ...(nonce !== undefined ? { nonce } : {}) };
 }
 
 /**

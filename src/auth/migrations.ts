@@ -121,4 +121,11 @@ export const authMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '2026_11_25_0001_auth_account_indexes': {
+    // The account endpoints list a user's grants and browser sessions.
+    async up(db: Kysely<unknown>) {
+      await db.schema.createIndex('oauth_grants_username').on('oauth_grants').column('username').execute();
+      await db.schema.createIndex('oauth_sessions_username').on('oauth_sessions').column('username').execute();
+    },
+  },
 };

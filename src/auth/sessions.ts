@@ -3,7 +3,7 @@
  * (`__Host-` prefix: Secure, Path=/, no Domain), HttpOnly, SameSite=Lax; the database keeps its SHA-256
  * and an anti-CSRF token that every form must echo. Signing in replaces the session id (fixation).
  */
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../kernel/db/database.ts';
 import { nowIso } from '../kernel/db/database.ts';
@@ -23,6 +23,22 @@ export interface BrowserSession {
 
 function toSession(row: OAuthSessionTable): BrowserSession {
   return { idHash: row.id_hash, csrf: row.csrf, username: row.username, authMethod: row.auth_method, authTime: row.auth_time };
+}
+
+/**
+ * The public id of a browser session: the `sid` of its ID tokens (OpenID Connect Front-Channel Logout
+ * §2.1) and of the account endpoints. A digest of the stored hash, never the cookie or its hash.
+ */
+export function sessionId(idHash: string): string {
+  return createHash('sha256').update(`sid:${idHash}`).digest('base64url').slice(0, 32);
+}
+
+/** A signed-in session as the account endpoints show it. */
+export interface UserSession {
+  id: string;
+  method: string;
+  signedInAt: string;
+  expiresAt: string;
 }
 
 /** The value of cookie `name` in the request, if any. */
@@ -101,6 +117,27 @@ export class SessionStore {
   async signOut(reply: FastifyReply, session: BrowserSession): Promise<void> {
     await this.#db.deleteFrom('oauth_sessions').where('id_hash', '=', session.idHash).execute();
     setCookie(reply, '', 0);
+  }
+
+  /** The live signed-in sessions of `username`, newest sign-in first. */
+  async sessionsOf(username: string): Promise<UserSession[]> {
+    const rows = await this.#db
+      .selectFrom('oauth_sessions')
+      .select(['id_hash', 'auth_method', 'auth_time', 'created_at', 'expires_at'])
+      .where('username', '=', username)
+      .where('expires_at', '>', nowIso())
+      .orderBy('created_at', 'desc')
+      .execute();
+    return rows.map((r) => ({ id: sessionId(r.id_hash), method: r.auth_method ?? 'unknown', signedInAt: r.auth_time ?? r.created_at, expiresAt: r.expires_at }));
+  }
+
+  /** Ends the session `id` (sessionId) of `username`: its cookie stops working. False when there is none. */
+  async endSessionOf(username: string, id: string): Promise<boolean> {
+    const rows = await this.#db.selectFrom('oauth_sessions').select('id_hash').where('username', '=', username).where('expires_at', '>', nowIso()).execute();
+    const row = rows.find((r) => sessionId(r.id_hash) === id);
+    if (!row) return false;
+    const res = await this.#db.deleteFrom('oauth_sessions').where('id_hash', '=', row.id_hash).executeTakeFirst();
+    return Number(res.numDeletedRows) === 1;
   }
 
   // --- pending interactions (an authorization request or device approval waiting for login/consent) ---

@@ -57,6 +57,17 @@ export type CodeRow = OAuthCodeTable;
 export type RefreshRow = OAuthRefreshTokenTable;
 export type DeviceRow = OAuthDeviceCodeTable;
 
+/** A grant of the account endpoints: the row, and what its refresh tokens say of it. */
+export interface UserGrant {
+  grant: Grant;
+  /** Whether it holds a live refresh token (else it backs access tokens only, until expiresAt). */
+  refreshable: boolean;
+  /** When it was last refreshed; null when never. */
+  refreshedAt: string | null;
+  /** When its last token (refresh token, or the access token of a grant without one) expires. */
+  expiresAt: string;
+}
+
 export interface StoreLifetimes {
   code: number;
   refresh: number;
@@ -173,6 +184,43 @@ export class OAuthStore {
       await trx.updateTable('oauth_refresh_tokens').set({ revoked_at: now }).where('grant_id', '=', grantId).where('revoked_at', 'is', null).execute();
       await this.#revocations.revoke(grantRevocationKey(grantId), new Date(Date.now() + (this.#life.access + 60) * 1000), trx);
     });
+  }
+
+  /**
+   * The grants of `username` that still back a token, newest first: not revoked, and holding a live refresh
+   * token or younger than an access token's lifetime. With each, its live refresh token's expiry and when
+   * it was last refreshed (null when never).
+   */
+  async grantsOf(username: string): Promise<UserGrant[]> {
+    const grants = await this.#db.selectFrom('oauth_grants').selectAll().where('username', '=', username).where('revoked_at', 'is', null).orderBy('created_at', 'desc').execute();
+    if (grants.length === 0) return [];
+    const family = await this.#db
+      .selectFrom('oauth_refresh_tokens')
+      .select(['grant_id', 'created_at', 'expires_at', 'used_at'])
+      .where('grant_id', 'in', this.#db.selectFrom('oauth_grants').select('id').where('username', '=', username).where('revoked_at', 'is', null))
+      .where('revoked_at', 'is', null)
+      .execute();
+    const now = nowIso();
+    const accessEnds = (g: Grant) => new Date(Date.parse(g.created_at) + this.#life.access * 1000).toISOString();
+    const out: UserGrant[] = [];
+    for (const grant of grants) {
+      const rows = family.filter((r) => r.grant_id === grant.id);
+      const live = rows.find((r) => r.used_at === null && r.expires_at > now);
+      if (!live && accessEnds(grant) <= now) continue;
+      // Each refresh marks the old token used and issues the live one in the same transaction; used tokens
+      // are purged once expired, and then a live token much younger than the grant still shows a refresh.
+      const refreshed = live && (rows.some((r) => r.used_at !== null) || Date.parse(live.created_at) - Date.parse(grant.created_at) > 60_000);
+      out.push({ grant, refreshable: live !== undefined, refreshedAt: refreshed ? live.created_at : null, expiresAt: live?.expires_at ?? accessEnds(grant) });
+    }
+    return out;
+  }
+
+  /** Revokes the grant `grantId` of `username` (revokeGrant); false when `username` has no such unrevoked grant. */
+  async revokeGrantOf(username: string, grantId: string): Promise<boolean> {
+    const grant = await this.grant(grantId);
+    if (!grant || grant.username !== username || grant.revoked_at !== null) return false;
+    await this.revokeGrant(grantId);
+    return true;
   }
 
   /** The live grants of `clientId` that came from the sign-in `sid` (RP-initiated logout ends them). */
