@@ -90,6 +90,7 @@ async function plugin(app: FastifyInstance, { publicUrl, description }: { public
         { name: 'File catalogue', description: 'Directories, files and metadata; searches by metadata' },
         { name: 'OAuth 2.0', description: 'Tokens for users and applications: flow A, authorization code, device code' },
         { name: 'OAuth 2.0 pages', description: 'The sign-in, consent, device and sign-out pages a browser shows' },
+        { name: 'Account', description: 'The signed-in user\'s account: who they are, their grants and browser sessions, with revocation' },
         { name: 'Agents', description: 'Pull-mode job agents on worker nodes' },
         { name: 'Operations', description: 'Probes and metrics' },
       ],

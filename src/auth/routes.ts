@@ -15,6 +15,7 @@ import { SCOPES_SUPPORTED } from './scopes.ts';
 import { ID_TOKEN_ALGORITHM } from './keys.ts';
 import { CLIENT_ASSERTION_ALGORITHMS } from './client-assertion.ts';
 import { registrationRoutes } from './registration.ts';
+import { accountRoutes } from './account.ts';
 import { scopedClaims } from './id-tokens.ts';
 import { Jwks, ServerMetadata, TokenForm, TokenQuery, TokenResponse, UserInfo, UserInfoForm } from './api-schemas.ts';
 import { BAD_URL, BODY_ERRORS, json, NO_STORE, oauthError, WwwAuthenticate, type Answers } from './api-answers.ts';
@@ -70,6 +71,7 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
   const tags = ['OAuth 2.0'];
   await app.register(oauthRoutes, { ctx });
   await app.register(registrationRoutes, { ctx });
+  await app.register(accountRoutes, { ctx });
 
   // Flow A (SPEC): the certificate of the TLS handshake says who asks.
   const certificateRefused = oauthError('invalid_client: no client certificate, a rejected one, or one of no registered user');

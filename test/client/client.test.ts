@@ -142,6 +142,19 @@ for (const { dialect, skip } of await dialects()) {
       for (const a of answers) assert.ok(a.response.status < 500, `${a.response.url}: ${a.response.status}`);
     });
 
+    it('the account: who I am, my grants and my sessions', async () => {
+      const account = unwrap(await alice.GET('/oauth2/account'));
+      assert.deepEqual([account.username, account.group], ['alice', 'dirigo_user']);
+      assert.ok(account.groups.some((g) => g.name === 'dirigo_prod' && g.properties.includes('JobSharing')));
+      // A flow A token comes from no grant, and alice has not signed in with a browser here.
+      assert.deepEqual(unwrap(await alice.GET('/oauth2/account/grants')).grants, []);
+      assert.deepEqual(unwrap(await alice.GET('/oauth2/account/sessions')).sessions, []);
+      const grant = await alice.DELETE('/oauth2/account/grants/{grantId}', { params: { path: { grantId: '00000000-0000-4000-8000-000000000000' } } });
+      assert.deepEqual([grant.response.status, grant.error?.error], [404, 'not_found']);
+      const session = await alice.DELETE('/oauth2/account/sessions/{sessionId}', { params: { path: { sessionId: 'A'.repeat(32) } } });
+      assert.deepEqual([session.response.status, session.error?.error], [404, 'not_found']);
+    });
+
     it('jobs: submit (JSON and multipart), list, get, manifest, sandboxes, kill', async () => {
       const { jids } = unwrap(await alice.POST('/jobs', { body: { Executable: '/bin/sh', Arguments: '-c "echo hi > out.txt"', OutputSandbox: ['out.txt'], Sites: ['Local'] } }));
       const jid = jids[0]!;

@@ -260,6 +260,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/oauth2/account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Who I am: user name, DNs, e-mail, the token's group and setup, all my groups with their properties, the setups */
+        get: operations["getAccount"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth2/account/grants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** My grants: what I allowed which client (group, setup, scope), while a token of it lives */
+        get: operations["listMyGrants"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth2/account/grants/{grantId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke one of my grants: its refresh tokens and its access tokens stop working, as RFC 7009 revocation of its refresh token does */
+        delete: operations["revokeMyGrant"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth2/account/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** My signed-in browser sessions (the sign-in, consent and device pages) */
+        get: operations["listMySessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth2/account/sessions/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Sign one of my browser sessions out: its cookie stops working (the grants it gave stay; revoke them on their own) */
+        delete: operations["endMySession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/oauth2/groups": {
         parameters: {
             query?: never;
@@ -2280,6 +2365,401 @@ export interface operations {
             };
             /** @description unsupported_media_type: the body is of a media type the service does not read */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account of the token's user */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    Pragma?: "no-cache";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The user name (the tokens' sub and preferred_username) */
+                        username: string;
+                        /** @description The certificate subject DNs registered for the user */
+                        dns: string[];
+                        /** @description The e-mail address, when one is registered */
+                        email?: string;
+                        /** @description Upstream accounts that sign in as this user (federated sign-in) */
+                        identities: {
+                            /** @description The upstream OpenID provider */
+                            issuer: string;
+                            /** @description The account there (sub) */
+                            subject: string;
+                        }[];
+                        /** @description The group of the calling token */
+                        group: string;
+                        /** @description The setup of the calling token */
+                        setup: string;
+                        /** @description The client the calling token was issued to */
+                        client_id: string;
+                        /** @description The calling token's scopes, space-separated; without compute.* or storage.* scopes it has the group's full rights */
+                        scope: string;
+                        /** @description Every group the user is a member of */
+                        groups: {
+                            name: string;
+                            /** @description The group's properties (JobAdministrator, JobSharing, Pilot, ...) */
+                            properties: string[];
+                        }[];
+                        /** @description The setups tokens may be asked for */
+                        setups: string[];
+                    };
+                };
+            };
+            /** @description invalid_request: the access token is given in more than one way (RFC 6750 §2), or a malformed URL or id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid_token: no access token, or one that is not valid (RFC 6750 §3.1) */
+            401: {
+                headers: {
+                    /** @description The authentication challenge (Bearer, RFC 6750 §3; Basic for client_secret_basic, RFC 6749 §5.2) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_privileges: a client's own token, or one limited by capability scopes */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listMyGrants: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The grants, newest first */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    Pragma?: "no-cache";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Grants that still back a token, newest first */
+                        grants: {
+                            /** @description The grant; DELETE /oauth2/account/grants/{grantId} revokes it */
+                            grant_id: string;
+                            client_id: string;
+                            /** @description The client's registered name (its id when it no longer exists) */
+                            client_name: string;
+                            group: string;
+                            setup: string;
+                            /** @description The scopes granted, space-separated */
+                            scope: string;
+                            /**
+                             * Format: date-time
+                             * @description When the user allowed it (the code or device code was redeemed)
+                             */
+                            issued_at: string;
+                            /** @description When the client last refreshed it; null when never */
+                            refreshed_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When its last token expires: its refresh token, or the access token of a grant without one
+                             */
+                            expires_at: string;
+                            /** @description Whether it holds a refresh token (else it backs one access token, until expires_at) */
+                            refreshable: boolean;
+                            /** @description The browser sign-in it came from (an id of GET /oauth2/account/sessions while that session lasts); null when unknown */
+                            session_id: string | null;
+                            /** @description Whether the calling token was issued from it */
+                            current: boolean;
+                        }[];
+                    };
+                };
+            };
+            /** @description invalid_request: the access token is given in more than one way (RFC 6750 §2), or a malformed URL or id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid_token: no access token, or one that is not valid (RFC 6750 §3.1) */
+            401: {
+                headers: {
+                    /** @description The authentication challenge (Bearer, RFC 6750 §3; Basic for client_secret_basic, RFC 6749 §5.2) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_privileges: a client's own token, or one limited by capability scopes */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revokeMyGrant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A grant_id of GET /oauth2/account/grants */
+                grantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked: the refresh tokens are refused at once, the access tokens by every instance within about a second */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid_request: the access token is given in more than one way (RFC 6750 §2), or a malformed URL or id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid_token: no access token, or one that is not valid (RFC 6750 §3.1) */
+            401: {
+                headers: {
+                    /** @description The authentication challenge (Bearer, RFC 6750 §3; Basic for client_secret_basic, RFC 6749 §5.2) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_privileges: a client's own token, or one limited by capability scopes */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found: no such grant of mine (another user's grant, or one already revoked) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listMySessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sessions, newest first */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    Pragma?: "no-cache";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Signed-in browser sessions, newest first */
+                        sessions: {
+                            /** @description The session; also the sid of the ID tokens of its sign-in. DELETE /oauth2/account/sessions/{sessionId} ends it */
+                            session_id: string;
+                            /** @description How the user signed in: password, x509 or federation:<provider> */
+                            method: string;
+                            /**
+                             * Format: date-time
+                             * @description When the user signed in
+                             */
+                            signed_in_at: string;
+                            /**
+                             * Format: date-time
+                             * @description When the session ends by itself
+                             */
+                            expires_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description invalid_request: the access token is given in more than one way (RFC 6750 §2), or a malformed URL or id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid_token: no access token, or one that is not valid (RFC 6750 §3.1) */
+            401: {
+                headers: {
+                    /** @description The authentication challenge (Bearer, RFC 6750 §3; Basic for client_secret_basic, RFC 6749 §5.2) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_privileges: a client's own token, or one limited by capability scopes */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    endMySession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A session_id of GET /oauth2/account/sessions */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ended: the browser must sign in again */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid_request: the access token is given in more than one way (RFC 6750 §2), or a malformed URL or id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description invalid_token: no access token, or one that is not valid (RFC 6750 §3.1) */
+            401: {
+                headers: {
+                    /** @description The authentication challenge (Bearer, RFC 6750 §3; Basic for client_secret_basic, RFC 6749 §5.2) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description insufficient_privileges: a client's own token, or one limited by capability scopes */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found: no such session of mine (another user's, or one that has ended) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
