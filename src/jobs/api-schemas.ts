@@ -47,7 +47,20 @@ export const ReportBody = Type.Object(
 
 export const ReportReply = Type.Object({ jid: Type.Integer(), Status: Type.String({ description: 'the job status: a job told Killed should stop' }) }, { title: 'JobReportReply' });
 
-export const JobList = Type.Object({ entries: Type.Integer(), startJob: Type.Integer(), maxJobs: Type.Integer(), jobs: Type.Array(JobRecord) }, { title: 'JobList' });
+export const JobList = Type.Object(
+  {
+    entries: Type.Integer({
+      minimum: 0,
+      description: 'how many jobs match in all: exact when entriesExact is true; otherwise at least this many (counted up to 10,000 when a restriction names an attribute other than Owner, OwnerGroup, Setup, Site, Status, JobGroup or JobType)',
+    }),
+    entriesExact: Type.Boolean({ description: 'whether entries is the exact number of matching jobs, or a lower bound' }),
+    startJob: Type.Integer(),
+    maxJobs: Type.Integer(),
+    jobs: Type.Array(JobRecord),
+    nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'pass as cursor to get the page after this one (same restrictions and sort); null on the last page' }),
+  },
+  { title: 'JobList' },
+);
 
 export const Submitted = Type.Object({ jids: Type.Array(Type.Integer()) }, { title: 'Submitted' });
 
@@ -166,7 +179,8 @@ export const ListQuery = Type.Object(
   {
     allOwners: Type.Optional(Type.Boolean({ default: false, description: 'true: every job the caller may see' })),
     maxJobs: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
-    startJob: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 })),
+    startJob: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'skip this many jobs (OFFSET: a deep page costs the rows it skips; prefer cursor)' })),
+    cursor: Type.Optional(Type.String({ maxLength: 4096, description: "a previous answer's nextCursor: the page after it, at the same cost however deep (not with startJob)" })),
     sort: Type.Optional(
       Type.Array(Type.String({ pattern: SORT_PATTERN }), { description: 'sort keys in order, an attribute name, with a leading - for descending (default -JobID: newest first)' }),
     ),

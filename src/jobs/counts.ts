@@ -108,9 +108,8 @@ export function countable(groupBy: readonly AttributeName[], conditions: readonl
   return groupBy.every((a) => COUNTED.includes(a)) && conditions.every((c) => COUNTED.includes(c.parameter) && (c.operator === 'eq' || c.operator === 'in'));
 }
 
-/** The summary from the counts and the deltas not yet folded, with GET /jobs visibility and restrictions. */
-export async function countedSummary(db: Db, visibility: Visibility, conditions: readonly Condition[], groupBy: readonly AttributeName[]) {
-  const cols = sql.raw(COLUMNS.join(', '));
+/** The WHERE of a counted read: GET /jobs visibility and restrictions, Deleted jobs unless Status asks for them. */
+function countedWhere(visibility: Visibility, conditions: readonly Condition[]) {
   const where = [];
   if (visibility.kind === 'own') where.push(sql`owner = ${visibility.owner}`);
   if (visibility.kind === 'group') where.push(sql`(owner = ${visibility.owner} OR owner_group = ${visibility.group})`);
@@ -120,14 +119,30 @@ export async function countedSummary(db: Db, visibility: Visibility, conditions:
     where.push(sql`${column} IN (${sql.join(values.map((v) => sql`${v}`))})`);
   }
   if (!conditions.some((c) => c.parameter === 'Status')) where.push(sql`status <> 'Deleted'`);
+  return where.length > 0 ? sql`WHERE ${sql.join(where, sql` AND `)}` : sql``;
+}
+
+const COUNTS_AND_DELTAS = sql.raw(`(SELECT ${COLUMNS.join(', ')}, n FROM job_counts UNION ALL SELECT ${COLUMNS.join(', ')}, n FROM job_count_deltas) AS t`);
+
+/** The summary from the counts and the deltas not yet folded, with GET /jobs visibility and restrictions. */
+export async function countedSummary(db: Db, visibility: Visibility, conditions: readonly Condition[], groupBy: readonly AttributeName[]) {
   const grouped = sql.join(groupBy.map((a) => sql`${sql.ref(ATTRIBUTES[a].column)} AS ${sql.ref(a)}`));
   const groupColumns = sql.join(groupBy.map((a) => sql.ref(ATTRIBUTES[a].column)));
   const { rows } = await sql<Record<string, unknown>>`
     SELECT ${grouped}, sum(n) AS count
-    FROM (SELECT ${cols}, n FROM job_counts UNION ALL SELECT ${cols}, n FROM job_count_deltas) AS t
-    ${where.length > 0 ? sql`WHERE ${sql.join(where, sql` AND `)}` : sql``}
+    FROM ${COUNTS_AND_DELTAS}
+    ${countedWhere(visibility, conditions)}
     GROUP BY ${groupColumns}
     HAVING sum(n) > 0`.execute(db);
   const summary = rows.map((r) => ({ ...r, count: Number(r.count) })).sort((a, b) => b.count - a.count);
   return { total: summary.reduce((n, r) => n + r.count, 0), summary };
+}
+
+/**
+ * How many jobs GET /jobs would list (visibility, and restrictions on counted attributes only: see
+ * `countable`): exact, from the counts and the deltas not yet folded, whatever the number of jobs.
+ */
+export async function countedTotal(db: Db, visibility: Visibility, conditions: readonly Condition[]): Promise<number> {
+  const { rows } = await sql<{ n: number | string | null }>`SELECT sum(n) AS n FROM ${COUNTS_AND_DELTAS} ${countedWhere(visibility, conditions)}`.execute(db);
+  return Number(rows[0]?.n ?? 0);
 }

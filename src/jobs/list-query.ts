@@ -8,7 +8,7 @@ import { ALL_STATUSES, ATTRIBUTES, type AttributeName } from './model.ts';
 import type { SortKey } from './search.ts';
 import type { Restrictions } from './store.ts';
 
-const RESERVED = new Set(['allOwners', 'maxJobs', 'startJob', 'access_token', 'sort', 'groupBy', 'lastEventId']);
+const RESERVED = new Set(['allOwners', 'maxJobs', 'startJob', 'cursor', 'access_token', 'sort', 'groupBy', 'lastEventId']);
 
 export function isMediaType(contentType: string, type: string): boolean {
   const essence = contentType.split(';')[0]!.trim().toLowerCase();
@@ -50,8 +50,8 @@ function attributeName(where: string, name: string): AttributeName {
   return name as AttributeName;
 }
 
-/** GET /jobs query: allOwners, maxJobs, startJob, sort (`-Name` descending), groupBy and attribute restrictions (repeated key = OR). */
-export function parseListQuery(url: string): { allOwners: boolean; maxJobs: number; startJob: number; restrictions: Restrictions; sort: SortKey[]; groupBy: AttributeName[] } {
+/** GET /jobs query: allOwners, maxJobs, startJob or cursor, sort (`-Name` descending), groupBy and attribute restrictions (repeated key = OR). */
+export function parseListQuery(url: string): { allOwners: boolean; maxJobs: number; startJob: number; cursor?: string; restrictions: Restrictions; sort: SortKey[]; groupBy: AttributeName[] } {
   const q = url.indexOf('?');
   const params = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
   const allOwnersText = single(params, 'allOwners');
@@ -72,10 +72,14 @@ export function parseListQuery(url: string): { allOwners: boolean; maxJobs: numb
     const descending = key.startsWith('-');
     return { parameter: attributeName('sort', descending ? key.slice(1) : key), direction: descending ? 'desc' : 'asc' };
   });
+  const startJob = integerParam(params, 'startJob', 0, 0, Number.MAX_SAFE_INTEGER);
+  const cursor = single(params, 'cursor');
+  if (cursor !== undefined && params.has('startJob')) throw new InvalidRequest('give startJob or cursor, not both');
   return {
     allOwners: allOwnersText === 'true',
     maxJobs: integerParam(params, 'maxJobs', 100, 1, 1000),
-    startJob: integerParam(params, 'startJob', 0, 0, Number.MAX_SAFE_INTEGER),
+    startJob,
+    ...(cursor !== undefined ? { cursor } : {}),
     restrictions,
     sort,
     groupBy: params.getAll('groupBy').map((name) => attributeName('groupBy', name)),

@@ -99,4 +99,13 @@ export const jobsMigrations: Record<string, Migration> = {
       await db.schema.createIndex('jobs_submission_time').on('jobs').columns(['submission_time', 'job_id']).execute();
     },
   },
+  // GET /jobs without restrictions, one's own jobs newest first (issue 22): (owner, status, job_id) made
+  // both databases read and sort every job of the owner for the first page. With (owner, job_id) a page is
+  // the next rows of one index range; status rides along so that hiding Deleted jobs, and the rows a
+  // startJob offset skips, need no table row.
+  '2026_11_25_1500_jobs_owner_id': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.createIndex('jobs_owner_id').on('jobs').columns(['owner', 'job_id', 'status']).execute();
+    },
+  },
 };

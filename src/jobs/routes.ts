@@ -115,7 +115,7 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
         tags,
         security,
         operationId: 'listJobs',
-        summary: 'List jobs, newest first unless sorted; any job attribute restricts (a repeated key means OR)',
+        summary: 'List jobs, newest first unless sorted; any job attribute restricts (a repeated key means OR); pages by startJob or by cursor (nextCursor)',
         querystring: ListQuery,
         response: { 200: JobList, ...errors(400, 401, 403) },
       },
@@ -123,8 +123,8 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
     async (request) => {
       requireCapability(request.principal!, 'compute.read');
       const q = parseListQuery(request.url);
-      const { entries, jobs } = await service.list(request.principal!, q.allOwners, q.restrictions, q.maxJobs, q.startJob, q.sort);
-      return { entries, startJob: q.startJob, maxJobs: q.maxJobs, jobs };
+      const { entries, entriesExact, jobs, nextCursor } = await service.list(request.principal!, q.allOwners, q.restrictions, q.maxJobs, q.startJob, q.sort, q.cursor);
+      return { entries, entriesExact, startJob: q.startJob, maxJobs: q.maxJobs, jobs, nextCursor };
     },
   );
 

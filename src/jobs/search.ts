@@ -107,14 +107,14 @@ export function sorted(q: JobsQuery, keys: readonly Required<SortKey>[]): JobsQu
  * Rows after the cursor's row in `keys` order: (k1 after v1) or (k1 = v1 and k2 after v2) or …, which
  * PostgreSQL and SQLite serve from an index on the leading keys.
  */
-function after(q: JobsQuery, keys: readonly Required<SortKey>[], cursor: string): JobsQuery {
+export function after(q: JobsQuery, keys: readonly Required<SortKey>[], cursor: string, where = 'page.cursor'): JobsQuery {
   let values: unknown;
   try {
     values = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
     values = undefined;
   }
-  if (!Array.isArray(values) || values.length !== keys.length) throw new InvalidRequest('page.cursor: not a cursor of this search (sort keys differ, or it was altered)');
+  if (!Array.isArray(values) || values.length !== keys.length || !values.every((v) => typeof v === 'string' || typeof v === 'number')) throw new InvalidRequest(`${where}: not a cursor of this search (sort keys differ, or it was altered)`);
   return q.where((eb) =>
     eb.or(
       keys.map((k, i) => {

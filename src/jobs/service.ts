@@ -85,8 +85,8 @@ export class JobsService {
     return ids;
   }
 
-  async list(principal: Principal, allOwners: boolean, restrictions: Restrictions, maxJobs: number, startJob: number, sort: readonly SortKey[] = []) {
-    return listJobs(this.ctx.db, { restrictions, visibility: listVisibility(principal, allOwners), maxJobs, startJob, sort });
+  async list(principal: Principal, allOwners: boolean, restrictions: Restrictions, maxJobs: number, startJob: number, sort: readonly SortKey[] = [], cursor?: string) {
+    return listJobs(this.ctx.db, { restrictions, visibility: listVisibility(principal, allOwners), maxJobs, startJob, sort, ...(cursor !== undefined ? { cursor } : {}) });
   }
 
   async search(principal: Principal, allOwners: boolean, request: Omit<SearchRequest, 'visibility'>) {

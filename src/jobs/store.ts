@@ -12,7 +12,8 @@ import type { Visibility } from './privileges.ts';
 import { canTransition, jobsChanged } from './state-machine.ts';
 import { transitions } from './metrics.ts';
 import { InvalidTransition } from '../kernel/errors.ts';
-import { fullSort, matching, sorted, visible, type Condition, type SortKey } from './search.ts';
+import { after, cursorOf, fullSort, matching, sorted, visible, type Condition, type SortKey } from './search.ts';
+import { countable, countedTotal } from './counts.ts';
 import type { JobTable } from './tables.ts';
 
 export interface Submitter {
@@ -103,7 +104,15 @@ export interface ListQuery {
   startJob: number;
   /** Sort keys; newest first (JobID descending) without any. */
   sort?: readonly SortKey[];
+  /** Continue after the row this cursor names (a previous page's `nextCursor`), in the same sort order. */
+  cursor?: string;
 }
+
+/**
+ * `entries` is counted exactly up to this many matching jobs when the restrictions name attributes the
+ * job counts do not keep (counts.ts); beyond it the answer says `entriesExact: false`.
+ */
+export const ENTRIES_BOUND = 10_000;
 
 /** GET /jobs restrictions as search conditions: equality, OR within one attribute. */
 export function restrictionConditions(restrictions: Restrictions): Condition[] {
@@ -112,14 +121,43 @@ export function restrictionConditions(restrictions: Restrictions): Condition[] {
   );
 }
 
-/** Jobs matching every restriction (OR within one attribute), newest first unless sorted, and how many match in all. */
-export async function listJobs(db: Db, q: ListQuery): Promise<{ entries: number; jobs: JobRecord[] }> {
-  const base = matching(visible(db.selectFrom('jobs'), q.visibility), restrictionConditions(q.restrictions));
-  const [count, rows] = await Promise.all([
-    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-    sorted(base, fullSort(q.sort)).select(ATTRIBUTE_COLUMNS).limit(q.maxJobs).offset(q.startJob).execute(),
+/**
+ * One page of the jobs matching every restriction (OR within one attribute), newest first unless sorted;
+ * `nextCursor` continues after its last row (null on the last page). `entries` is how many match in all:
+ * from the maintained job counts when every restriction is on a counted attribute (exact, whatever the
+ * number of jobs), else counted up to ENTRIES_BOUND (exact below it, `entriesExact: false` above).
+ * Neither the page nor the count reads more than a bounded number of rows through the indexes, except
+ * for pages reached by `startJob` (OFFSET), which skip the rows before them.
+ */
+export async function listJobs(db: Db, q: ListQuery): Promise<{ entries: number; entriesExact: boolean; jobs: JobRecord[]; nextCursor: string | null }> {
+  const conditions = restrictionConditions(q.restrictions);
+  const base = matching(visible(db.selectFrom('jobs'), q.visibility), conditions);
+  const keys = fullSort(q.sort);
+  const exactCount = countable([], conditions);
+  let page = sorted(base, keys);
+  if (q.cursor !== undefined) page = after(page, keys, q.cursor, 'cursor');
+  // An offset skips ids only (an index-only scan where an index holds the restrictions and the order), and
+  // reads whole rows for the page alone.
+  if (q.startJob > 0) page = sorted(base.where('job_id', 'in', page.select('job_id').limit(q.maxJobs + 1).offset(q.startJob)), keys);
+  const [counted, rows] = await Promise.all([
+    exactCount ? countedTotal(db, q.visibility, conditions) : boundedCount(db, base),
+    page.select(ATTRIBUTE_COLUMNS).limit(q.maxJobs + 1).execute(),
   ]);
-  return { entries: Number(count.n), jobs: rows.map(toRecord) };
+  const more = rows.length > q.maxJobs;
+  const jobs = (more ? rows.slice(0, q.maxJobs) : rows).map(toRecord);
+  const nextCursor = more ? cursorOf(jobs.at(-1)!, keys) : null;
+  if (exactCount || counted <= ENTRIES_BOUND) return { entries: counted, entriesExact: true, jobs, nextCursor };
+  // Past the bound: at least the bound, and at least the rows seen so far.
+  return { entries: Math.max(ENTRIES_BOUND, q.startJob + jobs.length + (more ? 1 : 0)), entriesExact: false, jobs, nextCursor };
+}
+
+/** How many rows `q` matches, counting at most ENTRIES_BOUND + 1 of them. */
+async function boundedCount(db: Db, q: ReturnType<typeof matching>): Promise<number> {
+  const r = await db
+    .selectFrom(q.select(sql<number>`1`.as('one')).limit(ENTRIES_BOUND + 1).as('m'))
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
 }
 
 export type JobRow = Selectable<JobTable>;

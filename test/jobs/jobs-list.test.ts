@@ -59,6 +59,38 @@ for (const { dialect, skip } of await dialects()) {
       assert.deepEqual(past.json.jobs, []);
     });
 
+    it('pages by cursor: nextCursor continues where the page ended, in any sort order', async () => {
+      const follow = async (query: string) => {
+        const seen: number[] = [];
+        let url = `/jobs?${query}`;
+        for (;;) {
+          const page = await svc.request(url, { token: alice });
+          assert.equal(page.status, 200, page.text);
+          assert.equal(page.json.entries, 12);
+          seen.push(...ids(page));
+          if (page.json.nextCursor === null) return seen;
+          assert.equal(page.json.jobs.length, 5);
+          url = `/jobs?${query}&cursor=${encodeURIComponent(page.json.nextCursor)}`;
+        }
+      };
+      assert.deepEqual(await follow('maxJobs=5'), [...aliceIds].reverse());
+      const sortedAll = ids(await svc.request('/jobs?sort=JobGroup&sort=-UserPriority', { token: alice }));
+      assert.deepEqual(await follow('maxJobs=5&sort=JobGroup&sort=-UserPriority'), sortedAll);
+      const exact = await svc.request('/jobs?maxJobs=12', { token: alice });
+      assert.equal(exact.json.nextCursor, null, 'no next page when the page holds the last job');
+      // The offset page hands out a cursor too, for the page after it.
+      const offset = await svc.request('/jobs?maxJobs=5&startJob=5', { token: alice });
+      const next = await svc.request(`/jobs?maxJobs=5&cursor=${encodeURIComponent(offset.json.nextCursor)}`, { token: alice });
+      assert.deepEqual(ids(next), [...aliceIds].reverse().slice(10));
+      const both = await svc.request(`/jobs?startJob=5&cursor=${encodeURIComponent(offset.json.nextCursor)}`, { token: alice });
+      assert.equal(both.status, 400);
+      const altered = await svc.request('/jobs?cursor=bm90IGEgY3Vyc29y', { token: alice });
+      assert.equal(altered.status, 400);
+      assert.match(altered.json.error_description, /cursor/);
+      const otherSort = await svc.request(`/jobs?sort=JobGroup&cursor=${encodeURIComponent(offset.json.nextCursor)}`, { token: alice });
+      assert.equal(otherSort.status, 400);
+    });
+
     it('ANDs restrictions across keys and ORs a repeated key', async () => {
       const waiting = await svc.request('/jobs?Status=Waiting', { token: alice });
       assert.equal(waiting.json.entries, 10);
@@ -73,7 +105,11 @@ for (const { dialect, skip } of await dialects()) {
       const byId = await svc.request(`/jobs?JobID=${aliceIds[4]}&JobID=${bobIds[0]}`, { token: alice });
       assert.deepEqual(ids(byId), [aliceIds[4]], 'bob’s job stays hidden even by id');
       const none = await svc.request('/jobs?Status=Done', { token: alice });
-      assert.deepEqual(none.json, { entries: 0, startJob: 0, maxJobs: 100, jobs: [] });
+      assert.deepEqual(none.json, { entries: 0, entriesExact: true, startJob: 0, maxJobs: 100, jobs: [], nextCursor: null });
+      // Restrictions the job counts do not keep are counted on the jobs themselves (exactly, below the bound).
+      const named = await svc.request('/jobs?JobName=a3&JobName=a5', { token: alice });
+      assert.equal(named.json.entries, 2);
+      assert.equal(named.json.entriesExact, true);
     });
 
     it('allOwners: everyone for an administrator, only one’s own for a plain user', async () => {

@@ -473,7 +473,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List jobs, newest first unless sorted; any job attribute restricts (a repeated key means OR) */
+        /** List jobs, newest first unless sorted; any job attribute restricts (a repeated key means OR); pages by startJob or by cursor (nextCursor) */
         get: operations["listJobs"];
         put?: never;
         /** Submit jobs: a manifest, an array of manifests (all or nothing), a JDL, or multipart manifest or JDL parts plus input files; a parametric manifest makes one job per parameter */
@@ -3549,7 +3549,10 @@ export interface operations {
                 /** @description true: every job the caller may see */
                 allOwners?: boolean;
                 maxJobs?: number;
+                /** @description skip this many jobs (OFFSET: a deep page costs the rows it skips; prefer cursor) */
                 startJob?: number;
+                /** @description a previous answer's nextCursor: the page after it, at the same cost however deep (not with startJob) */
+                cursor?: string;
                 /** @description sort keys in order, an attribute name, with a leading - for descending (default -JobID: newest first) */
                 sort?: string[];
                 /** @description restrict to these JobID values (repeat the key: OR) */
@@ -3606,7 +3609,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description how many jobs match in all: exact when entriesExact is true; otherwise at least this many (counted up to 10,000 when a restriction names an attribute other than Owner, OwnerGroup, Setup, Site, Status, JobGroup or JobType) */
                         entries: number;
+                        /** @description whether entries is the exact number of matching jobs, or a lower bound */
+                        entriesExact: boolean;
                         startJob: number;
                         maxJobs: number;
                         jobs: {
@@ -3631,6 +3637,8 @@ export interface operations {
                             HeartBeatTime: string | null;
                             ExitCode: number | null;
                         }[];
+                        /** @description pass as cursor to get the page after this one (same restrictions and sort); null on the last page */
+                        nextCursor: string | null;
                     };
                 };
             };
