@@ -167,5 +167,37 @@ for (const { dialect, skip } of await dialects()) {
       const anonymous = await svc.request('/jobs/events');
       assert.equal(anonymous.status, 401);
     });
+
+    it('dirigo jobs watch draws a live table on a terminal, and stops on Ctrl-C', async () => {
+      const work = mkdtempSync(join(tmpdir(), 'dirigo-watch-tty-'));
+      const u = svc.pki.users.alice!;
+      const argv = [process.execPath, BIN, 'jobs', 'watch', '--attr', 'JobGroup=tty', '--timeout', '60', '--url', svc.url, '--ca', svc.pki.caFile, '--cert', u.certFile, '--key', u.keyFile, '--group', 'dirigo_user', '--setup', TEST_SETUP];
+      const command = `stty cols 160 rows 30; exec ${argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')}`;
+      // script(1) runs the command on a pseudo-terminal (160 columns); what is written to its stdin is typed there.
+      const child = spawn('script', ['-qfec', command, '/dev/null'], { cwd: work, env: { PATH: process.env.PATH ?? '', HOME: work } });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      const CLEAR = '\x1b[H\x1b[2J';
+      // The last frame drawn, without its colours.
+      // eslint-disable-next-line no-control-regex -- the escape character starts the colour sequences removed here
+      const frame = () => out.slice(out.lastIndexOf(CLEAR) + CLEAR.length).replace(/\x1b\[[0-9;]*m/g, '');
+      const until = async (test: () => boolean, what: string) => {
+        for (const deadline = Date.now() + 20_000; !test(); await new Promise((r) => setTimeout(r, 50))) assert.ok(Date.now() < deadline, `${what}; the terminal shows:\n${out}`);
+      };
+      try {
+        await until(() => out.includes(CLEAR) && /0 job\(s\); live, Ctrl-C to stop/.test(frame()), 'no empty table once the stream is live');
+        const jid = await submit(svc, alice, { Executable: '/bin/true', JobGroup: 'tty' });
+        await until(() => new RegExp(`^\\s*${jid}\\s+Done\\s+Execution Complete`, 'm').test(frame()), `job ${jid} is not shown Done`);
+        assert.match(frame(), /^\s*JobID\s+Status\s+MinorStatus\s+ApplicationStatus\s+Time\s*$/m);
+        assert.match(frame(), /1 job\(s\); live, Ctrl-C to stop/);
+        assert.ok(!/watching; one line per change/.test(out), 'a table, not lines');
+        child.stdin.write('\x03');
+        assert.equal(await exited, 0, out);
+      } finally {
+        child.kill('SIGKILL');
+      }
+    });
   });
 }

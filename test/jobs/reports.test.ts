@@ -9,7 +9,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { startJobsService, submit, untar, waitForStatus } from './helpers.ts';
+import { startAgent } from '../agents/agent-process.ts';
+import { FINAL, startJobsService, submit, untar, waitForStatus } from './helpers.ts';
 
 const run = promisify(execFile);
 const BIN = new URL('../../bin/dirigo.js', import.meta.url).pathname;
@@ -27,7 +28,8 @@ for (const { dialect, skip } of await dialects()) {
     let svc: TestService;
     let alice: string;
     before(async () => {
-      svc = await startJobsService(dialect);
+      // Pool is an agents site: its jobs run only when a `dirigo agent` takes them.
+      svc = await startJobsService(dialect, { sites: [{ name: 'Local', type: 'local', slots: 4 }, { name: 'Pool', type: 'agents', heartbeatIntervalMs: 200 }] });
       alice = await svc.token('alice');
     });
     after(() => svc?.close());
@@ -98,6 +100,23 @@ for (const { dialect, skip } of await dialects()) {
       const killed = await curlReport(jid, token, {});
       assert.equal(killed.status, 401);
       assert.match(killed.json.error_description!, /is Killed/);
+    });
+
+    it('a job run by a pull agent reports with the token the agent hands it; a bare report is a heartbeat', async () => {
+      const script = `"$NODE" "$DIRIGO_BIN" job report > beat.txt && "$NODE" "$DIRIGO_BIN" job report --status "on the agent" --param where=pool`;
+      const jid = await submit(svc, alice, { Executable: '/bin/sh', Arguments: `-c '${script}'`, Sites: ['Pool'], OutputSandbox: ['beat.txt'], Environment: { NODE: process.execPath, DIRIGO_BIN: BIN } });
+      const agent = startAgent(svc.url, svc.pki, { site: 'Pool', slots: 1 });
+      try {
+        const job = await waitForStatus(svc, alice, jid, FINAL, 60_000);
+        assert.equal(job.Status, 'Done', `${String(job.MinorStatus)}\n${agent.log()}`);
+        assert.deepEqual(job.Parameters, { where: 'pool' });
+        const history = job.StatusHistory as { Status: string; ApplicationStatus: string; Source: string }[];
+        assert.deepEqual(history.filter((h) => h.Source === 'Job').map((h) => h.ApplicationStatus), ['on the agent'], 'the bare report changed nothing but the heartbeat');
+        const files = await untar((await svc.request(`/jobs/${jid}/outputsandbox`, { token: alice })).body);
+        assert.match(files.get('beat.txt')?.toString() ?? '', new RegExp(`^job ${jid}: (Matched|Running)\n$`));
+      } finally {
+        await agent.stop('SIGKILL');
+      }
     });
   });
 }

@@ -61,6 +61,8 @@ for (const { dialect, skip } of await dialects()) {
       const counts = Object.fromEntries(res.json.summary.map((r: Record<string, unknown>) => [`${r.Status}/${r.JobGroup}`, r.count]));
       assert.deepEqual(counts, { 'Killed/calib': 2, 'Waiting/calib': 1, 'Waiting/reco': 2, 'Waiting/ana': 1 });
       assert.equal(res.json.summary[0].count, 2, 'largest first');
+      const bySite = await svc.request('/jobs/summary?groupBy=Status&groupBy=Site', { token: alice });
+      assert.deepEqual(Object.fromEntries(bySite.json.summary.map((r: Record<string, unknown>) => [`${r.Status}/${r.Site}`, r.count])), { 'Killed/ANY': 2, 'Waiting/ANY': 4 });
       const restricted = await svc.request('/jobs/summary?groupBy=Status&JobGroup=calib', { token: alice });
       assert.deepEqual(restricted.json.summary.map((r: Record<string, unknown>) => [r.Status, r.count]).sort(), [['Killed', 2], ['Waiting', 1]]);
       const everyone = await svc.request('/jobs/summary?groupBy=Owner&allOwners=true', { token: admin });
@@ -126,6 +128,9 @@ for (const { dialect, skip } of await dialects()) {
       assert.deepEqual(bobs.json.jobs, [{ Owner: 'bob' }]);
       const all = await curlSearch(admin, { allOwners: true, search: [{ parameter: 'JobGroup', operator: 'eq', value: 'calib' }], parameters: ['Owner', 'JobGroup'] });
       assert.equal(all.json.jobs.length, 4);
+      // The job monitor's other filters: Owner and Site.
+      const byOwner = await curlSearch(admin, { allOwners: true, search: [{ parameter: 'Owner', operator: 'in', values: ['bob'] }, { parameter: 'Site', operator: 'eq', value: 'ANY' }], parameters: ['Owner', 'JobName'] });
+      assert.deepEqual(byOwner.json.jobs, [{ Owner: 'bob', JobName: 'bobs' }]);
     });
 
     it('pages by cursor and by offset to the same rows, in the asked order, with only the asked attributes', async () => {
