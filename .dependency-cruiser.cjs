@@ -5,7 +5,7 @@
  * Layers, bottom to top: src/kernel; the domains (each reached by the others only through its
  * index.ts, and only downwards in MAY_IMPORT); src/app, the composition root, which nothing imports.
  */
-const DOMAINS = ['pki', 'registry', 'cluster', 'auth', 'federation', 'jobs', 'catalogue', 'executors', 'agents'];
+const DOMAINS = ['pki', 'registry', 'cluster', 'auth', 'federation', 'jobs', 'catalogue', 'executors', 'agents', 'webapp'];
 
 /** What each domain may import besides itself and the kernel: the layer order, written once. */
 const MAY_IMPORT = {
@@ -18,6 +18,7 @@ const MAY_IMPORT = {
   catalogue: ['registry', 'auth'],
   executors: ['jobs'],
   agents: ['cluster', 'auth', 'jobs', 'executors'],
+  webapp: ['registry', 'auth'],
 };
 
 const layerRules = Object.entries(MAY_IMPORT).map(([domain, allowed]) => {

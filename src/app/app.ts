@@ -10,6 +10,7 @@ import { startScheduling } from '../executors/index.ts';
 import { agentsRoutes } from '../agents/index.ts';
 import { catalogueRoutes } from '../catalogue/index.ts';
 import { federationRoutes } from '../federation/index.ts';
+import { webAppRoutes } from '../webapp/index.ts';
 import type { AppContext } from './context.ts';
 import { errorHandler } from '../kernel/error-handler.ts';
 import { InvalidRequest } from '../kernel/errors.ts';
@@ -66,6 +67,7 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   await instance.register(jobsRoutes, { ctx, sandboxes, runner: startScheduling(instance, ctx, sandboxes) });
   await instance.register(agentsRoutes, { ctx });
   await instance.register(catalogueRoutes, { ctx });
+  await instance.register(webAppRoutes, { ctx });
 }
 
 /** Registered without encapsulation so that its error handler, hooks and decorators apply everywhere. */

@@ -12,6 +12,7 @@ import { CatalogueConfigSchema } from '../catalogue/index.ts';
 import { JobsConfigSchema } from '../jobs/index.ts';
 import { OAuthConfigSchema, TokensConfigSchema } from '../auth/index.ts';
 import { IdentityProvidersConfigSchema, checkIdentityProviders } from '../federation/index.ts';
+import { WebAppConfigSchema } from '../webapp/index.ts';
 import { checkClients, checkRegistry, ClientsConfigSchema, RegistryConfigSchema } from '../registry/index.ts';
 
 const ConfigSchema = Type.Object(
@@ -24,6 +25,7 @@ const ConfigSchema = Type.Object(
     oauth: OAuthConfigSchema,
     identityProviders: IdentityProvidersConfigSchema,
     catalogue: CatalogueConfigSchema,
+    webapp: WebAppConfigSchema,
   },
   { additionalProperties: false },
 );

@@ -13,6 +13,7 @@ import { grantableScope } from './scope-policy.ts';
 import { csrfMatches, type BrowserSession } from './sessions.ts';
 import { authContextOf } from './id-tokens.ts';
 import { oauth } from './services.ts';
+import type { OAuthClient } from '../registry/index.ts';
 import { normaliseUserCode } from './store.ts';
 import { CERTIFICATE_LOGIN, CONSENT, DEVICE_VERIFICATION, PASSWORD_LOGIN, PROVIDER_LOGIN, SHOW_INTERACTION, USER_CODE } from './page-schemas.ts';
 
@@ -107,6 +108,10 @@ async function showInteraction(ctx: AppContext, reply: FastifyReply, request: Fa
   }
   const isAuthorize = interaction.kind === 'authorize';
   const preferred = isAuthorize ? (pending as AuthorizeRequest) : undefined;
+  const chosen = preferred && firstPartyChoice(ctx, await oauth(ctx).clients.get(clientId), preferred, groups);
+  if (preferred && chosen && (await oauth(ctx).sessions.finishInteraction(id))) {
+    return redirectWithCode(ctx, reply, session, preferred, user.name, chosen.group, chosen.setup);
+  }
   return sendPage(
     reply,
     'Authorize access',
@@ -125,6 +130,34 @@ async function showInteraction(ctx: AppContext, reply: FastifyReply, request: Fa
     }),
     { formTargets: isAuthorize ? [originOf((pending as AuthorizeRequest).redirectUri)] : [] },
   );
+}
+
+/** Ends an approved authorization request: a single-use code, sent back to the client. */
+async function redirectWithCode(ctx: AppContext, reply: FastifyReply, session: BrowserSession, p: AuthorizeRequest, username: string, group: string, setup: string): Promise<FastifyReply> {
+  const code = await oauth(ctx).store.createCode({
+    clientId: p.clientId,
+    username,
+    group,
+    setup,
+    scope: p.scope.join(' '),
+    redirectUri: p.redirectUriGiven ? p.redirectUri : null,
+    codeChallenge: p.codeChallenge ?? null,
+    codeChallengeMethod: p.codeChallengeMethod ?? null,
+    authContext: authContextOf(session, p.nonce),
+  });
+  // RFC 6749 §4.1.2 with RFC 9207 iss; 303 so the browser does not repeat the POST (RFC 9700 §4.12).
+  return reply.redirect(withParams(p.redirectUri, { code, state: p.state, iss: ctx.tokens.issuer }), 303);
+}
+
+/**
+ * The service's own web application names the group it wants (a group switch is a new authorization
+ * request): a signed-in member is not asked again, as first-party applications are not. The setup is
+ * the one named, or the only one there is.
+ */
+function firstPartyChoice(ctx: AppContext, client: OAuthClient | undefined, pending: AuthorizeRequest, groups: readonly string[]): { group: string; setup: string } | undefined {
+  if (!client?.firstParty || pending.group === undefined || !groups.includes(pending.group)) return undefined;
+  const setup = pending.setup ?? (ctx.registry.setups.length === 1 ? ctx.registry.setups[0] : undefined);
+  return setup !== undefined && ctx.registry.hasSetup(setup) ? { group: pending.group, setup } : undefined;
 }
 
 /**
@@ -251,23 +284,10 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
       );
     }
     const p = interaction.payload as AuthorizeRequest;
-    const iss = ctx.tokens.issuer;
     if (decision === 'deny') {
-      return reply.redirect(withParams(p.redirectUri, { error: 'access_denied', error_description: 'the user denied the request', state: p.state, iss }), 303);
+      return reply.redirect(withParams(p.redirectUri, { error: 'access_denied', error_description: 'the user denied the request', state: p.state, iss: ctx.tokens.issuer }), 303);
     }
-    const code = await store.createCode({
-      clientId: p.clientId,
-      username: user.name,
-      group,
-      setup,
-      scope: p.scope.join(' '),
-      redirectUri: p.redirectUriGiven ? p.redirectUri : null,
-      codeChallenge: p.codeChallenge ?? null,
-      codeChallengeMethod: p.codeChallengeMethod ?? null,
-      authContext: authContextOf(session, p.nonce),
-    });
-    // RFC 6749 §4.1.2 with RFC 9207 iss; 303 so the browser does not repeat the POST (RFC 9700 §4.12).
-    return reply.redirect(withParams(p.redirectUri, { code, state: p.state, iss }), 303);
+    return redirectWithCode(ctx, reply, session, p, user.name, group, setup);
   });
 
   // RFC 8628 §3.3: the verification URI, optionally with the code filled in (§3.3.1).

@@ -73,6 +73,7 @@ export const SHOW_INTERACTION = {
   documented: {
     responses: {
       200: page(INTERACTION_PAGE),
+      303: redirect("The service's own web application, for a signed-in member of the group it names: back to it with the code, without a consent page"),
       400: pageOrError('The interaction expired or belongs to another browser (a page), or the id is too long (JSON)'),
       403: page('No group of the user may hold what the client asks for'),
     },

@@ -35,7 +35,12 @@ export interface OAuthClient {
   jwks: { keys: Record<string, unknown>[] } | undefined;
   /** The shared key for client_secret_jwt (config clients). */
   jwtSecret?: string | undefined;
-  source: 'config' | 'database';
+  source: 'config' | 'database' | 'built-in';
+  /**
+   * A client the service itself provides (its web application): a signed-in user who names the group of
+   * the token is not asked to consent again, as with any first-party application.
+   */
+  firstParty?: boolean;
   /** Dynamically registered clients (RFC 7591): what was registered, and the registration access token's hash. */
   registration?: { metadata: RegisteredMetadata; tokenHash: string } | undefined;
 }
@@ -148,6 +153,7 @@ function fromConfig(c: ClientConfig): OAuthClient {
 export class ClientRegistry {
   readonly #db: Db;
   readonly #configured = new Map<string, OAuthClient>();
+  readonly #builtIn = new Map<string, () => OAuthClient>();
   readonly #cache = new Map<string, { client: OAuthClient | undefined; at: number }>();
   /** The secret that last passed scrypt, per client (memory only). */
   readonly #verified = new Map<string, { hash: string; secret: Buffer }>();
@@ -161,6 +167,8 @@ export class ClientRegistry {
   async get(clientId: string): Promise<OAuthClient | undefined> {
     const configured = this.#configured.get(clientId);
     if (configured) return configured;
+    const builtIn = this.#builtIn.get(clientId);
+    if (builtIn) return builtIn();
     const hit = this.#cache.get(clientId);
     if (hit && Date.now() - hit.at < CACHE_MS) return hit.client;
     const row = await this.#db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId).executeTakeFirst();
@@ -187,6 +195,15 @@ export class ClientRegistry {
   }
 
   /**
+   * Adds a client that the service provides itself. It is described on each lookup, so that its redirect
+   * URIs follow the public URL, which is known only once the server listens. A client of the same id in
+   * config.yaml takes precedence, so a site can replace it.
+   */
+  addBuiltIn(clientId: string, describe: () => Omit<OAuthClient, 'clientId' | 'source'>): void {
+    this.#builtIn.set(clientId, () => ({ ...describe(), clientId, source: 'built-in' }));
+  }
+
+  /**
    * Constant-time secret check: scrypt once per client and secret, then a constant-time comparison with
    * the secret that last passed (kept in memory only, like every secret the process receives).
    */
@@ -203,8 +220,9 @@ export class ClientRegistry {
   async list(): Promise<OAuthClient[]> {
     const rows = await this.#db.selectFrom('oauth_clients').select('client_id').orderBy('client_id').execute();
     const out = [...this.#configured.values()];
+    for (const [id, describe] of this.#builtIn) if (!this.#configured.has(id)) out.push(describe());
     for (const r of rows) {
-      if (this.#configured.has(r.client_id)) continue;
+      if (this.#configured.has(r.client_id) || this.#builtIn.has(r.client_id)) continue;
       const c = await this.get(r.client_id);
       if (c) out.push(c);
     }
@@ -218,6 +236,7 @@ export class ClientRegistry {
   async add(c: NewClient, registration?: { metadata: RegisteredMetadata; tokenHash: string }): Promise<{ client: OAuthClient; secret: string | undefined }> {
     validateClient(c);
     if (this.#configured.has(c.clientId)) throw new Conflict(`client ${c.clientId} is defined in the configuration`);
+    if (this.#builtIn.has(c.clientId)) throw new Conflict(`client ${c.clientId} is provided by the service itself`);
     const secret = c.type === 'confidential' ? generateSecret(32) : undefined;
     const secretHash = secret ? await hashSecret(secret) : null;
     const exists = await this.#db.selectFrom('oauth_clients').select('client_id').where('client_id', '=', c.clientId).executeTakeFirst();

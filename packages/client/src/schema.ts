@@ -1594,6 +1594,15 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            /** @description The service's own web application, for a signed-in member of the group it names: back to it with the code, without a consent page */
+            303: {
+                headers: {
+                    /** @description Where the browser goes next */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The interaction expired or belongs to another browser (a page), or the id is too long (JSON) */
             400: {
                 headers: {
