@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
 export default tseslint.config(
-  { ignores: ['node_modules', 'dirigo-data', 'packages/*/dist', 'test-artifacts'] },
+  { ignores: ['node_modules', 'dirigo-data', 'packages/*/dist', 'test-artifacts', 'web/dist', 'web/.dist-*'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -15,6 +15,10 @@ export default tseslint.config(
       // Configuration is read once, in src/kernel/config.ts.
       'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read configuration through src/kernel/config.ts.' }],
     },
+  },
+  {
+    files: ['web/src/**'],
+    languageOptions: { globals: { ...globals.browser } },
   },
   {
     files: ['src/kernel/config.ts', 'test/**', 'bench/**', 'scripts/**', 'packages/**'],

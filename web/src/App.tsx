@@ -1,0 +1,119 @@
+/**
+ * The frame of every page: header (name, group switch, theme, sign-out), navigation, and the page the
+ * address names.
+ */
+import { useEffect, useState } from 'react';
+import { ActionIcon, AppShell, Burger, Button, Group, NavLink, Select, Text, Tooltip, UnstyledButton, useComputedColorScheme, useMantineColorScheme } from '@mantine/core';
+import { useDisclosure } from '@mantine/hooks';
+import { api, unwrap } from './api.ts';
+import { currentTokens, onTokens, signIn, signOut } from './session.ts';
+import { navigate, useLocation } from './url-state.ts';
+import { JobMonitor } from './jobs/JobMonitor.tsx';
+import { SubmitPage } from './jobs/SubmitPage.tsx';
+import { CataloguePage } from './catalogue/CataloguePage.tsx';
+import { AccountPage } from './account/AccountPage.tsx';
+
+const PAGES = [
+  { page: '', label: 'Job monitor' },
+  { page: 'submit', label: 'Submit' },
+  { page: 'catalogue', label: 'File catalogue' },
+  { page: 'account', label: 'Account' },
+] as const;
+
+function ThemeToggle() {
+  const { setColorScheme } = useMantineColorScheme();
+  const scheme = useComputedColorScheme('light');
+  const next = scheme === 'dark' ? 'light' : 'dark';
+  return (
+    <Tooltip label={`Switch to the ${next} theme`}>
+      <ActionIcon variant="default" size="lg" aria-label={`Switch to the ${next} theme`} onClick={() => setColorScheme(next)}>
+        {scheme === 'dark' ? '☀' : '☾'}
+      </ActionIcon>
+    </Tooltip>
+  );
+}
+
+/** One token per group: choosing another group asks the server for a token of that group. */
+function GroupSwitch() {
+  const [groups, setGroups] = useState<string[]>([]);
+  const group = currentTokens()?.group ?? '';
+  useEffect(() => {
+    void api.GET('/oauth2/account').then((r) => setGroups(unwrap(r).groups.map((g) => g.name)));
+  }, [group]);
+  return (
+    <Select
+      aria-label="Group"
+      size="xs"
+      w={150}
+      data={groups.length ? groups : [group]}
+      value={group}
+      allowDeselect={false}
+      onChange={(g) => g && g !== group && void signIn({ group: g, setup: currentTokens()?.setup })}
+      data-testid="group-switch"
+    />
+  );
+}
+
+function Page({ page, params }: { page: string; params: URLSearchParams }) {
+  switch (page) {
+    case 'submit':
+      return <SubmitPage />;
+    case 'catalogue':
+      return <CataloguePage params={params} />;
+    case 'account':
+      return <AccountPage />;
+    default:
+      return <JobMonitor params={params} />;
+  }
+}
+
+export function App() {
+  const { page, params } = useLocation();
+  const [opened, { toggle, close }] = useDisclosure();
+  // A refresh or group switch changes the tokens: the header shows the new group.
+  const [, rerender] = useState(0);
+  useEffect(() => onTokens(() => rerender((n) => n + 1)), []);
+  return (
+    <AppShell header={{ height: 56 }} navbar={{ width: 210, breakpoint: 'sm', collapsed: { mobile: !opened } }} padding="md">
+      <AppShell.Header>
+        <Group h="100%" px="md" justify="space-between" wrap="nowrap">
+          <Group gap="xs" wrap="nowrap">
+            <Burger opened={opened} onClick={toggle} hiddenFrom="sm" size="sm" aria-label="Navigation" />
+            <UnstyledButton onClick={() => navigate('')} aria-label="Dirigo, job monitor">
+              <Text fw={800} size="lg">
+                Dirigo
+              </Text>
+            </UnstyledButton>
+          </Group>
+          <Group gap="xs" wrap="nowrap">
+            <GroupSwitch />
+            <ThemeToggle />
+            <Button variant="default" size="xs" onClick={() => void signOut()}>
+              Sign out
+            </Button>
+          </Group>
+        </Group>
+      </AppShell.Header>
+      <AppShell.Navbar p="xs" aria-label="Pages">
+        {PAGES.map((p) => (
+          <NavLink
+            key={p.page}
+            label={p.label}
+            active={page === p.page}
+            // Filled: the light variant's blue on pale blue is below 4.5:1.
+            variant="filled"
+            aria-current={page === p.page ? 'page' : undefined}
+            onClick={() => {
+              navigate(p.page);
+              close();
+            }}
+            component="button"
+          />
+        ))}
+      </AppShell.Navbar>
+      <AppShell.Main>
+        <Page page={page} params={params} />
+      </AppShell.Main>
+    </AppShell>
+  );
+}

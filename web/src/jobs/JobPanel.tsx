@@ -1,0 +1,198 @@
+/**
+ * One job: attributes, status history as a timeline, parameters reported by the job, its manifest as
+ * JSON or JDL, sandbox downloads, the end of a running job's output, and actions.
+ */
+import { useCallback, useEffect, useState } from 'react';
+import { Alert, Badge, Button, Code, Drawer, Group, ScrollArea, SegmentedControl, Stack, Table, Tabs, Text, Timeline } from '@mantine/core';
+import { api, authorizedFetch, saveResponse, unwrap } from '../api.ts';
+import { ATTRIBUTES, formatValue, statusColor, type JobDetail } from './attributes.ts';
+import { actOnJobs, type JobAction } from './actions.ts';
+
+function Manifest({ jid }: { jid: number }) {
+  const [format, setFormat] = useState<'json' | 'jdl'>('json');
+  const [text, setText] = useState<string>();
+  useEffect(() => {
+    const accept = format === 'jdl' ? 'text/x-jdl' : 'application/json';
+    void authorizedFetch(new Request(`/jobs/${jid}/manifest`, { headers: { accept } }))
+      .then(async (res) => {
+        const body = await res.text();
+        setText(res.ok && format === 'json' ? JSON.stringify(JSON.parse(body), null, 2) : body);
+      })
+      .catch((e: Error) => setText(e.message));
+  }, [jid, format]);
+  return (
+    <Stack gap="xs">
+      <SegmentedControl
+        aria-label="Manifest format"
+        value={format}
+        onChange={(v) => setFormat(v as 'json' | 'jdl')}
+        data={[
+          { value: 'json', label: 'JSON' },
+          { value: 'jdl', label: 'JDL' },
+        ]}
+        w={180}
+      />
+      <Code block data-testid="manifest">
+        {text ?? 'Loading…'}
+      </Code>
+    </Stack>
+  );
+}
+
+function Peek({ jid, running }: { jid: number; running: boolean }) {
+  const [text, setText] = useState<string>();
+  const read = useCallback(async () => {
+    const res = await authorizedFetch(new Request(`/jobs/${jid}/peek`, { headers: { accept: 'text/plain' } }));
+    const body = await res.text();
+    setText(res.ok ? body : ((JSON.parse(body) as { error_description?: string }).error_description ?? body));
+  }, [jid]);
+  useEffect(() => void read().catch((e: Error) => setText(e.message)), [read]);
+  return (
+    <Stack gap="xs">
+      <Group>
+        <Button size="xs" variant="default" onClick={() => void read()}>
+          Read again
+        </Button>
+        {!running && <Text size="sm">The job is not running: this is what it last wrote, if anything.</Text>}
+      </Group>
+      <ScrollArea.Autosize mah={400}>
+        <Code block data-testid="peek">
+          {text ?? 'Loading…'}
+        </Code>
+      </ScrollArea.Autosize>
+    </Stack>
+  );
+}
+
+export function JobPanel({ jid, onClose, onChanged }: { jid: number; onClose(): void; onChanged(): void }) {
+  const [job, setJob] = useState<JobDetail>();
+  const [error, setError] = useState<string>();
+  const [notice, setNotice] = useState<string>();
+  const load = useCallback(async () => {
+    try {
+      setJob(unwrap(await api.GET('/jobs/{jid}', { params: { path: { jid } } })));
+      setError(undefined);
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  }, [jid]);
+  useEffect(() => {
+    void load();
+    const timer = setInterval(() => void load(), 5_000);
+    return () => clearInterval(timer);
+  }, [load]);
+
+  const download = async (which: 'inputsandbox' | 'outputsandbox') => {
+    try {
+      await saveResponse(await authorizedFetch(new Request(`/jobs/${jid}/${which}`)), `job-${jid}-${which}.tar.gz`);
+      setNotice(undefined);
+    } catch (e) {
+      setNotice((e as Error).message);
+    }
+  };
+  const act = async (action: JobAction) => {
+    const { refused } = await actOnJobs(action, [jid]);
+    setNotice(refused.length ? refused[0]!.error_description : `${action}: done`);
+    await load();
+    onChanged();
+  };
+  const running = job?.Status === 'Running' || job?.Status === 'Completing';
+
+  return (
+    <Drawer opened onClose={onClose} position="right" size="xl" title={`Job ${jid}${job?.JobName ? ` · ${job.JobName}` : ''}`} closeButtonProps={{ 'aria-label': 'Close the job panel' }}>
+      {error && (
+        <Alert color="red" role="alert">
+          {error}
+        </Alert>
+      )}
+      {job && (
+        <Stack gap="md" data-testid="job-panel">
+          <Group gap="xs">
+            <Badge color={statusColor(job.Status)} variant="dot" size="lg" data-testid="panel-status">
+              {job.Status}
+            </Badge>
+            <Text size="sm">{job.MinorStatus}</Text>
+            {job.ApplicationStatus && <Text size="sm">· {job.ApplicationStatus}</Text>}
+          </Group>
+          <Group gap="xs">
+            <Button size="xs" onClick={() => void download('outputsandbox')} disabled={job.Status !== 'Done' && job.Status !== 'Failed'}>
+              Download output sandbox
+            </Button>
+            <Button size="xs" variant="default" onClick={() => void download('inputsandbox')}>
+              Download input sandbox
+            </Button>
+            <Button size="xs" color="red" variant="light" onClick={() => void act('kill')}>
+              Kill
+            </Button>
+            <Button size="xs" variant="light" onClick={() => void act('reschedule')}>
+              Reschedule
+            </Button>
+            <Button size="xs" variant="light" color="gray" onClick={() => void act('delete')}>
+              Delete
+            </Button>
+          </Group>
+          {notice && (
+            <Alert color="blue" role="status" withCloseButton onClose={() => setNotice(undefined)}>
+              {notice}
+            </Alert>
+          )}
+          <Tabs defaultValue={running ? 'peek' : 'attributes'} keepMounted={false}>
+            <Tabs.List>
+              <Tabs.Tab value="attributes">Attributes</Tabs.Tab>
+              <Tabs.Tab value="history">History</Tabs.Tab>
+              <Tabs.Tab value="parameters">Parameters</Tabs.Tab>
+              <Tabs.Tab value="manifest">Manifest</Tabs.Tab>
+              <Tabs.Tab value="peek">Output</Tabs.Tab>
+            </Tabs.List>
+            <Tabs.Panel value="attributes" pt="sm">
+              <Table>
+                <Table.Tbody>
+                  {ATTRIBUTES.map((a) => (
+                    <Table.Tr key={a}>
+                      <Table.Th scope="row">{a}</Table.Th>
+                      <Table.Td>{formatValue(a, job[a])}</Table.Td>
+                    </Table.Tr>
+                  ))}
+                </Table.Tbody>
+              </Table>
+            </Tabs.Panel>
+            <Tabs.Panel value="history" pt="sm">
+              <Timeline active={job.StatusHistory.length - 1} bulletSize={14} lineWidth={2}>
+                {job.StatusHistory.map((h, i) => (
+                  <Timeline.Item key={i} title={`${h.Status} · ${h.MinorStatus}`}>
+                    <Text size="sm">{h.ApplicationStatus}</Text>
+                    <Text size="xs">
+                      {h.StatusTime.replace('T', ' ')} · {h.Source}
+                    </Text>
+                  </Timeline.Item>
+                ))}
+              </Timeline>
+            </Tabs.Panel>
+            <Tabs.Panel value="parameters" pt="sm">
+              {Object.keys(job.Parameters).length === 0 ? (
+                <Text size="sm">The job has reported no parameters.</Text>
+              ) : (
+                <Table>
+                  <Table.Tbody>
+                    {Object.entries(job.Parameters).map(([k, v]) => (
+                      <Table.Tr key={k}>
+                        <Table.Th scope="row">{k}</Table.Th>
+                        <Table.Td>{v}</Table.Td>
+                      </Table.Tr>
+                    ))}
+                  </Table.Tbody>
+                </Table>
+              )}
+            </Tabs.Panel>
+            <Tabs.Panel value="manifest" pt="sm">
+              <Manifest jid={jid} />
+            </Tabs.Panel>
+            <Tabs.Panel value="peek" pt="sm">
+              <Peek jid={jid} running={running} />
+            </Tabs.Panel>
+          </Tabs>
+        </Stack>
+      )}
+    </Drawer>
+  );
+}

@@ -1,0 +1,48 @@
+/** Job attributes as the API names them, and how the monitor shows them. */
+import type { operations } from '@dirigo/client/schema';
+
+export type JobRecord = operations['listJobs']['responses'][200]['content']['application/json']['jobs'][number];
+export type JobDetail = operations['getJob']['responses'][200]['content']['application/json'];
+export type Attribute = keyof JobRecord;
+
+export const ATTRIBUTES: readonly Attribute[] = [
+  'JobID', 'JobName', 'Status', 'MinorStatus', 'ApplicationStatus', 'Site', 'Owner', 'OwnerGroup', 'JobGroup', 'JobType',
+  'Setup', 'OwnerDN', 'UserPriority', 'RescheduleCounter', 'SubmissionTime', 'LastUpdateTime', 'StartExecTime', 'EndExecTime',
+  'HeartBeatTime', 'ExitCode',
+];
+
+export const DEFAULT_COLUMNS: readonly Attribute[] = ['JobID', 'JobName', 'Status', 'MinorStatus', 'ApplicationStatus', 'Site', 'Owner', 'SubmissionTime', 'LastUpdateTime'];
+
+/** Attributes whose values are offered in the filters, from the counts the server keeps. */
+export const FILTERABLE: readonly Attribute[] = ['Status', 'MinorStatus', 'ApplicationStatus', 'Site', 'Owner', 'OwnerGroup', 'JobGroup', 'JobType'];
+
+export const TIME_ATTRIBUTES: readonly Attribute[] = ['SubmissionTime', 'LastUpdateTime', 'StartExecTime', 'EndExecTime', 'HeartBeatTime'];
+
+export const STATUSES = ['Received', 'Checking', 'Waiting', 'Matched', 'Running', 'Completing', 'Stalled', 'Done', 'Failed', 'Killed', 'Deleted'] as const;
+
+/** A status's colour; each is also written out, so colour is never the only sign. */
+export function statusColor(status: string | null | undefined): string {
+  switch (status) {
+    case 'Done':
+      return 'green';
+    case 'Failed':
+    case 'Stalled':
+      return 'red';
+    case 'Killed':
+    case 'Deleted':
+      return 'gray';
+    case 'Running':
+    case 'Completing':
+      return 'blue';
+    case 'Matched':
+      return 'cyan';
+    default:
+      return 'yellow';
+  }
+}
+
+export function formatValue(attribute: Attribute, value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (TIME_ATTRIBUTES.includes(attribute) && typeof value === 'string') return value.replace('T', ' ').replace(/\.\d+Z$|Z$/, '');
+  return String(value);
+}
