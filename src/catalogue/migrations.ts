@@ -2,6 +2,7 @@ import { sql, type Kysely, type Migration } from 'kysely';
 import { isPostgres, withAutoId } from '../kernel/db/portable.ts';
 import { createFieldIndex } from './effective.ts';
 import type { FieldType } from './values.ts';
+import { parseSummary } from './file-values.ts';
 
 // SQLite: tables keyed by a composite primary key are stored in that key's b-tree (WITHOUT ROWID), one
 // b-tree write per row instead of two.
@@ -224,6 +225,58 @@ export const catalogueMigrations: Record<string, Migration> = {
     // A world-writable root gets the sticky bit (as /tmp): users may no longer remove each other's entries.
     async up(db: Kysely<unknown>) {
       await sql`update cat_directories set mode = mode + 512 where path = '/' and (mode & 512) = 0 and (mode & 2) <> 0`.execute(db);
+    },
+  },
+  '2026_11_25_1500_catalogue_value_sets': {
+    /**
+     * Every value of every field (GET /filecatalogue/metadata without a condition) read every directory's
+     * summary of file values and every directory value: 0.8 s (SQLite) and 1.9 s (PostgreSQL) at 1,000,000
+     * files, growing with them (issue 22). File values get their own set, `cat_file_values` (how many
+     * directories hold each value, with appended deltas on PostgreSQL: file-values.ts), and directory
+     * values are read a distinct value at a time through new (field, value) indexes on cat_dir_meta.
+     */
+    async up(db: Kysely<unknown>) {
+      const pg = isPostgres(db);
+      await db.schema
+        .createTable('cat_file_values')
+        .addColumn('field_id', 'bigint', (c) => c.notNull())
+        .addColumn('key', 'text', (c) => c.notNull())
+        .addColumn('dirs', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('cat_file_values_pk', ['field_id', 'key'])
+        .$call(clusterOnKey(pg))
+        .execute();
+      await withAutoId(db, db.schema.createTable('cat_file_value_deltas'), 'id')
+        .addColumn('field_id', 'bigint', (c) => c.notNull())
+        .addColumn('key', 'text', (c) => c.notNull())
+        .addColumn('n', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('cat_dir_meta_num').on('cat_dir_meta').columns(['field_id', 'num']).execute();
+      await db.schema.createIndex('cat_dir_meta_str').on('cat_dir_meta').columns(['field_id', 'str']).execute();
+      // The values of the summaries there are, numbers spelled as the store spells them (parseSummary).
+      const presence = new Map<string, [number, string, number]>();
+      let after: [number, number] = [-1, -1];
+      for (;;) {
+        const { rows } = await sql<{ dir_id: number; field_id: number; vals: string; type: string }>`
+          select s.dir_id, s.field_id, s.vals, f.type from cat_dir_file_summary s join cat_fields f on f.id = s.field_id
+          where s.dir_id > ${after[0]} or (s.dir_id = ${after[0]} and s.field_id > ${after[1]})
+          order by s.dir_id, s.field_id limit 5000`.execute(db);
+        if (rows.length === 0) break;
+        for (const r of rows) {
+          for (const [key, n] of parseSummary(r.vals, r.type !== 'string')) {
+            if (n <= 0) continue;
+            const k = `${r.field_id}/${key}`;
+            const row = presence.get(k);
+            if (row) row[2]++;
+            else presence.set(k, [Number(r.field_id), key, 1]);
+          }
+        }
+        const last = rows.at(-1)!;
+        after = [Number(last.dir_id), Number(last.field_id)];
+      }
+      const all = [...presence.values()];
+      for (let i = 0; i < all.length; i += 300) {
+        await db.insertInto('cat_file_values' as never).values(all.slice(i, i + 300).map(([field_id, key, dirs]) => ({ field_id, key, dirs })) as never).execute();
+      }
     },
   },
 };

@@ -13,7 +13,9 @@
  * - a file's own metadata is a JSON object in its row (`meta`): conditions select directories, so file
  *   values are only read whole, and one row per value would cost an index entry each on every import.
  * - file-field values are summarised per directory and field in `cat_dir_file_summary` (values with how
- *   many files hold each) so that "values compatible with a condition" never reads the files themselves.
+ *   many files hold each) so that "values compatible with a condition" never reads the files themselves;
+ *   and the values held anywhere, per file field, in `cat_file_values`, so that "every value of every
+ *   field" reads as many rows as there are values (file-values.ts).
  * - no foreign keys: the store deletes dependants explicitly, and bulk inserts skip per-row FK probes.
  */
 import type { ColumnType, Generated } from 'kysely';
@@ -92,6 +94,21 @@ export interface CatDirFileSummaryTable {
   vals: string;
 }
 
+/** For one file field and value, how many directories' summaries hold it (file-values.ts). */
+export interface CatFileValuesTable {
+  field_id: number;
+  key: string;
+  dirs: number;
+}
+
+/** PostgreSQL: changes to cat_file_values appended by writers, not folded in yet. */
+export interface CatFileValueDeltasTable {
+  id: Generated<number>;
+  field_id: number;
+  key: string;
+  n: number;
+}
+
 export interface CatalogueTables {
   cat_fields: CatFieldTable;
   cat_directories: CatDirectoryTable;
@@ -99,6 +116,8 @@ export interface CatalogueTables {
   cat_dir_meta: CatDirMetaTable;
   cat_dir_meta_eff: CatDirMetaEffTable;
   cat_dir_file_summary: CatDirFileSummaryTable;
+  cat_file_values: CatFileValuesTable;
+  cat_file_value_deltas: CatFileValueDeltasTable;
 }
 
 declare module '../kernel/db/schema.ts' {

@@ -5,6 +5,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { sql } from 'kysely';
 import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type HttpResponse, type TestService } from '../helpers/service.ts';
 
@@ -564,6 +565,60 @@ for (const { dialect, skip } of await dialects()) {
         const doc = (typeof d.eff === 'string' ? JSON.parse(d.eff) : d.eff) as Record<string, number | string>;
         assert.deepEqual(doc, expected.get(Number(d.id)) ?? {}, d.path);
       }
+    });
+
+    it('counts file values that writers append while another holds the fold lock, and folds them later (PostgreSQL)', { skip: dialect !== 'postgres' && 'PostgreSQL only' }, async () => {
+      const A = as(admin);
+      const quality = async () => (await A.get('/filecatalogue/metadata')).json.Quality.Values as string[];
+      const pending = async () => Number((await sql<{ n: number }>`select count(*) as n from cat_file_value_deltas`.execute(svc.ctx.db)).rows[0]!.n);
+      await svc.ctx.db.connection().execute(async (held) => {
+        await sql`select pg_advisory_lock(${0x63617466})`.execute(held);
+        try {
+          assert.equal((await A.put(fileUrl('/folds/x'), { Size: 1, Checksum: 'x', Metadata: { Quality: 'while-locked' } })).status, 201);
+          assert.ok((await pending()) > 0, 'the change waits in the deltas');
+          assert.ok((await quality()).includes('while-locked'), 'and is read with them');
+          assert.equal((await A.del(fileUrl('/folds/x'))).status, 200);
+          assert.ok(!(await quality()).includes('while-locked'), 'a value appended and removed is gone');
+          assert.equal((await A.put(fileUrl('/folds/y'), { Size: 1, Checksum: 'x', Metadata: { Quality: 'kept' } })).status, 201);
+        } finally {
+          await sql`select pg_advisory_unlock(${0x63617466})`.execute(held);
+        }
+      });
+      assert.equal((await A.put(fileUrl('/folds/sub/z'), { Size: 1, Checksum: 'x', Metadata: { Quality: 'kept' } })).status, 201);
+      assert.equal(await pending(), 0, 'the next write that changes the values folded every pending change');
+      const values = await quality();
+      assert.ok(values.includes('kept') && !values.includes('while-locked'), values.join());
+      assert.equal((await A.del(`${dirUrl('/folds')}?recursive=true`)).status, 200);
+      assert.ok(!(await quality()).includes('kept'), 'removing the directory removed its values');
+    });
+
+    it('keeps the values of every file field (metadata without condition) equal to what the directories hold, after all the writes above', async () => {
+      const db = svc.ctx.db;
+      const fields = await db.selectFrom('cat_fields').select(['id', 'name', 'type']).where('scope', '=', 'file').execute();
+      const held = new Map<string, Set<string | number>>();
+      for (const r of await db.selectFrom('cat_dir_file_summary').select(['field_id', 'vals']).execute()) {
+        const f = fields.find((x) => Number(x.id) === Number(r.field_id))!;
+        const set = held.get(f.name) ?? new Set();
+        for (const [key, n] of Object.entries(JSON.parse(r.vals) as Record<string, number>)) if (n > 0) set.add(f.type === 'string' ? key : Number(key));
+        held.set(f.name, set);
+      }
+      assert.ok([...held.values()].some((v) => v.size > 0), 'the suite left file values behind');
+      const all = (await as(admin).get('/filecatalogue/metadata')).json;
+      for (const f of fields) assert.deepEqual(new Set(all[f.name].Values), held.get(f.name) ?? new Set(), f.name);
+      // Every count is the number of directories holding the value, once the pending changes are folded in.
+      const counts = new Map<string, number>();
+      for (const r of await db.selectFrom('cat_file_values').select(['field_id', 'key', 'dirs']).execute()) counts.set(`${r.field_id}/${r.key}`, Number(r.dirs));
+      for (const r of await db.selectFrom('cat_file_value_deltas').select(['field_id', 'key', 'n']).execute()) counts.set(`${r.field_id}/${r.key}`, (counts.get(`${r.field_id}/${r.key}`) ?? 0) + Number(r.n));
+      const expected = new Map<string, number>();
+      for (const r of await db.selectFrom('cat_dir_file_summary').select(['field_id', 'vals']).execute()) {
+        const f = fields.find((x) => Number(x.id) === Number(r.field_id))!;
+        for (const key of Object.keys(JSON.parse(r.vals) as Record<string, number>)) {
+          const k = `${r.field_id}/${f.type === 'string' ? key : String(Number(key))}`;
+          expected.set(k, (expected.get(k) ?? 0) + 1);
+        }
+      }
+      for (const [k, n] of counts) if (n === 0) counts.delete(k);
+      assert.deepEqual(counts, expected);
     });
   });
 }

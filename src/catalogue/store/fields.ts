@@ -34,6 +34,11 @@ export async function removeField(db: Db, dialect: CatalogueDialect, principal: 
     const used = await trx.selectFrom(table).select('field_id').where('field_id', '=', field.id).limit(1).executeTakeFirst();
     if (used) throw new Conflict(`metadata field ${name} is in use; remove its values first`);
     await trx.deleteFrom('cat_fields').where('id', '=', field.id).execute();
+    // No directory holds its values; what is left of them are folded counts of zero, pending changes summing to zero.
+    if (field.scope === 'file') {
+      await trx.deleteFrom('cat_file_values').where('field_id', '=', field.id).execute();
+      await trx.deleteFrom('cat_file_value_deltas').where('field_id', '=', field.id).execute();
+    }
     await dialect.fieldRemoved(trx, field);
   });
 }

@@ -7,6 +7,7 @@ import { nowIso } from '../../kernel/db/database.ts';
 import { Conflict, InvalidRequest } from '../../kernel/errors.ts';
 import { readDocument } from '../effective.ts';
 import { insertRows } from '../fast-insert.ts';
+import { summariesRemoved } from '../file-values.ts';
 import { ancestorsOf, baseName, parentOf } from '../paths.ts';
 import { WRITE, allowed, requireAllowed, requireOwnerOrAdmin, requireStickyRemoval } from '../permissions.ts';
 import { toStored, valuesById } from '../values.ts';
@@ -197,6 +198,7 @@ export async function removeDirectory(s: Session, path: string, recursive: boole
   const ids = () => subtree(path)(s.trx.selectFrom('cat_directories as d')).select('d.id');
   const counted = await subtree(path)(s.trx.selectFrom('cat_directories as d')).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
   await s.trx.deleteFrom('cat_files').where('dir_id', 'in', ids()).execute();
+  await summariesRemoved(s.trx, s.dialect.pg, ids());
   await s.trx.deleteFrom('cat_dir_file_summary').where('dir_id', 'in', ids()).execute();
   await s.trx.deleteFrom('cat_dir_meta').where('dir_id', 'in', ids()).execute();
   await s.trx.deleteFrom('cat_dir_meta_eff').where('dir_id', 'in', ids()).execute();

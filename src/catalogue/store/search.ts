@@ -2,9 +2,10 @@
  * Metadata search: the directories of a subtree whose effective metadata matches conditions, and the
  * values found among them (the "compatible values" a search form offers).
  */
+import { sql } from 'kysely';
 import type { Db } from '../../kernel/db/database.ts';
 import type { ConditionTree } from '../conditions.ts';
-import { fromSummaryKey } from '../file-values.ts';
+import { fromSummaryKey, presentFileValues } from '../file-values.ts';
 import { compareValues, fieldsById, fromStored, type Field, type JsonValue } from '../values.ts';
 import type { CatalogueDialect } from './dialect.ts';
 
@@ -41,9 +42,10 @@ export async function search(db: Db, dialect: CatalogueDialect, path: string, tr
 export async function compatibleValues(db: Db, dialect: CatalogueDialect, path: string, tree: ConditionTree, fields: Map<string, Field>, withFileFields = true): Promise<Map<Field, JsonValue[]>> {
   const byId = fieldsById(fields);
   const everything = path === '/' && tree.terms.length === 0;
-  // Everything: each effective value originates from an own value, a much smaller table.
-  const dirRows = everything ? await db.selectFrom('cat_dir_meta').select(['field_id', 'num', 'str']).distinct().execute() : await dialect.directoryValues(db, path, tree);
-  const fileRows = withFileFields ? await dialect.fileValueKeys(db, everything ? undefined : dialect.matchingIds(db, path, tree)) : [];
+  // Everything: each effective value originates from an own value, read one distinct value at a time;
+  // file values from the set of values held anywhere. Neither grows with the directories and files.
+  const dirRows = everything ? await distinctDirectoryValues(db, fields) : await dialect.directoryValues(db, path, tree);
+  const fileRows = withFileFields ? await (everything ? presentFileValues(db, dialect.pg) : dialect.fileValueKeys(db, dialect.matchingIds(db, path, tree))) : [];
   const rows = [...dirRows];
   for (const r of fileRows) {
     const f = byId.get(Number(r.field_id));
@@ -58,5 +60,25 @@ export async function compatibleValues(db: Db, dialect: CatalogueDialect, path: 
     list.push(fromStored(f.type, r));
   }
   for (const list of out.values()) list.sort(compareValues);
+  return out;
+}
+
+/**
+ * The distinct values of every directory field, each found by one probe of a (field, value) index on
+ * cat_dir_meta for the next value after the last one: as many probes as there are values, however many
+ * directories hold them (a skip scan, written as a recursive query since neither database does it).
+ */
+async function distinctDirectoryValues(db: Db, fields: Map<string, Field>): Promise<{ field_id: number; num: number | null; str: string | null }[]> {
+  const out: { field_id: number; num: number | null; str: string | null }[] = [];
+  for (const f of fields.values()) {
+    if (f.scope !== 'directory') continue;
+    const column = sql.ref(f.type === 'string' ? 'str' : 'num');
+    const next = (after: ReturnType<typeof sql> | undefined) =>
+      sql`(select ${column} from cat_dir_meta where field_id = ${f.id} and ${column} is not null ${after ? sql`and ${column} > ${after}` : sql``} order by ${column} limit 1)`;
+    const { rows } = await sql<{ v: number | string }>`
+      with recursive vals(v) as (select ${next(undefined)} union all select ${next(sql`vals.v`)} from vals where vals.v is not null)
+      select v from vals where v is not null`.execute(db);
+    for (const r of rows) out.push(f.type === 'string' ? { field_id: f.id, num: null, str: String(r.v) } : { field_id: f.id, num: Number(r.v), str: null });
+  }
   return out;
 }
