@@ -1,0 +1,183 @@
+/**
+ * `npm run bench -- scaling` (issue 22): how everyday reads grow with the data. One job table grows through
+ * the job sizes (bulk SQL inserts, bench/lib/fill-jobs.ts) and a fresh catalogue is generated for each file
+ * size (bench/lib/fill-catalogue.ts, one directory per ten files); at each size every request is timed over
+ * keep-alive HTTPS (median of N sequential requests after a warm-up), and each curve's slope is printed:
+ * k in t ∝ n^k (log-log, first to last size). k ≈ 0 is flat, k ≈ 1 linear: a regression shows as a number.
+ * Jobs are read from `dirigo serve` as its own process; the catalogue from an in-process service (whose
+ * answers are also checked against the OpenAPI document, a cost per byte answered).
+ *
+ * Defaults: 10,000 / 100,000 / 1,000,000 jobs and 100,000 / 1,000,000 files, about 10 minutes per
+ * database on a 2-core machine. `--full` is the issue's 10,000 / 1,000,000 / 3,000,000 jobs and
+ * 100,000 / 1,000,000 / 5,000,000 files (loading alone takes about 40 minutes per database there).
+ * Usage: node bench/scaling.ts [--full] [--jobs 10000,1000000] [--files 100000,1000000] [--requests N]
+ *        [--dialect sqlite|postgres|both] [--only jobs|catalogue]
+ */
+import { parseArgs } from 'node:util';
+import { rmSync } from 'node:fs';
+import { Agent, request } from 'undici';
+import { migrate, openDatabase } from '../src/kernel/db/database.ts';
+import { migrations } from '../src/app/migrations.ts';
+import { foldJobCounts } from '../src/jobs/counts.ts';
+import { postgresUnavailable } from '../test/helpers/dialects.ts';
+import { startTestService } from '../test/helpers/service.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
+import { fillJobsTo } from './lib/fill-jobs.ts';
+import { CAMPAIGNS, FIELDS, generateCatalogue, type Fields } from './lib/fill-catalogue.ts';
+
+// Not strict: `npm run bench -- --flag` passes its flags to every bench.
+const { values } = parseArgs({
+  options: { full: { type: 'boolean' }, jobs: { type: 'string' }, files: { type: 'string' }, requests: { type: 'string', default: '60' }, dialect: { type: 'string', default: 'both' }, only: { type: 'string' } },
+  strict: false,
+});
+const sizes = (text: unknown, def: number[]) => (typeof text === 'string' ? text.split(',').map(Number) : def);
+const JOBS = sizes(values.jobs, values.full ? [10_000, 1_000_000, 3_000_000] : [10_000, 100_000, 1_000_000]);
+const FILES = sizes(values.files, values.full ? [100_000, 1_000_000, 5_000_000] : [100_000, 1_000_000]);
+const REQUESTS = Number(values.requests);
+const dialectChoice = String(values.dialect);
+if (!['sqlite', 'postgres', 'both'].includes(dialectChoice)) throw new Error('--dialect: sqlite, postgres or both');
+
+type Curve = { name: string; target?: number; points: { n: number; ms: number }[] };
+
+/** Median milliseconds of REQUESTS sequential requests, after five that warm caches and the connection. */
+async function median(send: () => Promise<{ statusCode: number; body: { text(): Promise<string> } }>, check?: (body: string) => void): Promise<number> {
+  const ms: number[] = [];
+  for (let i = 0; i < REQUESTS + 5; i++) {
+    const t0 = performance.now();
+    const res = await send();
+    const body = await res.body.text();
+    const t = performance.now() - t0;
+    if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}: ${body.slice(0, 300)}`);
+    if (i === 0) check?.(body);
+    if (i >= 5) ms.push(t);
+  }
+  ms.sort((a, b) => a - b);
+  return ms[Math.floor(ms.length / 2)]!;
+}
+
+function add(curves: Map<string, Curve>, name: string, n: number, ms: number, target?: number): void {
+  let c = curves.get(name);
+  if (!c) curves.set(name, (c = { name, ...(target !== undefined ? { target } : {}), points: [] }));
+  c.points.push({ n, ms });
+}
+
+function slope(points: { n: number; ms: number }[]): number {
+  const a = points[0]!;
+  const b = points.at(-1)!;
+  return Math.log(b.ms / a.ms) / Math.log(b.n / a.n);
+}
+
+function report(title: string, unit: string, curves: Map<string, Curve>): void {
+  const ns = [...curves.values()][0]?.points.map((p) => p.n) ?? [];
+  const head = ns.map((n) => `${n.toLocaleString('en')} ${unit}`.padStart(16)).join('');
+  console.log(`\n${title}\n${'request'.padEnd(58)}${head}   slope k  target`);
+  for (const c of curves.values()) {
+    const k = slope(c.points);
+    const last = c.points.at(-1)!.ms;
+    const verdict = c.target === undefined ? '' : `< ${c.target} ms at the largest: ${last < c.target ? 'OK' : 'ABOVE'}`;
+    console.log(`${c.name.padEnd(58)}${c.points.map((p) => `${p.ms.toFixed(2)} ms`.padStart(16)).join('')}   ${k.toFixed(2).padStart(7)}  ${verdict}`);
+  }
+}
+
+async function jobs(dialect: 'sqlite' | 'postgres'): Promise<void> {
+  const setup = await prepareServe(dialect, { scheduler: { enabled: false } });
+  const curves = new Map<string, Curve>();
+  try {
+    for (const n of JOBS) {
+      const { db } = openDatabase(setup.databaseUrl, setup.schema ? { schema: setup.schema, poolSize: 2 } : {});
+      const t0 = Date.now();
+      try {
+        await migrate(db, migrations);
+        await fillJobsTo(db, dialect, n);
+        // The counts' deltas of the bulk inserts, folded as the serving instance would within seconds.
+        while ((await foldJobCounts(db, dialect)) > 0);
+      } finally {
+        await db.destroy();
+      }
+      process.stderr.write(`  [${dialect}] ${n.toLocaleString('en')} jobs ready in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
+      const server = await startServe(setup);
+      const alice = userAgent(setup.pki, 'alice', 1);
+      const admin = userAgent(setup.pki, 'admin', 1);
+      try {
+        const aliceAuth = { authorization: `Bearer ${await flowAToken(server.url, alice)}` };
+        const adminAuth = { authorization: `Bearer ${await flowAToken(server.url, admin, 'dirigo_admin')}` };
+        const get = (agent: Agent, auth: Record<string, string>, path: string) => () => request(server.url + path, { headers: auth, dispatcher: agent });
+        const own = Math.floor(n / 3); // alice holds every third job
+        add(curves, 'GET /jobs (own, first page of 100)', n, await median(get(alice, aliceAuth, '/jobs?maxJobs=100')), 10);
+        // The deep page, by offset and through the cursor its answer hands out.
+        let cursor = '';
+        add(curves, 'GET /jobs?startJob= near the end (offset)', n, await median(get(alice, aliceAuth, `/jobs?maxJobs=100&startJob=${Math.max(0, own - 300)}`), (b) => (cursor = (JSON.parse(b) as { nextCursor: string }).nextCursor)));
+        add(curves, 'GET /jobs?cursor= near the end (keyset)', n, await median(get(alice, aliceAuth, `/jobs?maxJobs=100&cursor=${encodeURIComponent(cursor)}`)), 10);
+        add(curves, 'GET /jobs?allOwners=true (admin, first page)', n, await median(get(admin, adminAuth, '/jobs?maxJobs=100&allOwners=true')), 10);
+        add(curves, 'GET /jobs?Status=Waiting (own)', n, await median(get(alice, aliceAuth, '/jobs?maxJobs=100&Status=Waiting')), 10);
+        add(curves, 'GET /jobs?MinorStatus= (entries counted to a bound)', n, await median(get(alice, aliceAuth, '/jobs?maxJobs=100&MinorStatus=generated')), 50);
+        add(curves, 'GET /jobs/summary?groupBy=Status&groupBy=Site (admin)', n, await median(get(admin, adminAuth, '/jobs/summary?groupBy=Status&groupBy=Site&allOwners=true')), 10);
+        const search = () =>
+          request(`${server.url}/jobs/search`, {
+            method: 'POST',
+            headers: { ...adminAuth, 'content-type': 'application/json' },
+            body: JSON.stringify({ allOwners: true, search: [{ parameter: 'JobGroup', operator: 'eq', value: 'g7' }, { parameter: 'Status', operator: 'in', values: ['Done', 'Failed'] }], page: { size: 100 } }),
+            dispatcher: admin,
+          });
+        add(curves, 'POST /jobs/search JobGroup, Status in (first 100)', n, await median(search), 10);
+      } finally {
+        await alice.close();
+        await admin.close();
+        await stopServe(server);
+      }
+    }
+  } finally {
+    await setup.dropSchema?.();
+    rmSync(setup.dataDir, { recursive: true, force: true });
+  }
+  report(`jobs (${dialect}; median of ${REQUESTS} keep-alive HTTPS requests; k: t ∝ n^k)`, 'jobs', curves);
+}
+
+async function catalogue(dialect: 'sqlite' | 'postgres'): Promise<void> {
+  const curves = new Map<string, Curve>();
+  for (const files of FILES) {
+    const svc = await startTestService({ dialect, logLevel: 'silent' });
+    try {
+      const admin = await svc.token('admin', 'dirigo_admin');
+      const fields: Fields = {};
+      for (const [Name, Type, Scope] of FIELDS) {
+        const res = await svc.request('/filecatalogue/metadata', { method: 'POST', token: admin, json: { Name, Type, Scope } });
+        if (res.status !== 201) throw new Error(res.text);
+      }
+      for (const row of await svc.ctx.db.selectFrom('cat_fields').select(['id', 'name']).execute()) fields[row.name] = Number(row.id);
+      const { runsPerCampaign, seconds } = await generateCatalogue(svc.ctx.db, dialect, fields, Math.round(files / 10), files);
+      process.stderr.write(`  [${dialect}] ${files.toLocaleString('en')} files ready in ${seconds.toFixed(0)} s\n`);
+      const agent = new Agent({ connect: { ca: svc.pki.ca.certPem }, keepAliveTimeout: 60_000 });
+      const auth = { authorization: `Bearer ${admin}` };
+      const get = (path: string) => () => request(svc.url + path, { headers: auth, dispatcher: agent });
+      const b64 = Buffer.from('/cat').toString('base64url');
+      const q = (conditions: string) => `/filecatalogue/directory/${b64}/search?${conditions}`;
+      add(curves, 'GET /filecatalogue/metadata (no condition)', files, await median(get('/filecatalogue/metadata')), 50);
+      const mid = Math.floor((CAMPAIGNS * runsPerCampaign) / 2);
+      add(curves, 'GET /filecatalogue/metadata?Run>=&Stream= (answer grows)', files, await median(get(`/filecatalogue/metadata?Run=${encodeURIComponent(`>=|${mid}`)}&Stream=${encodeURIComponent('in|calib')}`)));
+      add(curves, 'search Stream in calib (1/5 of leaves: answer grows)', files, await median(get(q(`Stream=${encodeURIComponent('in|calib')}`))));
+      // One run of one campaign, two streams of five: its leaves (they grow as √directories here).
+      const run = 3 * runsPerCampaign + 1;
+      add(curves, 'search Campaign, Run, Stream (one run\'s leaves)', files, await median(get(q(`Campaign=${encodeURIComponent('in|campaign3')}&Run=${encodeURIComponent(`=|${run}`)}&Stream=${encodeURIComponent('in|physics,calib')}`))), 20);
+      await agent.close();
+    } finally {
+      await svc.close();
+    }
+  }
+  report(`catalogue (${dialect}; one directory per 10 files; median of ${REQUESTS} keep-alive HTTPS requests)`, 'files', curves);
+}
+
+const only = values.only as string | undefined;
+for (const dialect of ['sqlite', 'postgres'] as const) {
+  if (dialectChoice !== 'both' && dialectChoice !== dialect) continue;
+  if (dialect === 'postgres') {
+    const why = await postgresUnavailable();
+    if (why) {
+      console.log(`scaling (postgres): skipped, ${why}`);
+      continue;
+    }
+  }
+  if (!values.full) console.log(`scaling (${dialect}): default sizes ${JOBS.join(', ')} jobs and ${FILES.join(', ')} files (the issue's 3,000,000 jobs and 5,000,000 files: --full)`);
+  if (only !== 'catalogue') await jobs(dialect);
+  if (only !== 'jobs') await catalogue(dialect);
+}
