@@ -2,7 +2,7 @@
  * A generated catalogue for the benches (bench/catalogue-query.ts, bench/scaling.ts), with bulk SQL, not
  * HTTP: /cat/c<k>/r<n>/s<m> (campaign → run → stream leaves, 5 directory fields) plus /cat/big holding
  * BIG files; files with 3 file fields spread over the leaves; then the per-directory summaries of file
- * values and the counters, as the store would have written them.
+ * values, the set of file values and the counters, as the store would have written them.
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/kernel/db/schema.ts';
@@ -125,6 +125,8 @@ export async function generateCatalogue(db: Kysely<Database>, dialect: string, f
       : `select f.dir_id, cast(k.key as integer) as field_id, cast(k.value as text) as v, count(*) as n from cat_files f, json_each(f.meta) as k group by 1, 2, 3`;
   const toObject = dialect === 'postgres' ? 'json_object_agg(v, n)::text' : 'json_group_object(v, n)';
   await sql.raw(`insert into cat_dir_file_summary (dir_id, field_id, vals) select dir_id, field_id, ${toObject} from (${valueCounts}) as x group by dir_id, field_id`).execute(db);
+  // And the values held anywhere, with how many directories hold each (file-values.ts).
+  await sql.raw(`insert into cat_file_values (field_id, key, dirs) select field_id, v, count(*) from (${valueCounts}) as x group by field_id, v`).execute(db);
   await sql.raw(`update cat_directories set files = (select count(*) from cat_files f where f.dir_id = cat_directories.id), size = coalesce((select sum(size) from cat_files f where f.dir_id = cat_directories.id), 0)`).execute(db);
   // Recursive totals, from the leaves up.
   const counts = await db.selectFrom('cat_directories').select(['id', 'parent_id', 'depth', 'files', 'size']).orderBy('depth', 'desc').execute();
