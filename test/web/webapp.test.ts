@@ -256,7 +256,7 @@ for (const { dialect, skip } of await dialects()) {
       if (process.env.DIRIGO_UPDATE_SCREENSHOTS === '1' && dialect === 'sqlite') {
         const images = join(import.meta.dirname, '../../docs/images');
         mkdirSync(images, { recursive: true });
-        copyFileSync(join(ARTIFACTS, 'sqlite-job-monitor-desktop-light.png'), join(images, 'job-monitor.png'));
+        copyFileSync(join(ARTIFACTS, 'sqlite-thousand-jobs-desktop-light.png'), join(images, 'job-monitor.png'));
         copyFileSync(join(ARTIFACTS, 'sqlite-catalogue-search-desktop-dark.png'), join(images, 'catalogue-browser.png'));
       }
     });

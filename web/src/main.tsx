@@ -7,6 +7,7 @@ import { StrictMode, type ReactNode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { Alert, Button, Center, MantineProvider, Paper, Stack, Text, Title, createTheme, type CSSVariablesResolver } from '@mantine/core';
 import '@mantine/core/styles.css';
+import './app.css';
 import { App } from './App.tsx';
 import { completeSignIn, currentTokens, lastChoice, loadConfig, signIn } from './session.ts';
 import { basePath } from './url-state.ts';

@@ -33,7 +33,7 @@ function SummaryBar({ summary }: { summary: Summary | undefined }) {
       </Progress.Root>
       <Group gap={6} data-testid="status-counts">
         <Text size="sm" fw={600}>
-          {summary.total.toLocaleString('en')} jobs
+          {summary.total.toLocaleString('en')} {summary.total === 1 ? 'job' : 'jobs'}
         </Text>
         {summary.byStatus.map((s) => (
           <Badge key={s.status} color={statusColor(s.status)} variant="dot" data-status={s.status}>
@@ -137,6 +137,19 @@ export function JobMonitor({ params }: { params: URLSearchParams }) {
     }
   };
 
+  // Stable callbacks: the table's rows re-render only when their own job or selection changes.
+  const select = useCallback((jids: number[], on: boolean) => {
+    setSelected((s) => {
+      const next = new Set(s);
+      for (const j of jids) {
+        if (on) next.add(j);
+        else next.delete(j);
+      }
+      return next;
+    });
+  }, []);
+  const open = useCallback((jid: number) => updateParams({ job: String(jid) }, false), []);
+
   const sortBy = (attribute: Attribute) => {
     const descending = view.sort.attribute === attribute ? !view.sort.descending : attribute === 'JobID' || attribute.endsWith('Time');
     updateParams({ sort: `${descending ? '-' : ''}${attribute}`, cursor: undefined });
@@ -220,21 +233,12 @@ export function JobMonitor({ params }: { params: URLSearchParams }) {
         sort={view.sort}
         onSort={sortBy}
         selected={selected}
-        onSelect={(jids, on) =>
-          setSelected((s) => {
-            const next = new Set(s);
-            for (const j of jids) {
-              if (on) next.add(j);
-              else next.delete(j);
-            }
-            return next;
-          })
-        }
-        onOpen={(jid) => updateParams({ job: String(jid) }, false)}
+        onSelect={select}
+        onOpen={open}
       />
       <Group justify="space-between">
         <Text size="sm">
-          {loading ? 'Loading…' : jobs.length === 0 ? 'No job matches these filters.' : `${jobs.length} jobs on this page`}
+          {loading ? 'Loading…' : jobs.length === 0 ? 'No job matches these filters.' : `${jobs.length} ${jobs.length === 1 ? 'job' : 'jobs'} on this page`}
         </Text>
         <Group gap="xs">
           <Button size="xs" variant="default" disabled={!view.cursor} onClick={() => updateParams({ cursor: previous.current.pop() }, false)}>

@@ -2,7 +2,7 @@
  * The jobs of one page as a table whose rows are rendered only where they are visible (1,000 rows
  * scroll as smoothly as 10). Header buttons sort; checkboxes select; a job's id opens its panel.
  */
-import { useRef } from 'react';
+import { memo, useRef } from 'react';
 import { Anchor, Badge, Checkbox, ScrollArea, Table, UnstyledButton, VisuallyHidden } from '@mantine/core';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { formatValue, statusColor, type Attribute, type JobRecord } from './attributes.ts';
@@ -18,6 +18,46 @@ export interface JobTableProps {
   onSelect(jids: number[], on: boolean): void;
   onOpen(jid: number): void;
 }
+
+interface JobRowProps {
+  job: JobRecord;
+  index: number;
+  columns: Attribute[];
+  selected: boolean;
+  onSelect(jids: number[], on: boolean): void;
+  onOpen(jid: number): void;
+}
+
+/**
+ * One row, rendered again only when its job or selection changes: while scrolling, rows that stay in
+ * view cost nothing. A native checkbox keeps each row light.
+ */
+const JobRow = memo(function JobRow({ job, index, columns, selected, onSelect, onOpen }: JobRowProps) {
+  const jid = job.JobID ?? 0;
+  return (
+    <Table.Tr h={ROW_HEIGHT} aria-rowindex={index + 2} data-jid={jid} data-status={job.Status ?? ''}>
+      <Table.Td>
+        <input type="checkbox" className="job-select" aria-label={`Select job ${jid}`} checked={selected} onChange={(e) => onSelect([jid], e.currentTarget.checked)} />
+      </Table.Td>
+      {columns.map((c) => (
+        // A badge's label may shrink to an ellipsis: the status cell keeps room for the longest status.
+        <Table.Td key={c} style={{ whiteSpace: 'nowrap', minWidth: c === 'Status' ? 130 : undefined }}>
+          {c === 'JobID' ? (
+            <Anchor component="button" type="button" onClick={() => onOpen(jid)} aria-label={`Open job ${jid}`}>
+              {jid}
+            </Anchor>
+          ) : c === 'Status' ? (
+            <Badge color={statusColor(job.Status)} variant="dot" radius="sm">
+              {job.Status}
+            </Badge>
+          ) : (
+            formatValue(c, job[c])
+          )}
+        </Table.Td>
+      ))}
+    </Table.Tr>
+  );
+});
 
 export function JobTable({ jobs, columns, sort, onSort, selected, onSelect, onOpen }: JobTableProps) {
   const viewport = useRef<HTMLDivElement>(null);
@@ -43,7 +83,7 @@ export function JobTable({ jobs, columns, sort, onSort, selected, onSelect, onOp
             </Table.Th>
             {columns.map((c) => (
               <Table.Th key={c} aria-sort={sort.attribute === c ? (sort.descending ? 'descending' : 'ascending') : 'none'}>
-                <UnstyledButton onClick={() => onSort(c)} fw={600} fz="sm">
+                <UnstyledButton onClick={() => onSort(c)} fw={600} fz="sm" style={{ whiteSpace: 'nowrap' }}>
                   {c}
                   {sort.attribute === c ? (sort.descending ? ' ▼' : ' ▲') : ''}
                   <VisuallyHidden>, sort</VisuallyHidden>
@@ -61,28 +101,7 @@ export function JobTable({ jobs, columns, sort, onSort, selected, onSelect, onOp
           {items.map((item) => {
             const job = jobs[item.index]!;
             const jid = job.JobID ?? 0;
-            return (
-              <Table.Tr key={jid} h={ROW_HEIGHT} aria-rowindex={item.index + 2} data-jid={jid} data-status={job.Status ?? ''}>
-                <Table.Td>
-                  <Checkbox aria-label={`Select job ${jid}`} checked={selected.has(jid)} onChange={(e) => onSelect([jid], e.currentTarget.checked)} />
-                </Table.Td>
-                {columns.map((c) => (
-                  <Table.Td key={c} style={{ whiteSpace: 'nowrap' }}>
-                    {c === 'JobID' ? (
-                      <Anchor component="button" type="button" onClick={() => onOpen(jid)} aria-label={`Open job ${jid}`}>
-                        {jid}
-                      </Anchor>
-                    ) : c === 'Status' ? (
-                      <Badge color={statusColor(job.Status)} variant="dot" radius="sm">
-                        {job.Status}
-                      </Badge>
-                    ) : (
-                      formatValue(c, job[c])
-                    )}
-                  </Table.Td>
-                ))}
-              </Table.Tr>
-            );
+            return <JobRow key={jid} job={job} index={item.index} columns={columns} selected={selected.has(jid)} onSelect={onSelect} onOpen={onOpen} />;
           })}
           {bottom > 0 && (
             <tr aria-hidden>
