@@ -99,7 +99,12 @@ for (const { dialect, skip } of await dialects()) {
       await page.getByTestId('status-counts').getByText('Done 1').waitFor();
       await screenshots(page, shot('job-monitor'));
 
-      // The job panel: history, manifest as JDL, output sandbox.
+      // The job panel, opened and closed from the keyboard: history, manifest as JDL, output sandbox.
+      await page.getByRole('button', { name: `Open job ${jid}` }).focus();
+      await page.keyboard.press('Enter');
+      await page.getByTestId('job-panel').waitFor();
+      await page.keyboard.press('Escape');
+      await page.getByTestId('job-panel').waitFor({ state: 'detached' });
       await page.getByRole('button', { name: `Open job ${jid}` }).click();
       await page.getByTestId('panel-status').getByText('Done').waitFor();
       await page.getByRole('tab', { name: 'History' }).click();

@@ -13,10 +13,10 @@ export const ATTRIBUTES: readonly Attribute[] = [
 
 export const DEFAULT_COLUMNS: readonly Attribute[] = ['JobID', 'JobName', 'Status', 'MinorStatus', 'ApplicationStatus', 'Site', 'Owner', 'SubmissionTime', 'LastUpdateTime'];
 
-/** Attributes whose values are offered in the filters, from the counts the server keeps. */
-export const FILTERABLE: readonly Attribute[] = ['Status', 'MinorStatus', 'ApplicationStatus', 'Site', 'Owner', 'OwnerGroup', 'JobGroup', 'JobType'];
-
 export const TIME_ATTRIBUTES: readonly Attribute[] = ['SubmissionTime', 'LastUpdateTime', 'StartExecTime', 'EndExecTime', 'HeartBeatTime'];
+
+/** Attributes filtered by value, offered from the values present (the summary per value); times take a range. */
+export const FILTERABLE: readonly Attribute[] = ATTRIBUTES.filter((a) => !TIME_ATTRIBUTES.includes(a));
 
 export const STATUSES = ['Received', 'Checking', 'Waiting', 'Matched', 'Running', 'Completing', 'Stalled', 'Done', 'Failed', 'Killed', 'Deleted'] as const;
 
