@@ -126,19 +126,33 @@ export function restrictionConditions(restrictions: Restrictions): Condition[] {
  * `nextCursor` continues after its last row (null on the last page). `entries` is how many match in all:
  * from the maintained job counts when every restriction is on a counted attribute (exact, whatever the
  * number of jobs), else counted up to ENTRIES_BOUND (exact below it, `entriesExact: false` above).
- * Neither the page nor the count reads more than a bounded number of rows through the indexes, except
- * for pages reached by `startJob` (OFFSET), which skip the rows before them.
+ * Neither the page nor the count reads more than a bounded number of rows through the indexes (for
+ * one's group too: see below), except for pages reached by `startJob` (OFFSET), which skip the rows
+ * before them.
  */
 export async function listJobs(db: Db, q: ListQuery): Promise<{ entries: number; entriesExact: boolean; jobs: JobRecord[]; nextCursor: string | null }> {
   const conditions = restrictionConditions(q.restrictions);
   const base = matching(visible(db.selectFrom('jobs'), q.visibility), conditions);
   const keys = fullSort(q.sort);
   const exactCount = countable([], conditions);
-  let page = sorted(base, keys);
-  if (q.cursor !== undefined) page = after(page, keys, q.cursor, 'cursor');
-  // An offset skips ids only (an index-only scan where an index holds the restrictions and the order), and
-  // reads whole rows for the page alone.
-  if (q.startJob > 0) page = sorted(base.where('job_id', 'in', page.select('job_id').limit(q.maxJobs + 1).offset(q.startJob)), keys);
+  const ordered = (from: typeof base) => {
+    const q1 = sorted(from, keys);
+    return q.cursor === undefined ? q1 : after(q1, keys, q.cursor, 'cursor');
+  };
+  let page = ordered(base);
+  const wanted = q.startJob + q.maxJobs + 1;
+  if (q.visibility.kind === 'group') {
+    // "Mine or my group's": the first rows of each side, each read in order from its own index, hold the
+    // first rows of the two together; the OR itself has no index order, and is read until enough match.
+    const side = (column: 'owner' | 'owner_group', value: string) =>
+      db.selectFrom(ordered(matching(db.selectFrom('jobs').where(column, '=', value), conditions)).select('job_id').limit(wanted).as(column === 'owner' ? 'mine' : 'shared'));
+    const ids = side('owner', q.visibility.owner).select('job_id').union(side('owner_group', q.visibility.group).select('job_id'));
+    page = sorted(base.where('job_id', 'in', ids), keys).offset(q.startJob);
+  } else if (q.startJob > 0) {
+    // An offset skips ids only (an index-only scan where an index holds the restrictions and the order),
+    // and reads whole rows for the page alone.
+    page = sorted(base.where('job_id', 'in', page.select('job_id').limit(q.maxJobs + 1).offset(q.startJob)), keys);
+  }
   const [counted, rows] = await Promise.all([
     exactCount ? countedTotal(db, q.visibility, conditions) : boundedCount(db, base),
     page.select(ATTRIBUTE_COLUMNS).limit(q.maxJobs + 1).execute(),

@@ -127,6 +127,37 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(viaQueryToken.headers['cache-control'], 'no-store');
     });
 
+    it('allOwners for a JobSharing group member: one’s own jobs and the group’s, paged by offset and by cursor in any order', async () => {
+      const aliceProd = await svc.token('alice', 'dirigo_prod');
+      const carolProd = await svc.token('carol', 'dirigo_prod');
+      const carolUser = await svc.token('carol');
+      const submit = async (token: string, names: string[]) =>
+        (await svc.request('/jobs', { method: 'POST', token, json: names.map((JobName) => ({ Executable: '/bin/true', JobName })) })).json.jids as number[];
+      const shared = await submit(aliceProd, ['p0', 'p1', 'p2']);
+      const carolsProd = await submit(carolProd, ['c0', 'c1']);
+      const carolsOwn = await submit(carolUser, ['c2']);
+      const expected = [...shared, ...carolsProd, ...carolsOwn].sort((a, b) => b - a);
+      const all = await svc.request('/jobs?allOwners=true', { token: carolProd });
+      assert.deepEqual(ids(all), expected, 'alice’s other jobs stay hidden');
+      assert.equal(all.json.entries, expected.length);
+      for (const sort of ['', '&sort=JobName', '&sort=-JobName']) {
+        const whole = ids(await svc.request(`/jobs?allOwners=true${sort}`, { token: carolProd }));
+        const byOffset: number[] = [];
+        for (let start = 0; start < whole.length; start += 2) byOffset.push(...ids(await svc.request(`/jobs?allOwners=true&maxJobs=2&startJob=${start}${sort}`, { token: carolProd })));
+        assert.deepEqual(byOffset, whole, `offset pages${sort}`);
+        const byCursor: number[] = [];
+        let page = await svc.request(`/jobs?allOwners=true&maxJobs=2${sort}`, { token: carolProd });
+        for (;;) {
+          byCursor.push(...ids(page));
+          if (page.json.nextCursor === null) break;
+          page = await svc.request(`/jobs?allOwners=true&maxJobs=2${sort}&cursor=${encodeURIComponent(page.json.nextCursor)}`, { token: carolProd });
+        }
+        assert.deepEqual(byCursor, whole, `cursor pages${sort}`);
+      }
+      const named = await svc.request('/jobs?allOwners=true&JobName=p1&JobName=c2', { token: carolProd });
+      assert.deepEqual(ids(named), [carolsOwn[0], shared[1]]);
+    });
+
     it('shows one job with its status history', async () => {
       const res = await svc.request(`/jobs/${aliceIds[0]}`, { token: alice });
       assert.equal(res.status, 200);
