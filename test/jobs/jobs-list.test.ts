@@ -1,5 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { sql } from 'kysely';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { startJobsService } from './helpers.ts';
@@ -170,6 +171,23 @@ for (const { dialect, skip } of await dialects()) {
           ['Killed', 'alice'],
         ],
       );
+    });
+
+    it('counts entries exactly from the job counts, and up to 10,000 for other restrictions (entriesExact)', async () => {
+      // 10,050 more jobs of bob's, written in bulk (the counting triggers see them as any insert).
+      const series = dialect === 'postgres' ? sql`select generate_series(1, 10050) as i` : sql`with recursive s(i) as (select 1 union all select i + 1 from s where i < 10050) select i from s`;
+      await sql`insert into jobs (job_name, job_group, job_type, owner, owner_dn, owner_group, setup, site, status, minor_status, application_status,
+          user_priority, reschedule_counter, submission_time, last_update_time, manifest)
+        select 'bulk', '', 'User', 'bob', '/O=Dirigo/OU=Users/CN=bob', 'dirigo_user', 'Dirigo-Test', 'ANY', 'Done', 'generated', 'Unknown', 1, 0,
+          '2026-11-25T00:00:00.000Z', '2026-11-25T00:00:00.000Z', '{}' from (${series}) as t`.execute(svc.ctx.db);
+      const counted = await svc.request('/jobs?maxJobs=1&Status=Done', { token: bob });
+      assert.deepEqual([counted.json.entries, counted.json.entriesExact], [10050, true]);
+      const bounded = await svc.request('/jobs?maxJobs=1&MinorStatus=generated', { token: bob });
+      assert.deepEqual([bounded.json.entries, bounded.json.entriesExact], [10000, false], 'at least 10,000');
+      const deep = await svc.request('/jobs?maxJobs=10&startJob=10020&MinorStatus=generated', { token: bob });
+      assert.deepEqual([deep.json.entries, deep.json.entriesExact, deep.json.jobs.length], [10031, false, 10], 'at least as many as seen so far');
+      const few = await svc.request('/jobs?maxJobs=1&JobName=b0&JobName=b1', { token: bob });
+      assert.deepEqual([few.json.entries, few.json.entriesExact], [2, true]);
     });
   });
 }
