@@ -69,16 +69,17 @@ export async function compatibleValues(db: Db, dialect: CatalogueDialect, path: 
  * directories hold them (a skip scan, written as a recursive query since neither database does it).
  */
 async function distinctDirectoryValues(db: Db, fields: Map<string, Field>): Promise<{ field_id: number; num: number | null; str: string | null }[]> {
-  const out: { field_id: number; num: number | null; str: string | null }[] = [];
-  for (const f of fields.values()) {
-    if (f.scope !== 'directory') continue;
-    const column = sql.ref(f.type === 'string' ? 'str' : 'num');
-    const next = (after: ReturnType<typeof sql> | undefined) =>
-      sql`(select ${column} from cat_dir_meta where field_id = ${f.id} and ${column} is not null ${after ? sql`and ${column} > ${after}` : sql``} order by ${column} limit 1)`;
-    const { rows } = await sql<{ v: number | string }>`
-      with recursive vals(v) as (select ${next(undefined)} union all select ${next(sql`vals.v`)} from vals where vals.v is not null)
-      select v from vals where v is not null`.execute(db);
-    for (const r of rows) out.push(f.type === 'string' ? { field_id: f.id, num: null, str: String(r.v) } : { field_id: f.id, num: Number(r.v), str: null });
-  }
-  return out;
+  const perField = [...fields.values()]
+    .filter((f) => f.scope === 'directory')
+    .map(async (f) => {
+      const column = sql.ref(f.type === 'string' ? 'str' : 'num');
+      const next = (after: ReturnType<typeof sql> | undefined) =>
+        sql`(select ${column} from cat_dir_meta where field_id = ${f.id} and ${column} is not null ${after ? sql`and ${column} > ${after}` : sql``} order by ${column} limit 1)`;
+      const { rows } = await sql<{ v: number | string }>`
+        with recursive vals(v) as (select ${next(undefined)} union all select ${next(sql`vals.v`)} from vals where vals.v is not null)
+        select v from vals where v is not null`.execute(db);
+      return rows.map((r) => (f.type === 'string' ? { field_id: f.id, num: null, str: String(r.v) } : { field_id: f.id, num: Number(r.v), str: null }));
+    });
+  // One statement per field, side by side on PostgreSQL's pool.
+  return (await Promise.all(perField)).flat();
 }
