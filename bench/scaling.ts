@@ -4,8 +4,7 @@
  * size (bench/lib/fill-catalogue.ts, one directory per ten files); at each size every request is timed over
  * keep-alive HTTPS (median of N sequential requests after a warm-up), and each curve's slope is printed:
  * k in t ∝ n^k (log-log, first to last size). k ≈ 0 is flat, k ≈ 1 linear: a regression shows as a number.
- * Jobs are read from `dirigo serve` as its own process; the catalogue from an in-process service (whose
- * answers are also checked against the OpenAPI document, a cost per byte answered).
+ * Both are read from `dirigo serve` as its own process, the data written beside it through its database.
  *
  * Defaults: 10,000 / 100,000 / 1,000,000 jobs and 100,000 / 1,000,000 files, about 10 minutes per
  * database on a 2-core machine. `--full` is the issue's 10,000 / 1,000,000 / 3,000,000 jobs and
@@ -20,7 +19,6 @@ import { migrate, openDatabase } from '../src/kernel/db/database.ts';
 import { migrations } from '../src/app/migrations.ts';
 import { foldJobCounts } from '../src/jobs/counts.ts';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { startTestService } from '../test/helpers/service.ts';
 import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
 import { fillJobsTo } from './lib/fill-jobs.ts';
 import { CAMPAIGNS, FIELDS, generateCatalogue, type Fields } from './lib/fill-catalogue.ts';
@@ -136,20 +134,22 @@ async function jobs(dialect: 'sqlite' | 'postgres'): Promise<void> {
 async function catalogue(dialect: 'sqlite' | 'postgres'): Promise<void> {
   const curves = new Map<string, Curve>();
   for (const files of FILES) {
-    const svc = await startTestService({ dialect, logLevel: 'silent' });
+    const setup = await prepareServe(dialect, { scheduler: { enabled: false } });
+    const server = await startServe(setup);
+    const agent = userAgent(setup.pki, 'admin', 1);
+    const { db } = openDatabase(setup.databaseUrl, setup.schema ? { schema: setup.schema, poolSize: 2 } : {});
     try {
-      const admin = await svc.token('admin', 'dirigo_admin');
-      const fields: Fields = {};
+      const auth = { authorization: `Bearer ${await flowAToken(server.url, agent, 'dirigo_admin')}` };
       for (const [Name, Type, Scope] of FIELDS) {
-        const res = await svc.request('/filecatalogue/metadata', { method: 'POST', token: admin, json: { Name, Type, Scope } });
-        if (res.status !== 201) throw new Error(res.text);
+        const res = await request(`${server.url}/filecatalogue/metadata`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ Name, Type, Scope }), dispatcher: agent });
+        if (res.statusCode !== 201) throw new Error(await res.body.text());
+        await res.body.dump();
       }
-      for (const row of await svc.ctx.db.selectFrom('cat_fields').select(['id', 'name']).execute()) fields[row.name] = Number(row.id);
-      const { runsPerCampaign, seconds } = await generateCatalogue(svc.ctx.db, dialect, fields, Math.round(files / 10), files);
+      const fields: Fields = {};
+      for (const row of await db.selectFrom('cat_fields').select(['id', 'name']).execute()) fields[row.name] = Number(row.id);
+      const { runsPerCampaign, seconds } = await generateCatalogue(db, dialect, fields, Math.round(files / 10), files);
       process.stderr.write(`  [${dialect}] ${files.toLocaleString('en')} files ready in ${seconds.toFixed(0)} s\n`);
-      const agent = new Agent({ connect: { ca: svc.pki.ca.certPem }, keepAliveTimeout: 60_000 });
-      const auth = { authorization: `Bearer ${admin}` };
-      const get = (path: string) => () => request(svc.url + path, { headers: auth, dispatcher: agent });
+      const get = (path: string) => () => request(server.url + path, { headers: auth, dispatcher: agent });
       const b64 = Buffer.from('/cat').toString('base64url');
       const q = (conditions: string) => `/filecatalogue/directory/${b64}/search?${conditions}`;
       add(curves, 'GET /filecatalogue/metadata (no condition)', files, await median(get('/filecatalogue/metadata')), 50);
@@ -158,10 +158,13 @@ async function catalogue(dialect: 'sqlite' | 'postgres'): Promise<void> {
       add(curves, 'search Stream in calib (1/5 of leaves: answer grows)', files, await median(get(q(`Stream=${encodeURIComponent('in|calib')}`))));
       // One run of one campaign, two streams of five: its leaves (they grow as √directories here).
       const run = 3 * runsPerCampaign + 1;
-      add(curves, 'search Campaign, Run, Stream (one run\'s leaves)', files, await median(get(q(`Campaign=${encodeURIComponent('in|campaign3')}&Run=${encodeURIComponent(`=|${run}`)}&Stream=${encodeURIComponent('in|physics,calib')}`))), 20);
-      await agent.close();
+      add(curves, "search Campaign, Run, Stream (one run's leaves)", files, await median(get(q(`Campaign=${encodeURIComponent('in|campaign3')}&Run=${encodeURIComponent(`=|${run}`)}&Stream=${encodeURIComponent('in|physics,calib')}`))), 20);
     } finally {
-      await svc.close();
+      await db.destroy();
+      await agent.close();
+      await stopServe(server);
+      await setup.dropSchema?.();
+      rmSync(setup.dataDir, { recursive: true, force: true });
     }
   }
   report(`catalogue (${dialect}; one directory per 10 files; median of ${REQUESTS} keep-alive HTTPS requests)`, 'files', curves);
