@@ -1,6 +1,7 @@
 /**
  * A small closed-loop load generator on undici: `concurrency` workers over keep-alive TLS connections,
- * each sending its next request when the previous answer arrives, for a fixed duration.
+ * each sending its next request when the previous answer arrives, for a fixed duration or a fixed number
+ * of requests. Plain `http://` URLs (slurmrestd) work too: the TLS options are then unused.
  */
 import { Agent, request, type Dispatcher } from 'undici';
 
@@ -10,7 +11,9 @@ export interface LoadOptions {
   next: (i: number) => { path: string; method?: Dispatcher.HttpMethod; headers?: Record<string, string>; body?: string };
   concurrency: number;
   durationMs: number;
-  tls: { ca: string | Buffer; cert?: string | Buffer; key?: string | Buffer };
+  /** Stop after this many requests, even before `durationMs`. */
+  requests?: number;
+  tls?: { ca: string | Buffer; cert?: string | Buffer; key?: string | Buffer };
   /** Status every answer must have (default 200). */
   expect?: number;
 }
@@ -24,7 +27,8 @@ export interface LoadResult {
 }
 
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
-  const agent = new Agent({ connections: options.concurrency, pipelining: 1, connect: { ...options.tls, rejectUnauthorized: true } });
+  const agent = new Agent({ connections: options.concurrency, pipelining: 1, connect: { ...(options.tls ?? {}), rejectUnauthorized: true } });
+  const total = options.requests ?? Infinity;
   const expect = options.expect ?? 200;
   let count = 0;
   let errors = 0;
@@ -33,7 +37,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const started = performance.now();
   const deadline = started + options.durationMs;
   const worker = async () => {
-    while (performance.now() < deadline) {
+    while (performance.now() < deadline && i < total) {
       const spec = options.next(i++);
       const t0 = performance.now();
       try {
