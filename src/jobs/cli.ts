@@ -196,8 +196,8 @@ async function submit(conn: Connection, token: string, values: Values, args: str
 const ACTION_EXIT: Record<string, number> = { not_found: EXIT.notFound, insufficient_privileges: EXIT.forbidden };
 
 /** One request for all the jobs; each is reported, and the exit code is the failures' shared one (or 1). */
-async function actOnJobs(conn: Connection, token: string, values: Values, action: 'reschedule' | 'delete', ids: string[]): Promise<number> {
-  const path = action === 'reschedule' ? '/jobs/reschedule' : '/jobs/delete';
+async function actOnJobs(conn: Connection, token: string, values: Values, action: 'kill' | 'reschedule' | 'delete', ids: string[]): Promise<number> {
+  const path = action === 'kill' ? '/jobs/kill' : action === 'reschedule' ? '/jobs/reschedule' : '/jobs/delete';
   const { results } = await answer(conn, api(conn, token).POST(path, { body: { jids: ids.map(Number) } }));
   const codes = new Set<number>();
   for (const r of results) {
@@ -294,15 +294,10 @@ export async function jobsCommand(argv: string[]): Promise<number> {
         });
         return EXIT.ok;
       });
+    case 'kill':
     case 'reschedule':
     case 'delete':
       return actOnJobs(conn, token, values, sub, jids(args));
-    case 'kill':
-      return eachJob(jids(args), async (id) => {
-        const res = await answer(conn, api(conn, token).DELETE('/jobs/{jid}', { params: { path: { jid: Number(id) } } }));
-        print(values, res, () => `job ${res.jid}: ${res.Status}\n`);
-        return EXIT.ok;
-      });
     case 'manifest':
       return eachJob(jids(args), async (id) => {
         if (values.jdl) {
