@@ -63,23 +63,34 @@ export async function compatibleValues(db: Db, dialect: CatalogueDialect, path: 
   return out;
 }
 
+/** How many value rows of a field are read in order before the rest is skip-scanned (see below). */
+const SCAN_FIRST = 4096;
+
 /**
- * The distinct values of every directory field, each found by one probe of a (field, value) index on
- * cat_dir_meta for the next value after the last one: as many probes as there are values, however many
- * directories hold them (a skip scan, written as a recursive query since neither database does it).
+ * The distinct values of every directory field through a (field, value) index on cat_dir_meta: the
+ * first SCAN_FIRST rows in value order, then one probe for each next distinct value after the last one
+ * read (a skip scan, written as a recursive query since neither database does it). A field with few rows
+ * is one short range; one with many costs a probe per value: neither grows with the directories.
  */
 async function distinctDirectoryValues(db: Db, fields: Map<string, Field>): Promise<{ field_id: number; num: number | null; str: string | null }[]> {
   const perField = [...fields.values()]
     .filter((f) => f.scope === 'directory')
     .map(async (f) => {
       const column = sql.ref(f.type === 'string' ? 'str' : 'num');
-      const next = (after: ReturnType<typeof sql> | undefined) =>
-        sql`(select ${column} from cat_dir_meta where field_id = ${f.id} and ${column} is not null ${after ? sql`and ${column} > ${after}` : sql``} order by ${column} limit 1)`;
-      const { rows } = await sql<{ v: number | string }>`
-        with recursive vals(v) as (select ${next(undefined)} union all select ${next(sql`vals.v`)} from vals where vals.v is not null)
-        select v from vals where v is not null`.execute(db);
-      return rows.map((r) => (f.type === 'string' ? { field_id: f.id, num: null, str: String(r.v) } : { field_id: f.id, num: Number(r.v), str: null }));
+      const first = await sql<{ v: number | string }>`
+        select ${column} as v from cat_dir_meta where field_id = ${f.id} and ${column} is not null order by ${column} limit ${SCAN_FIRST}`.execute(db);
+      const values: (number | string)[] = [];
+      for (const r of first.rows) if (values.length === 0 || r.v !== values.at(-1)) values.push(r.v);
+      if (first.rows.length === SCAN_FIRST) {
+        const next = (after: ReturnType<typeof sql>) =>
+          sql`(select ${column} from cat_dir_meta where field_id = ${f.id} and ${column} > ${after} order by ${column} limit 1)`;
+        const rest = await sql<{ v: number | string }>`
+          with recursive vals(v) as (select ${next(sql`${values.at(-1)!}`)} union all select ${next(sql`vals.v`)} from vals where vals.v is not null)
+          select v from vals where v is not null`.execute(db);
+        for (const r of rest.rows) values.push(r.v);
+      }
+      return values.map((v) => (f.type === 'string' ? { field_id: f.id, num: null, str: String(v) } : { field_id: f.id, num: Number(v), str: null }));
     });
-  // One statement per field, side by side on PostgreSQL's pool.
+  // One field per connection, side by side on PostgreSQL's pool.
   return (await Promise.all(perField)).flat();
 }
