@@ -48,6 +48,9 @@ export function jobEventsRoute(app: FastifyInstance, ctx: AppContext, auth: Retu
         description:
           'Each event has an id; a client that reconnects with Last-Event-ID (header, or the lastEventId parameter) first gets the events it missed within jobs.events.replayWindowMs, or a `reset` event when there were too many. The first event, `ready`, carries the position to resume from. Browsers, whose EventSource sends no Authorization header, may pass access_token in the query.',
         querystring: EventsQuery,
+        headers: Type.Object({
+          'last-event-id': Type.Optional(Type.String({ maxLength: 64, description: 'The id of the last event received: the stream resumes after it (the HTML Server-Sent Events reconnection header)' })),
+        }),
         response: errors(400, 401, 403, 503),
         documented: {
           responses: {

@@ -4146,7 +4146,10 @@ export interface operations {
                 /** @description restrict to these ExitCode values (repeat the key: OR) */
                 ExitCode?: number[];
             };
-            header?: never;
+            header?: {
+                /** @description The id of the last event received: the stream resumes after it (the HTML Server-Sent Events reconnection header) */
+                "last-event-id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
