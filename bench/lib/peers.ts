@@ -5,7 +5,8 @@
  * CPU second of the server's processes (from /proc/<pid>/stat), and p50/p99 latencies.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import pg from 'pg';
 import type { LoadResult } from './load.ts';
 import { percentile } from './load.ts';
 import { cpuSeconds } from './server.ts';
@@ -56,6 +57,41 @@ export function rssMb(pid: number): { rss: number; peak: number } {
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 }
 
+/**
+ * The PostgreSQL backends serving a process's open connections to port 5432: their CPU is the database's
+ * share of that process's work. The process's socket inodes (/proc/<pid>/fd) give its local ports
+ * (/proc/net/tcp), and pg_stat_activity names the backend of each client port.
+ */
+export async function postgresBackends(pid: number, databaseUrl: string): Promise<number[]> {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]!);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const ports: number[] = [];
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(file, 'utf8').split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length < 10 || !inodes.has(f[9]!)) continue;
+      const [local, remote] = [f[1]!, f[2]!];
+      if (parseInt(remote.split(':')[1]!, 16) === 5432) ports.push(parseInt(local.split(':')[1]!, 16));
+    }
+  }
+  if (ports.length === 0) return [];
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>('select pid from pg_stat_activity where client_port = any($1::int[])', [ports]);
+    return rows.map((r) => r.pid);
+  } finally {
+    await client.end();
+  }
+}
+
 export interface Side {
   /** What is measured, e.g. "Dirigo GET /healthz". */
   name: string;
@@ -83,12 +119,13 @@ export async function interleave(rounds: number, a: Side, b: Side): Promise<[Sid
     a: { rate: [], perCpu: [], p50: [], p99: [], requests: 0, errors: 0 },
     b: { rate: [], perCpu: [], p50: [], p99: [], requests: 0, errors: 0 },
   };
-  const cpu = (side: Side) => side.pids().reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+  const cpu = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
   for (let r = 0; r < rounds; r++) {
     for (const [key, side] of [['a', a], ['b', b]] as const) {
-      const cpu0 = cpu(side);
+      const pids = side.pids();
+      const cpu0 = cpu(pids);
       const result = await side.round();
-      const used = cpu(side) - cpu0;
+      const used = cpu(pids) - cpu0;
       const p = per[key];
       p.rate.push(result.perSecond);
       // /proc counts in hundredths of a second: a round far shorter than a second reads coarsely.
