@@ -26,6 +26,8 @@ export async function startWebService(dialect: TestDialect): Promise<TestService
     dialect,
     config: {
       ...(await oauthConfig()),
+      // The shortest lifetime: the application refreshes its token a few seconds after signing in.
+      tokens: { accessTokenLifetime: 60 },
       jobs: {
         scheduler: { pollIntervalMs: 50, killGraceMs: 1000, cpuCheckIntervalMs: 100, leaseMs: 5000 },
         sites: [

@@ -17,6 +17,7 @@ import { chromiumMissing, launchChromium } from '../helpers/chromium.ts';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { cataloguePath } from '../../packages/client/src/index.ts';
+import { postForm } from '../auth/oauth-kit.ts';
 import { ARTIFACTS, assertAccessible, buildWebApp, consent, openApp, rowStatus, screenshots, signInWithPassword, startWebService } from './web-kit.ts';
 
 const missing = chromiumMissing('web application suite');
@@ -46,14 +47,12 @@ for (const { dialect, skip } of await dialects()) {
   describe(`the web application in Chromium (${dialect})`, { skip: skip || missing }, () => {
     let svc: TestService;
     let browser: Browser;
-    let alice: string;
     const shot = (name: string) => `${dialect}-${name}`;
 
     before(async () => {
       buildWebApp();
       svc = await startWebService(dialect);
       browser = await launchChromium();
-      alice = await svc.token('alice');
       await seedCatalogue(svc);
     });
     after(async () => {
@@ -134,6 +133,7 @@ for (const { dialect, skip } of await dialects()) {
     it('peeks at a running job, then kills, reschedules and deletes a selection', async () => {
       const { context, page, problems } = await openApp(browser, svc);
       await signInWithPassword(page, svc);
+      const alice = await svc.token('alice');
       const jids: number[] = [];
       for (let i = 0; i < 2; i++) {
         const res = await svc.request('/jobs', { method: 'POST', token: alice, json: { ...SLEEPER, JobName: `sleeper-${i}` } });
@@ -155,7 +155,7 @@ for (const { dialect, skip } of await dialects()) {
       await select();
       await page.getByRole('button', { name: 'Reschedule', exact: true }).click();
       for (const jid of jids) await rowStatus(page, jid, ['Waiting', 'Matched', 'Running']);
-      const after = await svc.request(`/jobs/${jids[0]}`, { token: alice });
+      const after = await svc.request(`/jobs/${jids[0]}`, { token: await svc.token('alice') });
       assert.equal(after.json.RescheduleCounter, 1);
       await select();
       await page.getByRole('button', { name: 'Kill', exact: true }).click();
@@ -163,7 +163,7 @@ for (const { dialect, skip } of await dialects()) {
       await select();
       await page.getByRole('button', { name: 'Delete', exact: true }).click();
       for (const jid of jids) await page.locator(`tr[data-jid="${jid}"]`).waitFor({ state: 'detached' });
-      assert.equal((await svc.request(`/jobs/${jids[1]}`, { token: alice })).json.Status, 'Deleted');
+      assert.equal((await svc.request(`/jobs/${jids[1]}`, { token: await svc.token('alice') })).json.Status, 'Deleted');
       assert.deepEqual(problems, []);
       await context.close();
     });
@@ -234,8 +234,33 @@ for (const { dialect, skip } of await dialects()) {
       await context.close();
     });
 
+    it('refreshes its token before it expires, with rotation, and keeps working', async () => {
+      const { context, page, problems } = await openApp(browser, svc);
+      const tokenRequest = (grant: string) => (r: { url(): string; request(): { postData(): string | null } }) => r.url().endsWith('/oauth2/token') && (r.request().postData() ?? '').includes(`grant_type=${grant}`);
+      const exchanged = page.waitForResponse(tokenRequest('authorization_code'));
+      await signInWithPassword(page, svc);
+      const first = (await (await exchanged).json()) as Record<string, string>;
+      const refreshed = await page.waitForResponse(tokenRequest('refresh_token'), { timeout: 30_000 });
+      assert.equal(refreshed.status(), 200);
+      const second = (await refreshed.json()) as Record<string, string>;
+      assert.equal(new URLSearchParams(refreshed.request().postData() ?? '').get('refresh_token'), first.refresh_token, 'the refresh presents the token the sign-in gave');
+      assert.ok(second.refresh_token && second.refresh_token !== first.refresh_token, 'and receives a new one (rotation)');
+      await page.getByRole('button', { name: 'Account' }).click();
+      await page.getByTestId('whoami').getByText('alice', { exact: true }).waitFor();
+      // A retired refresh token presented again ends the whole grant (RFC 9700 §4.14.2): the application's
+      // requests are refused, its refresh too, and it signs in again by itself, back on the same page.
+      const reuse = await postForm(svc, '/oauth2/token', { grant_type: 'refresh_token', refresh_token: first.refresh_token!, client_id: 'dirigo-web' });
+      assert.equal(reuse.status, 400, reuse.text);
+      const again = page.waitForResponse(tokenRequest('authorization_code'));
+      await page.getByRole('button', { name: 'Job monitor', exact: true }).click();
+      assert.equal((await again).status(), 200);
+      await page.getByRole('heading', { name: 'Job monitor' }).waitFor();
+      assert.deepEqual(problems, []);
+      await context.close();
+    });
+
     it('lists a thousand jobs in a virtualised table, within the JavaScript budget', async () => {
-      const res = await svc.request('/jobs', { method: 'POST', token: alice, json: { Executable: 'true', Sites: ['Pool'], JobName: 'bulk_%n', Parameters: 1000 } });
+      const res = await svc.request('/jobs', { method: 'POST', token: await svc.token('alice'), json: { Executable: 'true', Sites: ['Pool'], JobName: 'bulk_%n', Parameters: 1000 } });
       assert.equal(res.status, 201, res.text);
       const jids = res.json.jids as number[];
       const { context, page, problems } = await openApp(browser, svc);

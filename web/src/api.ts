@@ -5,7 +5,7 @@
  */
 import createClient from 'openapi-fetch';
 import type { paths } from '@dirigo/client/schema';
-import { currentTokens, refresh } from './session.ts';
+import { currentTokens, lastChoice, refresh, signIn } from './session.ts';
 
 /** An error answer of the API, with its stable code and description. */
 export class ApiError extends Error {
@@ -24,12 +24,20 @@ function withToken(request: Request): Request {
   return request;
 }
 
-/** fetch with the bearer token, refreshed and retried once on 401. */
+/**
+ * fetch with the bearer token, refreshed and retried once on 401. When the refresh token is refused too
+ * (revoked, or reused elsewhere so that the server ended the grant), the browser signs in again: with a
+ * live sign-in at the server that is two redirects back to the same page.
+ */
 export async function authorizedFetch(input: Request): Promise<Response> {
   const again = input.clone();
   const res = await fetch(withToken(input));
   if (res.status !== 401 || !currentTokens()?.refreshToken) return res;
-  await refresh();
+  try {
+    await refresh();
+  } catch {
+    return signIn(lastChoice() ?? {});
+  }
   return fetch(withToken(again));
 }
 
