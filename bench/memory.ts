@@ -5,7 +5,7 @@
  * and without --expose-gc no collection can be forced first, so the heap figure includes garbage not yet
  * collected: RSS is the figure to judge), after a warm-up and after N requests of each kind in turn:
  * GET /healthz, GET /oauth2/userinfo with a bearer token, GET /jobs?maxJobs=100. Prints each reading and
- * its growth in percent over the reading after the warm-up.
+ * its growth in percent over the reading after the warm-up, at half way and at the end of each kind.
  *
  * Usage: node bench/memory.ts [--requests N (20,000)] [--full (100,000)] [--concurrency N (16)]
  */
@@ -54,13 +54,17 @@ try {
   process.stdout.write(`      after warm-up (${WARM_UP.toLocaleString('en')} of each): RSS ${base.rss.toFixed(1)} MB (peak ${base.peak.toFixed(1)} MB), heap used ${base.heap.toFixed(1)} MB\n`);
   let errors = 0;
   for (const kind of kinds) {
-    const result = await load(kind, requests);
-    errors += result.errors;
-    const now = { ...rssMb(pid), heap: await heapMb() };
-    process.stdout.write(
-      `      after ${requests.toLocaleString('en')} × ${kind.name} (${Math.round(result.perSecond).toLocaleString('en')}/s${result.errors ? `, ${result.errors} errors` : ''}): ` +
-        `RSS ${now.rss.toFixed(1)} MB (${pct(now.rss, base.rss)}), peak ${now.peak.toFixed(1)} MB, heap used ${now.heap.toFixed(1)} MB (${pct(now.heap, base.heap)})\n`,
-    );
+    // Read at half way too: growth that levels off is the heap finding its size, growth that keeps on is a leak.
+    const half = Math.floor(requests / 2);
+    for (const [n, done] of [[half, half], [requests - half, requests]] as const) {
+      const result = await load(kind, n);
+      errors += result.errors;
+      const now = { ...rssMb(pid), heap: await heapMb() };
+      process.stdout.write(
+        `      after ${done.toLocaleString('en')} × ${kind.name} (${Math.round(result.perSecond).toLocaleString('en')}/s${result.errors ? `, ${result.errors} errors` : ''}): ` +
+          `RSS ${now.rss.toFixed(1)} MB (${pct(now.rss, base.rss)}), peak ${now.peak.toFixed(1)} MB, heap used ${now.heap.toFixed(1)} MB (${pct(now.heap, base.heap)})\n`,
+      );
+    }
   }
   process.exitCode = errors > 0 ? 1 : 0;
 } finally {
