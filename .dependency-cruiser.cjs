@@ -71,6 +71,13 @@ module.exports = {
       to: { path: '^(test|bench|packages/[^/]+/test)/' },
     },
     {
+      name: 'web-stands-alone',
+      comment: 'The browser application (web/) is built on its own: it may use packages/client, never the service.',
+      severity: 'error',
+      from: { path: '^web/' },
+      to: { path: '^(src|bin|test|bench)/' },
+    },
+    {
       name: 'packages-stand-alone',
       comment: 'A package under packages/ is published on its own: it may not import the service.',
       severity: 'error',
