@@ -9,6 +9,8 @@ import { OPERATORS, type Operator } from './search.ts';
 
 // Type arrays rather than anyOf: the serializer checks them inline instead of validating each value.
 const attributeSchema = (type: 'string' | 'integer') => Type.Unsafe<string | number | null>({ type: [type, 'null'] });
+/** A type list, not anyOf: OpenAPI 3.0 generators (after down-conversion) read it as a nullable string. */
+const cursorSchema = (description: string) => Type.Unsafe<string | null>({ type: ['string', 'null'], description });
 const jobAttributes = Object.fromEntries((Object.keys(ATTRIBUTES) as AttributeName[]).map((k) => [k, attributeSchema(ATTRIBUTES[k].type)])) as Record<
   AttributeName,
   ReturnType<typeof attributeSchema>
@@ -57,7 +59,7 @@ export const JobList = Type.Object(
     startJob: Type.Integer(),
     maxJobs: Type.Integer(),
     jobs: Type.Array(JobRecord),
-    nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'pass as cursor to get the page after this one (same restrictions and sort); null on the last page' }),
+    nextCursor: cursorSchema('pass as cursor to get the page after this one (same restrictions and sort); null on the last page'),
   },
   { title: 'JobList' },
 );
@@ -265,7 +267,7 @@ export const SearchBody = Type.Object(
 export const SearchAnswer = Type.Object(
   {
     jobs: Type.Array(Type.Partial(Type.Object(jobAttributes)), { description: 'the asked attributes of each job' }),
-    nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'continues after the last job; null on the last page' }),
+    nextCursor: cursorSchema('continues after the last job; null on the last page'),
   },
   { title: 'JobSearchPage' },
 );
