@@ -8,11 +8,11 @@
  */
 import { parseArgs } from 'node:util';
 import { readFileSync, rmSync } from 'node:fs';
-import { sql } from 'kysely';
 import { request } from 'undici';
 import { migrate, openDatabase } from '../src/kernel/db/database.ts';
 import { migrations } from '../src/app/migrations.ts';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
+import { fillJobsTo } from './lib/fill-jobs.ts';
 import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.
@@ -22,36 +22,13 @@ const total = Number(values.jobs ?? (values.full ? 1_000_000 : 100_000));
 const requests = Number(values.requests);
 const dialectChoice = String(values.dialect);
 
-const STATUSES = ['Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Failed', 'Failed', 'Killed', 'Running', 'Matched', 'Done', 'Done', 'Done', 'Waiting', 'Done'];
-
-/** Inserts `n` jobs with one INSERT ... SELECT per chunk: a recursive counter on both dialects. */
+/** Generates `n` jobs (bench/lib/fill-jobs.ts) on a migrated database; the seconds it took. */
 async function fill(databaseUrl: string, schema: string | undefined, n: number): Promise<number> {
   const { db, dialect } = openDatabase(databaseUrl, schema ? { schema, poolSize: 2 } : {});
   const started = Date.now();
   try {
     await migrate(db, migrations);
-    const statusCase = `case (i % ${STATUSES.length}) ${STATUSES.map((s, k) => `when ${k} then '${s}'`).join(' ')} end`;
-    const owner = `case when i % 3 = 0 then 'alice' else 'user' || (i % 29) end`;
-    const chunk = 100_000;
-    for (let from = 0; from < n; from += chunk) {
-      const count = Math.min(chunk, n - from);
-      const series = dialect === 'postgres' ? `select generate_series(${from + 1}, ${from + count}) as i` : `with recursive s(i) as (select ${from + 1} union all select i + 1 from s where i < ${from + count}) select i from s`;
-      await sql
-        .raw(
-          `insert into jobs (job_name, job_group, job_type, owner, owner_dn, owner_group, setup, site, sites, status, minor_status, application_status,
-             user_priority, reschedule_counter, submission_time, last_update_time, manifest)
-           select 'bench-' || i, 'g' || (i % 100), 'User', ${owner}, '/O=Dirigo/OU=Users/CN=' || ${owner}, 'dirigo_user', 'Dirigo-Test', 'Local', null,
-             ${statusCase}, 'generated', 'Unknown', i % 11, 0, '2026-11-22T00:00:00.000Z', '2026-11-22T00:00:00.000Z', '{"Executable":"/bin/true"}'
-           from (${series}) as t`,
-        )
-        .execute(db);
-      process.stderr.write(`\r  inserted ${from + count} / ${n} jobs`);
-    }
-    process.stderr.write('\n');
-    // A table that grew by this much has been through autovacuum in any real deployment; the visibility
-    // map it sets is what lets PostgreSQL count with an index-only scan.
-    if (dialect === 'postgres') await sql`vacuum analyze jobs`.execute(db);
-    else await sql`analyze`.execute(db);
+    await fillJobsTo(db, dialect, n);
   } finally {
     await db.destroy();
   }
