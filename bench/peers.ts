@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
 import { percentile, runLoad, type LoadOptions } from './lib/load.ts';
 import { cpuSeconds, startBenchServer } from './lib/server.ts';
-import { interleave, postgresBackends, printRow, startPeerScript, type Side } from './lib/peers.ts';
+import { cpuOf, interleave, postgresBackends, printRow, startPeerScript, type Side } from './lib/peers.ts';
 import { startSlurmPeer } from './lib/slurm-peer.ts';
 import { DEMO_CONFIDENTIAL_CLIENT, DEMO_SETUP } from '../src/app/bootstrap.ts';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
@@ -197,6 +197,7 @@ if (rows.has(5)) {
         return { jobs, pages, ms: performance.now() - t0 };
       };
       const dCount = (await list()).jobs;
+      if (dialect === 'postgres') backends = await postgresBackends(server.child.pid!, setup.databaseUrl);
       const sCount = slurm.squeue().jobs;
       const target = Math.max(LIST_JOBS, dCount, sCount);
       for (let left = target - dCount; left > 0; left -= 100) {
@@ -213,9 +214,9 @@ if (rows.has(5)) {
       let listed = { d: 0, s: 0, pages: 0 };
       for (let r = 0; r < Math.max(3, rounds); r++) {
         const pids = dirigoPids();
-        let c0 = pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+        let c0 = cpuOf(pids);
         const x = await list();
-        dCpu.push(pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0) - c0);
+        dCpu.push(cpuOf(pids) - c0);
         c0 = cpuSeconds(slurm.slurmctldPid());
         const y = slurm.squeue();
         sCpu.push(cpuSeconds(slurm.slurmctldPid()) - c0);

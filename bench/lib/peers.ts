@@ -92,6 +92,25 @@ export async function postgresBackends(pid: number, databaseUrl: string): Promis
   }
 }
 
+const lastCpu = new Map<number, number>();
+
+/**
+ * CPU seconds used so far by a set of processes. One that has exited since it was named (a PostgreSQL
+ * backend whose pooled connection idled out) counts with its last reading.
+ */
+export function cpuOf(pids: number[]): number {
+  let sum = 0;
+  for (const pid of pids) {
+    try {
+      lastCpu.set(pid, cpuSeconds(pid));
+    } catch {
+      // exited: its last reading stands
+    }
+    sum += lastCpu.get(pid) ?? 0;
+  }
+  return sum;
+}
+
 export interface Side {
   /** What is measured, e.g. "Dirigo GET /healthz". */
   name: string;
@@ -119,13 +138,12 @@ export async function interleave(rounds: number, a: Side, b: Side): Promise<[Sid
     a: { rate: [], perCpu: [], p50: [], p99: [], requests: 0, errors: 0 },
     b: { rate: [], perCpu: [], p50: [], p99: [], requests: 0, errors: 0 },
   };
-  const cpu = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
   for (let r = 0; r < rounds; r++) {
     for (const [key, side] of [['a', a], ['b', b]] as const) {
       const pids = side.pids();
-      const cpu0 = cpu(pids);
+      const cpu0 = cpuOf(pids);
       const result = await side.round();
-      const used = cpu(pids) - cpu0;
+      const used = cpuOf(pids) - cpu0;
       const p = per[key];
       p.rate.push(result.perSecond);
       // /proc counts in hundredths of a second: a round far shorter than a second reads coarsely.
