@@ -2,27 +2,17 @@
  * Who I am (name, DNs, every group with its properties, the token's group and setup), the grants that
  * applications hold for me and my browser sign-ins, each with a way to end it.
  */
-import { useCallback, useEffect, useState, type ReactNode } from 'react';
+import { useCallback, useEffect, useState } from 'react';
 import { Alert, Badge, Button, Group, Stack, Table, Text, Title } from '@mantine/core';
 import type { operations } from '@dirigo/client/schema';
 import { api, unwrap } from '../api.ts';
+import { FieldTable } from '../FieldTable.tsx';
 
 type Account = operations['getAccount']['responses'][200]['content']['application/json'];
 type Grant = operations['listMyGrants']['responses'][200]['content']['application/json']['grants'][number];
 type Session = operations['listMySessions']['responses'][200]['content']['application/json']['sessions'][number];
 
 const when = (iso: string | null | undefined) => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, '') : '—');
-
-function Row({ name, children }: { name: string; children: ReactNode }) {
-  return (
-    <Table.Tr>
-      <Table.Th scope="row" w={200}>
-        {name}
-      </Table.Th>
-      <Table.Td>{children}</Table.Td>
-    </Table.Tr>
-  );
-}
 
 function useList<T>(load: () => Promise<T[]>): { rows: T[] | undefined; error: string | undefined; reload(): Promise<void> } {
   const [rows, setRows] = useState<T[]>();
@@ -74,16 +64,17 @@ export function AccountPage() {
         </Alert>
       )}
       {me && (
-        <Table maw={760} data-testid="whoami">
-          <Table.Tbody>
-            <Row name="User">{me.username}</Row>
-            <Row name="Certificate DN">{me.dns.join(', ') || '—'}</Row>
-            {me.email && <Row name="Email">{me.email}</Row>}
-            <Row name="This token">
-              group {me.group} · setup {me.setup}
-            </Row>
-            <Row name="Groups">
-              <Stack gap={4}>
+        <FieldTable
+          maw={760}
+          data-testid="whoami"
+          rows={[
+            ['User', me.username],
+            ['Certificate DN', me.dns.join(', ') || '—'],
+            ...(me.email ? [['Email', me.email] as [string, string]] : []),
+            ['This token', `group ${me.group} · setup ${me.setup}`],
+            [
+              'Groups',
+              <Stack gap={4} key="groups">
                 {me.groups.map((g) => (
                   <Group key={g.name} gap={6}>
                     <Badge variant="outline" color={g.name === me.group ? 'blue' : 'gray'}>
@@ -92,10 +83,10 @@ export function AccountPage() {
                     <Text size="sm">{g.properties.join(', ') || 'no properties'}</Text>
                   </Group>
                 ))}
-              </Stack>
-            </Row>
-          </Table.Tbody>
-        </Table>
+              </Stack>,
+            ],
+          ]}
+        />
       )}
       <Title order={2} size="h4">
         Applications holding my tokens

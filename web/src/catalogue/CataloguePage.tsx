@@ -9,6 +9,7 @@ import { api, cataloguePath, unwrap } from '../api.ts';
 import { updateParams } from '../url-state.ts';
 import { MetadataSearch } from './MetadataSearch.tsx';
 import { formatSize, modeText } from './format.ts';
+import { FieldTable } from '../FieldTable.tsx';
 import type { operations } from '@dirigo/client/schema';
 
 type Listing = operations['listDirectory']['responses'][200]['content']['application/json'];
@@ -66,29 +67,11 @@ function FilePanel({ path, onClose }: { path: string; onClose(): void }) {
           <Title order={2} size="h4">
             Attributes
           </Title>
-          <Table>
-            <Table.Tbody>
-              {Object.entries(file).map(([k, v]) => (
-                <Table.Tr key={k}>
-                  <Table.Th scope="row">{k}</Table.Th>
-                  <Table.Td>{k === 'Mode' ? modeText(Number(v)) : k === 'Size' ? formatSize(Number(v)) : String(v)}</Table.Td>
-                </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
+          <FieldTable rows={Object.entries(file).map(([k, v]) => [k, k === 'Mode' ? modeText(Number(v)) : k === 'Size' ? formatSize(Number(v)) : String(v)])} />
           <Title order={2} size="h4">
             Metadata (own and inherited)
           </Title>
-          <Table>
-            <Table.Tbody>
-              {Object.entries(metadata ?? {}).map(([k, v]) => (
-                <Table.Tr key={k}>
-                  <Table.Th scope="row">{k}</Table.Th>
-                  <Table.Td>{String(v)}</Table.Td>
-                </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
+          <FieldTable rows={Object.entries(metadata ?? {}).map(([k, v]) => [k, String(v)])} />
         </Stack>
       )}
     </Drawer>

@@ -3,7 +3,8 @@
  * JSON or JDL, sandbox downloads, the end of a running job's output, and actions.
  */
 import { useCallback, useEffect, useState } from 'react';
-import { Alert, Badge, Button, Code, Drawer, Group, ScrollArea, SegmentedControl, Stack, Table, Tabs, Text, Timeline } from '@mantine/core';
+import { Alert, Badge, Button, Code, Drawer, Group, ScrollArea, SegmentedControl, Stack, Tabs, Text, Timeline } from '@mantine/core';
+import { FieldTable } from '../FieldTable.tsx';
 import { api, authorizedFetch, saveResponse, unwrap } from '../api.ts';
 import { ATTRIBUTES, formatValue, statusColor, type JobDetail } from './attributes.ts';
 import { actOnJobs, type JobAction } from './actions.ts';
@@ -145,16 +146,7 @@ export function JobPanel({ jid, onClose, onChanged }: { jid: number; onClose(): 
               <Tabs.Tab value="peek">Output</Tabs.Tab>
             </Tabs.List>
             <Tabs.Panel value="attributes" pt="sm">
-              <Table>
-                <Table.Tbody>
-                  {ATTRIBUTES.map((a) => (
-                    <Table.Tr key={a}>
-                      <Table.Th scope="row">{a}</Table.Th>
-                      <Table.Td>{formatValue(a, job[a])}</Table.Td>
-                    </Table.Tr>
-                  ))}
-                </Table.Tbody>
-              </Table>
+              <FieldTable rows={ATTRIBUTES.map((a) => [a, formatValue(a, job[a])])} />
             </Tabs.Panel>
             <Tabs.Panel value="history" pt="sm">
               <Timeline active={job.StatusHistory.length - 1} bulletSize={14} lineWidth={2}>
@@ -172,16 +164,7 @@ export function JobPanel({ jid, onClose, onChanged }: { jid: number; onClose(): 
               {Object.keys(job.Parameters).length === 0 ? (
                 <Text size="sm">The job has reported no parameters.</Text>
               ) : (
-                <Table>
-                  <Table.Tbody>
-                    {Object.entries(job.Parameters).map(([k, v]) => (
-                      <Table.Tr key={k}>
-                        <Table.Th scope="row">{k}</Table.Th>
-                        <Table.Td>{v}</Table.Td>
-                      </Table.Tr>
-                    ))}
-                  </Table.Tbody>
-                </Table>
+                <FieldTable rows={Object.entries(job.Parameters)} />
               )}
             </Tabs.Panel>
             <Tabs.Panel value="manifest" pt="sm">
