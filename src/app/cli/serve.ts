@@ -87,6 +87,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       `  try       curl --cacert ${ca} --cert ${alice}.crt --key ${alice}.key '${server.url}/oauth2/token?grant_type=client_credentials&group=dirigo_user&setup=${DEMO_SETUP}'`,
     );
   }
+  if (config.webapp.enabled) lines.push(`  web app   ${server.url}${config.webapp.path}`);
   lines.push(`  API docs  ${server.url}/docs`);
   process.stdout.write(lines.join('\n') + '\n');
 
