@@ -181,7 +181,7 @@ export const ListQuery = Type.Object(
   {
     allOwners: Type.Optional(Type.Boolean({ default: false, description: 'true: every job the caller may see' })),
     maxJobs: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
-    startJob: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'skip this many jobs (OFFSET: a deep page costs the rows it skips; prefer cursor)' })),
+    startJob: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'an integer: how many jobs to skip (OFFSET: a deep page costs the rows it skips; prefer cursor)' })),
     cursor: Type.Optional(Type.String({ maxLength: 4096, description: "a previous answer's nextCursor: the page after it, at the same cost however deep (not with startJob)" })),
     sort: Type.Optional(
       Type.Array(Type.String({ pattern: SORT_PATTERN }), { description: 'sort keys in order, an attribute name, with a leading - for descending (default -JobID: newest first)' }),

@@ -3558,7 +3558,7 @@ export interface operations {
                 /** @description true: every job the caller may see */
                 allOwners?: boolean;
                 maxJobs?: number;
-                /** @description skip this many jobs (OFFSET: a deep page costs the rows it skips; prefer cursor) */
+                /** @description an integer: how many jobs to skip (OFFSET: a deep page costs the rows it skips; prefer cursor) */
                 startJob?: number;
                 /** @description a previous answer's nextCursor: the page after it, at the same cost however deep (not with startJob) */
                 cursor?: string;
