@@ -60,7 +60,9 @@ export async function prepareServe(dialect: 'sqlite' | 'postgres', jobs: Record<
 }
 
 export async function startServe(setup: Pick<ServeSetup, 'configFile' | 'dataDir'>): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [join(ROOT, 'bin/dirigo.js'), 'serve', '--config', setup.configFile, '--data-dir', setup.dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Benches profile the server with DIRIGO_BENCH_CPU_PROF=<dir> (bench/lib/server.ts).
+  const profile = process.env.DIRIGO_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.DIRIGO_BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...profile, join(ROOT, 'bin/dirigo.js'), 'serve', '--config', setup.configFile, '--data-dir', setup.dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let out = '';
   let err = '';
