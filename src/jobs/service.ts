@@ -54,7 +54,8 @@ export class JobsService {
 
   /**
    * Expands parametric manifests, checks every job first (all or nothing), then inserts them in one
-   * transaction; a parametric submission's jobs share its input sandbox.
+   * transaction (shared with the submissions that arrived meanwhile: store.ts); a parametric submission's
+   * jobs share its input sandbox.
    */
   async submit(
     principal: Principal,

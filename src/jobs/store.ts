@@ -1,6 +1,6 @@
 /**
- * The jobs tables: inserting submissions (one transaction per submission), listing with restrictions,
- * reading one job with its history.
+ * The jobs tables: inserting submissions (concurrent ones share a transaction: group-commit.ts), listing
+ * with restrictions, reading one job with its history.
  */
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../kernel/db/database.ts';
@@ -15,6 +15,7 @@ import { InvalidTransition } from '../kernel/errors.ts';
 import { after, cursorOf, fullSort, matching, sorted, visible, type Condition, type SortKey } from './search.ts';
 import { countable, countedTotal } from './counts.ts';
 import type { JobTable } from './tables.ts';
+import { GroupCommit } from './group-commit.ts';
 
 export interface Submitter {
   username: string;
@@ -33,40 +34,76 @@ export function encodeSites(sites: readonly string[] | null): string | null {
   return sites ? `,${sites.join(',')},` : null;
 }
 
+/** One submission: who sends it, its checked jobs, and the input sandbox they share. */
+interface Submission {
+  who: Submitter;
+  jobs: readonly CheckedManifest[];
+  sandbox: InputSandboxRef | undefined;
+}
+
+/** Most jobs one shared transaction stores (a larger submission has its transaction alone). */
+export const GROUP_COMMIT_JOBS = 1000;
+
+const queues = new WeakMap<Db, GroupCommit<Submission, number[]>>();
+
+/** The group commit of `db`'s submissions (group-commit.ts); its `stats` say how they were batched. */
+export function submissionQueue(db: Db): GroupCommit<Submission, number[]> {
+  let queue = queues.get(db);
+  if (!queue) {
+    queue = new GroupCommit<Submission, number[]>((batch, committing) => insertBatch(db, batch, committing), (s) => s.jobs.length, GROUP_COMMIT_JOBS);
+    queues.set(db, queue);
+  }
+  return queue;
+}
+
 /**
- * Inserts the jobs of one submission, Received then Waiting, all in one transaction: either every job of
- * a bulk exists afterwards or none does. The input sandbox must already be stored. The rows are written
- * Waiting at once, with both steps in their history: a row nobody else can see yet needs no
- * compare-and-set, and one write per job instead of two is what a submission costs.
+ * Inserts the jobs of one submission, Received then Waiting: either every job of a bulk exists afterwards
+ * or none does. Submissions that arrive while another transaction is in flight share the next one (group
+ * commit, group-commit.ts); each is answered with its own ids once that transaction has committed. The
+ * input sandbox must already be stored.
  */
 export async function insertJobs(db: Db, who: Submitter, jobs: readonly CheckedManifest[], sandbox: InputSandboxRef | undefined): Promise<number[]> {
   if (!canTransition(JobStatus.Received, JobStatus.Waiting)) throw new InvalidTransition('a job cannot go from Received to Waiting');
+  if (jobs.length === 0) return [];
+  return submissionQueue(db).submit({ who, jobs, sandbox });
+}
+
+/**
+ * The jobs of several submissions in one transaction, answering each submission's ids. The rows are
+ * written Waiting at once, with both steps in their history: a row nobody else can see yet needs no
+ * compare-and-set, and one write per job instead of two is what a submission costs.
+ */
+async function insertBatch(db: Db, batch: readonly Submission[], committing: () => void): Promise<number[][]> {
   const now = nowIso();
+  const all = batch.flatMap(({ who, jobs, sandbox }) =>
+    jobs.map(({ manifest, sites }) => ({
+      job_name: manifest.JobName ?? 'Unknown',
+      job_group: manifest.JobGroup ?? '',
+      job_type: manifest.JobType ?? 'User',
+      owner: who.username,
+      owner_dn: who.dn,
+      owner_group: who.group,
+      setup: who.setup,
+      site: sites === null ? 'ANY' : sites.length === 1 ? sites[0]! : 'Multiple',
+      sites: encodeSites(sites),
+      status: JobStatus.Waiting,
+      minor_status: WAITING,
+      application_status: 'Unknown',
+      user_priority: manifest.Priority ?? 1,
+      reschedule_counter: 0,
+      submission_time: now,
+      last_update_time: now,
+      manifest: JSON.stringify(manifest),
+      input_sandbox: sandbox?.sha256 ?? null,
+      input_sandbox_size: sandbox?.size ?? null,
+    })),
+  );
   const ids = await db.transaction().execute(async (trx) => {
     const ids: number[] = [];
-    for (let i = 0; i < jobs.length; i += 200) {
-      const rows = jobs.slice(i, i + 200).map(({ manifest, sites }) => ({
-        job_name: manifest.JobName ?? 'Unknown',
-        job_group: manifest.JobGroup ?? '',
-        job_type: manifest.JobType ?? 'User',
-        owner: who.username,
-        owner_dn: who.dn,
-        owner_group: who.group,
-        setup: who.setup,
-        site: sites === null ? 'ANY' : sites.length === 1 ? sites[0]! : 'Multiple',
-        sites: encodeSites(sites),
-        status: JobStatus.Waiting,
-        minor_status: WAITING,
-        application_status: 'Unknown',
-        user_priority: manifest.Priority ?? 1,
-        reschedule_counter: 0,
-        submission_time: now,
-        last_update_time: now,
-        manifest: JSON.stringify(manifest),
-        input_sandbox: sandbox?.sha256 ?? null,
-        input_sandbox_size: sandbox?.size ?? null,
-      }));
+    for (let i = 0; i < all.length; i += 200) {
+      const rows = all.slice(i, i + 200);
       const inserted = await trx.insertInto('jobs').values(rows).returning('job_id').execute();
+      // One statement numbers its rows in order (other writers' ids may come between, never inside).
       const chunk = inserted.map((r) => Number(r.job_id)).sort((a, b) => a - b);
       // `%j` is the job's own id (parametric.ts), known only now: filled in within the same transaction.
       for (const [k, row] of rows.entries()) {
@@ -86,11 +123,14 @@ export async function insertJobs(db: Db, who: Submitter, jobs: readonly CheckedM
         .execute();
       ids.push(...chunk);
     }
+    committing();
     return ids;
   });
   transitions.inc({ to: JobStatus.Waiting }, ids.length);
   jobsChanged();
-  return ids;
+  // Each submission's jobs are consecutive rows: its ids are the same slice.
+  let at = 0;
+  return batch.map(({ jobs }) => ids.slice(at, (at += jobs.length)));
 }
 
 const WAITING = 'Waiting for a free slot';
