@@ -1,6 +1,7 @@
 /**
- * The crash test: a real `dirigo serve` child process gets a burst of submissions (single, bulk and
- * multipart) and is killed with SIGKILL in the middle. After a restart, every job that was answered 201
+ * The crash test: a real `dirigo serve` child process gets a burst of concurrent submissions (single, bulk
+ * and multipart; on PostgreSQL many of them share a transaction, group-commit.ts) and is killed with
+ * SIGKILL in the middle. After a restart, every job that was answered 201
  * exists with its input sandbox, no bulk is half-stored, no row points at a missing sandbox, and the jobs
  * that were running are rescheduled (their orphaned processes reaped), never left Running.
  */
@@ -67,7 +68,7 @@ for (const { dialect, skip } of await dialects()) {
         }
       }
 
-      // The burst: 8 concurrent clients, each sending single, bulk (10) and multipart submissions.
+      // The burst: 16 concurrent clients, each sending single, bulk (10) and multipart submissions.
       const answered = new Map<string, { jids: number[]; file?: string }>();
       const sent: string[] = [];
       let stop = false;
@@ -98,7 +99,7 @@ for (const { dialect, skip } of await dialects()) {
           }
         }
       };
-      const clients = Array.from({ length: 8 }, (_, c) => client(c));
+      const clients = Array.from({ length: 16 }, (_, c) => client(c));
       while (answered.size < 60) await new Promise((r) => setTimeout(r, 5));
       // Remember the payload processes, then kill the server mid-burst.
       const pg0 = await readRefs(setup, dialect, sleeperIds);
@@ -122,6 +123,18 @@ for (const { dialect, skip } of await dialects()) {
           assert.equal(sb.status, 200, `input sandbox of ${k}`);
           assert.equal((await untar(sb.body)).get('data.txt')?.toString(), file);
         }
+      }
+      if (dialect === 'postgres') {
+        // The rows one transaction wrote share its xmin: answered submissions shared transactions (group
+        // commit), and each of them was found whole above. (Rows the scheduler updated since have another.)
+        const client = new pg.Client({ connectionString: setup.databaseUrl });
+        await client.connect();
+        const res = await client.query<{ n: number }>(
+          `select count(distinct job_group)::int as n from jobs where status = 'Waiting' and job_group = any($1) group by xmin::text order by n desc limit 1`,
+          [[...answered.keys()]],
+        );
+        await client.end();
+        assert.ok((res.rows[0]?.n ?? 0) > 1, `no transaction held several answered submissions: ${JSON.stringify(res.rows)}`);
       }
       // No half-stored bulk among the unanswered ones either.
       for (const k of sent) {
