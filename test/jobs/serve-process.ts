@@ -62,7 +62,11 @@ export async function prepareServe(dialect: 'sqlite' | 'postgres', jobs: Record<
 export async function startServe(setup: Pick<ServeSetup, 'configFile' | 'dataDir'>): Promise<ServeProcess> {
   // Benches profile the server with DIRIGO_BENCH_CPU_PROF=<dir> (bench/lib/server.ts).
   const profile = process.env.DIRIGO_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.DIRIGO_BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...profile, join(ROOT, 'bin/dirigo.js'), 'serve', '--config', setup.configFile, '--data-dir', setup.dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // DIRIGO_BENCH_NODE_FLAGS: more Node flags for the server, space-separated (bench/memory.ts: V8 sizing such
+  // as `--max-semi-space-size=16`; its --heap-snapshots adds `--heapsnapshot-signal=SIGUSR2`). Allocator
+  // settings such as MALLOC_ARENA_MAX need nothing here: the server inherits the environment.
+  const flags = process.env.DIRIGO_BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...profile, ...flags, join(ROOT, 'bin/dirigo.js'), 'serve', '--config', setup.configFile, '--data-dir', setup.dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let out = '';
   let err = '';
