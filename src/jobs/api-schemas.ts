@@ -180,13 +180,22 @@ const restrictions = Object.fromEntries((Object.keys(ATTRIBUTES) as AttributeNam
 export const ListQuery = Type.Object(
   {
     allOwners: Type.Optional(Type.Boolean({ default: false, description: 'true: every job the caller may see' })),
-    maxJobs: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+    maxJobs: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'an integer: how many jobs in the page, 1 to 1000 (GET /jobs/stream answers any number)' })),
     startJob: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'an integer: how many jobs to skip (OFFSET: a deep page costs the rows it skips; prefer cursor)' })),
     cursor: Type.Optional(Type.String({ maxLength: 4096, description: "a previous answer's nextCursor: the page after it, at the same cost however deep (not with startJob)" })),
     sort: Type.Optional(
       Type.Array(Type.String({ pattern: SORT_PATTERN }), { description: 'sort keys in order, an attribute name, with a leading - for descending (default -JobID: newest first)' }),
     ),
     ...restrictions,
+  },
+  { additionalProperties: true },
+);
+
+/** GET /jobs/stream: the query of GET /jobs, maxJobs unbounded (every matching job when not given). */
+export const StreamQuery = Type.Object(
+  {
+    ...ListQuery.properties,
+    maxJobs: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'an integer: how many jobs to answer at most (default: every matching job)' })),
   },
   { additionalProperties: true },
 );

@@ -8,6 +8,7 @@ import { mkdir } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
+import { DirigoApiError, streamJobs } from '@dirigo/client';
 import { answer, api, connect, reach, refusal, type Connection } from '../kernel/cli/http.ts';
 import { CliError, EXIT } from '../kernel/cli/output.ts';
 import { formatTable, paint, terminalWidth } from '../kernel/cli/terminal.ts';
@@ -26,7 +27,9 @@ commands:
   submit MANIFEST.json|JOB.jdl [FILES...]
                                     submit the manifest (an object or an array) or the JDL; FILES join the
                                     input sandbox, as do the files a JDL's InputSandbox names beside it
-  list [--status S]... [--all] [--max N] [--start N] [--attr KEY=VALUE]... [--sort=[-]ATTR]...
+  list [--status S]... [--all] [--max N|all] [--start N] [--attr KEY=VALUE]... [--sort=[-]ATTR]...
+                                    --max all: every matching job in one streamed request (with --json,
+                                    one JSON object per line as they arrive)
   search COND... [--column ATTR]... [--sort=[-]ATTR]... [--max N] [--all]
                                     jobs meeting every condition: Status=Running  JobID>=100
                                     SubmissionTime>2026-11-01  JobName~calib_%  Site=CERN|PIC (one of)
@@ -58,6 +61,7 @@ examples:
   dirigo jobs submit job.json hello.sh data.txt --cert alice.pem
   dirigo jobs submit parametric.jdl
   dirigo jobs list --status Running --status Waiting --all
+  dirigo jobs list --max all --json > jobs.ndjson
   dirigo jobs wait 4 5 --timeout 600 && dirigo jobs sandbox 4 5 output
 `;
 
@@ -121,6 +125,26 @@ function restrictionQuery(values: Values): Record<string, string | string[] | un
     query[key] = [...(Array.isArray(prev) ? prev : prev ? [prev] : []), a.slice(eq + 1)];
   }
   return query;
+}
+
+/** `list --max all`: GET /jobs/stream; --json writes each job as its line arrives, a table waits for the last one. */
+async function listAll(conn: Connection, token: string | undefined, values: Values): Promise<number> {
+  const query = { ...restrictionQuery(values), startJob: values.start, sort: values.sort };
+  const jobs: JobRecord[] = [];
+  let count = 0;
+  try {
+    for await (const job of streamJobs(api(conn, token), query as never)) {
+      count++;
+      if (values.json) process.stdout.write(`${JSON.stringify(job)}\n`);
+      else jobs.push(job as JobRecord);
+    }
+  } catch (err) {
+    if (err instanceof DirigoApiError) throw refusal(err.status, { error: err.error, error_description: err.description });
+    const cause = (err as Error).cause as Error | undefined;
+    throw new CliError(`${count === 0 ? `cannot reach ${conn.url}` : `the listing was cut short after ${count} job(s)`}: ${cause?.message ?? (err as Error).message}`, EXIT.server);
+  }
+  if (!values.json) process.stdout.write(`${table(jobs)}${count} job(s)\n`);
+  return EXIT.ok;
 }
 
 function print(values: Values, data: unknown, text: () => string): void {
@@ -251,6 +275,7 @@ export async function jobsCommand(argv: string[]): Promise<number> {
     case 'submit':
       return submit(conn, token, values, args);
     case 'list': {
+      if (values.max === 'all') return listAll(conn, token, values);
       const query = { ...restrictionQuery(values), maxJobs: values.max, startJob: values.start, sort: values.sort };
       const res = await answer(conn, api(conn, token).GET('/jobs', { params: { query: query as never } }));
       print(values, res, () => `${table(res.jobs)}${res.jobs.length} of ${res.entries} job(s) shown\n`);

@@ -15,6 +15,9 @@ export function isMediaType(contentType: string, type: string): boolean {
   return essence === type;
 }
 
+/** The streamed listing's media type (GET /jobs/stream): one JSON job record per line. */
+export const NDJSON_MEDIA_TYPE = 'application/x-ndjson';
+
 /** RFC 9110 §12.5.1: JDL when the client names it with a weight at least that of JSON (or of any type). */
 export function prefersJdl(accept: string | undefined): boolean {
   if (!accept) return false;
@@ -45,13 +48,20 @@ function integerParam(params: URLSearchParams, name: string, def: number, min: n
   return n;
 }
 
+/** The most jobs of one page of GET /jobs; the streamed listing (GET /jobs/stream) takes any number. */
+export const MAX_PAGE_JOBS = 1000;
+
 function attributeName(where: string, name: string): AttributeName {
   if (!Object.hasOwn(ATTRIBUTES, name)) throw new InvalidRequest(`${where}: '${name}' is not a job attribute (known: ${Object.keys(ATTRIBUTES).join(', ')})`);
   return name as AttributeName;
 }
 
-/** GET /jobs query: allOwners, maxJobs, startJob or cursor, sort (`-Name` descending), groupBy and attribute restrictions (repeated key = OR). */
-export function parseListQuery(url: string): { allOwners: boolean; maxJobs: number; startJob: number; cursor?: string; restrictions: Restrictions; sort: SortKey[]; groupBy: AttributeName[] } {
+/**
+ * GET /jobs query: allOwners, maxJobs, startJob or cursor, sort (`-Name` descending), groupBy and attribute
+ * restrictions (repeated key = OR). `streamed` (GET /jobs/stream): maxJobs is unbounded, every matching job
+ * by default.
+ */
+export function parseListQuery(url: string, streamed = false): { allOwners: boolean; maxJobs: number; startJob: number; cursor?: string; restrictions: Restrictions; sort: SortKey[]; groupBy: AttributeName[] } {
   const q = url.indexOf('?');
   const params = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
   const allOwnersText = single(params, 'allOwners');
@@ -77,7 +87,7 @@ export function parseListQuery(url: string): { allOwners: boolean; maxJobs: numb
   if (cursor !== undefined && params.has('startJob')) throw new InvalidRequest('give startJob or cursor, not both');
   return {
     allOwners: allOwnersText === 'true',
-    maxJobs: integerParam(params, 'maxJobs', 100, 1, 1000),
+    maxJobs: streamed ? integerParam(params, 'maxJobs', Number.MAX_SAFE_INTEGER, 1, Number.MAX_SAFE_INTEGER) : integerParam(params, 'maxJobs', 100, 1, MAX_PAGE_JOBS),
     startJob,
     ...(cursor !== undefined ? { cursor } : {}),
     restrictions,

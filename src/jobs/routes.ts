@@ -3,6 +3,7 @@
  * the executors domain; the composition root hands it in as the JobRunner.
  */
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { jobMetrics } from './metrics.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
@@ -19,6 +20,7 @@ import {
   JobDescription,
   JobList,
   JobManifest,
+  JobRecord,
   JobSummary,
   Killed,
   ListQuery,
@@ -27,6 +29,7 @@ import {
   SandboxHeaders,
   SearchAnswer,
   SearchBody,
+  StreamQuery,
   SubmissionBodies,
   Submitted,
   SummaryQuery,
@@ -35,7 +38,7 @@ import type { JobsConfig } from './config-schema.ts';
 import { ATTRIBUTE_NAMES, isFinal } from './model.ts';
 import type { FileSandboxStore } from './sandbox-store.ts';
 import { JobsService, type JobRunner } from './service.ts';
-import { purgeDeletedSandboxes, referencedSandboxes, restrictionConditions } from './store.ts';
+import { purgeDeletedSandboxes, referencedSandboxes, restrictionConditions, STREAM_CHUNK } from './store.ts';
 import { fullSort, type Condition, type SortKey } from './search.ts';
 import { JOB_ACTIONS, type JobAction } from './actions.ts';
 import { applyReport, authenticateJob } from './reports.ts';
@@ -43,7 +46,7 @@ import { jobEventsRoute } from './events-routes.ts';
 import { foldJobCounts } from './counts.ts';
 import { runDuty } from '../cluster/index.ts';
 import { manifestsFromJson, readMultipart } from './submission.ts';
-import { isMediaType, parseListQuery, prefersJdl } from './list-query.ts';
+import { isMediaType, NDJSON_MEDIA_TYPE, parseListQuery, prefersJdl } from './list-query.ts';
 import { JDL_MEDIA_TYPE, parseJdl, renderJdl } from './jdl.ts';
 
 /** How often unreferenced sandboxes are swept, and how old they must be to go. */
@@ -115,7 +118,7 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
         tags,
         security,
         operationId: 'listJobs',
-        summary: 'List jobs, newest first unless sorted; any job attribute restricts (a repeated key means OR); pages by startJob or by cursor (nextCursor)',
+        summary: 'List jobs, newest first unless sorted; any job attribute restricts (a repeated key means OR); pages by startJob or by cursor (nextCursor); GET /jobs/stream answers every job at once',
         querystring: ListQuery,
         response: { 200: JobList, ...errors(400, 401, 403) },
       },
@@ -125,6 +128,40 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
       const q = parseListQuery(request.url);
       const { entries, entriesExact, jobs, nextCursor } = await service.list(request.principal!, q.allOwners, q.restrictions, q.maxJobs, q.startJob, q.sort, q.cursor);
       return { entries, entriesExact, startJob: q.startJob, maxJobs: q.maxJobs, jobs, nextCursor };
+    },
+  );
+
+  app.get(
+    '/jobs/stream',
+    {
+      ...authFirst,
+      attachValidation: true,
+      schema: {
+        tags,
+        security,
+        operationId: 'streamJobs',
+        summary: 'Every job of a GET /jobs listing in one streamed answer: one JobRecord per line (NDJSON)',
+        description:
+          `The query of GET /jobs (allOwners, restrictions, sort, startJob or cursor), with maxJobs unbounded: every matching job, or the first maxJobs, in the pages' order and with their visibility. ` +
+          `The server reads the listing in keyset chunks of ${STREAM_CHUNK} jobs and holds one at a time, whatever its length. A listing cut short by a failure ends without the HTTP body's final chunk (the connection is closed), never as a shorter valid answer.`,
+        querystring: StreamQuery,
+        response: errors(400, 401, 403),
+        documented: {
+          responses: {
+            200: { description: `Every matching job, one JobRecord (as in GET /jobs) per line; empty when none matches`, content: { [NDJSON_MEDIA_TYPE]: JobRecord } },
+          },
+        },
+      },
+    },
+    async (request, reply) => {
+      requireCapability(request.principal!, 'compute.read');
+      const q = parseListQuery(request.url, true);
+      const chunks = service.stream(request.principal!, q.allOwners, q.restrictions, q.maxJobs, q.startJob, q.sort, q.cursor);
+      // The first chunk is read before the answer starts, so that a bad cursor is still a 400.
+      const first = await chunks.next();
+      reply.type(`${NDJSON_MEDIA_TYPE}; charset=utf-8`);
+      // One chunk's text waits at a time: the next chunk is read when the socket has taken this one.
+      return reply.send(Readable.from(ndjson(first, chunks), { highWaterMark: 1 }));
     },
   );
 
@@ -410,4 +447,11 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
       return { jid, Status: 'Killed' as const };
     },
   );
+}
+
+/** A streamed listing's NDJSON chunks, the first one read already. */
+async function* ndjson(first: IteratorResult<string, void>, rest: AsyncGenerator<string, void, undefined>): AsyncGenerator<string> {
+  if (first.done) return;
+  yield first.value;
+  yield* rest;
 }

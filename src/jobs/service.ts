@@ -19,7 +19,7 @@ import { canKillJob, canSeeJob, listVisibility } from './privileges.ts';
 import type { SandboxStore, StoredObject } from './sandbox-store.ts';
 import { canTransition, changeStatus } from './state-machine.ts';
 import { submissions } from './metrics.ts';
-import { getJob, insertJobs, listJobs, statusHistory, type JobRow, type Restrictions } from './store.ts';
+import { getJob, insertJobs, listJobs, statusHistory, streamJobs, type JobRow, type Restrictions } from './store.ts';
 
 /**
  * What runs the jobs this service accepts: the executors domain's scheduler, handed in by the
@@ -88,6 +88,11 @@ export class JobsService {
 
   async list(principal: Principal, allOwners: boolean, restrictions: Restrictions, maxJobs: number, startJob: number, sort: readonly SortKey[] = [], cursor?: string) {
     return listJobs(this.ctx.db, { restrictions, visibility: listVisibility(principal, allOwners), maxJobs, startJob, sort, ...(cursor !== undefined ? { cursor } : {}) });
+  }
+
+  /** The same listing as list(), every job up to maxJobs, as chunks read one after another (store.ts streamJobs). */
+  stream(principal: Principal, allOwners: boolean, restrictions: Restrictions, maxJobs: number, startJob: number, sort: readonly SortKey[] = [], cursor?: string) {
+    return streamJobs(this.ctx.db, { restrictions, visibility: listVisibility(principal, allOwners), maxJobs, startJob, sort, ...(cursor !== undefined ? { cursor } : {}) });
   }
 
   async search(principal: Principal, allOwners: boolean, request: Omit<SearchRequest, 'visibility'>) {

@@ -2,10 +2,10 @@
  * The jobs tables: inserting submissions (concurrent ones share a transaction: group-commit.ts), listing
  * with restrictions, reading one job with its history.
  */
-import { sql, type Selectable } from 'kysely';
+import { PostgresAdapter, sql, type Selectable } from 'kysely';
 import type { Db } from '../kernel/db/database.ts';
 import { nowIso } from '../kernel/db/database.ts';
-import { ATTRIBUTE_COLUMNS, JobStatus, toRecord, type AttributeName, type JobRecord, type StatusHistoryEntry } from './model.ts';
+import { ATTRIBUTE_COLUMNS, ATTRIBUTE_NAMES, ATTRIBUTES, JobStatus, toRecord, type AttributeName, type JobRecord, type StatusHistoryEntry } from './model.ts';
 import type { CheckedManifest, Manifest } from './manifest.ts';
 import { fillJobId } from './parametric.ts';
 import type { Visibility } from './privileges.ts';
@@ -175,6 +175,25 @@ export async function listJobs(db: Db, q: ListQuery): Promise<{ entries: number;
   const base = matching(visible(db.selectFrom('jobs'), q.visibility), conditions);
   const keys = fullSort(q.sort);
   const exactCount = countable([], conditions);
+  const [counted, rows] = await Promise.all([
+    exactCount ? countedTotal(db, q.visibility, conditions) : boundedCount(db, base),
+    pageQuery(db, q, conditions, keys).select(ATTRIBUTE_COLUMNS).execute(),
+  ]);
+  const more = rows.length > q.maxJobs;
+  const jobs = (more ? rows.slice(0, q.maxJobs) : rows).map(toRecord);
+  const nextCursor = more ? cursorOf(jobs.at(-1)!, keys) : null;
+  if (exactCount || counted <= ENTRIES_BOUND) return { entries: counted, entriesExact: true, jobs, nextCursor };
+  // Past the bound: at least the bound, and at least the rows seen so far.
+  return { entries: Math.max(ENTRIES_BOUND, q.startJob + jobs.length + (more ? 1 : 0)), entriesExact: false, jobs, nextCursor };
+}
+
+/**
+ * The rows of one page (maxJobs + 1 of them, the last one telling whether more follow), read through the
+ * indexes: for one's group too (see below), and for pages reached by `startJob`, which skip the rows before
+ * them through an index.
+ */
+function pageQuery(db: Db, q: ListQuery, conditions: readonly Condition[], keys: readonly Required<SortKey>[]) {
+  const base = matching(visible(db.selectFrom('jobs'), q.visibility), conditions);
   const ordered = (from: typeof base) => {
     const q1 = sorted(from, keys);
     return q.cursor === undefined ? q1 : after(q1, keys, q.cursor, 'cursor');
@@ -193,16 +212,47 @@ export async function listJobs(db: Db, q: ListQuery): Promise<{ entries: number;
     // and reads whole rows for the page alone.
     page = sorted(base.where('job_id', 'in', page.select('job_id').limit(q.maxJobs + 1).offset(q.startJob)), keys);
   }
-  const [counted, rows] = await Promise.all([
-    exactCount ? countedTotal(db, q.visibility, conditions) : boundedCount(db, base),
-    page.select(ATTRIBUTE_COLUMNS).limit(q.maxJobs + 1).execute(),
-  ]);
-  const more = rows.length > q.maxJobs;
-  const jobs = (more ? rows.slice(0, q.maxJobs) : rows).map(toRecord);
-  const nextCursor = more ? cursorOf(jobs.at(-1)!, keys) : null;
-  if (exactCount || counted <= ENTRIES_BOUND) return { entries: counted, entriesExact: true, jobs, nextCursor };
-  // Past the bound: at least the bound, and at least the rows seen so far.
-  return { entries: Math.max(ENTRIES_BOUND, q.startJob + jobs.length + (more ? 1 : 0)), entriesExact: false, jobs, nextCursor };
+  return page.limit(q.maxJobs + 1);
+}
+
+/** Rows per database read of a streamed listing: the server holds at most one such chunk of a listing at a time. */
+export const STREAM_CHUNK = 1000;
+
+/**
+ * A row's JobRecord as JSON text, built by the database itself (SQLite json_object, PostgreSQL
+ * json_build_object): the attributes in the order of GET /jobs, integers as numbers, NULL as null. Building
+ * the text in SQL spares the server a JavaScript object per row and its serialisation.
+ */
+function recordJson(postgres: boolean) {
+  const pairs = sql.join(ATTRIBUTE_NAMES.flatMap((name) => [sql.lit(name), sql.ref(`jobs.${ATTRIBUTES[name].column}`)]));
+  return (postgres ? sql<string>`json_build_object(${pairs})::text` : sql<string>`json_object(${pairs})`).as('record');
+}
+
+/**
+ * Every job of the listing `q` (up to q.maxJobs), in its order, as NDJSON text (one JobRecord per line) in
+ * chunks of at most `chunk` jobs: each chunk is one keyset page read after the previous chunk's last row
+ * (the first one from q.cursor or q.startJob), so a listing of any length reads each row once, through the
+ * same indexes and visibility rules as a page of listJobs, and holds one chunk in memory. Nothing is read
+ * before the first call of next(); a bad cursor fails there, before anything is sent.
+ */
+export async function* streamJobs(db: Db, q: ListQuery, chunk = STREAM_CHUNK): AsyncGenerator<string, void, undefined> {
+  const conditions = restrictionConditions(q.restrictions);
+  const keys = fullSort(q.sort);
+  // The sort keys are read beside the record, under their attribute names, to make the next chunk's cursor.
+  const columns = [recordJson(db.getExecutor().adapter instanceof PostgresAdapter), ...keys.map((k) => `${ATTRIBUTES[k.parameter].column} as ${k.parameter}` as never)];
+  let left = q.maxJobs;
+  let page: ListQuery = q;
+  while (left > 0) {
+    const size = Math.min(chunk, left);
+    const rows = (await pageQuery(db, { ...page, maxJobs: size }, conditions, keys).select(columns).execute()) as ({ record: string } & Record<string, unknown>)[];
+    const n = Math.min(rows.length, size);
+    let text = '';
+    for (let i = 0; i < n; i++) text += `${rows[i]!.record}\n`;
+    if (n > 0) yield text;
+    left -= n;
+    if (rows.length <= size) return;
+    page = { ...q, startJob: 0, cursor: cursorOf(rows[n - 1]!, keys) };
+  }
 }
 
 /** How many rows `q` matches, counting at most ENTRIES_BOUND + 1 of them. */

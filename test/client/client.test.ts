@@ -19,6 +19,7 @@ import {
   downloadSandbox,
   downloadSandboxToFile,
   refreshToken,
+  streamJobs,
   submitWithFiles,
   unwrap,
   type DirigoClient,
@@ -162,6 +163,9 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(withFiles.jids.length, 1);
       const listed = unwrap(await alice.GET('/jobs', { params: { query: { maxJobs: 10, JobID: [jid] } } }));
       assert.deepEqual(listed.jobs.map((j) => j.JobID), [jid]);
+      const streamed: number[] = [];
+      for await (const job of streamJobs(alice, { JobID: [jid, withFiles.jids[0]!], sort: ['JobID'] })) streamed.push(job.JobID!);
+      assert.deepEqual(streamed, [jid, withFiles.jids[0]]);
       const stream = await alice.GET('/jobs/events', { params: { query: { JobID: [jid] } }, parseAs: 'stream' });
       assert.equal(stream.response.headers.get('content-type'), 'text/event-stream; charset=utf-8');
       const reader = (stream.data as ReadableStream<Uint8Array>).getReader();

@@ -62,6 +62,17 @@ for (const { dialect, skip } of await dialects()) {
       const table = await dirigo(['list', '--attr', 'JobName=cli']);
       assert.match(table.stdout, /JobID\s+Status/);
       assert.match(table.stdout, /1 of 1 job\(s\) shown/);
+      // --max all: every matching job in one streamed request (GET /jobs/stream).
+      const every = await dirigo(['list', '--max', 'all', '--json', '--sort=JobID']);
+      assert.equal(every.code, 0, every.stderr);
+      const lines = every.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as { JobID: number });
+      const paged = (JSON.parse((await dirigo(['list', '--max', '1000', '--json', '--sort=JobID'])).stdout) as { jobs: { JobID: number }[] }).jobs;
+      assert.deepEqual(lines.map((j) => j.JobID), paged.map((j) => j.JobID));
+      const everyTable = await dirigo(['list', '--max', 'all', '--attr', 'JobName=cli']);
+      assert.match(everyTable.stdout, /JobID\s+Status[\s\S]*\n1 job\(s\)\n$/);
+      const refused = await dirigo(['list', '--max', 'all', '--attr', 'Colour=blue']);
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /HTTP 400 invalid_request: 'Colour' is not a job attribute/);
     });
 
     it('kills, and reports refusals with the server’s message and a non-zero exit', async () => {

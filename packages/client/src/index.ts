@@ -109,6 +109,35 @@ export function unwrap<T>(result: { data?: T; error?: unknown; response: Respons
   throw new DirigoApiError(result.response.status, result.error as Partial<ErrorAnswer> | undefined);
 }
 
+/** A job as GET /jobs pages and GET /jobs/stream lines give it. */
+export type JobRecord = NonNullable<paths['/jobs/stream']['get']['responses'][200]['content']['application/x-ndjson']>;
+
+/** The query of GET /jobs/stream: GET /jobs's restrictions, sort and start, maxJobs unbounded. */
+export type StreamJobsQuery = NonNullable<paths['/jobs/stream']['get']['parameters']['query']>;
+
+/**
+ * Every job of a listing in one request (GET /jobs/stream, one JobRecord per line), yielded as the lines
+ * arrive: neither side holds the whole listing. A refusal is a DirigoApiError before the first job; a
+ * listing cut short fails the iteration (the body ends without its last chunk) rather than ending early.
+ * @example
+ * ```ts
+ * for await (const job of streamJobs(dirigo, { Status: ['Running'], allOwners: true })) console.log(job.JobID);
+ * ```
+ */
+export async function* streamJobs(client: DirigoClient, query: StreamJobsQuery = {}): AsyncGenerator<JobRecord> {
+  const result = await client.GET('/jobs/stream', { params: { query }, parseAs: 'stream' });
+  const body = unwrap(result) as unknown as ReadableStream<Uint8Array>;
+  const decoder = new TextDecoder();
+  let rest = '';
+  for await (const bytes of body as unknown as AsyncIterable<Uint8Array>) {
+    const lines = (rest + decoder.decode(bytes, { stream: true })).split('\n');
+    rest = lines.pop()!;
+    for (const line of lines) if (line) yield JSON.parse(line) as JobRecord;
+  }
+  rest += decoder.decode();
+  if (rest.trim()) yield JSON.parse(rest) as JobRecord;
+}
+
 /** An input sandbox file: its name in the job's working directory and its content. */
 export interface InputFile {
   name: string;

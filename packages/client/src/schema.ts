@@ -473,11 +473,31 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List jobs, newest first unless sorted; any job attribute restricts (a repeated key means OR); pages by startJob or by cursor (nextCursor) */
+        /** List jobs, newest first unless sorted; any job attribute restricts (a repeated key means OR); pages by startJob or by cursor (nextCursor); GET /jobs/stream answers every job at once */
         get: operations["listJobs"];
         put?: never;
         /** Submit jobs: a manifest, an array of manifests (all or nothing), a JDL, or multipart manifest or JDL parts plus input files; a parametric manifest makes one job per parameter */
         post: operations["submitJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every job of a GET /jobs listing in one streamed answer: one JobRecord per line (NDJSON)
+         * @description The query of GET /jobs (allOwners, restrictions, sort, startJob or cursor), with maxJobs unbounded: every matching job, or the first maxJobs, in the pages' order and with their visibility. The server reads the listing in keyset chunks of 1000 jobs and holds one at a time, whatever its length. A listing cut short by a failure ends without the HTTP body's final chunk (the connection is closed), never as a shorter valid answer.
+         */
+        get: operations["streamJobs"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3557,6 +3577,7 @@ export interface operations {
             query?: {
                 /** @description true: every job the caller may see */
                 allOwners?: boolean;
+                /** @description an integer: how many jobs in the page, 1 to 1000 (GET /jobs/stream answers any number) */
                 maxJobs?: number;
                 /** @description an integer: how many jobs to skip (OFFSET: a deep page costs the rows it skips; prefer cursor) */
                 startJob?: number;
@@ -3830,6 +3851,134 @@ export interface operations {
             };
             /** @description OAuth 2.0-shaped error */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    streamJobs: {
+        parameters: {
+            query?: {
+                /** @description true: every job the caller may see */
+                allOwners?: boolean;
+                /** @description an integer: how many jobs to answer at most (default: every matching job) */
+                maxJobs?: number;
+                /** @description an integer: how many jobs to skip (OFFSET: a deep page costs the rows it skips; prefer cursor) */
+                startJob?: number;
+                /** @description a previous answer's nextCursor: the page after it, at the same cost however deep (not with startJob) */
+                cursor?: string;
+                /** @description sort keys in order, an attribute name, with a leading - for descending (default -JobID: newest first) */
+                sort?: string[];
+                /** @description restrict to these JobID values (repeat the key: OR) */
+                JobID?: number[];
+                /** @description restrict to these JobName values (repeat the key: OR) */
+                JobName?: string[];
+                /** @description restrict to these JobGroup values (repeat the key: OR) */
+                JobGroup?: string[];
+                /** @description restrict to these JobType values (repeat the key: OR) */
+                JobType?: string[];
+                /** @description restrict to these Owner values (repeat the key: OR) */
+                Owner?: string[];
+                /** @description restrict to these OwnerDN values (repeat the key: OR) */
+                OwnerDN?: string[];
+                /** @description restrict to these OwnerGroup values (repeat the key: OR) */
+                OwnerGroup?: string[];
+                /** @description restrict to these Setup values (repeat the key: OR) */
+                Setup?: string[];
+                /** @description restrict to these Site values (repeat the key: OR) */
+                Site?: string[];
+                /** @description restrict to these statuses (repeat the key: OR) */
+                Status?: ("Received" | "Checking" | "Waiting" | "Matched" | "Running" | "Completing" | "Stalled" | "Rescheduled" | "Done" | "Failed" | "Killed" | "Deleted")[];
+                /** @description restrict to these MinorStatus values (repeat the key: OR) */
+                MinorStatus?: string[];
+                /** @description restrict to these ApplicationStatus values (repeat the key: OR) */
+                ApplicationStatus?: string[];
+                /** @description restrict to these UserPriority values (repeat the key: OR) */
+                UserPriority?: number[];
+                /** @description restrict to these RescheduleCounter values (repeat the key: OR) */
+                RescheduleCounter?: number[];
+                /** @description restrict to these SubmissionTime values (repeat the key: OR) */
+                SubmissionTime?: string[];
+                /** @description restrict to these LastUpdateTime values (repeat the key: OR) */
+                LastUpdateTime?: string[];
+                /** @description restrict to these StartExecTime values (repeat the key: OR) */
+                StartExecTime?: string[];
+                /** @description restrict to these EndExecTime values (repeat the key: OR) */
+                EndExecTime?: string[];
+                /** @description restrict to these HeartBeatTime values (repeat the key: OR) */
+                HeartBeatTime?: string[];
+                /** @description restrict to these ExitCode values (repeat the key: OR) */
+                ExitCode?: number[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every matching job, one JobRecord (as in GET /jobs) per line; empty when none matches */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": {
+                        JobID: number | null;
+                        JobName: string | null;
+                        JobGroup: string | null;
+                        JobType: string | null;
+                        Owner: string | null;
+                        OwnerDN: string | null;
+                        OwnerGroup: string | null;
+                        Setup: string | null;
+                        Site: string | null;
+                        Status: string | null;
+                        MinorStatus: string | null;
+                        ApplicationStatus: string | null;
+                        UserPriority: number | null;
+                        RescheduleCounter: number | null;
+                        SubmissionTime: string | null;
+                        LastUpdateTime: string | null;
+                        StartExecTime: string | null;
+                        EndExecTime: string | null;
+                        HeartBeatTime: string | null;
+                        ExitCode: number | null;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
