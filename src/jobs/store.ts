@@ -5,7 +5,7 @@
 import { PostgresAdapter, sql, type Selectable } from 'kysely';
 import type { Db } from '../kernel/db/database.ts';
 import { nowIso } from '../kernel/db/database.ts';
-import { ATTRIBUTE_COLUMNS, ATTRIBUTE_NAMES, ATTRIBUTES, JobStatus, toRecord, type AttributeName, type JobRecord, type StatusHistoryEntry } from './model.ts';
+import { ATTRIBUTE_NAMES, ATTRIBUTES, JobStatus, type AttributeName, type StatusHistoryEntry } from './model.ts';
 import type { CheckedManifest, Manifest } from './manifest.ts';
 import { fillJobId } from './parametric.ts';
 import type { Visibility } from './privileges.ts';
@@ -162,29 +162,33 @@ export function restrictionConditions(restrictions: Restrictions): Condition[] {
 }
 
 /**
- * One page of the jobs matching every restriction (OR within one attribute), newest first unless sorted;
- * `nextCursor` continues after its last row (null on the last page). `entries` is how many match in all:
+ * One page of the jobs matching every restriction (OR within one attribute), newest first unless sorted,
+ * as the JSON text of a JobRecord array (built by the database: recordJson); `nextCursor` continues after
+ * its last row (null on the last page). `entries` is how many match in all:
  * from the maintained job counts when every restriction is on a counted attribute (exact, whatever the
  * number of jobs), else counted up to ENTRIES_BOUND (exact below it, `entriesExact: false` above).
  * Neither the page nor the count reads more than a bounded number of rows through the indexes (for
  * one's group too: see below), except for pages reached by `startJob` (OFFSET), which skip the rows
  * before them.
  */
-export async function listJobs(db: Db, q: ListQuery): Promise<{ entries: number; entriesExact: boolean; jobs: JobRecord[]; nextCursor: string | null }> {
+export async function listJobs(db: Db, q: ListQuery): Promise<{ entries: number; entriesExact: boolean; jobs: string; nextCursor: string | null }> {
   const conditions = restrictionConditions(q.restrictions);
   const base = matching(visible(db.selectFrom('jobs'), q.visibility), conditions);
   const keys = fullSort(q.sort);
   const exactCount = countable([], conditions);
   const [counted, rows] = await Promise.all([
     exactCount ? countedTotal(db, q.visibility, conditions) : boundedCount(db, base),
-    pageQuery(db, q, conditions, keys).select(ATTRIBUTE_COLUMNS).execute(),
+    pageQuery(db, q, conditions, keys).select(recordColumns(db, keys)).execute() as Promise<RecordRow[]>,
   ]);
   const more = rows.length > q.maxJobs;
-  const jobs = (more ? rows.slice(0, q.maxJobs) : rows).map(toRecord);
-  const nextCursor = more ? cursorOf(jobs.at(-1)!, keys) : null;
+  const n = more ? q.maxJobs : rows.length;
+  let jobs = '[';
+  for (let i = 0; i < n; i++) jobs += i === 0 ? rows[i]!.record : `,${rows[i]!.record}`;
+  jobs += ']';
+  const nextCursor = more ? cursorOf(rows[n - 1]!, keys) : null;
   if (exactCount || counted <= ENTRIES_BOUND) return { entries: counted, entriesExact: true, jobs, nextCursor };
   // Past the bound: at least the bound, and at least the rows seen so far.
-  return { entries: Math.max(ENTRIES_BOUND, q.startJob + jobs.length + (more ? 1 : 0)), entriesExact: false, jobs, nextCursor };
+  return { entries: Math.max(ENTRIES_BOUND, q.startJob + n + (more ? 1 : 0)), entriesExact: false, jobs, nextCursor };
 }
 
 /**
@@ -228,6 +232,14 @@ function recordJson(postgres: boolean) {
   return (postgres ? sql<string>`json_build_object(${pairs})::text` : sql<string>`json_object(${pairs})`).as('record');
 }
 
+/** A row of a listing: its JobRecord as JSON text, and its sort keys under their attribute names (for cursorOf). */
+type RecordRow = { record: string } & Record<string, unknown>;
+
+/** The columns of a RecordRow: the sort keys are read beside the record to make the next page's cursor. */
+function recordColumns(db: Db, keys: readonly Required<SortKey>[]) {
+  return [recordJson(db.getExecutor().adapter instanceof PostgresAdapter), ...keys.map((k) => `${ATTRIBUTES[k.parameter].column} as ${k.parameter}` as never)];
+}
+
 /**
  * Every job of the listing `q` (up to q.maxJobs), in its order, as NDJSON text (one JobRecord per line) in
  * chunks of at most `chunk` jobs: each chunk is one keyset page read after the previous chunk's last row
@@ -238,13 +250,12 @@ function recordJson(postgres: boolean) {
 export async function* streamJobs(db: Db, q: ListQuery, chunk = STREAM_CHUNK): AsyncGenerator<string, void, undefined> {
   const conditions = restrictionConditions(q.restrictions);
   const keys = fullSort(q.sort);
-  // The sort keys are read beside the record, under their attribute names, to make the next chunk's cursor.
-  const columns = [recordJson(db.getExecutor().adapter instanceof PostgresAdapter), ...keys.map((k) => `${ATTRIBUTES[k.parameter].column} as ${k.parameter}` as never)];
+  const columns = recordColumns(db, keys);
   let left = q.maxJobs;
   let page: ListQuery = q;
   while (left > 0) {
     const size = Math.min(chunk, left);
-    const rows = (await pageQuery(db, { ...page, maxJobs: size }, conditions, keys).select(columns).execute()) as ({ record: string } & Record<string, unknown>)[];
+    const rows = (await pageQuery(db, { ...page, maxJobs: size }, conditions, keys).select(columns).execute()) as RecordRow[];
     const n = Math.min(rows.length, size);
     let text = '';
     for (let i = 0; i < n; i++) text += `${rows[i]!.record}\n`;
