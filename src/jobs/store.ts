@@ -223,13 +223,20 @@ function pageQuery(db: Db, q: ListQuery, conditions: readonly Condition[], keys:
 export const STREAM_CHUNK = 1000;
 
 /**
- * A row's JobRecord as JSON text, built by the database itself (SQLite json_object, PostgreSQL
- * json_build_object): the attributes in the order of GET /jobs, integers as numbers, NULL as null. Building
- * the text in SQL spares the server a JavaScript object per row and its serialisation.
+ * A row's JobRecord as JSON text, built by the database itself: the attributes in the order of GET /jobs,
+ * integers as numbers, NULL as null. SQLite's json_object does it; on PostgreSQL the text is concatenated
+ * (to_json quotes and escapes the strings), which costs its backend a quarter of what json_build_object
+ * does and writes no spaces. Building the text in SQL spares the server a JavaScript object per row and
+ * its serialisation.
  */
 function recordJson(postgres: boolean) {
-  const pairs = sql.join(ATTRIBUTE_NAMES.flatMap((name) => [sql.lit(name), sql.ref(`jobs.${ATTRIBUTES[name].column}`)]));
-  return (postgres ? sql<string>`json_build_object(${pairs})::text` : sql<string>`json_object(${pairs})`).as('record');
+  if (!postgres) return sql<string>`json_object(${sql.join(ATTRIBUTE_NAMES.flatMap((name) => [sql.lit(name), sql.ref(`jobs.${ATTRIBUTES[name].column}`)]))})`.as('record');
+  const parts = ATTRIBUTE_NAMES.flatMap((name, i) => {
+    const { column, type } = ATTRIBUTES[name];
+    const value = type === 'integer' ? sql`${sql.ref(`jobs.${column}`)}::text` : sql`to_json(${sql.ref(`jobs.${column}`)})::text`;
+    return [sql.lit(`${i === 0 ? '{' : ','}"${name}":`), sql`coalesce(${value}, 'null')`];
+  });
+  return sql<string>`concat(${sql.join([...parts, sql.lit('}')])})`.as('record');
 }
 
 /** A row of a listing: its JobRecord as JSON text, and its sort keys under their attribute names (for cursorOf). */
