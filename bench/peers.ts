@@ -10,7 +10,8 @@
  *   3. flow A tokens (client certificate) / oidc-provider client_credentials, client_secret_basic (goal >= 3)
  *   4. POST /oauth2/introspect / oidc-provider introspection, confidential clients (goal >= 3)
  *   5. single-job POST /jobs, 16 clients, SQLite and PostgreSQL / slurmrestd job/submit with auth/jwt;
- *      and the full listing, page by page (GET /jobs?maxJobs=100, cursor) / `squeue`
+ *      and the full listing: one streamed request (GET /jobs/stream, NDJSON) / `squeue`, and page by page
+ *      (GET /jobs?maxJobs=100, then cursor) / `squeue` on a line of its own
  *
  * Usage: node bench/peers.ts [--rounds N (5)] [--seconds S per round (2)] [--full (9 rounds of 5 s)]
  *        [--rows 1,2,3,4,5] [--concurrency N (32; row 5: 16)] [--no-postgres] [--list-jobs N (10,000)]
@@ -179,8 +180,9 @@ if (rows.has(5)) {
       const [a, b] = await interleave(rounds, d, p);
       results.push(printRow(`5. job submissions, ${JOB_CLIENTS} clients: Dirigo (${dialect}) / slurmrestd`, a, b, 'jobs', 1));
 
-      // The full listing of the same number of jobs on both sides (at least LIST_JOBS): Dirigo page by
-      // page over one keep-alive connection (GET /jobs?maxJobs=100, then nextCursor), `squeue` at once.
+      // The full listing of the same number of jobs on both sides (at least LIST_JOBS): Dirigo in one
+      // streamed request, and page by page over one keep-alive connection (GET /jobs?maxJobs=100, then
+      // nextCursor); `squeue` at once.
       const list = async () => {
         const t0 = performance.now();
         let jobs = 0;
@@ -196,6 +198,20 @@ if (rows.has(5)) {
         } while (cursor);
         return { jobs, pages, ms: performance.now() - t0 };
       };
+      // The best full listing a client can do: every job in one request (GET /jobs/stream, NDJSON), read as it arrives.
+      const stream = async () => {
+        const t0 = performance.now();
+        const res = await request(`${server.url}/jobs/stream`, { headers: { authorization: headers.authorization }, dispatcher: agent });
+        if (res.statusCode !== 200) throw new Error(`GET /jobs/stream: ${res.statusCode} ${await res.body.text()}`);
+        let jobs = 0;
+        let rest = '';
+        for await (const bytes of res.body) {
+          const lines = (rest + (bytes as Buffer).toString('utf8')).split('\n');
+          rest = lines.pop()!;
+          for (const line of lines) if (line) jobs += JSON.parse(line) ? 1 : 0;
+        }
+        return { jobs, ms: performance.now() - t0 };
+      };
       const dCount = (await list()).jobs;
       if (dialect === 'postgres') backends = await postgresBackends(server.child.pid!, setup.databaseUrl);
       const sCount = slurm.squeue().jobs;
@@ -207,29 +223,39 @@ if (rows.has(5)) {
         if (res.statusCode !== 201) throw new Error(`bulk POST /jobs: ${res.statusCode}`);
       }
       if (target > sCount) await runLoad({ ...submit, durationMs: 600_000, requests: target - sCount });
+      // Interleaved rounds: the stream, the pages, squeue; CPU of the server (with its PostgreSQL backends) and of slurmctld.
       const dl: number[] = [];
+      const pl: number[] = [];
       const sl: number[] = [];
       const dCpu: number[] = [];
+      const pCpu: number[] = [];
       const sCpu: number[] = [];
-      let listed = { d: 0, s: 0, pages: 0 };
+      let listed = { d: 0, p: 0, s: 0, pages: 0 };
       for (let r = 0; r < Math.max(3, rounds); r++) {
         const pids = dirigoPids();
         let c0 = cpuOf(pids);
-        const x = await list();
+        const x = await stream();
         dCpu.push(cpuOf(pids) - c0);
+        c0 = cpuOf(pids);
+        const z = await list();
+        pCpu.push(cpuOf(pids) - c0);
         c0 = cpuSeconds(slurm.slurmctldPid());
         const y = slurm.squeue();
         sCpu.push(cpuSeconds(slurm.slurmctldPid()) - c0);
-        listed = { d: x.jobs, s: y.jobs, pages: x.pages };
+        listed = { d: x.jobs, p: z.jobs, s: y.jobs, pages: z.pages };
         dl.push(x.ms);
+        pl.push(z.ms);
         sl.push(y.ms);
       }
       const med = (xs: number[]) => percentile(xs, 50);
-      const [dRate, sRate] = [listed.d / (med(dl) / 1000), listed.s / (med(sl) / 1000)];
-      const [dPerCpu, sPerCpu] = [listed.d / (dCpu.reduce((x, y) => x + y, 0) / dCpu.length), listed.s / (sCpu.reduce((x, y) => x + y, 0) / sCpu.length)];
+      const mean = (xs: number[]) => xs.reduce((x, y) => x + y, 0) / xs.length;
+      const [dRate, pRate, sRate] = [listed.d / (med(dl) / 1000), listed.p / (med(pl) / 1000), listed.s / (med(sl) / 1000)];
+      const [dPerCpu, pPerCpu, sPerCpu] = [listed.d / mean(dCpu), listed.p / mean(pCpu), listed.s / mean(sCpu)];
       process.stdout.write(
-        `----  5. full listing (${dialect}), ${listed.d.toLocaleString('en')} / ${listed.s.toLocaleString('en')} jobs: ratio ${(dPerCpu / sPerCpu).toFixed(2)} per CPU-s, ${(dRate / sRate).toFixed(2)} in jobs listed/s\n` +
-          `      Dirigo, ${listed.pages} pages of 100: ${med(dl).toFixed(0)} ms (${Math.round(dRate).toLocaleString('en')} jobs/s, ${Math.round(dPerCpu).toLocaleString('en')} per CPU-s)\n` +
+        `----  5. full listing (${dialect}), ${listed.d.toLocaleString('en')} / ${listed.s.toLocaleString('en')} jobs, GET /jobs/stream / squeue: ratio ${(dPerCpu / sPerCpu).toFixed(2)} per CPU-s, ${(dRate / sRate).toFixed(2)} in jobs listed/s\n` +
+          `      Dirigo, one streamed request: ${med(dl).toFixed(0)} ms (${Math.round(dRate).toLocaleString('en')} jobs/s, ${Math.round(dPerCpu).toLocaleString('en')} per CPU-s)\n` +
+          `----  5. full listing (${dialect}), page by page / squeue: ratio ${(pPerCpu / sPerCpu).toFixed(2)} per CPU-s, ${(pRate / sRate).toFixed(2)} in jobs listed/s\n` +
+          `      Dirigo, ${listed.pages} pages of 100: ${med(pl).toFixed(0)} ms (${Math.round(pRate).toLocaleString('en')} jobs/s, ${Math.round(pPerCpu).toLocaleString('en')} per CPU-s)\n` +
           `      squeue: ${med(sl).toFixed(0)} ms (${Math.round(sRate).toLocaleString('en')} jobs/s, ${Math.round(sPerCpu).toLocaleString('en')} per slurmctld CPU-s)\n`,
       );
     } finally {
