@@ -43,11 +43,13 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   instance.decorateRequest('principal', null);
   // Before any schema or handler: no route ever sees text a database cannot store (storable-text.ts), nor
   // an integer parameter the validator would have coerced from loose text (canonical-integers.ts).
-  instance.addHook('preValidation', async (request) => {
+  // A callback, not an async function: every request runs it (a throw reaches the error handler either way).
+  instance.addHook('preValidation', (request, _reply, done) => {
     refuseUnstorableText(request.params, 'params');
     refuseUnstorableText(request.query, 'query');
     refuseUnstorableText(request.body, 'body');
     refuseLooseIntegers(request);
+    done();
   });
   instance.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
     try {

@@ -21,11 +21,21 @@ async function observability(app: FastifyInstance, { ctx }: { ctx: AppContext })
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
     registers: [metrics],
   });
-  app.addHook('onRequest', async (request, reply) => {
+  // Every request runs these two hooks: callbacks rather than async functions (no promise each), and one
+  // histogram child per method, route and status instead of hashing a label object per observation.
+  const children = new Map<string, { observe(seconds: number): void }>();
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
-  app.addHook('onResponse', async (request, reply) => {
-    duration.observe({ method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  app.addHook('onResponse', (request, reply, done) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    const status = String(reply.statusCode);
+    const key = `${request.method} ${route} ${status}`;
+    let child = children.get(key);
+    if (!child) children.set(key, (child = duration.labels(request.method, route, status)));
+    child.observe(reply.elapsedTime / 1000);
+    done();
   });
 
   const tags = ['Operations'];

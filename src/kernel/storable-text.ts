@@ -18,6 +18,8 @@ function isRecord(v: unknown): v is Record<string, unknown> {
  * Iterative, so that deeply nested JSON cannot exhaust the stack.
  */
 export function refuseUnstorableText(value: unknown, where: string): void {
+  // Every request passes here three times: the common case (no NUL) is found without building paths.
+  if (!holdsNul(value)) return;
   const pending: [unknown, string][] = [[value, where]];
   const seen = new Set<object>();
   while (pending.length > 0) {
@@ -37,4 +39,25 @@ export function refuseUnstorableText(value: unknown, where: string): void {
       }
     }
   }
+}
+
+/** Whether any string or key under `value` holds a NUL. */
+function holdsNul(value: unknown): boolean {
+  const pending: unknown[] = [value];
+  const seen = new Set<object>();
+  while (pending.length > 0) {
+    const v = pending.pop();
+    if (typeof v === 'string') {
+      if (v.includes(NUL)) return true;
+    } else if (typeof v === 'object' && v !== null && !seen.has(v)) {
+      seen.add(v);
+      if (Array.isArray(v)) pending.push(...(v as unknown[]));
+      else if (isRecord(v))
+        for (const k of Object.keys(v)) {
+          if (k.includes(NUL)) return true;
+          pending.push(v[k]);
+        }
+    }
+  }
+  return false;
 }
