@@ -39,6 +39,7 @@ const shortName = (f: CallFrame) => `${f.functionName || '(anonymous)'} ${f.url 
 
 const self = new Map<string, number>();
 const inclusive = new Map<string, number>();
+const ours = new Map<string, number>();
 let total = 0;
 let idle = 0;
 for (const id of profile.samples) {
@@ -51,8 +52,13 @@ for (const id of profile.samples) {
   const name = shortName(node.callFrame);
   self.set(name, (self.get(name) ?? 0) + 1);
   const seen = new Set<string>();
-  for (let n: ProfileNode | undefined = node; n; n = byId.get(parent.get(n.id) ?? -1)) seen.add(area(n.callFrame));
+  const oursSeen = new Set<string>();
+  for (let n: ProfileNode | undefined = node; n; n = byId.get(parent.get(n.id) ?? -1)) {
+    seen.add(area(n.callFrame));
+    if (/\/(src|packages)\//.test(n.callFrame.url) && !n.callFrame.url.includes('node_modules')) oursSeen.add(shortName(n.callFrame));
+  }
   for (const a of seen) inclusive.set(a, (inclusive.get(a) ?? 0) + 1);
+  for (const a of oursSeen) ours.set(a, (ours.get(a) ?? 0) + 1);
 }
 const busy = total - idle;
 const pct = (n: number) => `${((100 * n) / busy).toFixed(1).padStart(5)} %`;
@@ -62,6 +68,8 @@ process.stdout.write(`self time, top ${top}:\n`);
 for (const [name, n] of [...self].sort((a, b) => b[1] - a[1]).slice(0, top)) process.stdout.write(`  ${pct(n)}  ${name}\n`);
 process.stdout.write(`\ninclusive time by package or folder:\n`);
 for (const [name, n] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, top)) process.stdout.write(`  ${pct(n)}  ${name}\n`);
+process.stdout.write(`\ninclusive time of Dirigo's own functions:\n`);
+for (const [name, n] of [...ours].sort((a, b) => b[1] - a[1]).slice(0, top)) process.stdout.write(`  ${pct(n)}  ${name}\n`);
 
 if (values.trim) {
   const nodes = profile.nodes.map(({ positionTicks: _, ...n }) => n);
