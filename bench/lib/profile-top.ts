@@ -5,20 +5,25 @@
  * counted once per folder). The profile itself opens as a flame graph in Chrome DevTools (Performance,
  * "Load profile") or speedscope.
  *
- * Usage: node bench/lib/profile-top.ts FILE.cpuprofile [--top N (25)] [--trim OUT.cpuprofile]
- *   --trim writes a copy without the per-line position ticks, smaller to keep in the repository.
+ * Usage: node bench/lib/profile-top.ts FILE.cpuprofile [--top N (25)] [--skip S (0)] [--trim OUT.cpuprofile]
+ *   --skip leaves out the first S seconds (the server's start: module loading, key and schema compilation).
+ *   --trim writes a copy without the per-line position ticks, gzipped when OUT ends in .gz: the form
+ *   kept in the repository.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { parseArgs } from 'node:util';
 
 interface CallFrame { functionName: string; url: string; lineNumber: number; columnNumber: number; scriptId: string }
 interface ProfileNode { id: number; callFrame: CallFrame; children?: number[]; hitCount?: number; positionTicks?: unknown }
 interface CpuProfile { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[]; timeDeltas: number[] }
 
-const { values, positionals } = parseArgs({ options: { top: { type: 'string' }, trim: { type: 'string' } }, allowPositionals: true });
+const { values, positionals } = parseArgs({ options: { top: { type: 'string' }, skip: { type: 'string' }, trim: { type: 'string' } }, allowPositionals: true });
 const file = positionals[0];
 if (!file) throw new Error('usage: node bench/lib/profile-top.ts FILE.cpuprofile [--top N] [--trim OUT]');
-const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+// Profiles kept in the repository are gzipped (a tenth of the size); `gunzip -k` one to load it in a viewer.
+const raw = readFileSync(file);
+const profile = JSON.parse((file.endsWith('.gz') ? gunzipSync(raw) : raw).toString('utf8')) as CpuProfile;
 const top = Number(values.top ?? 25);
 
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -42,7 +47,11 @@ const inclusive = new Map<string, number>();
 const ours = new Map<string, number>();
 let total = 0;
 let idle = 0;
-for (const id of profile.samples) {
+const skipUs = Number(values.skip ?? 0) * 1e6;
+let elapsedUs = 0;
+for (const [i, id] of profile.samples.entries()) {
+  elapsedUs += profile.timeDeltas[i] ?? 0;
+  if (elapsedUs < skipUs) continue;
   const node = byId.get(id)!;
   total++;
   if (node.callFrame.functionName === '(idle)') {
@@ -73,6 +82,7 @@ for (const [name, n] of [...ours].sort((a, b) => b[1] - a[1]).slice(0, top)) pro
 
 if (values.trim) {
   const nodes = profile.nodes.map(({ positionTicks: _, ...n }) => n);
-  writeFileSync(values.trim, JSON.stringify({ ...profile, nodes }));
+  const text = JSON.stringify({ ...profile, nodes });
+  writeFileSync(values.trim, values.trim.endsWith('.gz') ? gzipSync(text, { level: 9 }) : text);
   process.stdout.write(`\nwrote ${values.trim}\n`);
 }
