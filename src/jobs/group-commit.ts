@@ -5,7 +5,8 @@
  * write lock and a WAL commit each. Here submissions that arrive while a transaction is in flight wait in
  * a queue, and the next transaction stores all of them (up to `bound` jobs): one COMMIT, and the same few
  * statements, for many submissions. No timer: a lone submission starts its transaction at once, and a
- * batch is whatever queued while the previous transaction ran.
+ * batch is whatever queued while the previous transaction ran, or, right after a transaction that ran
+ * without yielding to the event loop (SQLite), whatever arrived in the same turn of the loop.
  *
  * Each submission stays all or nothing, and is answered only once the COMMIT that holds it returned. A
  * shared transaction that fails before its COMMIT was rolled back: each of its submissions is then tried
@@ -46,12 +47,26 @@ export class GroupCommit<T, R> {
   submit(item: T): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       this.#queue.push({ item, resolve, reject });
-      if (!this.#running) void this.#drain();
+      if (this.#running) return;
+      this.#running = true;
+      // A transaction that never yields to the event loop (node:sqlite's) has nothing queued behind it:
+      // when one committed in this very turn, submissions are arriving back to back, and the next
+      // transaction starts at the end of the turn (setImmediate, no delay) with all that arrived in it.
+      if (this.#committedThisTurn) setImmediate(() => void this.#drain());
+      else void this.#drain();
     });
   }
 
+  /** Set when a transaction ends, cleared at the end of that event-loop turn. */
+  #committedThisTurn = false;
+
+  #ended(): void {
+    if (this.#committedThisTurn) return;
+    this.#committedThisTurn = true;
+    setImmediate(() => (this.#committedThisTurn = false));
+  }
+
   async #drain(): Promise<void> {
-    this.#running = true;
     try {
       while (this.#queue.length > 0) {
         let weight = this.#weight(this.#queue[0]!.item);
@@ -67,6 +82,7 @@ export class GroupCommit<T, R> {
       }
     } finally {
       this.#running = false;
+      this.#ended();
     }
   }
 

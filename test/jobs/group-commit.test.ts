@@ -51,6 +51,31 @@ describe('group commit: the queue', () => {
     assert.deepEqual(queue.stats, { transactions: 3, batched: 2, largestBatch: 3, retriedAlone: 0 });
   });
 
+  it('after a transaction that never yields (node:sqlite), batches what arrives in the same event-loop turn', async () => {
+    const batches: string[][] = [];
+    const queue = new GroupCommit<string, string>(
+      async (items, committing) => {
+        batches.push([...items]);
+        committing();
+        return items.map((i) => `ok ${i}`);
+      },
+      () => 1,
+      100,
+    );
+    assert.equal(await queue.submit('a'), 'ok a');
+    assert.deepEqual(batches, [['a']]);
+    // Still the turn in which 'a' committed: these wait for its end (no timer), then share a transaction.
+    const [b, c] = [queue.submit('b'), queue.submit('c')];
+    assert.deepEqual(batches, [['a']]);
+    assert.deepEqual(await Promise.all([b, c]), ['ok b', 'ok c']);
+    assert.deepEqual(batches, [['a'], ['b', 'c']]);
+    // A later, lone submission starts at once.
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    void queue.submit('d');
+    assert.deepEqual(batches, [['a'], ['b', 'c'], ['d']]);
+  });
+
   it('takes a submission larger than the bound alone', async () => {
     const { queue, batches, settle } = fake();
     const all = ['a', 'big:9', 'c'].map((x) => queue.submit(x));
@@ -140,11 +165,10 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(summary.status, 200, summary.text);
       const waiting = (summary.json.summary as { Status: string; count: number }[]).find((r) => r.Status === 'Waiting');
       assert.equal(waiting?.count, all.length, JSON.stringify(summary.json));
-      // On PostgreSQL, fewer transactions than submissions: some were shared. node:sqlite runs a whole
-      // transaction without yielding to the event loop, so no request arrives while one is in flight.
+      // On PostgreSQL, fewer transactions than submissions: some were shared. (On SQLite they share one
+      // only when they arrive in the same event-loop turn, which this in-process client does not ensure.)
       const used = submissionQueue(svc.ctx.db).stats.transactions - before;
       if (dialect === 'postgres') assert.ok(used < sent.length, `${used} transactions for ${sent.length} submissions`);
-      else assert.ok(used <= sent.length);
     });
 
     it('fails only the bad submissions of a shared transaction, each with its own error', { timeout: 60000 }, async () => {
