@@ -10,30 +10,14 @@ import { dialects } from '../helpers/dialects.ts';
 import { curl, curlJson } from '../helpers/curl.ts';
 import { TEST_SETUP, type TestService } from '../helpers/service.ts';
 import { userDn } from '../../src/pki/dev-ca.ts';
+import type { operations } from '../../packages/client/src/index.ts';
 import { approveDevice, authorize, Browser, pkcePair, startOAuthService, WEB_SECRET } from './oauth-kit.ts';
 
 const DEVICE = 'urn:ietf:params:oauth:grant-type:device_code';
 
-interface Grant {
-  grant_id: string;
-  client_id: string;
-  client_name: string;
-  group: string;
-  setup: string;
-  scope: string;
-  issued_at: string;
-  refreshed_at: string | null;
-  expires_at: string;
-  refreshable: boolean;
-  session_id: string | null;
-  current: boolean;
-}
-interface Session {
-  session_id: string;
-  method: string;
-  signed_in_at: string;
-  expires_at: string;
-}
+// The answers' shapes as the OpenAPI document gives them to clients (packages/client).
+type Grant = operations['listMyGrants']['responses'][200]['content']['application/json']['grants'][number];
+type Session = operations['listMySessions']['responses'][200]['content']['application/json']['sessions'][number];
 interface Tokens {
   access_token: string;
   refresh_token: string;
