@@ -50,10 +50,6 @@ async function checkedSession(ctx: AppContext, request: FastifyRequest, reply: F
   return session;
 }
 
-async function clientName(ctx: AppContext, clientId: string): Promise<string> {
-  return (await oauth(ctx).clients.get(clientId))?.name ?? clientId;
-}
-
 function isGrantable(ctx: AppContext, username: string, group: string, scope: readonly string[]): boolean {
   try {
     grantableScope(ctx, username, group, scope);
@@ -74,7 +70,8 @@ async function showInteraction(ctx: AppContext, reply: FastifyReply, request: Fa
   const interaction = await oauth(ctx).sessions.interaction<AuthorizeRequest | DeviceInteraction>(session, id);
   if (!interaction) return errorPage(reply, 400, 'Sign-in expired', EXPIRED);
   const clientId = interaction.payload.clientId;
-  const name = await clientName(ctx, clientId);
+  const client = await oauth(ctx).clients.get(clientId);
+  const name = client?.name ?? clientId;
   const pending = interaction.payload;
   const user = session.username ? ctx.registry.user(session.username) : undefined;
   if (!user || mustSignInAgain(session, pending)) {
@@ -108,7 +105,7 @@ async function showInteraction(ctx: AppContext, reply: FastifyReply, request: Fa
   }
   const isAuthorize = interaction.kind === 'authorize';
   const preferred = isAuthorize ? (pending as AuthorizeRequest) : undefined;
-  const chosen = preferred && firstPartyChoice(ctx, await oauth(ctx).clients.get(clientId), preferred, groups);
+  const chosen = preferred && firstPartyChoice(ctx, client, preferred, groups);
   if (preferred && chosen && (await oauth(ctx).sessions.finishInteraction(id))) {
     return redirectWithCode(ctx, reply, session, preferred, user.name, chosen.group, chosen.setup);
   }
