@@ -7,6 +7,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { dialects } from '../helpers/dialects.ts';
@@ -161,6 +162,22 @@ for (const { dialect, skip } of await dialects()) {
       const oldest = ids(await stream('?sort=JobID&MinorStatus=generated', bob));
       assert.deepEqual(oldest, all.slice(0, n).reverse());
       assert.deepEqual(ids(await stream(`?maxJobs=${STREAM_CHUNK + 1}`, bob)), all.slice(0, STREAM_CHUNK + 1));
+    });
+
+    it('a client that goes away mid-listing leaves the server answering the next request', async () => {
+      const { request, Agent } = await import('undici');
+      const agent = new Agent({ connect: { ca: readFileSync(svc.pki.caFile) } });
+      try {
+        const res = await request(`${svc.url}/jobs/stream?allOwners=true`, { headers: { authorization: `Bearer ${admin}` }, dispatcher: agent });
+        assert.equal(res.statusCode, 200);
+        for await (const bytes of res.body) {
+          assert.ok((bytes as Buffer).length > 0);
+          break; // leaving the loop destroys the body, and with it the connection
+        }
+      } finally {
+        await agent.close();
+      }
+      assert.equal(ids(await stream('?maxJobs=2', alice)).length, 2);
     });
 
     it('bad input is a 400 JSON error before anything is streamed; a page of GET /jobs stays at most 1000 jobs', async () => {
