@@ -2,7 +2,7 @@
  * The jobs tables: inserting submissions (concurrent ones share a transaction: group-commit.ts), listing
  * with restrictions, reading one job with its history.
  */
-import { PostgresAdapter, sql, type Selectable } from 'kysely';
+import { PostgresAdapter, sql, type Insertable, type Selectable } from 'kysely';
 import type { Db } from '../kernel/db/database.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import { ATTRIBUTE_NAMES, ATTRIBUTES, JobStatus, type AttributeName, type StatusHistoryEntry } from './model.ts';
@@ -98,7 +98,18 @@ async function insertBatch(db: Db, batch: readonly Submission[], committing: () 
       input_sandbox_size: sandbox?.size ?? null,
     })),
   );
-  const ids = await db.transaction().execute(async (trx) => {
+  const oneStatement = db.getExecutor().adapter instanceof PostgresAdapter && all.length <= 200 && !all.some((row) => row.manifest.includes('%j'));
+  const ids = oneStatement ? await insertOneStatement(db, all, now, committing) : await insertInTransaction(db, all, now, committing);
+  transitions.inc({ to: JobStatus.Waiting }, ids.length);
+  jobsChanged();
+  // Each submission's jobs are consecutive rows: its ids are the same slice.
+  let at = 0;
+  return batch.map(({ jobs }) => ids.slice(at, (at += jobs.length)));
+}
+
+/** The rows, their `%j` filled and their history, in one transaction. @returns their ids in order */
+async function insertInTransaction(db: Db, all: Insertable<JobTable>[], now: string, committing: () => void): Promise<number[]> {
+  return db.transaction().execute(async (trx) => {
     const ids: number[] = [];
     for (let i = 0; i < all.length; i += 200) {
       const rows = all.slice(i, i + 200);
@@ -126,11 +137,38 @@ async function insertBatch(db: Db, batch: readonly Submission[], committing: () 
     committing();
     return ids;
   });
-  transitions.inc({ to: JobStatus.Waiting }, ids.length);
-  jobsChanged();
-  // Each submission's jobs are consecutive rows: its ids are the same slice.
-  let at = 0;
-  return batch.map(({ jobs }) => ids.slice(at, (at += jobs.length)));
+}
+
+/**
+ * PostgreSQL, up to 200 jobs without `%j`: the jobs and their history in one statement (a data-modifying
+ * WITH), committed on its own, instead of BEGIN, two INSERTs and COMMIT: one round trip to the backend
+ * instead of four. @returns the jobs' ids in the order of `rows`
+ */
+async function insertOneStatement(db: Db, rows: Insertable<JobTable>[], now: string, committing: () => void): Promise<number[]> {
+  const steps = sql`(values (1, ${JobStatus.Received}, ${'Job accepted'}), (2, ${JobStatus.Waiting}, ${WAITING})) as s(o, status, minor)`;
+  const query = db
+    .with('ins', (qb) => qb.insertInto('jobs').values(rows).returning('job_id'))
+    .with('hist', (qb) =>
+      qb
+        .insertInto('job_status_history')
+        .columns(['job_id', 'status', 'minor_status', 'application_status', 'status_time', 'source'])
+        // Received before Waiting, in job order: the history's ids follow the steps.
+        .expression(sql`select ins.job_id, s.status, s.minor, 'Unknown', ${now}, 'JobManager' from ins cross join ${steps} order by s.o, ins.job_id`),
+    )
+    .selectFrom('ins')
+    .select('job_id')
+    .compile();
+  try {
+    const result = await db.executeQuery(query);
+    committing();
+    return result.rows.map((r) => Number(r.job_id)).sort((a, b) => a - b);
+  } catch (err) {
+    // An ERROR the server answered aborted the statement's own transaction: nothing is stored. Anything
+    // else (a connection lost meanwhile, FATAL) leaves its outcome unknown, as a failed COMMIT would.
+    const e = err as { severity?: string; code?: string };
+    if (!(e.severity === 'ERROR' && e.code && !/^(08|57)/.test(e.code))) committing();
+    throw err;
+  }
 }
 
 const WAITING = 'Waiting for a free slot';
