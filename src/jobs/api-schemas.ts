@@ -106,7 +106,7 @@ export const JobManifest = Type.Object(
     Sites: Type.Optional(Type.Array(Type.String(), { minItems: 1, description: 'configured sites the job may run at (any when absent)' })),
     JobName: Type.Optional(Type.String({ maxLength: 256 })),
     JobGroup: Type.Optional(Type.String({ maxLength: 256 })),
-    JobType: Type.Optional(Type.String({ maxLength: 256 })),
+    JobType: Type.Optional(Type.String({ maxLength: 64 })),
     InputSandbox: Type.Optional(
       Type.Array(Type.String(), { description: 'names of files uploaded with the submission; the stored manifest lists the files the input sandbox holds' }),
     ),

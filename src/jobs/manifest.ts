@@ -31,7 +31,8 @@ export interface CheckedManifest {
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const MAX_TEXT = 256;
+/** The widths of the columns these fields are stored in (migrations.ts). */
+const MAX_TEXT = { JobName: 256, JobGroup: 256, JobType: 64 } as const;
 /** Linux refuses a single argument or environment string longer than this (MAX_ARG_STRLEN). */
 const MAX_WORD_BYTES = 131072;
 
@@ -70,8 +71,8 @@ export function checkManifest(raw: unknown, where: string, knownSites: readonly 
   if (typeof m.Executable !== 'string' || m.Executable.trim() === '') throw new InvalidRequest(`${where}: Executable is required and must be a non-empty string`);
   if (m.Executable.includes('\u0000')) throw new InvalidRequest(`${where}: Executable contains a NUL character`);
   for (const key of ['JobName', 'JobGroup', 'JobType'] as const) {
-    if (m[key] !== undefined && (typeof m[key] !== 'string' || m[key].length > MAX_TEXT)) {
-      throw new InvalidRequest(`${where}: ${key} must be a string of at most ${MAX_TEXT} characters`);
+    if (m[key] !== undefined && (typeof m[key] !== 'string' || m[key].length > MAX_TEXT[key])) {
+      throw new InvalidRequest(`${where}: ${key} must be a string of at most ${MAX_TEXT[key]} characters`);
     }
   }
   let argv: string[] = [];

@@ -45,6 +45,9 @@ for (const { dialect, skip } of await dialects()) {
       ['Sites not an array', '{"Executable": "/bin/true", "Sites": "Local"}', 400, /Sites must be an array of strings/],
       ['Sites with a number', '{"Executable": "/bin/true", "Sites": [1]}', 400, /Sites must be an array of strings/],
       ['unknown site', '{"Executable": "/bin/true", "Sites": ["Mars"]}', 400, /unknown site 'Mars'/],
+      // JobType's column is varchar(64): a longer one was a 500 on PostgreSQL (SQLite does not enforce lengths).
+      ['JobType too long', JSON.stringify({ Executable: '/bin/true', JobType: 't'.repeat(65) }), 400, /JobType must be a string of at most 64 characters/],
+      ['JobName too long', JSON.stringify({ Executable: '/bin/true', JobName: 'n'.repeat(257) }), 400, /JobName must be a string of at most 256 characters/],
       ['Priority too high', '{"Executable": "/bin/true", "Priority": 11}', 400, /Priority must be an integer from 0 to 10/],
       ['Priority negative', '{"Executable": "/bin/true", "Priority": -1}', 400, /Priority/],
       ['Priority not integer', '{"Executable": "/bin/true", "Priority": 2.5}', 400, /Priority/],
