@@ -136,7 +136,7 @@ async function catalogue(dialect: 'sqlite' | 'postgres'): Promise<void> {
   for (const files of FILES) {
     const setup = await prepareServe(dialect, { scheduler: { enabled: false } });
     const server = await startServe(setup);
-    const agent = userAgent(setup.pki, 'admin', 1);
+    let agent = userAgent(setup.pki, 'admin', 1);
     const { db } = openDatabase(setup.databaseUrl, setup.schema ? { schema: setup.schema, poolSize: 2 } : {});
     try {
       const auth = { authorization: `Bearer ${await flowAToken(server.url, agent, 'dirigo_admin')}` };
@@ -149,6 +149,10 @@ async function catalogue(dialect: 'sqlite' | 'postgres'): Promise<void> {
       for (const row of await db.selectFrom('cat_fields').select(['id', 'name']).execute()) fields[row.name] = Number(row.id);
       const { runsPerCampaign, seconds } = await generateCatalogue(db, dialect, fields, Math.round(files / 10), files);
       process.stderr.write(`  [${dialect}] ${files.toLocaleString('en')} files ready in ${seconds.toFixed(0)} s\n`);
+      // Loading blocks this process's event loop for minutes (node:sqlite is synchronous): the keep-alive
+      // connection the server closed meanwhile would be written to before its close is seen. A new one.
+      await agent.close();
+      agent = userAgent(setup.pki, 'admin', 1);
       const get = (path: string) => () => request(server.url + path, { headers: auth, dispatcher: agent });
       const b64 = Buffer.from('/cat').toString('base64url');
       const q = (conditions: string) => `/filecatalogue/directory/${b64}/search?${conditions}`;
