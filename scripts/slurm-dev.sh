@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Brings up a single-node Slurm on this machine (root, Debian 12, no systemd), idempotently:
-# installs slurm-wlm and munge when missing, writes /etc/slurm/slurm.conf from the node's real CPUs and
-# memory (`slurmd -C`), starts munged, slurmctld and slurmd as plain daemons, and waits until `sinfo`
-# shows the node idle. Dirigo's Slurm suite (`npm run test:slurm`) and bench/scale-slurm.ts use it.
+# installs slurm-wlm and munge when missing (and slurmrestd with its auth/jwt plugin, the peers bench's
+# peer), writes /etc/slurm/slurm.conf from the node's real CPUs and memory (`slurmd -C`), starts munged,
+# slurmctld and slurmd as plain daemons, and waits until `sinfo` shows the node idle. Dirigo's Slurm suite (`npm run test:slurm`) and bench/scale-slurm.ts use it.
 #
 # No accounting (sacct has nothing; Dirigo reads finished jobs from `squeue --states=all` while
 # MinJobAge keeps them), no cgroups (proctrack/linuxproc, task/none: works in containers and on hosts
@@ -19,10 +19,11 @@ die() { printf 'slurm-dev: %s\n' "$*" >&2; exit 1; }
 restart=false
 [ "${1:-}" = "--restart" ] && restart=true
 
-if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null; then
-  log "installing slurm-wlm and munge"
+# slurmrestd and its auth/jwt plugin: the peer `npm run bench -- peers` compares submissions and listings with.
+if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null || ! command -v slurmrestd >/dev/null || [ ! -e /usr/lib/x86_64-linux-gnu/slurm-wlm/auth_jwt.so ]; then
+  log "installing slurm-wlm, munge, slurmrestd and slurm-wlm-jwt-plugin"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge slurmrestd slurm-wlm-jwt-plugin >/dev/null
 fi
 
 node=$(hostname -s)
