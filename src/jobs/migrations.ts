@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Migration } from 'kysely';
-import { withAutoId } from '../kernel/db/portable.ts';
+import { isPostgres, withAutoId } from '../kernel/db/portable.ts';
 import { createJobCounts } from './counts.ts';
 
 export const jobsMigrations: Record<string, Migration> = {
@@ -106,6 +106,16 @@ export const jobsMigrations: Record<string, Migration> = {
   '2026_11_25_1500_jobs_owner_id': {
     async up(db: Kysely<unknown>) {
       await db.schema.createIndex('jobs_owner_id').on('jobs').columns(['owner', 'job_id', 'status']).execute();
+    },
+  },
+  // A history row's source names the site: `Agent@<site>`, `LocalExecutor@<site>`, `slurm@<site>`, and a
+  // site name may have 64 characters (config-schema.ts), so varchar(64) refused the longer ones on
+  // PostgreSQL (the job stuck in Matched, the agent's report a 500). PostgreSQL widens a varchar without
+  // rewriting the table; SQLite does not enforce the width.
+  '2026_11_25_1900_jobs_history_source_width': {
+    async up(db: Kysely<unknown>) {
+      if (!isPostgres(db)) return;
+      await sql`alter table job_status_history alter column source type varchar(128)`.execute(db);
     },
   },
 };

@@ -1,0 +1,55 @@
+/**
+ * Texts the service composes from valid input must fit their columns: PostgreSQL enforces varchar widths
+ * (SQLite does not), so a longer one was a 500. A site name may have 64 characters, and the history's
+ * Source is `Agent@<site>` or `LocalExecutor@<site>`.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { dialects } from '../helpers/dialects.ts';
+import type { TestService } from '../helpers/service.ts';
+import { startJobsService, submit, waitForStatus } from '../jobs/helpers.ts';
+
+const POOL = `Pool_${'p'.repeat(59)}`;
+const LOCAL = `Local_${'l'.repeat(58)}`;
+
+for (const { dialect, skip } of await dialects()) {
+  describe(`texts composed from input fit their columns (${dialect})`, { skip }, () => {
+    let svc: TestService;
+    let alice: string;
+    let pilot: string;
+
+    before(async () => {
+      svc = await startJobsService(dialect, {
+        scheduler: { maxReschedules: 1 },
+        sites: [
+          { name: LOCAL, type: 'local', slots: 1 },
+          { name: POOL, type: 'agents' },
+        ],
+      });
+      alice = await svc.token('alice');
+      pilot = await svc.token('pilot', 'dirigo_pilot');
+    });
+    after(async () => svc?.close());
+
+    test('sites with names of 64 characters: their jobs run, and the history names them whole', async () => {
+      assert.equal(POOL.length, 64);
+      assert.equal(LOCAL.length, 64);
+      const local = await submit(svc, alice, { Executable: '/bin/true', Sites: [LOCAL] });
+      const done = await waitForStatus(svc, alice, local, ['Done', 'Failed'], 30000);
+      assert.equal(done.Status, 'Done', String(done.MinorStatus));
+      assert.ok((done.StatusHistory as { Source: string }[]).some((h) => h.Source === `LocalExecutor@${LOCAL}`), JSON.stringify(done.StatusHistory));
+
+      const jid = await submit(svc, alice, { Executable: '/bin/true', Sites: [POOL] });
+      const m = await svc.request('/agents/match', { method: 'POST', token: pilot, json: { agentId: 'a1', site: POOL, slots: 1 } });
+      assert.equal(m.status, 200, m.text);
+      assert.deepEqual(m.json.jobs.map((j: { JobID: number }) => j.JobID), [jid]);
+      const r = await svc.request(`/agents/jobs/${jid}/status`, { method: 'POST', token: pilot, json: { agentId: 'a1', status: 'Running' } });
+      assert.equal(r.status, 200, r.text);
+      const f = await svc.request(`/agents/jobs/${jid}/finish`, { method: 'POST', token: pilot, json: { agentId: 'a1', outcome: 'done', exitCode: 0, minorStatus: 'Execution Complete' } });
+      assert.equal(f.status, 200, f.text);
+      const job = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
+      assert.equal(job.Status, 'Done');
+      assert.ok((job.StatusHistory as { Source: string }[]).slice(-4).every((h) => h.Source === `Agent@${POOL}`), JSON.stringify(job.StatusHistory));
+    });
+  });
+}
