@@ -16,7 +16,7 @@ import { runDuty } from '../cluster/index.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import { JobStatus } from '../jobs/index.ts';
 import { FileSandboxStore, JidParams, jobTokens, storeOutputTail } from '../jobs/index.ts';
-import { changeStatus } from '../jobs/index.ts';
+import { changeStatus, wrapMinorStatus } from '../jobs/index.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { InsufficientPrivileges, InvalidRequest, InvalidTransition, NotFound } from '../kernel/errors.ts';
 import { errors, SECURITY } from '../kernel/openapi.ts';
@@ -268,10 +268,14 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
           const counter = (await trx.selectFrom('jobs').select('reschedule_counter').where('job_id', '=', row.job_id).executeTakeFirstOrThrow()).reschedule_counter;
           const release = { executor_id: null, executor_ref: null, lease_until: null };
           const max = jobs.scheduler.maxReschedules;
+          // The agent's MinorStatus (up to 500 characters, valid) wrapped in the service's words can pass
+          // minor_status's 512 (a 500 on PostgreSQL): the agent's words are shortened, not refused, as DIRAC
+          // shortens the free-text statuses it logs (ApplicationStatus[:255], StatusSource[:32] in JobLoggingDB).
+          // Given back, the Rescheduled row still holds them whole.
           if (counter >= max) {
             return changeStatus(trx, [row.job_id], {
               ...common,
-              minorStatus: `${body.minorStatus}; not rescheduled (already rescheduled ${counter} of ${max} times)`,
+              minorStatus: wrapMinorStatus(body.minorStatus, (said) => `${said}; not rescheduled (already rescheduled ${counter} of ${max} times)`),
               from: AGENT_HELD,
               to: JobStatus.Failed,
               set: { ...set, ...release },
@@ -285,7 +289,7 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
           });
           if (back.length === 0) return back;
           status = JobStatus.Waiting;
-          return changeStatus(trx, [row.job_id], { from: JobStatus.Rescheduled, to: JobStatus.Waiting, minorStatus: `Rescheduled (${body.minorStatus}); waiting for a free slot`, source });
+          return changeStatus(trx, [row.job_id], { from: JobStatus.Rescheduled, to: JobStatus.Waiting, minorStatus: wrapMinorStatus(body.minorStatus, (said) => `Rescheduled (${said}); waiting for a free slot`), source });
         }
         // Done is reached through Completing; an agent that skipped reporting it gets it recorded here.
         await changeStatus(trx, [row.job_id], { from: JobStatus.Running, to: JobStatus.Completing, minorStatus: 'Uploading output sandbox', source, executorId: holder });

@@ -1,7 +1,8 @@
 /**
  * Texts the service composes from valid input must fit their columns: PostgreSQL enforces varchar widths
  * (SQLite does not), so a longer one was a 500. A site name may have 64 characters, and the history's
- * Source is `Agent@<site>` or `LocalExecutor@<site>`.
+ * Source is `Agent@<site>` or `LocalExecutor@<site>`; an agent's MinorStatus may have 500, and a
+ * rescheduled job's status wraps it in more words.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -50,6 +51,30 @@ for (const { dialect, skip } of await dialects()) {
       const job = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
       assert.equal(job.Status, 'Done');
       assert.ok((job.StatusHistory as { Source: string }[]).slice(-4).every((h) => h.Source === `Agent@${POOL}`), JSON.stringify(job.StatusHistory));
+    });
+
+    test('a rescheduled job keeps a MinorStatus of 500 characters within its column, given back and at the limit', async () => {
+      const said = `${'m'.repeat(499)}!`;
+      const jid = await submit(svc, alice, { Executable: '/bin/true', Sites: [POOL] });
+      for (const round of [1, 2]) {
+        const m = await svc.request('/agents/match', { method: 'POST', token: pilot, json: { agentId: 'a2', site: POOL, slots: 1 } });
+        assert.equal(m.status, 200, m.text);
+        assert.deepEqual(m.json.jobs.map((j: { JobID: number }) => j.JobID), [jid]);
+        const f = await svc.request(`/agents/jobs/${jid}/finish`, { method: 'POST', token: pilot, json: { agentId: 'a2', outcome: 'rescheduled', exitCode: null, minorStatus: said } });
+        assert.equal(f.status, 200, `round ${round}: ${f.text}`);
+        const job = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
+        const minor = job.MinorStatus as string;
+        assert.ok(minor.length <= 512, `round ${round}: ${minor.length} characters`);
+        if (round === 1) {
+          assert.equal(f.json.Status, 'Waiting');
+          assert.match(minor, /^Rescheduled \(m+…\); waiting for a free slot$/);
+          // The row of the report itself keeps the agent's words whole.
+          assert.ok((job.StatusHistory as { Status: string; MinorStatus: string }[]).some((h) => h.Status === 'Rescheduled' && h.MinorStatus === said));
+        } else {
+          assert.equal(f.json.Status, 'Failed');
+          assert.match(minor, /^m+…; not rescheduled \(already rescheduled 1 of 1 times\)$/);
+        }
+      }
     });
   });
 }
