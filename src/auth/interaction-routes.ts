@@ -198,7 +198,10 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     const id = field(request.body, 'interaction') ?? '';
     const username = (field(request.body, 'username') ?? '').slice(0, 128);
     const password = field(request.body, 'password') ?? '';
-    const keys = [`user:${username.toLowerCase()}`, `addr:${request.ip}`];
+    // The lower case may be longer than the 128 characters kept ('İ' is two): the key is cut after it, so
+    // that it fits login_failures.key (varchar(200)); no registered name is that long (at most 64).
+    const userKey = `user:${[...username.toLowerCase()].slice(0, 128).join('')}`;
+    const keys = [userKey, `addr:${request.ip}`];
     const wait = await limiter.retryAfter(keys);
     if (wait > 0) {
       loginLockouts.inc({ form: 'password' });
@@ -211,7 +214,7 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
       loginFailures.inc({ form: 'password' });
       return showInteraction(ctx, reply, request, session, id, { message: 'Wrong user name or password.', status: 401, username });
     }
-    await limiter.succeed([`user:${username.toLowerCase()}`]);
+    await limiter.succeed([userKey]);
     if (!(await sessions.interaction(session, id))) return errorPage(reply, 400, 'Sign-in expired', EXPIRED);
     await sessions.signIn(reply, session, user.name, 'password');
     return reply.redirect(`/oauth2/interaction/${encodeURIComponent(id)}`, 303);

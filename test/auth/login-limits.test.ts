@@ -49,4 +49,27 @@ for (const { dialect, skip } of await dialects()) {
       }
     });
   });
+  describe(`login rate limits: the keys fit their column (${dialect})`, { skip }, () => {
+    let svc: TestService;
+    before(async () => {
+      svc = await startTestService({ dialect, config: await oauthConfig() });
+    });
+    after(async () => svc?.close());
+
+    it('a user name whose lower case is longer than its 128 characters is a wrong login (401), not a 500', async () => {
+      // 'İ' lowercases to two characters: the 'user:' key of 128 of them was 261 characters, login_failures.key is varchar(200).
+      const name = 'İ'.repeat(200);
+      assert.equal(name.slice(0, 128).toLowerCase().length, 256);
+      const browser = new Browser(svc);
+      try {
+        const q = new URLSearchParams({ response_type: 'code', client_id: 'test-public', state: 's', code_challenge: pkcePair().challenge, code_challenge_method: 'S256', redirect_uri: 'http://127.0.0.1/callback' });
+        const page = await browser.follow(`${svc.url}/oauth2/auth?${q}`);
+        const failed = await browser.login(page, name, 'wrong');
+        assert.equal(failed.status, 401, failed.text.slice(0, 200));
+        assert.match(failed.text, /Wrong user name or password/);
+      } finally {
+        await browser.close();
+      }
+    });
+  });
 }
