@@ -21,6 +21,36 @@ export function startJobsService(dialect: TestDialect, jobs: Record<string, unkn
   });
 }
 
+/** The listing tests' jobs: alice's twelve (JobGroup g0 or g1, Priority 0–3; the first two killed), bob's two. */
+export interface ListingFixture {
+  svc: TestService;
+  alice: string;
+  bob: string;
+  admin: string;
+  aliceIds: number[];
+  bobIds: number[];
+}
+
+/** A jobs service (scheduler off: nothing runs, statuses move only by requests) holding the listing fixture. */
+export async function startListingFixture(dialect: TestDialect): Promise<ListingFixture> {
+  const svc = await startJobsService(dialect, { scheduler: { enabled: false } });
+  const alice = await svc.token('alice');
+  const bob = await svc.token('bob');
+  const admin = await svc.token('admin', 'dirigo_admin');
+  const a = await svc.request('/jobs', {
+    method: 'POST',
+    token: alice,
+    json: Array.from({ length: 12 }, (_, i) => ({ Executable: '/bin/true', JobName: `a${i}`, JobGroup: i % 3 === 0 ? 'g0' : 'g1', Priority: i % 4 })),
+  });
+  assert.equal(a.status, 201, a.text);
+  const b = await svc.request('/jobs', { method: 'POST', token: bob, json: [{ Executable: '/bin/true', JobName: 'b0' }, { Executable: '/bin/true', JobName: 'b1' }] });
+  assert.equal(b.status, 201, b.text);
+  const aliceIds = a.json.jids as number[];
+  // Kill two of alice's so that Status restrictions have something to tell apart.
+  for (const jid of aliceIds.slice(0, 2)) assert.equal((await svc.request(`/jobs/${jid}`, { method: 'DELETE', token: alice })).status, 200);
+  return { svc, alice, bob, admin, aliceIds, bobIds: b.json.jids as number[] };
+}
+
 export async function submit(svc: TestService, token: string, manifest: unknown): Promise<number> {
   const res = await svc.request('/jobs', { method: 'POST', token, json: manifest });
   assert.equal(res.status, 201, res.text);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { startJobsService } from './helpers.ts';
+import { startListingFixture } from './helpers.ts';
 
 for (const { dialect, skip } of await dialects()) {
   describe(`jobs: listing with restrictions, allOwners, maxJobs, startJob (${dialect})`, { skip }, () => {
@@ -14,21 +14,7 @@ for (const { dialect, skip } of await dialects()) {
     let aliceIds: number[];
     let bobIds: number[];
     before(async () => {
-      svc = await startJobsService(dialect, { scheduler: { enabled: false } });
-      alice = await svc.token('alice');
-      bob = await svc.token('bob');
-      admin = await svc.token('admin', 'dirigo_admin');
-      const a = await svc.request('/jobs', {
-        method: 'POST',
-        token: alice,
-        json: Array.from({ length: 12 }, (_, i) => ({ Executable: '/bin/true', JobName: `a${i}`, JobGroup: i % 3 === 0 ? 'g0' : 'g1', Priority: i % 4 })),
-      });
-      assert.equal(a.status, 201, a.text);
-      aliceIds = a.json.jids;
-      const b = await svc.request('/jobs', { method: 'POST', token: bob, json: [{ Executable: '/bin/true', JobName: 'b0' }, { Executable: '/bin/true', JobName: 'b1' }] });
-      bobIds = b.json.jids;
-      // Kill two of alice's so that Status restrictions have something to tell apart.
-      for (const jid of aliceIds.slice(0, 2)) assert.equal((await svc.request(`/jobs/${jid}`, { method: 'DELETE', token: alice })).status, 200);
+      ({ svc, alice, bob, admin, aliceIds, bobIds } = await startListingFixture(dialect));
     });
     after(() => svc?.close());
 

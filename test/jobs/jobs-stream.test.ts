@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { startJobsService } from './helpers.ts';
+import { startListingFixture } from './helpers.ts';
 import { STREAM_CHUNK, streamJobs, type ListQuery } from '../../src/jobs/store.ts';
 import type { Visibility } from '../../src/jobs/privileges.ts';
 import type { SortKey } from '../../src/jobs/search.ts';
@@ -28,20 +28,7 @@ for (const { dialect, skip } of await dialects()) {
     let aliceIds: number[];
     let bobIds: number[];
     before(async () => {
-      svc = await startJobsService(dialect, { scheduler: { enabled: false } });
-      alice = await svc.token('alice');
-      bob = await svc.token('bob');
-      admin = await svc.token('admin', 'dirigo_admin');
-      const a = await svc.request('/jobs', {
-        method: 'POST',
-        token: alice,
-        json: Array.from({ length: 12 }, (_, i) => ({ Executable: '/bin/true', JobName: `a${i}`, JobGroup: i % 3 === 0 ? 'g0' : 'g1', Priority: i % 4 })),
-      });
-      assert.equal(a.status, 201, a.text);
-      aliceIds = a.json.jids;
-      const b = await svc.request('/jobs', { method: 'POST', token: bob, json: [{ Executable: '/bin/true', JobName: 'b0' }, { Executable: '/bin/true', JobName: 'b1' }] });
-      bobIds = b.json.jids;
-      for (const jid of aliceIds.slice(0, 2)) assert.equal((await svc.request(`/jobs/${jid}`, { method: 'DELETE', token: alice })).status, 200);
+      ({ svc, alice, bob, admin, aliceIds, bobIds } = await startListingFixture(dialect));
     });
     after(() => svc?.close());
 
