@@ -16,7 +16,7 @@ import picomatch from 'picomatch';
 import { environment } from '../kernel/config.ts';
 import type { LocalSiteConfig } from '../jobs/index.ts';
 import type { SandboxStore, StoredObject } from '../jobs/index.ts';
-import { packFiles, unpackArchive, type ArchiveFile } from '../jobs/index.ts';
+import { packFiles, unpackArchive, wrapMinorStatus, type ArchiveFile } from '../jobs/index.ts';
 import { PayloadTooLarge } from '../kernel/errors.ts';
 import type { Executor, ExecutorEvent, ExecutorSink, HeldJob, JobToRun } from './executor.ts';
 import { groupCpuSeconds, HAS_PROC, readStat } from './process-stats.ts';
@@ -230,7 +230,7 @@ export class LocalExecutor implements Executor {
       try {
         outputSandbox = await this.#packOutput(a.dir, m.StdOutput ?? 'std.out', m.StdError ?? 'std.err', m.OutputSandbox ?? []);
       } catch (err) {
-        packError = `Output sandbox could not be stored: ${(err as Error).message}`;
+        packError = wrapMinorStatus((err as Error).message, (said) => `Output sandbox could not be stored: ${said}`);
       }
       const base = { kind: 'finished' as const, jobId, exitCode: code, ...(outputSandbox ? { outputSandbox } : {}) };
       if (packError) events.push({ ...base, outcome: 'failed', minorStatus: packError });
@@ -328,7 +328,7 @@ export class LocalExecutor implements Executor {
             maxEntries: this.#o.limits.maxFiles,
           });
         } catch (err) {
-          startError = `Input sandbox could not be unpacked: ${(err as Error).message}`;
+          startError = wrapMinorStatus((err as Error).message, (said) => `Input sandbox could not be unpacked: ${said}`);
         }
       }
       const out = await open(join(dir, stdoutName), 'w', 0o600);
@@ -366,7 +366,10 @@ export class LocalExecutor implements Executor {
             spawned = err as Error;
           }
           if (spawned || !child) {
-            startError = `Cannot start '${m.Executable}': ${startProblem(spawned)}`;
+            // The Executable is the client's (any length a word may have): shortened to fit minor_status (512),
+            // which PostgreSQL enforces (the job stayed Matched); the manifest keeps it whole.
+            const problem = startProblem(spawned);
+            startError = wrapMinorStatus(m.Executable, (said) => `Cannot start '${said}': ${problem}`);
           } else {
             r.child = child;
             r.pid = child.pid!;
@@ -397,7 +400,7 @@ export class LocalExecutor implements Executor {
       try {
         outputSandbox = await this.#packOutput(dir, stdoutName, stderrName, m.OutputSandbox ?? []);
       } catch (err) {
-        packError = err instanceof PayloadTooLarge ? `Output sandbox too large: ${err.message}` : `Output sandbox could not be stored: ${(err as Error).message}`;
+        packError = wrapMinorStatus((err as Error).message, (said) => (err instanceof PayloadTooLarge ? `Output sandbox too large: ${said}` : `Output sandbox could not be stored: ${said}`));
       }
       await this.#sink(this.#outcome(r, exit, startError, packError, outputSandbox));
     } finally {

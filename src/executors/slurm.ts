@@ -22,7 +22,7 @@ import { basename, join, relative, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import picomatch from 'picomatch';
 import type { SandboxStore, StoredObject } from '../jobs/index.ts';
-import { packFiles, type ArchiveFile } from '../jobs/index.ts';
+import { packFiles, wrapMinorStatus, type ArchiveFile } from '../jobs/index.ts';
 import { PayloadTooLarge } from '../kernel/errors.ts';
 import type { Executor, ExecutorEvent, ExecutorSink, HeldJob, JobToRun } from './executor.ts';
 import { SlurmClient, SlurmCommandError, type SlurmJobInfo } from './slurm-client.ts';
@@ -274,7 +274,7 @@ export class SlurmExecutor implements Executor {
         try {
           outputSandbox = await this.#packOutput(h);
         } catch (err) {
-          packError = err instanceof PayloadTooLarge ? `Output sandbox too large: ${err.message}` : `Output sandbox could not be stored: ${(err as Error).message}`;
+          packError = wrapMinorStatus((err as Error).message, (said) => (err instanceof PayloadTooLarge ? `Output sandbox too large: ${said}` : `Output sandbox could not be stored: ${said}`));
         }
       }
       const outcome = describeOutcome(h, state, reason, record);
@@ -475,8 +475,9 @@ export function describeOutcome(h: { slurmId: string; job: { manifest: { Executa
     case 'LOST':
       return { outcome: 'failed', exitCode: null, minorStatus: `Job lost: ${reason}` };
     case 'FAILED':
-      if (record?.kind === 'not-found') return { outcome: 'failed', exitCode: 127, minorStatus: `Cannot start '${h.job.manifest.Executable}': no such executable` };
-      if (record?.kind === 'setup-failed') return { outcome: 'failed', exitCode: null, minorStatus: `Job setup failed on the Slurm node: ${record.why}` };
+      // The Executable is the client's (any length a word may have): shortened to fit minor_status (512).
+      if (record?.kind === 'not-found') return { outcome: 'failed', exitCode: 127, minorStatus: wrapMinorStatus(h.job.manifest.Executable, (said) => `Cannot start '${said}': no such executable`) };
+      if (record?.kind === 'setup-failed') return { outcome: 'failed', exitCode: null, minorStatus: wrapMinorStatus(record.why, (said) => `Job setup failed on the Slurm node: ${said}`) };
       if (code !== null) {
         const signal = code > 128 ? ` (signal ${code - 128})` : '';
         return { outcome: 'failed', exitCode: code, minorStatus: `Application exited with code ${code}${signal}`, applicationStatus: app };

@@ -76,5 +76,15 @@ for (const { dialect, skip } of await dialects()) {
         }
       }
     });
+
+    test('an Executable that cannot start fails its job with a MinorStatus within its column', async () => {
+      const executable = `/no/such/${'x'.repeat(600)}`;
+      const jid = await submit(svc, alice, { Executable: executable, Sites: [LOCAL] });
+      const job = await waitForStatus(svc, alice, jid, ['Done', 'Failed'], 30000);
+      assert.equal(job.Status, 'Failed');
+      const minor = job.MinorStatus as string;
+      assert.ok(minor.length <= 512, `${minor.length} characters`);
+      assert.match(minor, /^Cannot start '\/no\/such\/x+…': no such executable$/);
+    });
   });
 }

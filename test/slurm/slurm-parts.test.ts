@@ -39,6 +39,10 @@ describe('Slurm states → job outcomes', () => {
     assert.match(describeOutcome(h(), 'OUT_OF_MEMORY', 'OutOfMemory', undefined).minorStatus, /Out of memory.*OUT_OF_MEMORY/);
     assert.match(describeOutcome(h(), 'NODE_FAIL', 'NodeDown', undefined).minorStatus, /Node failure.*NODE_FAIL, reason NodeDown/);
     assert.match(describeOutcome(h(), 'FAILED', 'None', { kind: 'not-found' }).minorStatus, /Cannot start 'prog': no such executable/);
+    // An Executable of any length (a client's) leaves a MinorStatus within minor_status's 512 characters.
+    const long = describeOutcome({ slurmId: '7', job: { manifest: { Executable: `/no/such/${'x'.repeat(600)}` } } }, 'FAILED', 'None', { kind: 'not-found' }).minorStatus;
+    assert.ok(long.length <= 512, `${long.length} characters`);
+    assert.match(long, /^Cannot start '\/no\/such\/x+…': no such executable$/);
     assert.match(describeOutcome(h(), 'BOOT_FAIL', 'None', undefined).minorStatus, /BOOT_FAIL/);
     assert.equal(describeOutcome(h(), 'PREEMPTED', 'None', undefined).outcome, 'failed');
   });
