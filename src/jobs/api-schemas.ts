@@ -104,8 +104,8 @@ export const JobManifest = Type.Object(
     Executable: Type.String({ minLength: 1, pattern: '\\S', description: 'program to run: a name on PATH, an absolute path, or a file of the input sandbox' }),
     Arguments: Type.Optional(Type.String({ description: 'split into words as a POSIX shell would, without expansion' })),
     Sites: Type.Optional(Type.Array(Type.String(), { minItems: 1, description: 'configured sites the job may run at (any when absent)' })),
-    JobName: Type.Optional(Type.String({ maxLength: 256 })),
-    JobGroup: Type.Optional(Type.String({ maxLength: 256 })),
+    JobName: Type.Optional(Type.String({ maxLength: 256, description: 'each %j (the job id) counts as 19 characters' })),
+    JobGroup: Type.Optional(Type.String({ maxLength: 256, description: 'each %j (the job id) counts as 19 characters' })),
     JobType: Type.Optional(Type.String({ maxLength: 64 })),
     InputSandbox: Type.Optional(
       Type.Array(Type.String(), { description: 'names of files uploaded with the submission; the stored manifest lists the files the input sandbox holds' }),

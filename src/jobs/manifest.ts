@@ -33,6 +33,11 @@ export interface CheckedManifest {
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** The widths of the columns these fields are stored in (migrations.ts). */
 const MAX_TEXT = { JobName: 256, JobGroup: 256, JobType: 64 } as const;
+/**
+ * `%j` in JobName and JobGroup becomes the job id once the job is stored (parametric.ts, fillJobId), after
+ * this check: it counts as the most digits a job id (bigint) may have, so that the filled value fits too.
+ */
+const JOB_ID_DIGITS = 19;
 /** Linux refuses a single argument or environment string longer than this (MAX_ARG_STRLEN). */
 const MAX_WORD_BYTES = 131072;
 
@@ -73,6 +78,9 @@ export function checkManifest(raw: unknown, where: string, knownSites: readonly 
   for (const key of ['JobName', 'JobGroup', 'JobType'] as const) {
     if (m[key] !== undefined && (typeof m[key] !== 'string' || m[key].length > MAX_TEXT[key])) {
       throw new InvalidRequest(`${where}: ${key} must be a string of at most ${MAX_TEXT[key]} characters`);
+    }
+    if (key !== 'JobType' && m[key] !== undefined && m[key].replaceAll('%j', '#'.repeat(JOB_ID_DIGITS)).length > MAX_TEXT[key]) {
+      throw new InvalidRequest(`${where}: ${key} must be a string of at most ${MAX_TEXT[key]} characters once each %j is the job id (counted as ${JOB_ID_DIGITS})`);
     }
   }
   let argv: string[] = [];

@@ -72,6 +72,29 @@ for (const { dialect, skip } of await dialects()) {
       });
     }
 
+    it('POST /jobs with a JobName or JobGroup that %j would make longer than its column → 400', async () => {
+      // %j becomes the job id after the check: with ids of 6 digits, 254 characters and %j were 260 once
+      // filled, past varchar(256) (a 500 on PostgreSQL, stored whole by SQLite).
+      const { sql } = await import('kysely');
+      if (dialect === 'postgres') await sql`select setval(pg_get_serial_sequence('jobs', 'job_id'), 100000)`.execute(svc.ctx.db);
+      else {
+        await sql`delete from sqlite_sequence where name = 'jobs'`.execute(svc.ctx.db);
+        await sql`insert into sqlite_sequence (name, seq) values ('jobs', 100000)`.execute(svc.ctx.db);
+      }
+      for (const [key, value] of [['JobName', `${'n'.repeat(254)}%j`], ['JobGroup', `%j${'g'.repeat(250)}`]] as const) {
+        const before = await jobCount(svc);
+        const res = await svc.request('/jobs', { method: 'POST', token: alice, json: { Executable: '/bin/true', [key]: value } });
+        assert.equal(res.status, 400, `${key}: ${res.text}`);
+        assert.match(res.json.error_description, new RegExp(`${key} must be a string of at most 256 characters.*%j`));
+        assert.equal(await jobCount(svc), before, 'no job was stored');
+      }
+      // Within the limit once filled, it is taken.
+      const fits = await svc.request('/jobs', { method: 'POST', token: alice, json: { Executable: '/bin/true', JobName: `${'n'.repeat(200)}%j` } });
+      assert.equal(fits.status, 201, fits.text);
+      const row = await svc.ctx.db.selectFrom('jobs').select(['job_id', 'job_name']).where('job_id', '=', fits.json.jids[0]).executeTakeFirstOrThrow();
+      assert.equal(row.job_name, `${'n'.repeat(200)}${row.job_id}`);
+    });
+
     it('POST /jobs with an unsupported content type → 415', async () => {
       const res = await svc.request('/jobs', { method: 'POST', token: alice, body: 'Executable=/bin/true', headers: { 'content-type': 'text/plain' } });
       assert.equal(res.status, 415, res.text);

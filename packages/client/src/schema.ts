@@ -3726,7 +3726,9 @@ export interface operations {
                     Arguments?: string;
                     /** @description configured sites the job may run at (any when absent) */
                     Sites?: string[];
+                    /** @description each %j (the job id) counts as 19 characters */
                     JobName?: string;
+                    /** @description each %j (the job id) counts as 19 characters */
                     JobGroup?: string;
                     JobType?: string;
                     /** @description names of files uploaded with the submission; the stored manifest lists the files the input sandbox holds */
@@ -3761,7 +3763,9 @@ export interface operations {
                     Arguments?: string;
                     /** @description configured sites the job may run at (any when absent) */
                     Sites?: string[];
+                    /** @description each %j (the job id) counts as 19 characters */
                     JobName?: string;
+                    /** @description each %j (the job id) counts as 19 characters */
                     JobGroup?: string;
                     JobType?: string;
                     /** @description names of files uploaded with the submission; the stored manifest lists the files the input sandbox holds */
@@ -4648,7 +4652,9 @@ export interface operations {
                         Arguments?: string;
                         /** @description configured sites the job may run at (any when absent) */
                         Sites?: string[];
+                        /** @description each %j (the job id) counts as 19 characters */
                         JobName?: string;
+                        /** @description each %j (the job id) counts as 19 characters */
                         JobGroup?: string;
                         JobType?: string;
                         /** @description names of files uploaded with the submission; the stored manifest lists the files the input sandbox holds */
