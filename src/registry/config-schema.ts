@@ -8,7 +8,8 @@ import { ConfigError } from '../kernel/config.ts';
 const UserSchema = Type.Object(
   {
     name: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }),
-    dns: Type.Array(Type.String({ minLength: 3 }), { default: [] }),
+    /** The first is stored with each of the user's jobs (jobs.owner_dn, varchar(512)). */
+    dns: Type.Array(Type.String({ minLength: 3, maxLength: 512 }), { default: [] }),
     email: Type.Optional(Type.String()),
     /** scrypt hash for local password login (embedded default only). */
     passwordHash: Type.Optional(Type.String()),

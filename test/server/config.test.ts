@@ -39,6 +39,8 @@ describe('configuration validation', () => {
     ['registry:\n  users:\n    - name: a\n    - name: a\n', /registry\.users\[1\]\.name: duplicate user 'a'/],
     ['registry:\n  groups:\n    - name: g\n      members: [ghost]\n', /registry\.groups\[0\]\.members\[0\]: unknown user 'ghost'/],
     ['registry:\n  users:\n    - name: a\n      dns: ["CN=a"]\n', /registry\.users\[0\]\.dns/],
+    // A user's first DN is stored with each of their jobs (jobs.owner_dn, varchar(512)): a longer one was a 500 on PostgreSQL.
+    [`registry:\n  users:\n    - name: a\n      dns: ["/CN=${'a'.repeat(510)}"]\n`, /registry\.users\[0\]\.dns/],
     ['clients:\n  - clientId: c\n    name: C\n    type: confidential\n', /clients\[0\]\.secretHash/],
     ['server: [1\n', /not valid YAML/],
     ['- 1\n', /top level must be a mapping/],
