@@ -133,6 +133,8 @@ export interface NewClient {
 export function validateClient(c: NewClient): void {
   if (!CLIENT_ID.test(c.clientId)) throw new InvalidRequest(`client id '${c.clientId}' must be 1-128 of A-Z a-z 0-9 _ . : -`);
   if (!c.name.trim()) throw new InvalidRequest('the client needs a name');
+  // oauth_clients.name is varchar(256), as registration's client_name (its schema's maxLength).
+  if ([...c.name].length > 256) throw new InvalidRequest('the client name may have at most 256 characters');
   if (c.type !== 'public' && c.type !== 'confidential') throw new InvalidRequest(`client type must be public or confidential, not '${c.type as string}'`);
   for (const g of c.grants) {
     if (!(CLIENT_GRANTS as readonly string[]).includes(g)) throw new InvalidRequest(`unknown grant '${g}'; one of ${CLIENT_GRANTS.join(', ')}`);

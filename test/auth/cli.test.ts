@@ -129,6 +129,10 @@ for (const { dialect, skip } of await dialects()) {
           assert.notEqual(r.code, 0, uri);
           assert.match(r.stderr, /redirect URI/);
         }
+        // oauth_clients.name is varchar(256): a longer one was PostgreSQL's error instead of a message naming the limit.
+        r = await admin('add', 'long-name', '--name', 'n'.repeat(257), '--redirect-uri', 'https://portal.example/cb');
+        assert.notEqual(r.code, 0);
+        assert.match(r.stderr, /the client name may have at most 256 characters/);
         r = await admin('add', 'new-app', '--name', 'New app', '--type', 'public', '--redirect-uri', 'http://127.0.0.1/cb', '--grant', 'authorization_code');
         assert.equal(r.code, 0, r.stderr);
         assert.doesNotMatch(r.stdout, /secret/);
