@@ -118,4 +118,13 @@ export const jobsMigrations: Record<string, Migration> = {
       await sql`alter table job_status_history alter column source type varchar(128)`.execute(db);
     },
   },
+  // A job held by a server's scheduler has executor_id = its instance id, `<hostname>:<pid>:<8 hex>`: a host
+  // name may have 64 characters (HOST_NAME_MAX), so up to 81, and varchar(64) refused a host name of more
+  // than about 46 on PostgreSQL (no job could be claimed). 128, like cluster_duties.holder for the same id.
+  '2026_11_25_1901_jobs_executor_id_width': {
+    async up(db: Kysely<unknown>) {
+      if (!isPostgres(db)) return;
+      await sql`alter table jobs alter column executor_id type varchar(128)`.execute(db);
+    },
+  },
 };

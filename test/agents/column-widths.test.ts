@@ -2,7 +2,8 @@
  * Texts the service composes from valid input must fit their columns: PostgreSQL enforces varchar widths
  * (SQLite does not), so a longer one was a 500. A site name may have 64 characters, and the history's
  * Source is `Agent@<site>` or `LocalExecutor@<site>`; an agent's MinorStatus may have 500, and a
- * rescheduled job's status wraps it in more words.
+ * rescheduled job's status wraps it in more words; an Executable that cannot start is named in the
+ * MinorStatus; a server's instance id (holder of the jobs its scheduler runs) begins with its host name.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -85,6 +86,15 @@ for (const { dialect, skip } of await dialects()) {
       const minor = job.MinorStatus as string;
       assert.ok(minor.length <= 512, `${minor.length} characters`);
       assert.match(minor, /^Cannot start '\/no\/such\/x+…': no such executable$/);
+    });
+
+    test('a job can be held by a server on a host whose name has 64 characters', async () => {
+      // The scheduler's instance id, `<hostname>:<pid>:<8 hex>`, is the holder of the jobs it runs.
+      const holder = `${'h'.repeat(64)}:4194304:0123abcd`;
+      const jid = await submit(svc, alice, { Executable: '/bin/true', Sites: [POOL] });
+      await svc.ctx.db.updateTable('jobs').set({ executor_id: holder }).where('job_id', '=', jid).execute();
+      const row = await svc.ctx.db.selectFrom('jobs').select('executor_id').where('job_id', '=', jid).executeTakeFirstOrThrow();
+      assert.equal(row.executor_id, holder);
     });
   });
 }
