@@ -9,7 +9,8 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import pg from 'pg';
 import type { LoadResult } from './load.ts';
 import { percentile } from './load.ts';
-import { cpuSeconds, profileArgs } from './server.ts';
+import { cpuSeconds } from './server.ts';
+import { benchNodeFlags } from '../../test/jobs/serve-process.ts';
 
 export interface PeerProcess {
   url: string;
@@ -19,7 +20,7 @@ export interface PeerProcess {
 
 /** Runs a bench/lib script in its own Node process and waits for its `listening <url>` line. */
 export async function startPeerScript(script: string, args: string[]): Promise<PeerProcess> {
-  const child = spawn(process.execPath, [...profileArgs(), script, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...benchNodeFlags(), script, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`${script} did not start within 30 s: ${out}`)), 30000);

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { benchNodeFlags } from '../../test/jobs/serve-process.ts';
 
 export interface BenchServer {
   url: string;
@@ -34,7 +35,7 @@ export interface BenchServerOptions {
 export async function startBenchServer(options: BenchServerOptions = {}): Promise<BenchServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'dirigo-bench-'));
   const logFd = options.logFile ? openSync(options.logFile, 'w') : undefined;
-  const argv = [process.execPath, ...profileArgs(), DIRIGO, 'serve', '--data-dir', dataDir, '--port', '0', ...(options.args ?? [])];
+  const argv = [process.execPath, ...benchNodeFlags(), DIRIGO, 'serve', '--data-dir', dataDir, '--port', '0', ...(options.args ?? [])];
   // taskset execs the server: the child's pid is the server's.
   const [file, ...args] = options.cpus ? ['taskset', '-c', options.cpus, ...argv] : argv;
   const child = spawn(file!, args, {
@@ -72,15 +73,6 @@ export async function startBenchServer(options: BenchServerOptions = {}): Promis
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
-}
-
-/**
- * `DIRIGO_BENCH_CPU_PROF=<dir>`: the server writes a V8 CPU profile there when it stops (flame graphs
- * for bench/profiles/; summarised by bench/lib/profile-top.ts). NODE_OPTIONS does not accept --cpu-prof.
- */
-export function profileArgs(): string[] {
-  const dir = process.env.DIRIGO_BENCH_CPU_PROF;
-  return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
 }
 
 /** The URL `dirigo serve` prints once it listens, read from its log file. */

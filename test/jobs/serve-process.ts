@@ -59,14 +59,22 @@ export async function prepareServe(dialect: 'sqlite' | 'postgres', jobs: Record<
   return { pki, dataDir, configFile, databaseUrl: dialect === 'sqlite' ? `sqlite:${join(dataDir, 'dirigo.db')}` : databaseUrl, ...(schema ? { schema } : {}), ...(dropSchema ? { dropSchema } : {}) };
 }
 
+/**
+ * Node flags for a benched server, from the environment (every bench's server and peer takes them):
+ * - `DIRIGO_BENCH_CPU_PROF=<dir>`: a V8 CPU profile written there when it stops (bench/profiles/,
+ *   summarised by bench/lib/profile-top.ts); NODE_OPTIONS does not accept --cpu-prof;
+ * - `DIRIGO_BENCH_NODE_FLAGS`: more flags, space-separated (bench/memory.ts: V8 sizing such as
+ *   `--max-semi-space-size=16`, `--heapsnapshot-signal=SIGUSR2`). Allocator settings such as
+ *   MALLOC_ARENA_MAX need nothing here: the server inherits the environment.
+ */
+export function benchNodeFlags(): string[] {
+  const dir = process.env.DIRIGO_BENCH_CPU_PROF;
+  const profile = dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
+  return [...profile, ...(process.env.DIRIGO_BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [])];
+}
+
 export async function startServe(setup: Pick<ServeSetup, 'configFile' | 'dataDir'>): Promise<ServeProcess> {
-  // Benches profile the server with DIRIGO_BENCH_CPU_PROF=<dir> (bench/lib/server.ts).
-  const profile = process.env.DIRIGO_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.DIRIGO_BENCH_CPU_PROF}`] : [];
-  // DIRIGO_BENCH_NODE_FLAGS: more Node flags for the server, space-separated (bench/memory.ts: V8 sizing such
-  // as `--max-semi-space-size=16`; its --heap-snapshots adds `--heapsnapshot-signal=SIGUSR2`). Allocator
-  // settings such as MALLOC_ARENA_MAX need nothing here: the server inherits the environment.
-  const flags = process.env.DIRIGO_BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...profile, ...flags, join(ROOT, 'bin/dirigo.js'), 'serve', '--config', setup.configFile, '--data-dir', setup.dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...benchNodeFlags(), join(ROOT, 'bin/dirigo.js'), 'serve', '--config', setup.configFile, '--data-dir', setup.dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let out = '';
   let err = '';
