@@ -15,7 +15,7 @@ import { nowIso } from '../kernel/db/database.ts';
 import type { JobsConfig } from '../jobs/index.ts';
 import type { Manifest } from '../jobs/index.ts';
 import { JobStatus } from '../jobs/index.ts';
-import { changeStatus, handOver } from '../jobs/index.ts';
+import { changeStatus, fitMinorStatus, handOver } from '../jobs/index.ts';
 import { KILL_PENDING } from '../jobs/index.ts';
 import { splitArguments } from '../jobs/index.ts';
 import { waitingJobIdsFor } from '../jobs/index.ts';
@@ -294,7 +294,7 @@ export class Scheduler {
       case 'queued': {
         const won = await this.#db
           .updateTable('jobs')
-          .set({ executor_ref: event.ref, ...(event.kind === 'queued' ? { minor_status: event.minorStatus, last_update_time: now } : {}) })
+          .set({ executor_ref: event.ref, ...(event.kind === 'queued' ? { minor_status: fitMinorStatus(event.minorStatus), last_update_time: now } : {}) })
           .where('job_id', '=', event.jobId)
           .where('status', '=', JobStatus.Matched)
           .where('executor_id', '=', this.instanceId)

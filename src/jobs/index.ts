@@ -13,7 +13,7 @@ export { jobsMigrations } from './migrations.ts';
 export type { Manifest } from './manifest.ts';
 export { JobStatus } from './model.ts';
 export { JidParams } from './api-schemas.ts';
-export { canTransition, changeStatus, handOver, wrapMinorStatus } from './state-machine.ts';
+export { canTransition, changeStatus, fitMinorStatus, handOver, wrapMinorStatus } from './state-machine.ts';
 export { waitingJobIdsFor } from './store.ts';
 export { splitArguments } from './arguments.ts';
 export { packFiles, unpackArchive, type ArchiveFile } from './sandbox-archive.ts';

@@ -51,6 +51,16 @@ export function wrapMinorStatus(said: string, wrap: (s: string) => string): stri
   return wrap(`${chars.slice(0, Math.max(0, room - 1)).join('')}…`);
 }
 
+/**
+ * `text` as `minor_status` can hold it: shortened to the column's width, ending in …. Every status change
+ * passes here (changeStatus, handOver), so no composed status (an executor's error, a reschedule reason)
+ * can make PostgreSQL refuse the change; wrapMinorStatus keeps the service's own words where a client's
+ * are long.
+ */
+export function fitMinorStatus(text: string): string {
+  return wrapMinorStatus(text, (said) => said);
+}
+
 export interface StatusChange {
   /** The statuses the job must be in for the change to apply (compare-and-set). */
   from: JobStatus | readonly JobStatus[];
@@ -92,7 +102,7 @@ export async function changeStatus(db: Db | Transaction<Database>, jobIds: reado
         .set({
           ...change.set,
           status: change.to,
-          minor_status: change.minorStatus,
+          minor_status: fitMinorStatus(change.minorStatus),
           ...(change.applicationStatus !== undefined ? { application_status: change.applicationStatus } : {}),
           last_update_time: now,
         })
@@ -107,7 +117,7 @@ export async function changeStatus(db: Db | Transaction<Database>, jobIds: reado
           rows.map((r) => ({
             job_id: r.job_id,
             status: change.to,
-            minor_status: change.minorStatus,
+            minor_status: fitMinorStatus(change.minorStatus),
             application_status: r.application_status,
             status_time: now,
             source: change.source,
@@ -153,7 +163,7 @@ export async function handOver(
     const now = nowIso();
     const row = await trx
       .updateTable('jobs')
-      .set({ executor_id: change.to, lease_until: change.leaseUntil, minor_status: change.minorStatus, last_update_time: now })
+      .set({ executor_id: change.to, lease_until: change.leaseUntil, minor_status: fitMinorStatus(change.minorStatus), last_update_time: now })
       .where('job_id', '=', jobId)
       .where('status', 'in', [...change.statuses])
       .where((eb) => (change.from === null ? eb('executor_id', 'is', null) : eb('executor_id', '=', change.from)))
@@ -162,7 +172,7 @@ export async function handOver(
     if (!row) return undefined;
     await trx
       .insertInto('job_status_history')
-      .values({ job_id: jobId, status: row.status, minor_status: change.minorStatus, application_status: row.application_status, status_time: now, source: change.source })
+      .values({ job_id: jobId, status: row.status, minor_status: fitMinorStatus(change.minorStatus), application_status: row.application_status, status_time: now, source: change.source })
       .execute();
     return row.status as JobStatus;
   });

@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { canTransition, changeStatus, TRANSITIONS } from '../../src/jobs/state-machine.ts';
+import { canTransition, changeStatus, MINOR_STATUS_WIDTH, TRANSITIONS } from '../../src/jobs/state-machine.ts';
 import { splitArguments } from '../../src/jobs/arguments.ts';
 import { JobStatus } from '../../src/jobs/model.ts';
 import { clockTicks, parseStat, readStat } from '../../src/executors/process-stats.ts';
@@ -87,6 +87,17 @@ for (const { dialect, skip } of await dialects()) {
       await changeStatus(svc.ctx.db, [jids[1]!], { from: JobStatus.Waiting, to: JobStatus.Killed, minorStatus: 'k', source: 't' });
       const won = await changeStatus(svc.ctx.db, jids, { from: JobStatus.Waiting, to: JobStatus.Matched, minorStatus: 'm', source: 't' });
       assert.deepEqual(won.sort((x, y) => x - y), [jids[0], jids[2]]);
+    });
+
+    it('fits a status longer than minor_status to the column, in the job and its history (PostgreSQL enforces the width)', async () => {
+      const jid = await submit(svc, alice, { Executable: '/bin/true' });
+      const reason = `Sent back: ${'sbatch: error: '.repeat(60)}`;
+      assert.deepEqual(await changeStatus(svc.ctx.db, [jid], { from: JobStatus.Waiting, to: JobStatus.Killed, minorStatus: reason, source: 't' }), [jid]);
+      const job = await svc.ctx.db.selectFrom('jobs').select('minor_status').where('job_id', '=', jid).executeTakeFirstOrThrow();
+      assert.equal([...job.minor_status].length, MINOR_STATUS_WIDTH);
+      assert.ok(job.minor_status.endsWith('…') && reason.startsWith(job.minor_status.slice(0, -1)));
+      const last = await svc.ctx.db.selectFrom('job_status_history').select('minor_status').where('job_id', '=', jid).orderBy('id', 'desc').executeTakeFirstOrThrow();
+      assert.equal(last.minor_status, job.minor_status);
     });
   });
 }
