@@ -58,15 +58,23 @@ export async function followEvents(
         },
       });
       const reader = (res.data as ReadableStream<Uint8Array>).getReader();
+      // The fetch's signal does not always end a body already being read (a watch kept reading after
+      // Ctrl-C, found by the pseudo-terminal test): cancelling the reader ends the pending read at once.
+      const cancel = () => void reader.cancel().catch(() => {});
+      signal.addEventListener('abort', cancel, { once: true });
       const decoder = new TextDecoder();
-      while (!finished) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        parser.feed(decoder.decode(value, { stream: true }));
-        await Promise.all(pending.splice(0));
+      try {
+        while (!finished && !signal.aborted) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          parser.feed(decoder.decode(value, { stream: true }));
+          await Promise.all(pending.splice(0));
+        }
+      } finally {
+        signal.removeEventListener('abort', cancel);
       }
       await reader.cancel().catch(() => {});
-      if (finished) return;
+      if (finished || signal.aborted) return;
     } catch (err) {
       if (signal.aborted) return;
       // A refusal (401, 403, 400) is final; the service being away is not.
