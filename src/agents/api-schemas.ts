@@ -6,7 +6,8 @@ import { Type } from 'typebox';
 import { Binary } from '../kernel/openapi.ts';
 
 const AgentId = Type.String({ pattern: '^[A-Za-z0-9_.-]{1,40}$', description: 'the agent process, chosen by the agent' });
-const JobId = Type.Integer({ minimum: 1 });
+// Bounded as the jobs' own ids are (JidParams): a larger number passes the integer check but not PostgreSQL's bigint (a 500).
+const JobId = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
 const ApplicationStatus = Type.String({ maxLength: 500, description: "what the application says it is doing (the job's ApplicationStatus)" });
 
 export const MatchBody = Type.Object(

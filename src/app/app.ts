@@ -16,6 +16,7 @@ import { errorHandler } from '../kernel/error-handler.ts';
 import { InvalidRequest } from '../kernel/errors.ts';
 import { refuseUnstorableText } from '../kernel/storable-text.ts';
 import { refuseLooseIntegers } from '../kernel/canonical-integers.ts';
+import { refuseDeepJson } from '../kernel/json-depth.ts';
 import { observabilityRoutes } from './observability.ts';
 import { corsRoutes, refusePreflight } from './cors.ts';
 import { openapiRoutes } from './openapi.ts';
@@ -50,6 +51,19 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
     refuseUnstorableText(request.body, 'body');
     refuseLooseIntegers(request);
     done();
+  });
+  // Every JSON body is checked for depth before it is parsed (json-depth.ts), then parsed by the framework's
+  // own parser (which also refuses __proto__ and constructor.prototype keys).
+  const parseJsonBody = instance.getDefaultJsonParser('error', 'error');
+  instance.removeContentTypeParser('application/json');
+  instance.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    try {
+      refuseDeepJson(body as string, 'the body');
+    } catch (err) {
+      done(err as Error, undefined);
+      return;
+    }
+    parseJsonBody(request, body as string, done);
   });
   instance.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
     try {

@@ -17,6 +17,7 @@ import type { AppContext } from '../kernel/context.ts';
 import { toDirigoError } from '../kernel/error-handler.ts';
 import { InvalidRequest, PayloadTooLarge, UnsupportedMediaType } from '../kernel/errors.ts';
 import { refuseUnstorableText } from '../kernel/storable-text.ts';
+import { refuseDeepJson } from '../kernel/json-depth.ts';
 import { checkPath } from './paths.ts';
 import { parseMode } from './permissions.ts';
 import { BULK_FILE_KEYS, isObject, metadataObject, newFile } from './requests.ts';
@@ -40,6 +41,8 @@ type Op =
  */
 export function parseLine(text: string, line: number, fields: ReadonlyMap<string, Field>): Op {
   let value: unknown;
+  // The stream of lines bypasses the JSON body parser (app.ts), and its depth check with it.
+  refuseDeepJson(text, 'the line');
   try {
     value = JSON.parse(text);
   } catch (err) {

@@ -4,7 +4,7 @@
  */
 import { Type } from 'typebox';
 import { Binary } from '../kernel/openapi.ts';
-import { ALL_STATUSES, ATTRIBUTES, type AttributeName, type JobStatus } from './model.ts';
+import { ALL_STATUSES, ATTRIBUTES, INTEGER_RANGES, type AttributeName, type JobStatus } from './model.ts';
 import { OPERATORS, type Operator } from './search.ts';
 
 // Type arrays rather than anyOf: the serializer checks them inline instead of validating each value.
@@ -169,7 +169,7 @@ const SORT_PATTERN = `^-?(${Object.keys(ATTRIBUTES).join('|')})$`;
 const restriction = (name: AttributeName) =>
   name === 'Status'
     ? Type.Array(JobStatusName, { description: 'restrict to these statuses (repeat the key: OR)' })
-    : Type.Array(ATTRIBUTES[name].type === 'integer' ? Type.Integer() : Type.String(), { description: `restrict to these ${name} values (repeat the key: OR)` });
+    : Type.Array(name in INTEGER_RANGES ? Type.Integer(INTEGER_RANGES[name as keyof typeof INTEGER_RANGES]) : Type.String(), { description: `restrict to these ${name} values (repeat the key: OR)` });
 
 const restrictions = Object.fromEntries((Object.keys(ATTRIBUTES) as AttributeName[]).map((k) => [k, Type.Optional(restriction(k))]));
 

@@ -54,6 +54,22 @@ export const JobsConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    /**
+     * What one job may store through its reports (POST /jobs/{jid}/report), over all its runs: DIRAC jobs set
+     * a few dozen parameters and change their ApplicationStatus a few times a step. Beyond a limit the report
+     * is refused (409) and nothing of it is stored; bare heartbeats are always taken.
+     */
+    reports: Type.Object(
+      {
+        /** Most distinct parameters a job may have. */
+        maxParameters: Type.Integer({ minimum: 1, default: 1000 }),
+        /** Most bytes a job's parameters may take in all (names and values, in UTF-8). */
+        maxParameterBytes: Type.Integer({ minimum: 1, default: MiB }),
+        /** Most ApplicationStatus changes a job may report (each one is a status history entry). */
+        maxStatusReports: Type.Integer({ minimum: 1, default: 10_000 }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     /** How long a Deleted job keeps its sandboxes before they are purged (the job's row and history stay). */
     deletedRetentionMs: Type.Integer({ minimum: 1000, default: 7 * 24 * 3600_000 }),
     /** Most jobs one submission may create once parametric manifests are expanded (DIRAC-style `Parameters`). */

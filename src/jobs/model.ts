@@ -57,6 +57,20 @@ export const ATTRIBUTES = {
 } as const satisfies Record<string, { column: keyof Row; type: 'string' | 'integer' }>;
 
 export type AttributeName = keyof typeof ATTRIBUTES;
+
+type IntegerAttribute = { [K in AttributeName]: (typeof ATTRIBUTES)[K]['type'] extends 'integer' ? K : never }[AttributeName];
+const INT32 = { minimum: -2147483648, maximum: 2147483647 };
+
+/**
+ * The values each integer attribute's column holds: PostgreSQL refuses to compare a 32-bit column with a
+ * number outside it (a 500), SQLite compares any 64-bit one, so values outside are refused up front alike.
+ */
+export const INTEGER_RANGES: Record<IntegerAttribute, { minimum: number; maximum: number }> = {
+  JobID: { minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER },
+  UserPriority: INT32,
+  RescheduleCounter: INT32,
+  ExitCode: INT32,
+};
 export const ATTRIBUTE_NAMES = Object.keys(ATTRIBUTES) as AttributeName[];
 export const ATTRIBUTE_COLUMNS = ATTRIBUTE_NAMES.map((n) => ATTRIBUTES[n].column);
 

@@ -390,16 +390,16 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
         security,
         operationId: 'reportFromJob',
         summary: "A running job's report with its job token ($DIRIGO_JOB_TOKEN): ApplicationStatus, job parameters, heartbeat",
-        description: 'Authorization: Bearer with the job token given to the job in DIRIGO_JOB_TOKEN; valid for that job only, while it is Matched, Running, Completing or Stalled.',
+        description: 'Authorization: Bearer with the job token given to the job in DIRIGO_JOB_TOKEN; valid for that job only, while it is Matched, Running, Completing or Stalled. A report that would take the job past jobs.reports (parameters, their bytes, ApplicationStatus changes) is refused whole with 409.',
         params: JidParams,
         body: ReportBody,
-        response: { 200: ReportReply, ...errors(400, 401, 413, 415) },
+        response: { 200: ReportReply, ...errors(400, 401, 409, 413, 415) },
       },
     },
     async (request) => {
       const jid = jidOf(request);
       const { status } = await authenticateJob(ctx.db, request, jid);
-      await applyReport(ctx.db, jid, request.body as Static<typeof ReportBody>);
+      await applyReport(ctx.db, jid, request.body as Static<typeof ReportBody>, config.reports);
       return { jid, Status: status };
     },
   );

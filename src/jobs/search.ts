@@ -6,7 +6,7 @@
 import { sql, type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import type { Db } from '../kernel/db/database.ts';
 import { InvalidRequest } from '../kernel/errors.ts';
-import { ALL_STATUSES, ATTRIBUTES, type AttributeName } from './model.ts';
+import { ALL_STATUSES, ATTRIBUTES, INTEGER_RANGES, type AttributeName } from './model.ts';
 import type { Visibility } from './privileges.ts';
 import type { JobTable } from './tables.ts';
 
@@ -40,6 +40,8 @@ function columnValue(name: AttributeName, value: unknown, where: string): string
     // The body check may have made text of a number (search values are strings or integers).
     const n = typeof v === 'string' && /^-?\d{1,15}$/.test(v) ? Number(v) : v;
     if (typeof n !== 'number' || !Number.isSafeInteger(n)) throw new InvalidRequest(`${where}: ${name} takes integers, not ${JSON.stringify(v)}`);
+    const { minimum, maximum } = INTEGER_RANGES[name as keyof typeof INTEGER_RANGES];
+    if (n < minimum || n > maximum) throw new InvalidRequest(`${where}: ${name} takes integers from ${minimum} to ${maximum}, not ${n}`);
     return n;
   }
   if (typeof v === 'number') v = String(v);
@@ -65,7 +67,11 @@ function conditionSql(eb: Jobs, c: Condition, where: string): Expression<SqlBool
   if (c.value === undefined) throw new InvalidRequest(`${where}: '${c.operator}' takes one value in 'value'`);
   if (c.operator === 'like') {
     if (ATTRIBUTES[c.parameter].type !== 'string' || typeof c.value !== 'string') throw new InvalidRequest(`${where}: 'like' takes a string attribute and a pattern (% and _ are wildcards)`);
-    return eb(column, 'like', c.value);
+    // PostgreSQL fails on a pattern whose last backslash escapes nothing (a 500), and SQLite has no escape
+    // character unless told: the pattern is refused, and \ is named the escape on both, so \% and \_ match
+    // % and _ themselves alike.
+    if (/(?<!\\)(\\\\)*\\$/.test(c.value)) throw new InvalidRequest(`${where}: the 'like' pattern ends with an incomplete escape (a \\ escapes the next character; write \\\\ for a backslash)`);
+    return sql<SqlBool>`${sql.ref(column)} like ${c.value} escape '\\'`;
   }
   return eb(column, SQL_OPERATORS[c.operator], columnValue(c.parameter, c.value, where));
 }
@@ -104,6 +110,22 @@ export function sorted(q: JobsQuery, keys: readonly Required<SortKey>[]): JobsQu
 }
 
 /**
+ * Whether `v` is a value cursorOf could have written for sort key `name`: a forged one would reach the
+ * database as a bad comparison (text or a fraction against an integer column, NUL in text: PostgreSQL's
+ * 500s), so each is checked against the key's type and range.
+ */
+function cursorValueFits(name: AttributeName, v: unknown): boolean {
+  if (ATTRIBUTES[name].type === 'integer') {
+    const range = INTEGER_RANGES[name as keyof typeof INTEGER_RANGES];
+    return typeof v === 'number' && Number.isSafeInteger(v) && v >= range.minimum && v <= range.maximum;
+  }
+  if (typeof v !== 'string' || v.includes('\u0000')) return false;
+  // Times are stored as toISOString() writes them; NULL sorts as the empty text.
+  if (TIMES.has(name)) return (v === '' && NULLABLE[name] === '') || /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(v);
+  return true;
+}
+
+/**
  * Rows after the cursor's row in `keys` order: (k1 after v1) or (k1 = v1 and k2 after v2) or …, which
  * PostgreSQL and SQLite serve from an index on the leading keys.
  */
@@ -114,7 +136,9 @@ export function after(q: JobsQuery, keys: readonly Required<SortKey>[], cursor: 
   } catch {
     values = undefined;
   }
-  if (!Array.isArray(values) || values.length !== keys.length || !values.every((v) => typeof v === 'string' || typeof v === 'number')) throw new InvalidRequest(`${where}: not a cursor of this search (sort keys differ, or it was altered)`);
+  if (!Array.isArray(values) || values.length !== keys.length || !keys.every((k, i) => cursorValueFits(k.parameter, values[i]))) {
+    throw new InvalidRequest(`${where}: malformed cursor (not a cursor of this search: sort keys differ, or it was altered)`);
+  }
   return q.where((eb) =>
     eb.or(
       keys.map((k, i) => {

@@ -12,6 +12,7 @@ import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
 import { DirigoError, InvalidRequest, PayloadTooLarge } from '../kernel/errors.ts';
+import { refuseDeepJson } from '../kernel/json-depth.ts';
 import { refuseUnstorableText } from '../kernel/storable-text.ts';
 import type { JobsConfig } from './config-schema.ts';
 import { fileNameProblem } from './file-names.ts';
@@ -53,6 +54,8 @@ function parseManifestText(text: string, index: number, jdl: boolean): unknown {
   let manifest: unknown;
   if (jdl) manifest = parseJdl(text, `jdl part ${index + 1}`);
   else {
+    // Multipart parts bypass the JSON body parser (app.ts), and its depth check with it.
+    refuseDeepJson(text, `manifest part ${index + 1}`);
     try {
       manifest = JSON.parse(text);
     } catch (err) {

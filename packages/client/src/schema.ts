@@ -655,7 +655,7 @@ export interface paths {
         put?: never;
         /**
          * A running job's report with its job token ($DIRIGO_JOB_TOKEN): ApplicationStatus, job parameters, heartbeat
-         * @description Authorization: Bearer with the job token given to the job in DIRIGO_JOB_TOKEN; valid for that job only, while it is Matched, Running, Completing or Stalled.
+         * @description Authorization: Bearer with the job token given to the job in DIRIGO_JOB_TOKEN; valid for that job only, while it is Matched, Running, Completing or Stalled. A report that would take the job past jobs.reports (parameters, their bytes, ApplicationStatus changes) is refused whole with 409.
          */
         post: operations["reportFromJob"];
         delete?: never;
@@ -4967,6 +4967,15 @@ export interface operations {
             };
             /** @description OAuth 2.0-shaped error */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
