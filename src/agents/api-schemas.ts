@@ -40,7 +40,7 @@ export const HeartbeatBody = Type.Object(
     outputs: Type.Optional(
       Type.Array(
         Type.Object(
-          { jid: JobId, tail: Type.String({ maxLength: 1024 * 1024, description: 'the end of its StdOutput (at most jobs.peekBytes are kept)' }), size: Type.Integer({ minimum: 0, description: "StdOutput's whole size" }) },
+          { jid: JobId, tail: Type.String({ maxLength: 1024 * 1024, description: 'the end of its StdOutput (at most jobs.peekBytes are kept)' }), size: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: "StdOutput's whole size" }) },
           { additionalProperties: false },
         ),
         { maxItems: 1000, description: 'what its running jobs wrote lately, for GET /jobs/{jid}/peek' },

@@ -152,6 +152,10 @@ for (const { dialect, skip } of await dialects()) {
       const res = await svc.request('/agents/heartbeat', { method: 'POST', token: pilot, headers: { 'content-type': 'application/json' }, body: '{"agentId": "a1", "jobs": [1, 10000000000000000000]}' });
       assert.equal(res.status, 400, res.text);
       assert.match(res.json.error_description, /jobs\.1 must be <= 9007199254740991/);
+      // The output size an agent reports is stored in a 64-bit column as well.
+      const size = await svc.request('/agents/heartbeat', { method: 'POST', token: pilot, headers: { 'content-type': 'application/json' }, body: '{"agentId": "a1", "jobs": [1], "outputs": [{"jid": 1, "tail": "", "size": 10000000000000000000}]}' });
+      assert.equal(size.status, 400, size.text);
+      assert.match(size.json.error_description, /outputs\.0\.size must be <= 9007199254740991/);
     });
 
     it('case 7: forged cursors are 400 "malformed cursor", on every sort key type', async () => {
