@@ -3,7 +3,10 @@
  * PKCE (RFC 7636). Checks run as an ordered list of small rules. The first two groups decide whether the
  * client and redirect URI can be trusted: their failures show an error page and never redirect
  * (§4.1.2.1). Later failures redirect to the client with `error`, `error_description`, `state` and `iss`
- * (RFC 9207). A valid request becomes a pending interaction: login, then consent.
+ * (RFC 9207), but only to a redirect URI the server trusts (RFC 9700 §4.11.2): a client of the
+ * deployment's, or any client once the user has signed in. A dynamically registered client's URI is
+ * anyone's, so before sign-in its errors are shown here instead. A valid request becomes a pending
+ * interaction: login, then consent.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../kernel/context.ts';
@@ -14,6 +17,7 @@ import { parseScope, requestedGroup } from './scopes.ts';
 import { checkRegisteredScope } from './scope-policy.ts';
 import { oauth } from './services.ts';
 import { promptDecision, type PromptRequest } from './prompt.ts';
+import type { BrowserSession } from './sessions.ts';
 
 /** The validated request, kept with the interaction until the user decides. */
 export interface AuthorizeRequest {
@@ -150,6 +154,32 @@ function singleParams(request: FastifyRequest): { params: Record<string, string>
   return { params, repeated };
 }
 
+/**
+ * RFC 9700 §4.11.2 (the authorization server as open redirector): anyone may register a client with
+ * their own redirect URI (RFC 7591), so an error is sent there only once the user has signed in; the
+ * deployment's own clients (config.yaml, built in, added by an administrator) are trusted at once.
+ */
+function mayRedirectError(client: OAuthClient, session: BrowserSession | undefined): boolean {
+  return client.registration === undefined || Boolean(session?.username);
+}
+
+/** A browser gets the error page; a client that asks for JSON only (Accept) gets the error body. */
+function wantsJson(request: FastifyRequest): boolean {
+  const accept = request.headers.accept ?? '';
+  return accept.includes('application/json') && !accept.includes('text/html');
+}
+
+/** The error of a request that is not redirected: 400, as a page or as JSON (kernel/error-handler.ts). */
+function refuseHere(request: FastifyRequest, reply: FastifyReply, client: OAuthClient, err: DirigoError): FastifyReply {
+  if (wantsJson(request)) throw new DirigoError(err.code, 400, err.message);
+  return errorPage(
+    reply,
+    400,
+    'Invalid authorization request',
+    `${client.name} sent a request that cannot be completed (${err.code}: ${err.message}). Go back to the application and start again.`,
+  );
+}
+
 export async function authorizationEndpoint(ctx: AppContext, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const { params, repeated } = singleParams(request);
   const d: Draft = { params };
@@ -162,13 +192,15 @@ export async function authorizationEndpoint(ctx: AppContext, request: FastifyReq
   }
   const redirectUri = d.redirectUri!;
   const { sessions } = oauth(ctx);
+  const current = await sessions.current(request);
   let prompt: PromptRequest;
   try {
     if (repeated) throw new InvalidRequest(`parameter ${repeated} is given more than once`);
     for (const rule of redirectableRules) await rule(ctx, d);
-    prompt = await promptDecision(ctx, params, await sessions.current(request));
+    prompt = await promptDecision(ctx, params, current);
   } catch (err) {
     if (!(err instanceof DirigoError) || err.status >= 500) throw err;
+    if (!mayRedirectError(d.client!, current)) return refuseHere(request, reply, d.client!, err);
     return reply.redirect(
       withParams(redirectUri, { error: err.code, error_description: err.message, state: params.state, iss: ctx.tokens.issuer }),
       302,

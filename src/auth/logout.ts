@@ -4,7 +4,9 @@
  * With an `id_token_hint` for the signed-in session (§2: it shows the request comes from the client
  * the user signed in to), the session ends at once; without one, the user confirms first, so that a page
  * elsewhere cannot sign people out. `post_logout_redirect_uri` must be registered for the client, exactly
- * (§3); the browser goes there with `state`. Clients with `revokeOnLogout` lose the grants (refresh tokens)
+ * (§3); the browser goes there with `state`. Without a sign-in to end, it goes there only with an
+ * `id_token_hint` issued to that client: otherwise any page could send people, through this server, to
+ * the URI anyone may register (RFC 7591). Clients with `revokeOnLogout` lose the grants (refresh tokens)
  * of the ended sign-in.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -58,7 +60,9 @@ export async function logoutRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
       return errorPage(reply, 400, 'Sign-out refused', 'The post_logout_redirect_uri is not registered for this application.');
     }
     const session = await oauth(ctx).sessions.current(request);
-    if (!session?.username) return finish(reply, redirect, p.state);
+    // §2, §3 and RFC 9700 §4.11.2: with no sign-in to end, nothing shows that the client sent this
+    // request, so the browser goes to its URI only with an ID token this server issued to that client.
+    if (!session?.username) return finish(reply, hint !== undefined && hint.aud === client?.clientId ? redirect : undefined, p.state);
     const proven = hint !== undefined && hint.sub === session.username && hint.sid === authContextOf(session).sid;
     if (confirmed && !csrfMatches(session, p.csrf)) return errorPage(reply, 403, 'Request refused', 'The form was missing its security token or the token was wrong.');
     if (!proven && !confirmed) {
@@ -73,7 +77,7 @@ export async function logoutRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
   };
   const Query = Type.Object(LogoutParameters, { additionalProperties: Type.String({ maxLength: 8192 }) });
   const answers: Answers = {
-    200: page('Signed out; or, without an id_token_hint of this sign-in, the page asking to confirm'),
+    200: page('Signed out (without a sign-in to end, also when a post_logout_redirect_uri came without an id_token_hint of its client); or, without an id_token_hint of this sign-in, the page asking to confirm'),
     303: redirect('Signed out: to the post_logout_redirect_uri, with state'),
     400: pageOrError('The id_token_hint, client_id or post_logout_redirect_uri is refused (a page); or a parameter cannot be read (JSON)'),
   };

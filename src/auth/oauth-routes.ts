@@ -62,9 +62,11 @@ export async function oauthRoutes(app: FastifyInstance, { ctx }: { ctx: AppConte
         querystring: AuthorizeQuery,
         documented: {
           responses: {
-            302: redirect('To the client\'s redirect URI with error, error_description, state and iss (RFC 6749 §4.1.2.1, RFC 9207)'),
+            302: redirect('To the client\'s redirect URI with error, error_description, state and iss (RFC 6749 §4.1.2.1, RFC 9207): for the deployment\'s own clients, or once the user has signed in (RFC 9700 §4.11.2)'),
             303: redirect('To the sign-in and consent page of the new interaction'),
-            400: pageOrError('An error page: the client or its redirect URI cannot be trusted, so nothing is redirected (RFC 6749 §4.1.2.1)'),
+            400: pageOrError(
+              'An error page, nothing redirected: the client or its redirect URI cannot be trusted (RFC 6749 §4.1.2.1), or a dynamically registered client\'s request failed before the user signed in (RFC 9700 §4.11.2; JSON when only application/json is accepted)',
+            ),
           },
         },
       },

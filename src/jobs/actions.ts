@@ -5,9 +5,9 @@
  */
 import type { Principal } from '../auth/index.ts';
 import type { Db } from '../kernel/db/database.ts';
-import { Conflict, DirigoError, InsufficientPrivileges, InvalidTransition, NotFound } from '../kernel/errors.ts';
+import { Conflict, DirigoError, InvalidTransition } from '../kernel/errors.ts';
 import { JobStatus } from './model.ts';
-import { canKillJob } from './privileges.ts';
+import { checkMayAct } from './privileges.ts';
 import { changeStatus } from './state-machine.ts';
 import { getJob, type JobRow } from './store.ts';
 
@@ -20,12 +20,9 @@ export type ActionResult = { jid: number; Status: string } | { jid: number; erro
 /** Statuses a user may reschedule or delete from: the job has ended and no payload runs. */
 const ENDED: readonly JobStatus[] = [JobStatus.Done, JobStatus.Failed, JobStatus.Killed];
 
-/** A job the user may act on. @throws NotFound, InsufficientPrivileges */
+/** A job the user may act on. @throws NotFound (also for a job the user may not see), InsufficientPrivileges */
 export async function ownJob(db: Db, principal: Principal, jobId: number, verb: string): Promise<JobRow> {
-  const row = await getJob(db, jobId);
-  if (!row) throw new NotFound(`job ${jobId} does not exist`);
-  if (!canKillJob(principal, row)) throw new InsufficientPrivileges(`${principal.username} may not ${verb} job ${jobId} of ${row.owner}`);
-  return row;
+  return checkMayAct(principal, jobId, await getJob(db, jobId), verb);
 }
 
 /** A killed job whose executor has not yet confirmed that its payload stopped still holds it. */

@@ -5,7 +5,7 @@
 import type { Principal } from '../auth/index.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { nowIso } from '../kernel/db/database.ts';
-import { Conflict, InsufficientPrivileges, InvalidRequest, InvalidTransition, NotFound } from '../kernel/errors.ts';
+import { Conflict, InvalidRequest, InvalidTransition, NotFound } from '../kernel/errors.ts';
 import type { JobsConfig } from './config-schema.ts';
 import { checkManifest } from './manifest.ts';
 import { expandParametric } from './parametric.ts';
@@ -15,7 +15,7 @@ import { outputTailOf } from './peek.ts';
 import { countable, countedSummary } from './counts.ts';
 import { deleteJob, eachJobAnswered, rescheduleJob, type ActionResult, type JobAction } from './actions.ts';
 import { searchJobs, summarizeJobs, type Condition, type SearchRequest, type SortKey } from './search.ts';
-import { canKillJob, canSeeJob, listVisibility } from './privileges.ts';
+import { checkMayAct, checkMaySee, listVisibility } from './privileges.ts';
 import type { SandboxStore, StoredObject } from './sandbox-store.ts';
 import { canTransition, changeStatus } from './state-machine.ts';
 import { submissions } from './metrics.ts';
@@ -105,12 +105,9 @@ export class JobsService {
     return countable(groupBy, conditions) ? countedSummary(this.ctx.db, visibility, conditions, groupBy) : summarizeJobs(this.ctx.db, visibility, conditions, groupBy);
   }
 
-  /** The job, if the principal may see it. @throws NotFound, InsufficientPrivileges */
+  /** The job, if the principal may see it. @throws NotFound, also for a job it may not see */
   async visibleJob(principal: Principal, jobId: number): Promise<JobRow> {
-    const row = await getJob(this.ctx.db, jobId);
-    if (!row) throw new NotFound(`job ${jobId} does not exist`);
-    if (!canSeeJob(principal, row)) throw new InsufficientPrivileges(`${principal.username} may not see job ${jobId} of ${row.owner}`);
-    return row;
+    return checkMaySee(principal, jobId, await getJob(this.ctx.db, jobId));
   }
 
   async describe(principal: Principal, jobId: number) {
@@ -161,13 +158,11 @@ export class JobsService {
 
   /**
    * Takes the job out of activity: compare-and-set to Killed, then the executor holding it stops the
-   * process. @throws NotFound, InsufficientPrivileges, InvalidTransition (already final)
+   * process. @throws NotFound (also for a job the principal may not see), InsufficientPrivileges, InvalidTransition (already final)
    */
   async kill(principal: Principal, jobId: number): Promise<void> {
     for (let attempt = 0; attempt < 5; attempt++) {
-      const row = await getJob(this.ctx.db, jobId);
-      if (!row) throw new NotFound(`job ${jobId} does not exist`);
-      if (!canKillJob(principal, row)) throw new InsufficientPrivileges(`${principal.username} may not kill job ${jobId} of ${row.owner}`);
+      const row = checkMayAct(principal, jobId, await getJob(this.ctx.db, jobId), 'kill');
       if (isFinal(row.status)) throw new InvalidTransition(`job ${jobId} is already ${row.status} and cannot be killed`);
       if (!canTransition(row.status, JobStatus.Killed)) throw new InvalidTransition(`job ${jobId} is ${row.status} and cannot be killed now`);
       // A kill is an intent kept until the executor confirms it: while the payload may still run, the job

@@ -79,7 +79,7 @@ for (const { dialect, skip } of await dialects()) {
       writeFileSync(join(work, 'sleep.json'), JSON.stringify({ Executable: '/bin/sleep', Arguments: '60' }));
       const jid = (await dirigo(['submit', 'sleep.json'])).stdout.trim();
       const bob = await dirigo(['kill', jid], 'bob');
-      assert.equal(bob.code, 5, 'forbidden');
+      assert.equal(bob.code, 4, 'another user\'s job is answered as no job (issue 30): not found');
       assert.match(bob.stderr, new RegExp(`dirigo jobs: job ${jid}: `));
       const kill = await dirigo(['kill', jid]);
       assert.equal(kill.code, 0, kill.stderr);
@@ -105,8 +105,8 @@ for (const { dialect, skip } of await dialects()) {
       assert.match(mixed.stderr, /job 999999: HTTP 404/);
       const shown = mixed.stdout.trim().split('\n').filter((l) => l.startsWith('  "JobID"'));
       assert.equal(shown.length, 2);
-      const forbidden = await dirigo(['kill', a], 'bob');
-      assert.equal(forbidden.code, 5, forbidden.stderr);
+      const others = await dirigo(['kill', a], 'bob');
+      assert.equal(others.code, 4, others.stderr);
       const timeout = await dirigo(['submit', 'sleep.json']);
       const waited = await dirigo(['wait', timeout.stdout.trim(), '--timeout', '0.2', '--interval', '0.1']);
       assert.equal(waited.code, 3);

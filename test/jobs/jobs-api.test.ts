@@ -176,13 +176,14 @@ for (const { dialect, skip } of await dialects()) {
       assert.ok(!bobList.json.jobs.some((j: { JobID: number }) => j.JobID === jid));
       const bobAll = await svc.request('/jobs?allOwners=true', { token: bob });
       assert.ok(!bobAll.json.jobs.some((j: { JobID: number }) => j.JobID === jid));
+      // As if the job did not exist (issue 30): neither it nor its owner shows through.
       for (const path of [`/jobs/${jid}`, `/jobs/${jid}/manifest`, `/jobs/${jid}/inputsandbox`]) {
         const r = await svc.request(path, { token: bob });
-        assert.equal(r.status, 403, path);
-        assert.equal(r.json.error, 'insufficient_privileges');
+        assert.equal(r.status, 404, path);
+        assert.equal(r.json.error, 'not_found');
       }
       const bobKill = await svc.request(`/jobs/${jid}`, { method: 'DELETE', token: bob });
-      assert.equal(bobKill.status, 403);
+      assert.equal(bobKill.status, 404);
       const adminAll = await svc.request('/jobs?allOwners=true', { token: admin });
       assert.ok(adminAll.json.jobs.some((j: { JobID: number }) => j.JobID === jid));
       assert.equal((await svc.request(`/jobs/${jid}`, { token: admin })).status, 200);
@@ -192,7 +193,7 @@ for (const { dialect, skip } of await dialects()) {
       const carol = await svc.token('carol', 'dirigo_prod');
       const carolAll = await svc.request('/jobs?allOwners=true', { token: carol });
       assert.deepEqual(carolAll.json.jobs.map((j: { JobID: number }) => j.JobID), [shared]);
-      assert.equal((await svc.request(`/jobs/${jid}`, { method: 'DELETE', token: carol })).status, 403);
+      assert.equal((await svc.request(`/jobs/${jid}`, { method: 'DELETE', token: carol })).status, 404);
       assert.equal((await svc.request(`/jobs/${shared}`, { method: 'DELETE', token: carol })).status, 200);
       // carol's monitor group sees everything, kills nothing.
       const monitor = await svc.token('carol', 'dirigo_monitor');

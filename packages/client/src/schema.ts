@@ -1212,7 +1212,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description To the client's redirect URI with error, error_description, state and iss (RFC 6749 §4.1.2.1, RFC 9207) */
+            /** @description To the client's redirect URI with error, error_description, state and iss (RFC 6749 §4.1.2.1, RFC 9207): for the deployment's own clients, or once the user has signed in (RFC 9700 §4.11.2) */
             302: {
                 headers: {
                     /** @description Where the browser goes next */
@@ -1230,7 +1230,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description An error page: the client or its redirect URI cannot be trusted, so nothing is redirected (RFC 6749 §4.1.2.1) */
+            /** @description An error page, nothing redirected: the client or its redirect URI cannot be trusted (RFC 6749 §4.1.2.1), or a dynamically registered client's request failed before the user signed in (RFC 9700 §4.11.2; JSON when only application/json is accepted) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2192,7 +2192,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Signed out; or, without an id_token_hint of this sign-in, the page asking to confirm */
+            /** @description Signed out (without a sign-in to end, also when a post_logout_redirect_uri came without an id_token_hint of its client); or, without an id_token_hint of this sign-in, the page asking to confirm */
             200: {
                 headers: {
                     /** @description default-src 'none'; forms post only to this service (and, on the consent page, to the client) */
@@ -2256,7 +2256,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Signed out; or, without an id_token_hint of this sign-in, the page asking to confirm */
+            /** @description Signed out (without a sign-in to end, also when a post_logout_redirect_uri came without an id_token_hint of its client); or, without an id_token_hint of this sign-in, the page asking to confirm */
             200: {
                 headers: {
                     /** @description default-src 'none'; forms post only to this service (and, on the consent page, to the client) */
