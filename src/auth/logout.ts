@@ -4,9 +4,9 @@
  * With an `id_token_hint` for the signed-in session (§2: it shows the request comes from the client
  * the user signed in to), the session ends at once; without one, the user confirms first, so that a page
  * elsewhere cannot sign people out. `post_logout_redirect_uri` must be registered for the client, exactly
- * (§3); the browser goes there with `state`. Without a sign-in to end, it goes there only with an
- * `id_token_hint` issued to that client: otherwise any page could send people, through this server, to
- * the URI anyone may register (RFC 7591). Clients with `revokeOnLogout` lose the grants (refresh tokens)
+ * (§3); the browser goes there with `state`. Without a sign-in to end, a dynamically registered client's
+ * URI is used only with an `id_token_hint` issued to that client: otherwise any page could send people,
+ * through this server, to the URI anyone may register (RFC 7591). Clients with `revokeOnLogout` lose the grants (refresh tokens)
  * of the ended sign-in.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -61,8 +61,12 @@ export async function logoutRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
     }
     const session = await oauth(ctx).sessions.current(request);
     // §2, §3 and RFC 9700 §4.11.2: with no sign-in to end, nothing shows that the client sent this
-    // request, so the browser goes to its URI only with an ID token this server issued to that client.
-    if (!session?.username) return finish(reply, hint !== undefined && hint.aud === client?.clientId ? redirect : undefined, p.state);
+    // request, so the browser goes to a dynamically registered client's URI only with an ID token this
+    // server issued to that client; the deployment's own clients' URIs are the operator's, and trusted.
+    if (!session?.username) {
+      const vouched = client !== undefined && (client.registration === undefined || hint?.aud === client.clientId);
+      return finish(reply, vouched ? redirect : undefined, p.state);
+    }
     const proven = hint !== undefined && hint.sub === session.username && hint.sid === authContextOf(session).sid;
     if (confirmed && !csrfMatches(session, p.csrf)) return errorPage(reply, 403, 'Request refused', 'The form was missing its security token or the token was wrong.');
     if (!proven && !confirmed) {
