@@ -22,7 +22,7 @@ function quantile(sorted: number[], q: number): number {
 
 async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
   // Nothing runs: the only changes are the kills.
-  const setup = await prepareServe(dialect, { scheduler: { enabled: false }, events: { maxSubscribers: subscribers + 10 } });
+  const setup = await prepareServe(dialect, { scheduler: { enabled: false }, events: { maxSubscribers: subscribers + 10, maxStreamsPerUser: subscribers + 10 } });
   const server = await startServe(setup);
   const api = userAgent(setup.pki, 'alice', 4);
   const streams = new Agent({ connect: { ca: setup.pki.ca.certPem }, connections: subscribers + 10, bodyTimeout: 0, headersTimeout: 60_000 });

@@ -91,6 +91,21 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest, rep
   return principal;
 }
 
+/**
+ * Why a principal authenticated earlier would no longer be, or undefined while it would: for answers that
+ * outlive their request (an event stream), checked now and then. Expiry is exact here (RFC 9068 §4: `exp`),
+ * without the clock tolerance of a new request's check. Memory lookups only: each instance refreshes the
+ * shared revocation list every second (revocation.ts), so a revocation on any instance counts.
+ */
+export function noLongerAuthenticated(ctx: AppContext, principal: Principal, now = Date.now()): string | undefined {
+  const claims = principal.claims;
+  if (claims.exp * 1000 <= now) return 'the access token has expired';
+  if (ctx.tokens.isRevoked(claims)) return 'the access token has been revoked';
+  if (!ctx.registry.user(principal.username)) return `the token's user ${principal.username} no longer exists`;
+  if (!ctx.registry.isMember(principal.username, principal.group)) return `the token's user is no longer a member of ${principal.group}`;
+  return undefined;
+}
+
 /** A preHandler that requires a valid access token; routes read `request.principal` afterwards. */
 export function requireToken(ctx: AppContext) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {

@@ -126,11 +126,14 @@ export class TokenService {
       this.#verified.delete(token);
       throw new InvalidToken('the access token has expired');
     }
-    // A token issued from a grant also dies with the grant (code replay, refresh reuse, RFC 7009 §2.1).
-    if (this.revocations.isRevoked(claims.jti) || (typeof claims.grant_id === 'string' && this.revocations.isRevoked(`grant:${claims.grant_id}`))) {
-      throw new InvalidToken('the access token has been revoked');
-    }
+    if (this.isRevoked(claims)) throw new InvalidToken('the access token has been revoked');
     return claims;
+  }
+
+  /** Whether the token, or the grant it was issued from, is on the revocation list (a memory lookup). */
+  isRevoked(claims: AccessTokenClaims): boolean {
+    // A token issued from a grant also dies with the grant (code replay, refresh reuse, RFC 7009 §2.1).
+    return this.revocations.isRevoked(claims.jti) || (typeof claims.grant_id === 'string' && this.revocations.isRevoked(`grant:${claims.grant_id}`));
   }
 
   async #verifySignature(token: string): Promise<AccessTokenClaims> {

@@ -342,10 +342,11 @@ export async function jobsCommand(argv: string[]): Promise<number> {
       if (ids.length > 1 && values.output) throw new CliError('-o names one directory: give one job id with it', 2);
       return eachJob(ids, (id) => sandbox(conn, token, values, id, which));
     }
+    // A stream ends with its token: a reconnection asks for a fresh one (flow A again, or the cached refresh).
     case 'wait':
-      return waitForJobs(conn, token, jids(args).map(Number), { json: values.json ?? false, timeoutMs: timeoutOf(values) });
+      return waitForJobs(conn, { token, renew: () => userAccessToken(conn, values) }, jids(args).map(Number), { json: values.json ?? false, timeoutMs: timeoutOf(values) });
     case 'watch':
-      return watchJobs(conn, token, restrictionQuery(values), { json: values.json ?? false, timeoutMs: timeoutOf(values) });
+      return watchJobs(conn, { token, renew: () => userAccessToken(conn, values) }, restrictionQuery(values), { json: values.json ?? false, timeoutMs: timeoutOf(values) });
     default:
       throw new CliError(`unknown jobs command '${sub}'\n\n${USAGE}`, 2);
   }

@@ -47,10 +47,14 @@ export const JobsConfigSchema = Type.Object(
         heartbeatMs: Type.Integer({ minimum: 100, default: 15_000 }),
         /** How far back a client that reconnects with Last-Event-ID is sent what it missed. */
         replayWindowMs: Type.Integer({ minimum: 1000, default: 3600_000 }),
-        /** Most events replayed; beyond, the client is told to list again (event `reset`). */
+        /** Most events replayed; beyond, the client is told to list again (event `reset`). A replay reads at most this many + 1 rows of each table. */
         maxReplay: Type.Integer({ minimum: 1, default: 10_000 }),
-        /** Most open streams per instance (503 beyond). */
-        maxSubscribers: Type.Integer({ minimum: 1, default: 10_000 }),
+        /** Most open streams per instance (503 with Retry-After beyond: the instance is busy, another may not be). */
+        maxSubscribers: Type.Integer({ minimum: 1, default: 500 }),
+        /** Most open streams of one user on one instance (429 with Retry-After beyond): a few windows and scripts. */
+        maxStreamsPerUser: Type.Integer({ minimum: 1, default: 8 }),
+        /** How often each open stream's access token is checked again (revocation, group membership); it also ends at the token's expiry exactly. */
+        tokenRecheckMs: Type.Integer({ minimum: 100, maximum: 60_000, default: 2000 }),
       },
       { additionalProperties: false, default: {} },
     ),

@@ -20,22 +20,28 @@ export interface StatusEvent {
 
 type Query = Record<string, string | string[] | undefined>;
 
+/** The token for each connection: the one given first, then a fresh one (a stream ends when its token does). */
+export type Bearer = { token: string; renew?: () => Promise<string> };
+
 /**
  * Calls `onEvent` for each event until it returns true, `signal` aborts, or the service refuses; a dropped
- * connection is opened again after `Last-Event-ID`. `onReady` runs once the stream is live (first time only).
+ * connection is opened again after `Last-Event-ID`, with a renewed token when `renew` is given (the service
+ * ends a stream when its token expires or is revoked). `onReady` runs once the stream is live (first time only).
  */
 export async function followEvents(
   conn: Connection,
-  token: string,
+  bearer: Bearer,
   query: Query,
   handlers: { onReady?: () => Promise<void>; onEvent: (type: string, data: Record<string, unknown>) => boolean | void },
   signal: AbortSignal,
 ): Promise<void> {
   let lastEventId: string | undefined;
   let ready = false;
+  let connections = 0;
   for (let attempt = 0; !signal.aborted; attempt++) {
     let finished = false;
     try {
+      const token = connections++ > 0 && bearer.renew ? await bearer.renew() : bearer.token;
       const res = await reach(
         conn,
         api(conn, token).GET('/jobs/events', { params: { query: query as never }, headers: lastEventId ? { 'last-event-id': lastEventId } : {}, parseAs: 'stream', signal }),
@@ -86,7 +92,7 @@ export async function followEvents(
 }
 
 /** `dirigo jobs watch`: the jobs' latest states as they change. */
-export async function watchJobs(conn: Connection, token: string, query: Query, options: { json: boolean; timeoutMs: number }): Promise<number> {
+export async function watchJobs(conn: Connection, bearer: Bearer, query: Query, options: { json: boolean; timeoutMs: number }): Promise<number> {
   const controller = new AbortController();
   const stop = () => controller.abort();
   process.once('SIGINT', stop);
@@ -107,7 +113,7 @@ export async function watchJobs(conn: Connection, token: string, query: Query, o
   try {
     await followEvents(
       conn,
-      token,
+      bearer,
       query,
       {
         onReady: async () => {
@@ -139,7 +145,7 @@ export async function watchJobs(conn: Connection, token: string, query: Query, o
  * `dirigo jobs wait`: one event stream for all the jobs, their current states read once it is live, then
  * the events until every job has ended. @returns 0 when all are Done, 1 when any ended otherwise, 3 on timeout
  */
-export async function waitForJobs(conn: Connection, token: string, ids: readonly number[], options: { json: boolean; timeoutMs: number }): Promise<number> {
+export async function waitForJobs(conn: Connection, bearer: Bearer, ids: readonly number[], options: { json: boolean; timeoutMs: number }): Promise<number> {
   const started = Date.now();
   const pending = new Set(ids);
   const results = new Map<number, StatusEvent>();
@@ -153,11 +159,11 @@ export async function waitForJobs(conn: Connection, token: string, ids: readonly
   };
   const controller = new AbortController();
   const timer = Number.isFinite(options.timeoutMs) ? setTimeout(() => controller.abort(), options.timeoutMs) : undefined;
-  const client = api(conn, token);
+  const client = api(conn, bearer.token);
   try {
     await followEvents(
       conn,
-      token,
+      bearer,
       { JobID: ids.map(String), allOwners: 'true' },
       {
         // Jobs that ended before the stream was live are read once.

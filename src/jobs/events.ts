@@ -7,9 +7,15 @@
  * the events it may see, so a change made by any instance reaches the subscribers of every instance (the
  * tables are shared); a change made here wakes the poller at once. Each event's id holds both tables'
  * positions, so a client that reconnects with Last-Event-ID gets what it missed (within the replay window).
+ *
+ * Fan-out (issue 30): subscribers are indexed by the owner and group they may see, so an event costs only
+ * the streams that may see its job; each stream gets what one read found for it in one write (flush).
+ * A replay reads, in SQL, only the changes of jobs its subscriber may see (the owner or owner group
+ * condition, through jobs_owner_id and jobs_group_id), at most maxReplay + 1 rows of each table.
  */
+import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import type { Db } from '../kernel/db/database.ts';
-import { ATTRIBUTE_COLUMNS, toRecord, type AttributeName, type JobRecord } from './model.ts';
+import { ATTRIBUTE_COLUMNS, ATTRIBUTES, toRecord, type AttributeName, type JobRecord } from './model.ts';
 import type { Visibility } from './privileges.ts';
 import type { Restrictions } from './store.ts';
 
@@ -23,8 +29,14 @@ export interface JobEvent {
 export interface Subscriber {
   visibility: Visibility;
   restrictions: Restrictions;
+  /** Takes one event; nothing need be written before flush(). */
   send(event: JobEvent): void;
+  /** Called once after each read that sent this subscriber anything: write what send() gathered. */
+  flush(): void;
 }
+
+/** What a replay or a read is limited to: the jobs a subscriber may see, meeting its restrictions. */
+export type Scope = Pick<Subscriber, 'visibility' | 'restrictions'>;
 
 interface Position {
   history: number;
@@ -53,7 +65,7 @@ export function parseEventId(id: string | undefined): Position | undefined {
 }
 
 /** Whether a subscriber may see the job and the event meets its restrictions (Status is the event's own). */
-export function wants(s: Pick<Subscriber, 'visibility' | 'restrictions'>, row: Pick<Row, 'job' | 'data'>): boolean {
+export function wants(s: Scope, row: Pick<Row, 'job' | 'data'>): boolean {
   const v = s.visibility;
   if (v.kind === 'own' && row.job.owner !== v.owner) return false;
   if (v.kind === 'group' && row.job.owner !== v.owner && row.job.owner_group !== v.group) return false;
@@ -101,16 +113,65 @@ function jobOf(r: Record<string, unknown>): Row['job'] {
   return { ...toRecord(r as never), owner: r.owner as string, owner_group: r.owner_group as string };
 }
 
-/** History rows (status and application status changes) with their jobs' current attributes. */
-async function historyRows(db: Db, after: number, ids: number[], since?: string): Promise<Row[]> {
+export interface RowsQuery {
+  /** Rows after this id, and those of `gaps` (ids a concurrent transaction may still commit). */
+  after: number;
+  gaps?: readonly number[];
+  /** Rows up to this id only (a replay stops where the live stream starts). */
+  upTo?: number;
+  /** Rows no older than this (ISO time). */
+  since?: string;
+  /** Only rows of jobs this subscriber may see, meeting its restrictions (a replay); every row without. */
+  scope?: Scope;
+  limit: number;
+}
+
+/**
+ * The scope as SQL conditions on the joined jobs row: the owner (index jobs_owner_id), or the owner or the
+ * owner group (jobs_group_id), and the restrictions on strings and JobID. Integer restrictions on int4
+ * columns stay with wants() alone (a 15-digit value compared with an int4 column is an error on
+ * PostgreSQL); wants() is applied to every row anyway, so these only ever narrow what the database returns.
+ */
+function scopeConditions(s: Scope, statusColumn: 'h.status' | 'jobs.status'): RawBuilder<SqlBool>[] {
+  const v = s.visibility;
+  const out: RawBuilder<SqlBool>[] = [];
+  if (v.kind === 'own') out.push(sql<SqlBool>`${sql.ref('jobs.owner')} = ${v.owner}`);
+  else if (v.kind === 'group') out.push(sql<SqlBool>`(${sql.ref('jobs.owner')} = ${v.owner} or ${sql.ref('jobs.owner_group')} = ${v.group})`);
+  for (const [name, values] of Object.entries(s.restrictions) as [AttributeName, (string | number)[]][]) {
+    if (ATTRIBUTES[name].type === 'integer' && name !== 'JobID') continue;
+    const column = name === 'Status' ? statusColumn : `jobs.${ATTRIBUTES[name].column}`;
+    out.push(sql<SqlBool>`${sql.ref(column)} in (${sql.join(values)})`);
+  }
+  return out;
+}
+
+/** The query of history rows (status and application status changes) with their jobs' current attributes. */
+export function historyQuery(db: Db, r: RowsQuery) {
   let q = db.selectFrom('job_status_history as h').innerJoin('jobs', 'jobs.job_id', 'h.job_id');
-  q = q.where((eb) => eb.or([eb('h.id', '>', after), ...(ids.length > 0 ? [eb('h.id', 'in', ids)] : [])]));
-  if (since) q = q.where('h.status_time', '>=', since);
-  const rows = await q
+  const gaps = r.gaps ?? [];
+  q = q.where((eb) => eb.or([eb('h.id', '>', r.after), ...(gaps.length > 0 ? [eb('h.id', 'in', gaps)] : [])]));
+  if (r.upTo !== undefined) q = q.where('h.id', '<=', r.upTo);
+  if (r.since) q = q.where('h.status_time', '>=', r.since);
+  for (const c of r.scope ? scopeConditions(r.scope, 'h.status') : []) q = q.where(c);
+  return q
     .select(['h.id as event_id', 'h.status as event_status', 'h.minor_status as event_minor', 'h.application_status as event_application', 'h.status_time as event_time', 'h.source as event_source', ...JOB_COLUMNS])
     .orderBy('h.id')
-    .limit(BATCH)
-    .execute();
+    .limit(r.limit);
+}
+
+/** The query of job parameter rows with their jobs' current attributes (Status restricts the job's own). */
+export function parameterQuery(db: Db, r: RowsQuery) {
+  let q = db.selectFrom('job_parameters as p').innerJoin('jobs', 'jobs.job_id', 'p.job_id');
+  const gaps = r.gaps ?? [];
+  q = q.where((eb) => eb.or([eb('p.id', '>', r.after), ...(gaps.length > 0 ? [eb('p.id', 'in', gaps)] : [])]));
+  if (r.upTo !== undefined) q = q.where('p.id', '<=', r.upTo);
+  if (r.since) q = q.where('p.time', '>=', r.since);
+  for (const c of r.scope ? scopeConditions(r.scope, 'jobs.status') : []) q = q.where(c);
+  return q.select(['p.id as event_id', 'p.name as event_name', 'p.value as event_value', 'p.time as event_time', ...JOB_COLUMNS]).orderBy('p.id').limit(r.limit);
+}
+
+async function historyRows(db: Db, r: RowsQuery): Promise<Row[]> {
+  const rows = await historyQuery(db, r).execute();
   return rows.map((r) => ({
     kind: 'status',
     id: Number(r.event_id),
@@ -119,11 +180,8 @@ async function historyRows(db: Db, after: number, ids: number[], since?: string)
   }));
 }
 
-async function parameterRows(db: Db, after: number, ids: number[], since?: string): Promise<Row[]> {
-  let q = db.selectFrom('job_parameters as p').innerJoin('jobs', 'jobs.job_id', 'p.job_id');
-  q = q.where((eb) => eb.or([eb('p.id', '>', after), ...(ids.length > 0 ? [eb('p.id', 'in', ids)] : [])]));
-  if (since) q = q.where('p.time', '>=', since);
-  const rows = await q.select(['p.id as event_id', 'p.name as event_name', 'p.value as event_value', 'p.time as event_time', ...JOB_COLUMNS]).orderBy('p.id').limit(BATCH).execute();
+async function parameterRows(db: Db, r: RowsQuery): Promise<Row[]> {
+  const rows = await parameterQuery(db, r).execute();
   return rows.map((r) => ({ kind: 'parameter', id: Number(r.event_id), job: jobOf(r), data: { JobID: Number(r.job_id), Name: r.event_name, Value: r.event_value, Time: r.event_time } }));
 }
 
@@ -147,6 +205,10 @@ export class EventHub {
   readonly #db: Db;
   readonly #options: EventHubOptions;
   readonly #subscribers = new Set<Subscriber>();
+  /** The subscribers by what they may see: one owner's jobs (own and group), one group's (group), all. */
+  readonly #byOwner = new Map<string, Set<Subscriber>>();
+  readonly #byGroup = new Map<string, Set<Subscriber>>();
+  readonly #all = new Set<Subscriber>();
   readonly #history = new Tail();
   readonly #parameters = new Tail();
   #started: Promise<void> | undefined;
@@ -188,33 +250,49 @@ export class EventHub {
   /**
    * Events after `from` (a Last-Event-ID) no older than `since`, for one subscriber, at most `limit`:
    * `complete` is false when there were more (the client should list again rather than trust its view).
+   * Each table is read once, in SQL narrowed to the jobs the subscriber may see, for at most `limit` + 1
+   * rows: a replay costs what the caller's own changes in the window cost, not the whole window's.
    */
-  async replay(s: Pick<Subscriber, 'visibility' | 'restrictions'>, from: Position, since: string, limit: number): Promise<{ events: JobEvent[]; complete: boolean }> {
+  async replay(s: Scope, from: Position, since: string, limit: number): Promise<{ events: JobEvent[]; complete: boolean }> {
     const now = await this.position();
-    const events: JobEvent[] = [];
-    let position = { ...from };
-    for (;;) {
-      const [history, parameters] = await Promise.all([
-        position.history < now.history ? historyRows(this.#db, position.history, [], since) : Promise.resolve([]),
-        position.parameter < now.parameter ? parameterRows(this.#db, position.parameter, [], since) : Promise.resolve([]),
-      ]);
-      const batch = asEvents(
-        history.filter((r) => r.id <= now.history),
-        parameters.filter((r) => r.id <= now.parameter),
-        position,
-      );
-      if (batch.length === 0) return { events, complete: true };
-      for (const { row, event } of batch) if (wants(s, row)) events.push(event);
-      if (events.length > limit) return { events: events.slice(0, limit), complete: false };
-      position = parseEventId(batch.at(-1)!.event.id)!;
-      if (history.length < BATCH && parameters.length < BATCH) return { events, complete: true };
-    }
+    const read = (upTo: number, after: number, rows: (db: Db, r: RowsQuery) => Promise<Row[]>) =>
+      after < upTo ? rows(this.#db, { after, upTo, since, scope: s, limit: limit + 1 }) : Promise.resolve([]);
+    const [history, parameters] = await Promise.all([read(now.history, from.history, historyRows), read(now.parameter, from.parameter, parameterRows)]);
+    const events = asEvents(history.slice(0, limit), parameters.slice(0, limit), from)
+      .filter(({ row }) => wants(s, row))
+      .map(({ event }) => event);
+    const complete = history.length <= limit && parameters.length <= limit && events.length <= limit;
+    return { events: events.slice(0, limit), complete };
   }
 
   subscribe(s: Subscriber): () => void {
     this.#subscribers.add(s);
+    const v = s.visibility;
+    if (v.kind === 'all') this.#all.add(s);
+    else {
+      indexAdd(this.#byOwner, v.owner, s);
+      if (v.kind === 'group') indexAdd(this.#byGroup, v.group, s);
+    }
     this.#schedule(0);
-    return () => this.#subscribers.delete(s);
+    return () => {
+      this.#subscribers.delete(s);
+      this.#all.delete(s);
+      if (v.kind !== 'all') indexDelete(this.#byOwner, v.owner, s);
+      if (v.kind === 'group') indexDelete(this.#byGroup, v.group, s);
+    };
+  }
+
+  /** Hands the event to the subscribers that may see its job (the indexes), meeting their restrictions. */
+  #deliver(row: Row, event: JobEvent, touched: Set<Subscriber>): void {
+    const give = (s: Subscriber) => {
+      if (!wants(s, row)) return;
+      s.send(event);
+      touched.add(s);
+    };
+    for (const s of this.#byOwner.get(row.job.owner) ?? []) give(s);
+    // A group subscriber that owns the job was served by the owner index already.
+    for (const s of this.#byGroup.get(row.job.owner_group) ?? []) if (s.visibility.kind === 'group' && s.visibility.owner !== row.job.owner) give(s);
+    for (const s of this.#all) give(s);
   }
 
   /** A change was made in this process: read now rather than at the next poll. */
@@ -247,15 +325,16 @@ export class EventHub {
       await this.#start();
       const start = { history: this.#history.last, parameter: this.#parameters.last };
       const [history, parameters] = await Promise.all([
-        historyRows(this.#db, this.#history.last, this.#history.gaps()),
-        parameterRows(this.#db, this.#parameters.last, this.#parameters.gaps()),
+        historyRows(this.#db, { after: this.#history.last, gaps: this.#history.gaps(), limit: BATCH }),
+        parameterRows(this.#db, { after: this.#parameters.last, gaps: this.#parameters.gaps(), limit: BATCH }),
       ]);
       this.#history.seen(history.map((r) => r.id));
       this.#parameters.seen(parameters.map((r) => r.id));
       full = history.length === BATCH || parameters.length === BATCH;
-      for (const { row, event } of asEvents(history, parameters, start)) {
-        for (const s of this.#subscribers) if (wants(s, row)) s.send(event);
-      }
+      const touched = new Set<Subscriber>();
+      for (const { row, event } of asEvents(history, parameters, start)) this.#deliver(row, event, touched);
+      // One write per stream for everything this read found for it (not one TLS record per event).
+      for (const s of touched) s.flush();
     } catch {
       // The database may be away for a moment (a failover): the next round tries again.
     } finally {
@@ -270,5 +349,19 @@ export class EventHub {
     this.#closed = true;
     clearTimeout(this.#timer);
     this.#subscribers.clear();
+    this.#byOwner.clear();
+    this.#byGroup.clear();
+    this.#all.clear();
   }
+}
+
+function indexAdd(index: Map<string, Set<Subscriber>>, key: string, s: Subscriber): void {
+  let set = index.get(key);
+  if (!set) index.set(key, (set = new Set()));
+  set.add(s);
+}
+
+function indexDelete(index: Map<string, Set<Subscriber>>, key: string, s: Subscriber): void {
+  const set = index.get(key);
+  if (set?.delete(s) && set.size === 0) index.delete(key);
 }

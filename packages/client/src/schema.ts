@@ -547,7 +547,7 @@ export interface paths {
         };
         /**
          * Live job events (Server-Sent Events): status, application status and parameter changes, with the restrictions of GET /jobs
-         * @description Each event has an id; a client that reconnects with Last-Event-ID (header, or the lastEventId parameter) first gets the events it missed within jobs.events.replayWindowMs, or a `reset` event when there were too many. The first event, `ready`, carries the position to resume from. Browsers, whose EventSource sends no Authorization header, may pass access_token in the query.
+         * @description Each event has an id; a client that reconnects with Last-Event-ID (header, or the lastEventId parameter) first gets the events it missed within jobs.events.replayWindowMs, or a `reset` event when there were too many. The first event, `ready`, carries the position to resume from. The stream ends with an `end` event when the access token expires or is revoked. At most jobs.events.maxStreamsPerUser streams per user (429) and jobs.events.maxSubscribers per instance (503) are open at once. Browsers, whose EventSource sends no Authorization header, may pass access_token in the query.
          */
         get: operations["jobEvents"];
         put?: never;
@@ -4308,7 +4308,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description An endless text/event-stream: `event: status` data {JobID, Status, MinorStatus, ApplicationStatus, Time, Source}; `event: parameter` data {JobID, Name, Value, Time}; `event: ready` and `event: reset`; comment lines as heartbeats */
+            /** @description A text/event-stream, open while the access token is valid: `event: status` data {JobID, Status, MinorStatus, ApplicationStatus, Time, Source}; `event: parameter` data {JobID, Name, Value, Time}; `event: ready` and `event: reset`; `event: end` data {reason} when the token expires or is revoked; comment lines as heartbeats */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4344,9 +4344,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description OAuth 2.0-shaped error */
+            /** @description too_many_requests: the caller has jobs.events.maxStreamsPerUser streams open already on this instance */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before asking again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: this instance has jobs.events.maxSubscribers streams open already (another instance may not), or the database is away */
             503: {
                 headers: {
+                    /** @description Seconds to wait before asking again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
