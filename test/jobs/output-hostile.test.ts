@@ -5,12 +5,14 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
+import { request } from 'undici';
 import { postMultipart, startJobsService, untar, waitForStatus } from './helpers.ts';
+import { flowAToken, prepareServe, startServe, userAgent, type ServeProcess } from './serve-process.ts';
 
 const SECRET = 'TOP-SECRET-service-configuration\n';
 
@@ -169,6 +171,56 @@ for (const { dialect, skip } of await dialects()) {
         closed = true;
       } finally {
         if (!closed) await svc.close().catch(() => {});
+      }
+    });
+  });
+
+  describe(`a real server and its config.yaml (${dialect})`, { skip }, () => {
+    it('does not pack a hard link to its config.yaml, and stops on SIGTERM while packing', { timeout: 120_000 }, async () => {
+      const setup = await prepareServe(dialect, { scheduler: { pollIntervalMs: 100 }, sites: [{ name: 'Local', type: 'local', slots: 1 }] });
+      const agent = userAgent(setup.pki, 'alice');
+      let server: ServeProcess | undefined;
+      try {
+        server = await startServe(setup);
+        const token = await flowAToken(server.url, agent);
+        const call = async (path: string, body?: unknown) => {
+          const res = await request(server!.url + path, {
+            method: body ? 'POST' : 'GET',
+            dispatcher: agent,
+            headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+            body: body ? JSON.stringify(body) : undefined,
+          });
+          return { status: res.statusCode, body: Buffer.from(await res.body.arrayBuffer()) };
+        };
+        const until = async (jid: number, statuses: string[]) => {
+          for (const deadline = Date.now() + 30_000; ; await new Promise((r) => setTimeout(r, 50))) {
+            const job = JSON.parse((await call(`/jobs/${jid}`)).body.toString()) as Record<string, unknown>;
+            if (statuses.includes(String(job.Status))) return job;
+            assert.ok(Date.now() < deadline, `job ${jid} is still ${String(job.Status)} (${String(job.MinorStatus)})`);
+          }
+        };
+        const config = readFileSync(setup.configFile, 'utf8');
+        const submitted = await call('/jobs', { Executable: '/bin/sh', Arguments: `-c 'rm std.out && ln "$CONFIG" std.out; mkfifo std.err.new && mv -f std.err.new std.err'`, Environment: { CONFIG: setup.configFile } });
+        const [linked] = JSON.parse(submitted.body.toString()).jids as number[];
+        const job = await until(linked!, ['Done', 'Failed']);
+        assert.match(String(job.MinorStatus), /std\.out skipped: a file with \d+ hard links; std\.err skipped: not a regular file/);
+        const files = await untar((await call(`/jobs/${linked}/outputsandbox`)).body);
+        for (const [name, data] of files) assert.ok(!data.toString().includes(config.slice(0, 40)), `${name} holds config.yaml`);
+
+        // A job whose output would take minutes to pack: SIGTERM stops the server all the same.
+        const big = await call('/jobs', { Executable: '/bin/sh', Arguments: `-c 'truncate -s 500G big.dat'`, OutputSandbox: ['big.dat'] });
+        const [packing] = JSON.parse(big.body.toString()).jids as number[];
+        await until(packing!, ['Completing']);
+        server.child.kill('SIGTERM');
+        assert.equal(await server.exited, 0);
+      } finally {
+        if (server && server.child.exitCode === null) {
+          server.child.kill('SIGKILL');
+          await server.exited;
+        }
+        await agent.close();
+        await setup.dropSchema?.();
+        rmSync(setup.dataDir, { recursive: true, force: true });
       }
     });
   });
