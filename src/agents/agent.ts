@@ -276,7 +276,8 @@ export class JobAgent {
       const job = this.#jobs.get(jid);
       const path = job && this.#executor.outputPath(jid, null, job.manifest.StdOutput ?? 'std.out');
       const read = path ? await readTail(path, PEEK_BYTES) : undefined;
-      if (read) outputs.push({ jid, tail: read.tail.toString('utf8'), size: read.size });
+      // A StdOutput the payload replaced (a FIFO, a link) is not sent: readTail refuses it.
+      if (read && 'tail' in read) outputs.push({ jid, tail: read.tail.toString('utf8'), size: read.size });
     }
     return outputs;
   }

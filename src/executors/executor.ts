@@ -7,6 +7,7 @@
  * Backends never write job statuses themselves: they report events, and the scheduler applies them through
  * the state machine (compare-and-set), so a backend that reports late simply loses the race.
  */
+import type { OutputLocation } from './output-tail.ts';
 import type { Manifest } from '../jobs/index.ts';
 import type { StoredObject } from '../jobs/index.ts';
 
@@ -100,10 +101,11 @@ export interface Executor {
   /** Cleans up after a job whose holder died (an orphaned process, a batch job): kills what is left. Returns as kill does. */
   reap(ref: string): Promise<boolean>;
   /**
-   * Where a running job's `file` (its StdOutput) is, when this instance can read it (GET /jobs/{jid}/peek);
-   * undefined otherwise. The file name is the manifest's, already checked to be a plain name.
+   * Where a running job's `file` (its StdOutput) is, when this instance can read it (GET /jobs/{jid}/peek):
+   * below the site's own folder, so that no directory the payload could replace is followed; undefined
+   * otherwise. The file name is the manifest's, already checked to be a plain name.
    */
-  outputPath?(jobId: number, ref: string | null, file: string): string | undefined;
+  outputPath?(jobId: number, ref: string | null, file: string): OutputLocation | undefined;
   /** Why its backend cannot take or follow jobs now (its last command failed), or undefined when it can. */
   notReady?(): string | undefined;
   /** Stops everything it runs; later events are not reported. @returns the ids it stopped. */

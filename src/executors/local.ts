@@ -10,15 +10,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants as osConstants, hostname } from 'node:os';
 import { constants as fsConstants } from 'node:fs';
-import { access, chmod, lstat, mkdir, open, readdir, readFile, rm } from 'node:fs/promises';
+import { access, chmod, lstat, mkdir, open, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import picomatch from 'picomatch';
 import { environment } from '../kernel/config.ts';
 import type { LocalSiteConfig } from '../jobs/index.ts';
 import type { SandboxStore, StoredObject } from '../jobs/index.ts';
-import { packFiles, unpackArchive, wrapMinorStatus, type ArchiveFile } from '../jobs/index.ts';
-import { PayloadTooLarge } from '../kernel/errors.ts';
+import { readConfined, unpackArchive, wrapMinorStatus } from '../jobs/index.ts';
 import type { Executor, ExecutorEvent, ExecutorSink, HeldJob, JobToRun } from './executor.ts';
+import { packOutput, withSkipped, type PackedOutput, type PackLimits } from './output-packing.ts';
+import type { OutputLocation } from './output-tail.ts';
 import { groupCpuSeconds, HAS_PROC, readStat } from './process-stats.ts';
 
 export interface LocalExecutorOptions {
@@ -29,7 +29,7 @@ export interface LocalExecutorOptions {
   slots: number;
   killGraceMs: number;
   cpuCheckIntervalMs: number;
-  limits: { maxFileSize: number; maxSandboxSize: number; maxFiles: number };
+  limits: PackLimits & { maxFileSize: number };
   log: { warn(obj: object, msg: string): void };
 }
 
@@ -66,13 +66,14 @@ async function alive(pid: number, start: number | null): Promise<boolean> {
   return st !== undefined && (start === null || st.startTime === start) && st.pgrp === pid;
 }
 
+/** The exit code the wrapper recorded in `dir` (a job directory of the site's workDir, checked by the caller). */
 async function exitRecord(dir: string): Promise<number | undefined> {
-  try {
-    const code = Number((await readFile(join(dir, EXIT_RECORD), 'utf8')).trim());
-    return Number.isInteger(code) ? code : undefined;
-  } catch {
-    return undefined;
-  }
+  // The payload can put anything under that name (a FIFO, a link): read as any file of its directory.
+  const record = await readConfined(dirname(dir), `${basename(dir)}/${EXIT_RECORD}`, 64).catch(() => undefined);
+  if (!record) return undefined;
+  const text = record.toString('utf8').trim();
+  const code = Number(text);
+  return text !== '' && Number.isInteger(code) ? code : undefined;
 }
 
 /** The executable PATH finds for a bare name, or undefined. */
@@ -145,6 +146,8 @@ export class LocalExecutor implements Executor {
   readonly #adopted = new Map<number, Adopted>();
   #cpuTimer: NodeJS.Timeout | undefined;
   #closing = false;
+  /** Aborted by close(): output packing in progress stops at once, so that it never holds a shutdown. */
+  readonly #shutdown = new AbortController();
 
   constructor(options: LocalExecutorOptions) {
     this.#o = options;
@@ -218,6 +221,7 @@ export class LocalExecutor implements Executor {
     const m = a.job.manifest;
     const jobId = a.job.jobId;
     const code = await exitRecord(a.dir);
+    let keep = false;
     try {
       const events: ExecutorEvent[] = [];
       if (code === undefined) {
@@ -225,25 +229,26 @@ export class LocalExecutor implements Executor {
       }
       if (!a.running) events.push({ kind: 'running', jobId, ref: JSON.stringify({ host: hostname(), pid: a.pid, start: a.start, dir: a.dir } satisfies LocalRef) });
       events.push({ kind: 'completing', jobId });
-      let outputSandbox: StoredObject | undefined;
-      let packError: string | undefined;
-      try {
-        outputSandbox = await this.#packOutput(a.dir, m.StdOutput ?? 'std.out', m.StdError ?? 'std.err', m.OutputSandbox ?? []);
-      } catch (err) {
-        packError = wrapMinorStatus((err as Error).message, (said) => `Output sandbox could not be stored: ${said}`);
+      const packed = await this.#packOutput(a.dir, m.StdOutput ?? 'std.out', m.StdError ?? 'std.err', m.OutputSandbox ?? []);
+      if (packed.shutdown) {
+        // Left as it is, exit record and all: whoever recovers the job adopts it again.
+        keep = true;
+        return [];
       }
+      const outputSandbox = packed.stored;
       const base = { kind: 'finished' as const, jobId, exitCode: code, ...(outputSandbox ? { outputSandbox } : {}) };
-      if (packError) events.push({ ...base, outcome: 'failed', minorStatus: packError });
-      else if (code === 0) events.push({ ...base, outcome: 'done', minorStatus: 'Execution Complete (adopted run)', applicationStatus: 'Exited with code 0' });
-      else events.push({ ...base, outcome: 'failed', minorStatus: `Application exited with code ${code} (adopted run)`, applicationStatus: `Exited with code ${code}` });
+      const said = (minorStatus: string) => withSkipped(minorStatus, packed.skipped);
+      if (packed.error) events.push({ ...base, outcome: 'failed', minorStatus: said(packed.error) });
+      else if (code === 0) events.push({ ...base, outcome: 'done', minorStatus: said('Execution Complete (adopted run)'), applicationStatus: 'Exited with code 0' });
+      else events.push({ ...base, outcome: 'failed', minorStatus: said(`Application exited with code ${code} (adopted run)`), applicationStatus: `Exited with code ${code}` });
       return events;
     } finally {
-      if (!this.#o.site.keepWorkDirs) await rm(a.dir, { recursive: true, force: true }).catch(() => {});
+      if (!keep && !this.#o.site.keepWorkDirs) await rm(a.dir, { recursive: true, force: true }).catch(() => {});
     }
   }
 
-  outputPath(jobId: number, _ref: string | null, file: string): string | undefined {
-    return join(this.#o.workDir, String(jobId), file);
+  outputPath(jobId: number, _ref: string | null, file: string): OutputLocation {
+    return { root: this.#o.workDir, rel: `${jobId}/${file}` };
   }
 
   async kill(jobId: number, ref: string | null = null): Promise<boolean> {
@@ -279,6 +284,7 @@ export class LocalExecutor implements Executor {
 
   async close(): Promise<number[]> {
     this.#closing = true;
+    this.#shutdown.abort();
     clearInterval(this.#cpuTimer);
     const stopped = [...this.#running.values()];
     for (const r of stopped) {
@@ -331,8 +337,8 @@ export class LocalExecutor implements Executor {
           startError = wrapMinorStatus((err as Error).message, (said) => `Input sandbox could not be unpacked: ${said}`);
         }
       }
-      const out = await open(join(dir, stdoutName), 'w', 0o600);
-      const errFile = await open(join(dir, stderrName), 'w', 0o600);
+      const out = await createOutput(dir, stdoutName);
+      const errFile = await createOutput(dir, stderrName);
       let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
       try {
         if (!startError) {
@@ -395,14 +401,11 @@ export class LocalExecutor implements Executor {
       if (r.stopReason === 'shutdown' || this.#closing) return;
 
       if (exit) await this.#sink({ kind: 'completing', jobId: job.jobId });
-      let outputSandbox: StoredObject | undefined;
-      let packError: string | undefined;
-      try {
-        outputSandbox = await this.#packOutput(dir, stdoutName, stderrName, m.OutputSandbox ?? []);
-      } catch (err) {
-        packError = wrapMinorStatus((err as Error).message, (said) => (err instanceof PayloadTooLarge ? `Output sandbox too large: ${said}` : `Output sandbox could not be stored: ${said}`));
-      }
-      await this.#sink(this.#outcome(r, exit, startError, packError, outputSandbox));
+      const packed = await this.#packOutput(dir, stdoutName, stderrName, m.OutputSandbox ?? []);
+      // Cut short by a shutdown: close() reports the job as stopped, and it is rescheduled.
+      if (packed.shutdown) return;
+      const outcome = this.#outcome(r, exit, startError, packed.error, packed.stored);
+      await this.#sink(outcome.kind === 'finished' && !startError ? { ...outcome, minorStatus: withSkipped(outcome.minorStatus, packed.skipped) } : outcome);
     } finally {
       if (!this.#o.site.keepWorkDirs) await rm(dir, { recursive: true, force: true }).catch(() => {});
     }
@@ -452,34 +455,20 @@ export class LocalExecutor implements Executor {
     return onPath(executable, path);
   }
 
-  async #packOutput(dir: string, stdout: string, stderr: string, patterns: readonly string[]): Promise<StoredObject> {
-    const files: ArchiveFile[] = [
-      { name: stdout, path: join(dir, stdout) },
-      { name: stderr, path: join(dir, stderr) },
-    ];
-    if (patterns.length > 0) {
-      const match = picomatch([...patterns], { dot: false });
-      const seen = new Set([stdout, stderr]);
-      for (const rel of await walk(dir, '', this.#o.limits.maxFiles)) {
-        if (!seen.has(rel) && match(rel)) {
-          seen.add(rel);
-          files.push({ name: rel, path: join(dir, rel) });
-        }
-      }
-    }
-    return this.#o.store.put(packFiles(files), this.#o.limits.maxSandboxSize);
+  /** The output sandbox of the job directory `dir` (below workDir), never blocking, within the deadline. */
+  #packOutput(dir: string, stdout: string, stderr: string, patterns: readonly string[]): Promise<PackedOutput> {
+    const output = { root: this.#o.workDir, dir: basename(dir), stdout, stderr, patterns };
+    return packOutput(this.#o.store, output, this.#o.limits, this.#shutdown.signal);
   }
 }
 
-/** Regular files under `dir` as relative POSIX paths; symbolic links are not followed. */
-async function walk(root: string, rel: string, max: number, out: string[] = []): Promise<string[]> {
-  const entries = await readdir(join(root, rel), { withFileTypes: true });
-  for (const e of entries) {
-    if (out.length >= max) break;
-    const path = rel ? `${rel}/${e.name}` : e.name;
-    if (e.isDirectory()) await walk(root, path, max, out);
-    else if (e.isFile()) out.push(path);
-  }
-  return out;
+/**
+ * A new StdOutput or StdError file for the payload: whatever is there goes first, and the file is created
+ * afresh without following a link (O_EXCL, O_NOFOLLOW), so that nothing in its place (a FIFO left by an
+ * earlier run's stray process) can hold the open or receive the output.
+ */
+async function createOutput(dir: string, name: string) {
+  const path = join(dir, name);
+  await rm(path, { force: true, recursive: true });
+  return open(path, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
 }
-

@@ -1,19 +1,22 @@
-/** The end of a file a payload is writing (GET /jobs/{jid}/peek): read without following links. */
-import { constants, open } from 'node:fs/promises';
+/** The end of a file a payload is writing (GET /jobs/{jid}/peek): read without following links of any kind. */
+import { openConfined } from '../jobs/index.ts';
 
-/** The last `maxBytes` of `path` and its size; undefined when there is no such file (yet). */
-export async function readTail(path: string, maxBytes: number): Promise<{ tail: Buffer; size: number } | undefined> {
-  let handle;
+/** A file of a job's working directory: `rel` below a site's own folder `root`, whose components are never followed. */
+export interface OutputLocation {
+  root: string;
+  rel: string;
+}
+
+/**
+ * The last `maxBytes` of the file and its size; undefined when there is no such file (yet); `refused` when
+ * what is there is not a regular file of its own (a FIFO, a link, a hard link to a file of the service).
+ */
+export async function readTail(where: OutputLocation, maxBytes: number): Promise<{ tail: Buffer; size: number } | { refused: string } | undefined> {
+  const opened = await openConfined(where.root, where.rel);
+  if ('absent' in opened) return undefined;
+  if ('refused' in opened) return opened;
+  const { handle, stat } = opened.file;
   try {
-    // O_NOFOLLOW: a payload may replace its StdOutput with a link to a file of the service.
-    // O_NONBLOCK: a FIFO in its place must not hold the request.
-    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return undefined;
-  }
-  try {
-    const stat = await handle.stat();
-    if (!stat.isFile()) return undefined;
     const { size } = stat;
     const length = Math.min(size, maxBytes);
     const tail = Buffer.alloc(length);

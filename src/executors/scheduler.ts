@@ -25,6 +25,7 @@ import type { Executor, ExecutorEvent, JobToRun } from './executor.ts';
 import { Waker } from './waker.ts';
 import { cycleDuration, siteSlots } from './metrics.ts';
 import { secondsSince } from '../kernel/observability.ts';
+import { Conflict } from '../kernel/errors.ts';
 
 const HELD: JobStatus[] = [JobStatus.Matched, JobStatus.Running, JobStatus.Completing];
 /** Jobs one site claims in one cycle at most. */
@@ -129,8 +130,11 @@ export class Scheduler {
   /** Passes a kill to the executor holding the job, when it is this instance's; another instance's holder delivers its own. */
   /** The last `maxBytes` of a running job's `file` and its size, when a site of this instance can read it. */
   async peek(jobId: number, site: string, ref: string | null, file: string, maxBytes: number): Promise<{ tail: Buffer; size: number } | undefined> {
-    const path = this.#executors.get(site)?.outputPath?.(jobId, ref, file);
-    return path ? readTail(path, maxBytes) : undefined;
+    const where = this.#executors.get(site)?.outputPath?.(jobId, ref, file);
+    const read = where ? await readTail(where, maxBytes) : undefined;
+    // Never followed, never a 5xx: what the payload put in its StdOutput's place is named instead.
+    if (read && 'refused' in read) throw new Conflict(`job ${jobId}: its StdOutput '${file}' is not shown: ${read.refused}`);
+    return read;
   }
 
   async kill(jobId: number, executorId: string | null, site: string, ref: string | null): Promise<void> {

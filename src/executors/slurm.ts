@@ -17,24 +17,24 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { lstat, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { basename, join, relative, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import picomatch from 'picomatch';
-import type { SandboxStore, StoredObject } from '../jobs/index.ts';
-import { packFiles, wrapMinorStatus, type ArchiveFile } from '../jobs/index.ts';
-import { PayloadTooLarge } from '../kernel/errors.ts';
+import type { SandboxStore } from '../jobs/index.ts';
+import { readConfined, wrapMinorStatus } from '../jobs/index.ts';
 import type { Executor, ExecutorEvent, ExecutorSink, HeldJob, JobToRun } from './executor.ts';
 import { SlurmClient, SlurmCommandError, type SlurmJobInfo } from './slurm-client.ts';
 import type { SlurmSiteConfig } from '../jobs/index.ts';
 import { batchScript, parseExitRecord, type ExitRecord } from './slurm-script.ts';
+import { packOutput, withSkipped, type PackedOutput, type PackLimits } from './output-packing.ts';
+import type { OutputLocation } from './output-tail.ts';
 
 export interface SlurmExecutorOptions {
   site: SlurmSiteConfig;
   /** Absolute staging directory (the site's `stagingDir` resolved against the data dir). */
   stagingDir: string;
   store: SandboxStore;
-  limits: { maxFileSize: number; maxSandboxSize: number; maxFiles: number };
+  limits: PackLimits & { maxFileSize: number };
   log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
   /** Replaces the command client (tests of the state mapping). */
   client?: Pick<SlurmClient, 'submit' | 'query' | 'cancel' | 'findByWorkDir'> & Partial<Pick<SlurmClient, 'lastFailure'>>;
@@ -78,6 +78,8 @@ export class SlurmExecutor implements Executor {
   readonly #cleanup = new Map<string, string>();
   #sink: ExecutorSink = async () => false;
   #closing = false;
+  /** Aborted by close(): output packing in progress stops at once instead of holding the shutdown. */
+  readonly #shutdown = new AbortController();
   #failures = 0;
   #retryAt = 0;
   #lastPollError = '';
@@ -249,11 +251,10 @@ export class SlurmExecutor implements Executor {
   }
 
   async #exitRecord(h: Held): Promise<ExitRecord | undefined> {
-    try {
-      return parseExitRecord(await readFile(join(h.stage, 'exit'), 'utf8'));
-    } catch {
-      return undefined;
-    }
+    // The payload can reach its staging directory: the record is read as any file it could have replaced.
+    const rel = `${relative(this.#o.stagingDir, h.stage).split(sep).join('/')}/exit`;
+    const record = await readConfined(this.#o.stagingDir, rel, 4096).catch(() => undefined);
+    return record ? parseExitRecord(record.toString('utf8')) : undefined;
   }
 
   /** The events that end a job in Slurm state `state`; forgets the job and removes its staging directory. */
@@ -261,6 +262,7 @@ export class SlurmExecutor implements Executor {
     const jobId = h.job.jobId;
     this.#held.delete(jobId);
     const events: ExecutorEvent[] = [];
+    let keep = false;
     try {
       if (state === 'CANCELLED') {
         return [{ kind: 'finished', jobId, outcome: 'killed', exitCode: null, minorStatus: `Cancelled in Slurm (batch job ${h.slurmId}${reason && reason !== 'None' ? `: ${reason}` : ''})` }];
@@ -268,54 +270,40 @@ export class SlurmExecutor implements Executor {
       const ran = record?.kind === 'exit' || ['COMPLETED', 'FAILED', 'TIMEOUT', 'OUT_OF_MEMORY'].includes(state);
       if (ran && !h.running) events.push({ kind: 'running', jobId, ref: this.#ref(h) });
       if (ran) events.push({ kind: 'completing', jobId });
-      let outputSandbox: StoredObject | undefined;
-      let packError: string | undefined;
-      if (ran) {
-        try {
-          outputSandbox = await this.#packOutput(h);
-        } catch (err) {
-          packError = wrapMinorStatus((err as Error).message, (said) => (err instanceof PayloadTooLarge ? `Output sandbox too large: ${said}` : `Output sandbox could not be stored: ${said}`));
-        }
+      const packed: PackedOutput = ran ? await this.#packOutput(h) : { skipped: [] };
+      if (packed.shutdown) {
+        // Stopped by a shutdown: the batch job and its staging directory stay for whoever adopts it.
+        keep = true;
+        return [];
       }
+      const outputSandbox = packed.stored;
       const outcome = describeOutcome(h, state, reason, record);
       const finished: ExecutorEvent = {
         kind: 'finished',
         jobId,
         ...outcome,
-        ...(packError ? { outcome: 'failed', minorStatus: packError } : {}),
+        ...(packed.error ? { outcome: 'failed', minorStatus: packed.error } : {}),
         ...(outputSandbox ? { outputSandbox } : {}),
       };
+      finished.minorStatus = withSkipped(finished.minorStatus, packed.skipped);
       events.push(finished);
       return events;
     } finally {
-      if (!this.#o.site.keepStaging) await rm(h.stage, { recursive: true, force: true }).catch(() => {});
+      if (!keep && !this.#o.site.keepStaging) await rm(h.stage, { recursive: true, force: true }).catch(() => {});
     }
   }
 
-  async #packOutput(h: Held): Promise<StoredObject> {
+  /** The output sandbox from `work/` of the job's staging directory, read below stagingDir without following links. */
+  #packOutput(h: Held): Promise<PackedOutput> {
     const m = h.job.manifest;
-    const work = join(h.stage, 'work');
-    const stdout = m.StdOutput ?? 'std.out';
-    const stderr = m.StdError ?? 'std.err';
-    const files: ArchiveFile[] = [
-      { name: stdout, path: join(work, stdout) },
-      { name: stderr, path: join(work, stderr) },
-    ];
-    const patterns = m.OutputSandbox ?? [];
-    if (patterns.length > 0) {
-      const match = picomatch([...patterns], { dot: false });
-      const seen = new Set([stdout, stderr]);
-      for (const rel of await listFiles(work, '', this.#o.limits.maxFiles).catch(() => [])) {
-        if (!seen.has(rel) && match(rel)) {
-          seen.add(rel);
-          files.push({ name: rel, path: join(work, rel) });
-        }
-      }
-    }
-    // packFiles skips what is not a regular file (a payload that never created StdOutput, a symlink).
-    const present: ArchiveFile[] = [];
-    for (const f of files) if (await isRegularFile(f.path)) present.push(f);
-    return this.#o.store.put(packFiles(present), this.#o.limits.maxSandboxSize);
+    const output = {
+      root: this.#o.stagingDir,
+      dir: `${relative(this.#o.stagingDir, h.stage).split(sep).join('/')}/work`,
+      stdout: m.StdOutput ?? 'std.out',
+      stderr: m.StdError ?? 'std.err',
+      patterns: m.OutputSandbox ?? [],
+    };
+    return packOutput(this.#o.store, output, this.#o.limits, this.#shutdown.signal);
   }
 
   /**
@@ -407,10 +395,10 @@ export class SlurmExecutor implements Executor {
   }
 
   /** The payload runs in `work/` of its staging directory, which this instance shares when it is the site's. */
-  outputPath(_jobId: number, ref: string | null, file: string): string | undefined {
+  outputPath(_jobId: number, ref: string | null, file: string): OutputLocation | undefined {
     try {
       const stage = ref ? this.#insideStaging((JSON.parse(ref) as Partial<SlurmRef>).stage ?? '') : undefined;
-      return stage ? join(stage, 'work', file) : undefined;
+      return stage ? { root: this.#o.stagingDir, rel: `${relative(this.#o.stagingDir, stage).split(sep).join('/')}/work/${file}` } : undefined;
     } catch {
       return undefined;
     }
@@ -428,6 +416,7 @@ export class SlurmExecutor implements Executor {
    */
   async close(): Promise<number[]> {
     this.#closing = true;
+    this.#shutdown.abort();
     this.#held.clear();
     return [];
   }
@@ -487,24 +476,4 @@ export function describeOutcome(h: { slurmId: string; job: { manifest: { Executa
       // BOOT_FAIL, DEADLINE, PREEMPTED, REVOKED, SPECIAL_EXIT and any state a later Slurm adds.
       return { outcome: 'failed', exitCode: code, minorStatus: `Slurm ended batch job ${h.slurmId}: ${state}${why}`, applicationStatus: app };
   }
-}
-
-async function isRegularFile(path: string): Promise<boolean> {
-  try {
-    return (await lstat(path)).isFile();
-  } catch {
-    return false;
-  }
-}
-
-/** Regular files under `root` as relative POSIX paths; symbolic links are not followed. */
-async function listFiles(root: string, rel: string, max: number, out: string[] = []): Promise<string[]> {
-  const entries = await readdir(join(root, rel), { withFileTypes: true });
-  for (const e of entries) {
-    if (out.length >= max) break;
-    const path = rel ? `${rel}/${e.name}` : e.name;
-    if (e.isDirectory()) await listFiles(root, path, max, out);
-    else if (e.isFile()) out.push(path);
-  }
-  return out;
 }

@@ -85,6 +85,11 @@ export const JobsConfigSchema = Type.Object(
         maxFileSize: Type.Integer({ minimum: 1, default: 100 * MiB }),
         maxSandboxSize: Type.Integer({ minimum: 1, default: 100 * MiB }),
         maxFiles: Type.Integer({ minimum: 1, default: 1000 }),
+        /**
+         * Longest a finished job's output sandbox may take to pack; past it the job fails with "Output
+         * packing timed out" and its slot is free again (a payload can leave a huge sparse file).
+         */
+        outputPackTimeoutMs: Type.Integer({ minimum: 1000, default: 600_000 }),
       },
       { additionalProperties: false, default: {} },
     ),
