@@ -161,7 +161,8 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal((await svc.request('/jobs', { token: own.json.access_token })).status, 403);
 
       for (const auth of [basic('bob', ROBOT_SECRET), basic('test-web', WEB_SECRET)]) {
-        for (const extra of [{ group: 'dirigo_user', setup: TEST_SETUP }, { scope: 'compute.create wlcg.groups:/dirigo_user', setup: TEST_SETUP }]) {
+        const extras: Record<string, string>[] = [{ group: 'dirigo_user', setup: TEST_SETUP }, { scope: 'compute.create wlcg.groups:/dirigo_user', setup: TEST_SETUP }];
+        for (const extra of extras) {
           const exchanged = await postForm(svc, '/oauth2/token', { grant_type: EXCHANGE, subject_token: own.json.access_token, subject_token_type: ACCESS_TOKEN, ...extra }, auth);
           assert.equal(exchanged.status, 400, exchanged.text);
           assert.equal(exchanged.json.error, 'invalid_request');
