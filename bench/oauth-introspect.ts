@@ -30,7 +30,7 @@ try {
   ctx.setPublicUrl(server.url);
   const tokens: string[] = [];
   for (let i = 0; i < TOKENS; i++) {
-    tokens.push((await ctx.tokens.issue({ username: i % 2 ? 'alice' : 'bob', clientId: 'dirigo-cli', scope: 'compute.read', group: 'dirigo_user', setup: DEMO_SETUP })).token);
+    tokens.push((await ctx.tokens.issue({ username: i % 2 ? 'alice' : 'bob', subjectKind: 'user', clientId: 'dirigo-cli', scope: 'compute.read', group: 'dirigo_user', setup: DEMO_SETUP })).token);
   }
   await ctx.close();
 

@@ -11,7 +11,7 @@ import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Static } from 'typebox';
-import { requireToken, type Principal } from '../auth/index.ts';
+import { requireGroupRights, requireToken, type Principal } from '../auth/index.ts';
 import { runDuty } from '../cluster/index.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import { JobStatus } from '../jobs/index.ts';
@@ -42,6 +42,8 @@ import { AGENT_HELD, heartbeat, heldJob, holderOf, matchJobs, type AgentIdentity
 export const PILOT_PROPERTY = 'Pilot';
 
 function requirePilot(principal: Principal): void {
+  // An agent runs other users' jobs with the rights of its group: a token limited to less may not.
+  requireGroupRights(principal, 'act as a job agent');
   if (!principal.properties.includes(PILOT_PROPERTY)) {
     throw new InsufficientPrivileges(`group ${principal.group} does not have the ${PILOT_PROPERTY} property needed to act as a job agent`);
   }

@@ -4,15 +4,15 @@
  * revocation, and their signed-in browser sessions with sign-out. Each user sees and ends only their own:
  * another user's grant or session is answered 404, as one that does not exist.
  *
- * A token limited by capability scopes (a job's, a storage transfer's) may not manage the account: only a
- * token with the rights of its group may (scopes.ts).
+ * Only a token with the rights of its group (the group scope and no capability, scopes.ts) may see or
+ * manage the account: not one limited by capabilities (a job's, a storage transfer's), nor a sign-in one.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
-import { InsufficientPrivileges, NotFound } from '../kernel/errors.ts';
+import { NotFound } from '../kernel/errors.ts';
 import { SECURITY } from '../kernel/openapi.ts';
-import { hasCapabilityScopes, requireToken, type Principal } from './authenticate.ts';
+import { requireGroupRights, requireToken, type Principal } from './authenticate.ts';
 import { parseAuthContext } from './auth-context.ts';
 import { oauth } from './services.ts';
 import { Account, AccountGrants, AccountSessions, GrantParams, SessionParams } from './account-schemas.ts';
@@ -21,7 +21,7 @@ import { json, NO_STORE, oauthError, WwwAuthenticate, type Answers } from './api
 /** The account's owner: the token's user, when the token carries the rights of its group. */
 function owner(request: FastifyRequest): Principal {
   const p = request.principal!;
-  if (hasCapabilityScopes(p)) throw new InsufficientPrivileges('a token limited by capability scopes cannot manage the account; use a token without compute.* or storage.* scopes');
+  requireGroupRights(p, 'see or manage the account');
   return p;
 }
 
@@ -34,7 +34,7 @@ export async function accountRoutes(app: FastifyInstance, { ctx }: { ctx: AppCon
   const refusals: Answers = {
     400: oauthError('invalid_request: the access token is given in more than one way (RFC 6750 §2), or a malformed URL or id'),
     401: oauthError('invalid_token: no access token, or one that is not valid (RFC 6750 §3.1)', { 'WWW-Authenticate': WwwAuthenticate }),
-    403: oauthError('insufficient_privileges: a client\'s own token, or one limited by capability scopes'),
+    403: oauthError('insufficient_privileges: a client\'s own token; insufficient_scope: a token without the group scope wlcg.groups, or limited by capability scopes (RFC 6750 §3.1)'),
   };
   const noStore = (reply: { headers(h: Record<string, string>): unknown }) => reply.headers({ 'cache-control': 'no-store', pragma: 'no-cache' });
 

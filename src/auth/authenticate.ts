@@ -4,9 +4,10 @@
  * parameter (§2.3), never in more than one (§2).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AuthenticationRequired, InsufficientPrivileges, InvalidRequest, InvalidToken } from '../kernel/errors.ts';
+import { AuthenticationRequired, InsufficientPrivileges, InsufficientScope, InvalidRequest, InvalidToken } from '../kernel/errors.ts';
 import type { AppContext } from '../kernel/context.ts';
-import type { AccessTokenClaims } from './tokens.ts';
+import { GROUP_RIGHTS_SCOPE, grantsGroupRights, isCapability } from './scopes.ts';
+import { subjectKindOf, tokenScopes, type AccessTokenClaims } from './tokens.ts';
 
 export interface Principal {
   username: string;
@@ -72,7 +73,7 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest, rep
   const claims = await ctx.tokens.verify(token);
   // A client's own token is for resource servers that trust its capabilities (WLCG storage); Dirigo's
   // API acts for users.
-  if (claims.group === '') throw new InsufficientPrivileges(`a client's own token (client ${claims.client_id}) acts for no user; Dirigo's API needs a user's token`);
+  if (subjectKindOf(claims) === 'client') throw new InsufficientPrivileges(`a client's own token (client ${claims.client_id}) acts for no user; Dirigo's API needs a user's token`);
   const user = ctx.registry.user(claims.sub);
   if (!user) throw new InvalidToken(`the token's user ${claims.sub} no longer exists`);
   if (!ctx.registry.isMember(user.name, claims.group)) {
@@ -84,7 +85,7 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest, rep
     setup: claims.setup,
     clientId: claims.client_id,
     properties: ctx.registry.properties(claims.group),
-    scopes: typeof claims.scope === 'string' && claims.scope ? claims.scope.split(' ') : [],
+    scopes: tokenScopes(claims),
     claims,
   };
   request.principal = principal;
@@ -116,19 +117,23 @@ export function requireToken(ctx: AppContext) {
 /** WLCG token profile capabilities (WLCG Common JWT Profiles §3.3) that the job and catalogue routes check. */
 export type Capability = 'compute.read' | 'compute.create' | 'compute.modify' | 'compute.cancel' | 'storage.read' | 'storage.modify' | 'storage.create';
 
-const CAPABILITY_PREFIXES = ['compute.', 'storage.'];
-
 /** True when the token names capabilities at all; such a token is limited to them. */
 export function hasCapabilityScopes(principal: Principal): boolean {
-  return principal.scopes.some((s) => CAPABILITY_PREFIXES.some((p) => s.startsWith(p)));
+  return principal.scopes.some(isCapability);
+}
+
+/** True when the token carries the rights of its group: the group scope, and no capability to limit it. */
+export function hasGroupRights(principal: Principal): boolean {
+  return !hasCapabilityScopes(principal) && grantsGroupRights(principal.scopes, principal.group);
 }
 
 /**
  * Whether the token allows `capability` (on `path` for storage capabilities, where `storage.read:/a`
- * covers `/a` and everything below it). Tokens without capability scopes carry the user's group rights.
+ * covers `/a` and everything below it; without a path, on some path). A token without capability scopes
+ * allows it through the group scope only; one with neither is a sign-in token and allows nothing.
  */
 export function allowsCapability(principal: Principal, capability: Capability, path?: string): boolean {
-  if (!hasCapabilityScopes(principal)) return true;
+  if (!hasCapabilityScopes(principal)) return grantsGroupRights(principal.scopes, principal.group);
   return principal.scopes.some((scope) => {
     if (!capability.startsWith('storage.')) return scope === capability;
     const [name, prefix = '/'] = scope.split(/:(.*)/s, 2) as [string, string | undefined];
@@ -139,9 +144,24 @@ export function allowsCapability(principal: Principal, capability: Capability, p
   });
 }
 
-/** @throws InsufficientPrivileges naming the missing scope (RFC 6750 §3.1 insufficient_scope). */
+function scopeList(principal: Principal): string {
+  return principal.scopes.length ? principal.scopes.join(' ') : 'none';
+}
+
+/** @throws InsufficientScope (RFC 6750 §3.1) naming the scope that would allow `capability`. */
 export function requireCapability(principal: Principal, capability: Capability, path?: string): void {
-  if (!allowsCapability(principal, capability, path)) {
-    throw new InsufficientPrivileges(`the token's scopes do not include ${capability}${path ? ` for ${path}` : ''}`);
-  }
+  if (allowsCapability(principal, capability, path)) return;
+  const needed = capability.startsWith('storage.') ? `${capability}:${path ?? '/'}` : capability;
+  const or = hasCapabilityScopes(principal) ? '' : ` or ${GROUP_RIGHTS_SCOPE}`;
+  throw new InsufficientScope(`the token's scopes (${scopeList(principal)}) do not include ${needed}${or}`, hasCapabilityScopes(principal) ? needed : `${needed} ${GROUP_RIGHTS_SCOPE}`);
+}
+
+/**
+ * For what only the group's rights allow (the account, a job agent).
+ * @throws InsufficientScope naming the group scope.
+ */
+export function requireGroupRights(principal: Principal, action: string): void {
+  if (hasGroupRights(principal)) return;
+  const why = hasCapabilityScopes(principal) ? 'is limited by capability scopes' : 'lacks the group scope';
+  throw new InsufficientScope(`the token (scopes: ${scopeList(principal)}) ${why}; to ${action} it needs ${GROUP_RIGHTS_SCOPE} and no compute.* or storage.* scope`, GROUP_RIGHTS_SCOPE);
 }

@@ -13,7 +13,7 @@ import type { AppContext } from '../kernel/context.ts';
 import { DirigoError, InvalidRequest, InvalidScope, UnauthorizedClient, UnsupportedResponseType } from '../kernel/errors.ts';
 import { GRANT_AUTHORIZATION_CODE, matchesRedirectUri, type OAuthClient } from '../registry/index.ts';
 import { errorPage } from './pages.ts';
-import { parseScope, requestedGroup } from './scopes.ts';
+import { parseScope, requestedGroup, requestedScope } from './scopes.ts';
 import { checkRegisteredScope } from './scope-policy.ts';
 import { oauth } from './services.ts';
 import { promptDecision, type PromptRequest } from './prompt.ts';
@@ -108,7 +108,7 @@ const redirectableRules: Rule[] = [
     if (d.params.nonce !== undefined && d.params.nonce.length > MAX_STATE) throw new InvalidRequest(`nonce is longer than ${MAX_STATE} characters`);
   },
   function scopeValid(_ctx, d) {
-    checkRegisteredScope(d.client!, parseScope(d.params.scope));
+    checkRegisteredScope(d.client!, requestedScope(d.params.scope));
   },
   // RFC 7636 §4.3; RFC 9700 §2.1.1: only S256 (plain is refused).
   function pkceMethod(_ctx, d) {
@@ -211,7 +211,7 @@ export async function authorizationEndpoint(ctx: AppContext, request: FastifyReq
     redirectUri,
     redirectUriGiven: params.redirect_uri !== undefined,
     state: params.state,
-    scope: parseScope(params.scope),
+    scope: requestedScope(params.scope),
     codeChallenge: params.code_challenge,
     codeChallengeMethod: params.code_challenge ? 'S256' : undefined,
     group: params.group ?? requestedGroup(parseScope(params.scope)),

@@ -2,7 +2,7 @@
  * Identity and tokens: who a request speaks for (certificates, proxies, bearer tokens), the OAuth 2.0
  * endpoints and grants, signing keys, and the login, logout, whoami, token and key commands.
  */
-export { allowsCapability, noLongerAuthenticated, requireCapability, requireToken, type Principal } from './authenticate.ts';
+export { allowsCapability, noLongerAuthenticated, requireCapability, requireGroupRights, requireToken, type Principal } from './authenticate.ts';
 export { authRoutes } from './routes.ts';
 export { KeyStore } from './keys.ts';
 export { TokenService } from './tokens.ts';

@@ -8,7 +8,8 @@ import type { AppContext } from '../kernel/context.ts';
 import { withParams, type AuthorizeRequest } from './authorize.ts';
 import { certificateLoginUser, loginProviders, passwordLogin, sessionGroups } from './login.ts';
 import { consentBody, deviceEntryBody, errorPage, loginBody, sendPage } from './pages.ts';
-import { describeScope, requestedGroup } from './scopes.ts';
+import { describeScope, isCapability, isGroupRightsScope, requestedGroup } from './scopes.ts';
+import { groupRights } from './group-rights.ts';
 import { grantableScope } from './scope-policy.ts';
 import { csrfMatches, type BrowserSession } from './sessions.ts';
 import { authContextOf } from './id-tokens.ts';
@@ -109,6 +110,7 @@ async function showInteraction(ctx: AppContext, reply: FastifyReply, request: Fa
   if (preferred && chosen && (await oauth(ctx).sessions.finishInteraction(id))) {
     return redirectWithCode(ctx, reply, session, preferred, user.name, chosen.group, chosen.setup);
   }
+  const limited = pending.scope.some(isCapability);
   return sendPage(
     reply,
     'Authorize access',
@@ -118,7 +120,8 @@ async function showInteraction(ctx: AppContext, reply: FastifyReply, request: Fa
       clientName: name,
       clientId,
       username: user.name,
-      scopes: pending.scope.map((s) => ({ scope: s, text: describeScope(s) })),
+      scopes: pending.scope.map((s) => ({ scope: s, text: describeScope(s, limited) })),
+      groupRights: pending.scope.some(isGroupRightsScope) && !limited ? groups.map((g) => ({ group: g, rights: groupRights(ctx, user.name, g) })) : undefined,
       groups,
       setups: ctx.registry.setups,
       group: preferred?.group,

@@ -95,6 +95,8 @@ export interface ConsentView {
   clientId: string;
   username: string;
   scopes: { scope: string; text: string }[];
+  /** The rights the group scope carries, for each group offered; absent when no scope carries them. */
+  groupRights?: { group: string; rights: string[] }[] | undefined;
   groups: readonly string[];
   setups: readonly string[];
   group?: string;
@@ -107,10 +109,14 @@ export function consentBody(v: ConsentView): string {
     values.map((x) => `<option value="${esc(x)}"${x === selected ? ' selected' : ''}>${esc(x)}</option>`).join('');
   const asks = v.scopes.length
     ? v.scopes.map((s) => `<li>${esc(s.text)} <small>(${esc(s.scope)})</small></li>`).join('')
-    : '<li>act for you with the rights of the group you choose</li>';
+    : '<li>nothing: the token it gets carries no right</li>';
+  const rights = (v.groupRights ?? [])
+    .map((g) => `<li>as a member of <strong>${esc(g.group)}</strong>:<ul>${g.rights.map((r) => `<li>${esc(r)}</li>`).join('')}</ul></li>`)
+    .join('');
   return [
     `<p><strong>${esc(v.clientName)}</strong> <small>(${esc(v.clientId)})</small> asks to act for <strong>${esc(v.username)}</strong>${v.device ? ' on a device' : ''}. It asks to:</p>`,
     `<ul>${asks}</ul>`,
+    rights ? `<p>The rights of the group it asks for:</p><ul class="group-rights">${rights}</ul>` : '',
     `<form method="post" action="/oauth2/consent">${hidden('csrf', v.csrf)}${hidden('interaction', v.interaction)}`,
     `<label for="group">Group</label><select id="group" name="group">${options(v.groups, v.group)}</select>`,
     `<label for="setup">Setup</label><select id="setup" name="setup">${options(v.setups, v.setup)}</select>`,

@@ -10,7 +10,7 @@
 import { Type, type Static } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
 import { InvalidScope } from '../kernel/errors.ts';
-import { parseScope, requestedGroup } from './scopes.ts';
+import { isGroupRightsScope, parseScope, requestedGroup } from './scopes.ts';
 
 const CAPABILITY_PATTERN = '^(compute\\.(read|create|modify|cancel)|storage\\.(read|create|modify):/[^\\s]*)$';
 
@@ -109,7 +109,7 @@ export function checkRegisteredScope(client: { clientId: string; registration?: 
   if (registered === undefined) return;
   const allowed = registered.split(' ');
   for (const s of scopes) {
-    if (isCapability(s) || s.startsWith('wlcg.groups:')) continue;
+    if (isCapability(s) || isGroupRightsScope(s)) continue;
     if (!allowed.includes(s)) throw new InvalidScope(`'${s}' is not among the scopes client ${client.clientId} registered`);
   }
 }

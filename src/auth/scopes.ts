@@ -1,8 +1,13 @@
 /**
- * Scopes (RFC 6749 §3.3) with the WLCG token profile's capabilities (WLCG Common JWT Profiles §3.3):
- * `compute.read|create|modify|cancel` and `storage.read|create|modify:/path`. A token with capability
- * scopes is limited to them (see requireCapability in authenticate.ts); a token without any carries the
- * rights of its group. Capabilities only ever restrict group rights, so no scope widens what a user may do.
+ * Scopes (RFC 6749 §3.3) with the WLCG token profile's vocabulary (WLCG Common JWT Profiles §3.2-3.3).
+ * A token's rights are those its scopes name, as the consent page words them (docs/architecture.md
+ * "Scopes and rights"):
+ * - the group scope, `wlcg.groups` (the token's group) or `wlcg.groups:/<group>`, carries the rights of the
+ *   token's group (its jobs, the catalogue as its permissions allow, the group's properties);
+ * - capabilities, `compute.read|create|modify|cancel` and `storage.read|create|modify:/path`, each carry
+ *   what they name; a token that has any is limited to them, with or without the group scope;
+ * - the OpenID scopes and `wlcg` carry no right: such a token signs the user in to an application, which
+ *   may read the user info, and answers 403 insufficient_scope everywhere else.
  */
 import { InvalidScope } from '../kernel/errors.ts';
 
@@ -10,9 +15,18 @@ export const COMPUTE_SCOPES = ['compute.read', 'compute.create', 'compute.modify
 export const STORAGE_CAPABILITIES = ['storage.read', 'storage.create', 'storage.modify'] as const;
 /**
  * Plain scopes besides capabilities. `openid` asks for an ID token (OpenID Connect Core §3.1.2.1);
- * `offline_access` is accepted; refresh tokens are issued anyway.
+ * `offline_access` is accepted; refresh tokens are issued anyway. Only `wlcg.groups` carries rights.
  */
 export const PLAIN_SCOPES = ['openid', 'wlcg', 'wlcg.groups', 'offline_access', 'profile', 'email'] as const;
+
+/** The group scope in its plain form: the rights of the token's group, whichever group that is. */
+export const GROUP_RIGHTS_SCOPE = 'wlcg.groups';
+
+/**
+ * RFC 6749 §3.3 lets the server apply a default when the client asks for no scope: the group scope, as
+ * flow A, the CLI and the web application ask for; the consent page lists it like any scope asked for.
+ */
+export const DEFAULT_SCOPE: readonly string[] = [GROUP_RIGHTS_SCOPE];
 
 export const SCOPES_SUPPORTED: readonly string[] = [...PLAIN_SCOPES, ...COMPUTE_SCOPES, ...STORAGE_CAPABILITIES.map((s) => `${s}:/`)];
 
@@ -21,6 +35,25 @@ const GROUP_SCOPE = /^wlcg\.groups:\/([A-Za-z0-9_.-]{1,64})$/;
 
 function isGroupScope(scope: string): boolean {
   return GROUP_SCOPE.test(scope);
+}
+
+/** `wlcg.groups` or `wlcg.groups:/<group>`: a scope that carries the rights of a group. */
+export function isGroupRightsScope(scope: string): boolean {
+  return scope === GROUP_RIGHTS_SCOPE || GROUP_SCOPE.test(scope);
+}
+
+/**
+ * Whether `scopes` carry the rights of `group`: the plain group scope, or the one naming `group` (a
+ * `wlcg.groups:/<other>` scope never reaches a token of another group: grantableScope refuses it).
+ */
+export function grantsGroupRights(scopes: readonly string[], group: string): boolean {
+  return scopes.includes(GROUP_RIGHTS_SCOPE) || scopes.includes(`wlcg.groups:/${group}`);
+}
+
+/** The scope parameter of a token or authorization request, with the default when it is absent. */
+export function requestedScope(scope: string | undefined): string[] {
+  // RFC 6749 §3.1: a parameter sent without a value is treated as omitted.
+  return scope === undefined || scope.trim() === '' ? [...DEFAULT_SCOPE] : parseScope(scope);
 }
 
 /**
@@ -36,7 +69,7 @@ export function requestedGroup(scopes: readonly string[]): string | undefined {
 // RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
 
-function isCapability(scope: string): boolean {
+export function isCapability(scope: string): boolean {
   return scope.startsWith('compute.') || scope.startsWith('storage.');
 }
 
@@ -82,38 +115,52 @@ function storageCovers(granted: string, requested: string): boolean {
 
 /**
  * Whether `requested` asks for no more than `granted` (refresh down-scoping, RFC 6749 §6; token exchange).
- * Without capabilities a token has the group's full rights, so any capability set is narrower; with
- * capabilities, each requested one must be covered and dropping all of them would widen the token.
+ * A token with the group scope and no capability has the group's rights, so any capability set is
+ * narrower; a token with capabilities is limited to them, and dropping all of them would widen it; a token
+ * with neither (sign-in only) can gain no right. The group scope's group may change (token exchange):
+ * membership is checked where the group is chosen.
  */
 export function isWithin(requested: readonly string[], granted: readonly string[]): boolean {
   const grantedCaps = granted.filter(isCapability);
   const requestedCaps = requested.filter(isCapability);
-  // Group scopes select the token's group; membership is checked where the group is chosen.
-  for (const s of requested.filter((x) => !isCapability(x) && !isGroupScope(x))) if (!granted.includes(s)) return false;
-  if (grantedCaps.length === 0) return true;
-  if (requestedCaps.length === 0) return false;
+  // A group scope beside capabilities only names the group (the capabilities bound the token).
+  const groupAllowed = granted.some(isGroupRightsScope) || requestedCaps.length > 0;
+  for (const s of requested.filter((x) => !isCapability(x))) {
+    if (isGroupRightsScope(s) ? !groupAllowed : !granted.includes(s)) return false;
+  }
+  const grantedGroup = granted.some(isGroupRightsScope);
+  if (grantedCaps.length === 0) return requestedCaps.length === 0 || grantedGroup;
+  if (requestedCaps.length === 0) return !requested.some(isGroupRightsScope);
   return requestedCaps.every((r) => grantedCaps.some((g) => (r.startsWith('storage.') ? storageCovers(g, r) : g === r)));
 }
 
-/** Human descriptions for the consent page. */
-export function describeScope(scope: string): string {
-  const group = GROUP_SCOPE.exec(scope)?.[1];
-  if (group) return `act as a member of ${group}`;
+const WORDS: Record<string, string> = {
+  openid: 'sign you in to the application',
+  wlcg: 'receive a token in the WLCG profile format (no right by itself)',
+  offline_access: 'keep access while you are away (refresh tokens)',
+  profile: 'know your user name',
+  email: 'know your e-mail address',
+  'compute.read': 'see your jobs, their status, output and events',
+  'compute.create': 'submit jobs in your name',
+  'compute.modify': 'reschedule and delete your jobs',
+  'compute.cancel': 'kill your jobs',
+  'storage.read': 'read file catalogue entries and their metadata',
+  'storage.create': 'create file catalogue directories and register files',
+  'storage.modify': 'change and remove file catalogue entries',
+};
+
+/**
+ * The consent page's words for a scope. `limited`: the request has capabilities too, which then bound
+ * the group scope (see allowsCapability); otherwise the group scope's words say that the group's rights
+ * follow, which the page lists (group-rights.ts).
+ */
+export function describeScope(scope: string, limited = false): string {
+  const group = GROUP_SCOPE.exec(scope)?.[1] ?? (scope === GROUP_RIGHTS_SCOPE ? 'the group you choose below' : undefined);
+  if (group !== undefined) {
+    return limited ? `act as a member of ${group}, limited to the other rights listed here, and know your groups` : `act as a member of ${group}, with every right of the group listed below, and know your groups`;
+  }
   const [name, path] = scope.split(/:(.*)/s, 2) as [string, string | undefined];
-  const text: Record<string, string> = {
-    openid: 'sign you in to the application',
-    wlcg: 'a WLCG-profile token',
-    'wlcg.groups': 'your group membership',
-    offline_access: 'access while you are away (refresh tokens)',
-    profile: 'your user name',
-    email: 'your e-mail address',
-    'compute.read': 'read your jobs',
-    'compute.create': 'submit jobs',
-    'compute.modify': 'change your jobs',
-    'compute.cancel': 'kill your jobs',
-    'storage.read': 'read catalogue entries',
-    'storage.create': 'create catalogue entries',
-    'storage.modify': 'change catalogue entries',
-  };
-  return `${text[name] ?? name}${path ? ` under ${path}` : ''}`;
+  // Metadata fields belong to the whole catalogue: storage.modify:/ alone may define and remove them.
+  if (name === 'storage.modify' && path === '/') return `${WORDS[name]} anywhere, and define and remove metadata fields`;
+  return `${WORDS[name] ?? name}${path ? ` under ${path}` : ''}`;
 }

@@ -6,6 +6,7 @@ import { KeyObject, randomUUID, sign } from 'node:crypto';
 import { jwtVerify, decodeProtectedHeader, errors as joseErrors, type JWTPayload } from 'jose';
 import { InvalidToken } from '../kernel/errors.ts';
 import { ID_TOKEN_ALGORITHM, type KeyStore } from './keys.ts';
+import { DEFAULT_SCOPE } from './scopes.ts';
 
 const CLOCK_TOLERANCE_S = 30;
 /**
@@ -30,10 +31,37 @@ export interface AccessTokenClaims extends JWTPayload {
   'wlcg.groups': string[];
   /** The authorization grant the token was issued from (codes, refresh tokens, device codes). */
   grant_id?: string;
+  /**
+   * Whom `sub` names: a user, or a client acting for itself (client_credentials, RFC 6749 §4.4). Carried
+   * because a client id may equal a user name; absent from tokens issued before it was added.
+   */
+  sub_kind?: SubjectKind;
+}
+
+export type SubjectKind = 'user' | 'client';
+
+/**
+ * The subject's kind. A token issued before `sub_kind` existed (it lives an access-token lifetime at most)
+ * was a client's own token exactly when it had no group.
+ */
+export function subjectKindOf(claims: AccessTokenClaims): SubjectKind {
+  if (claims.sub_kind === 'user' || claims.sub_kind === 'client') return claims.sub_kind;
+  return claims.group === '' ? 'client' : 'user';
+}
+
+/**
+ * The token's scopes. A token without any, issued before scopes carried the rights (no `sub_kind`), had
+ * its group's rights then and keeps them until it expires (an access-token lifetime at most).
+ */
+export function tokenScopes(claims: AccessTokenClaims): string[] {
+  const scopes = typeof claims.scope === 'string' && claims.scope ? claims.scope.split(' ') : [];
+  return scopes.length === 0 && claims.sub_kind === undefined ? [...DEFAULT_SCOPE] : scopes;
 }
 
 export interface TokenGrant {
+  /** The subject: a user name, or a client id when `subjectKind` is 'client'. */
   username: string;
+  subjectKind: SubjectKind;
   clientId: string;
   scope: string;
   group: string;
@@ -91,6 +119,7 @@ export class TokenService {
       ...grant.extra,
       iss: this.#issuer(),
       sub: grant.username,
+      sub_kind: grant.subjectKind,
       aud: grant.audience ?? this.#audience(),
       exp: now + expiresIn,
       iat: now,

@@ -14,6 +14,7 @@ import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../kernel/context.ts';
+import { allowsCapability, requireCapability } from '../auth/index.ts';
 import { toDirigoError } from '../kernel/error-handler.ts';
 import { InvalidRequest, PayloadTooLarge, UnsupportedMediaType } from '../kernel/errors.ts';
 import { refuseUnstorableText } from '../kernel/storable-text.ts';
@@ -199,6 +200,8 @@ export async function bulkRoute(
       const stream = request.body as Readable | undefined;
       if (!stream || typeof (stream as Readable).pipe !== 'function') throw new UnsupportedMediaType('send the operations as application/x-ndjson');
       const principal = request.principal!;
+      // Every line writes: a token that may write nowhere (a sign-in one, a read-only one) is refused whole.
+      if (!allowsCapability(principal, 'storage.create') && !allowsCapability(principal, 'storage.modify')) requireCapability(principal, 'storage.create');
       const fields = await store.fields();
       let applied = 0;
       /** The first failing line of an applied batch (the earliest failure: batches run in order). */

@@ -51,6 +51,18 @@ export class InsufficientPrivileges extends DirigoError {
   }
 }
 
+/**
+ * 403 for resource requests whose token lacks a scope (RFC 6750 §3.1 insufficient_scope); `scope` names
+ * the scopes that would do, for the WWW-Authenticate challenge (§3).
+ */
+export class InsufficientScope extends DirigoError {
+  constructor(description: string, scope: string, realm = 'dirigo') {
+    super('insufficient_scope', 403, description, {
+      'www-authenticate': `Bearer realm="${realm}", error="insufficient_scope", error_description="${description.replace(/["\\]/g, '')}", scope="${scope.replace(/["\\]/g, '')}"`,
+    });
+  }
+}
+
 export class NotFound extends DirigoError {
   constructor(description: string) {
     super('not_found', 404, description);

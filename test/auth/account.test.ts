@@ -89,7 +89,8 @@ for (const { dialect, skip } of await dialects()) {
         group: 'dirigo_prod',
         setup: TEST_SETUP,
         client_id: 'test-web',
-        scope: '',
+        // Asked for without a scope: the default group scope (RFC 6749 §3.3).
+        scope: 'wlcg.groups',
         groups: [
           { name: 'dirigo_user', properties: [] },
           { name: 'dirigo_prod', properties: ['JobSharing'] },
@@ -105,7 +106,7 @@ for (const { dialect, skip } of await dialects()) {
       });
       assert.equal(limited.status, 200, JSON.stringify(limited.body));
       const refused = await curl(svc, '/oauth2/account/grants', { token: limited.body.access_token });
-      assert.deepEqual([refused.status, refused.body.error], [403, 'insufficient_privileges']);
+      assert.deepEqual([refused.status, refused.body.error], [403, 'insufficient_scope']);
     });
 
     it('lists my grants of both sign-ins; another user sees none of them', async () => {

@@ -50,7 +50,7 @@ describe('oidc-agent (oidc-gen, oidc-token) against Dirigo', { skip: missing }, 
     const outFile = join(home, 'gen.out');
     const errFile = join(home, 'gen.err');
     const [outFd, errFd] = [openSync(outFile, 'w'), openSync(errFile, 'w')];
-    const gen = spawn('oidc-gen', ['dirigo', `--issuer=${svc.url}/`, '--scope=openid profile offline_access', '--flow=device', `--cp=${join(home, 'ca.pem')}`,
+    const gen = spawn('oidc-gen', ['dirigo', `--issuer=${svc.url}/`, '--scope=openid profile offline_access wlcg.groups', '--flow=device', `--cp=${join(home, 'ca.pem')}`,
       '--pw-cmd=echo account-password', '--no-url-call', '--confirm-default', '--prompt=none'], { env, stdio: ['ignore', outFd, errFd] });
     closeSync(outFd);
     closeSync(errFd);

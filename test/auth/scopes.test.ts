@@ -28,11 +28,15 @@ describe('scope parsing and narrowing', () => {
   });
 
   it('only narrows', () => {
-    assert.ok(isWithin(['compute.read'], []), 'capabilities narrow a token with group rights');
+    assert.ok(isWithin(['compute.read'], ['wlcg.groups']), 'capabilities narrow a token with group rights');
+    assert.ok(!isWithin(['compute.read'], ['openid', 'profile']), 'a sign-in token gains no capability');
+    assert.ok(!isWithin(['wlcg.groups'], ['openid']), 'a sign-in token gains no group rights');
+    assert.ok(!isWithin(['compute.read'], []), 'a token without scopes carries nothing to narrow');
     assert.ok(isWithin(['storage.read:/a/b'], ['storage.read:/a']));
     assert.ok(!isWithin(['storage.read:/ab'], ['storage.read:/a']));
     assert.ok(!isWithin(['storage.modify:/a'], ['storage.read:/a']));
-    assert.ok(!isWithin([], ['compute.read']), 'dropping every capability would restore full group rights');
+    assert.ok(!isWithin(['wlcg.groups:/x'], ['compute.read']), 'dropping every capability for the group scope would restore full group rights');
+    assert.ok(isWithin(['openid'], ['openid', 'compute.read']), 'dropping every capability leaves a sign-in token');
     assert.ok(!isWithin(['wlcg.groups'], ['compute.read']));
     assert.ok(isWithin(['compute.read', 'wlcg.groups'], ['compute.read', 'compute.create', 'wlcg.groups']));
   });
@@ -122,9 +126,9 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(res.json.error, 'invalid_scope');
     });
 
-    it('gives a token without capability scopes the group rights, until it is revoked', async () => {
+    it('gives a token asked for without a scope the default group scope and the group rights, until it is revoked', async () => {
       const t = await token('');
-      assert.equal(t.scope, '');
+      assert.equal(t.scope, 'wlcg.groups', 'RFC 6749 §3.3: the default scope');
       assert.equal((await svc.request('/jobs', { token: t.access_token })).status, 200);
       const submit = await svc.request('/jobs', { token: t.access_token, method: 'POST', json: { Executable: '/bin/true' } });
       assert.notEqual(submit.status, 403, submit.text);

@@ -269,7 +269,7 @@ for (const { dialect, skip } of await dialects()) {
     });
 
     it('ends a stream when its access token expires, not before', async () => {
-      const { token, claims } = await svc.ctx.tokens.issue({ username: 'alice', clientId: 'dirigo-certificate', scope: '', group: 'dirigo_user', setup: TEST_SETUP, lifetimeSeconds: 2 });
+      const { token, claims } = await svc.ctx.tokens.issue({ username: 'alice', subjectKind: 'user', clientId: 'dirigo-certificate', scope: 'wlcg.groups', group: 'dirigo_user', setup: TEST_SETUP, lifetimeSeconds: 2 });
       const stream = await openWhenFree(svc, agent, token);
       assert.equal(stream.status, 200);
       await stream.waitFor((e) => e.event === 'ready');

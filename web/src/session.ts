@@ -80,7 +80,8 @@ export async function signIn(options: { group?: string | undefined; setup?: stri
     response_type: 'code',
     client_id: c.clientId,
     redirect_uri: redirectUri(),
-    scope: 'openid',
+    // The group scope gives the token the rights of the chosen group; openid alone would only sign in.
+    scope: 'openid wlcg.groups',
     state,
     code_challenge: challenge,
     code_challenge_method: 'S256',

@@ -2482,7 +2482,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_privileges: a client's own token, or one limited by capability scopes */
+            /** @description insufficient_privileges: a client's own token; insufficient_scope: a token without the group scope wlcg.groups, or limited by capability scopes (RFC 6750 §3.1) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2573,7 +2573,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_privileges: a client's own token, or one limited by capability scopes */
+            /** @description insufficient_privileges: a client's own token; insufficient_scope: a token without the group scope wlcg.groups, or limited by capability scopes (RFC 6750 §3.1) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2632,7 +2632,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_privileges: a client's own token, or one limited by capability scopes */
+            /** @description insufficient_privileges: a client's own token; insufficient_scope: a token without the group scope wlcg.groups, or limited by capability scopes (RFC 6750 §3.1) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2719,7 +2719,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_privileges: a client's own token, or one limited by capability scopes */
+            /** @description insufficient_privileges: a client's own token; insufficient_scope: a token without the group scope wlcg.groups, or limited by capability scopes (RFC 6750 §3.1) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2778,7 +2778,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description insufficient_privileges: a client's own token, or one limited by capability scopes */
+            /** @description insufficient_privileges: a client's own token; insufficient_scope: a token without the group scope wlcg.groups, or limited by capability scopes (RFC 6750 §3.1) */
             403: {
                 headers: {
                     [name: string]: unknown;

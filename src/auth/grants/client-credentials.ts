@@ -11,6 +11,7 @@ import { authenticateClient } from '../client-auth.ts';
 import type { AppContext } from '../../kernel/context.ts';
 import { certificateUser } from '../client-certificate.ts';
 import { grantableClientScope, grantableScope } from '../scope-policy.ts';
+import { requestedScope } from '../scopes.ts';
 import type { TokenParameters, TokenResponse } from './grant.ts';
 
 /** client_id recorded in tokens obtained with a certificate. */
@@ -31,7 +32,7 @@ async function clientOwnGrant(ctx: AppContext, params: TokenParameters, request:
   if (!client.grants.includes('client_credentials')) throw new UnauthorizedClient(`client ${client.clientId} is not registered for the client_credentials grant`);
   if (params.group !== undefined || params.setup !== undefined) throw new InvalidRequest('group and setup belong to certificate (flow A) requests, not to a client\'s own token');
   const scope = grantableClientScope(client, params.scope).join(' ');
-  const issued = await ctx.tokens.issue({ username: client.clientId, clientId: client.clientId, scope, group: '', setup: '' });
+  const issued = await ctx.tokens.issue({ username: client.clientId, subjectKind: 'client', clientId: client.clientId, scope, group: '', setup: '' });
   return { access_token: issued.token, token_type: 'Bearer', expires_in: issued.expiresIn, scope };
 }
 
@@ -54,8 +55,9 @@ async function certificateGrant(ctx: AppContext, params: TokenParameters, reques
   if (!ctx.registry.group(group)) throw new InvalidScope(`unknown group '${group}'`);
   if (!ctx.registry.isMember(user.name, group)) throw new InvalidScope(`${user.name} is not a member of group '${group}'`);
   if (!ctx.registry.hasSetup(setup)) throw new InvalidScope(`unknown setup '${setup}'`);
-  const scope = grantableScope(ctx, user.name, group, params.scope).join(' ');
-  const issued = await ctx.tokens.issue({ username: user.name, clientId: CERTIFICATE_CLIENT_ID, scope, group, setup });
+  // No scope asked: the group scope (scopes.ts DEFAULT_SCOPE), the rights flow A has always given.
+  const scope = grantableScope(ctx, user.name, group, requestedScope(params.scope)).join(' ');
+  const issued = await ctx.tokens.issue({ username: user.name, subjectKind: 'user', clientId: CERTIFICATE_CLIENT_ID, scope, group, setup });
   return {
     access_token: issued.token,
     token_type: 'Bearer',

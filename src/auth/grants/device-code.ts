@@ -8,7 +8,7 @@ import { AccessDenied, AuthorizationPending, ExpiredToken, InvalidGrant, Invalid
 import { GRANT_DEVICE_CODE, issuesRefreshToken } from '../../registry/index.ts';
 import { authenticateClient, type AuthenticatedClient } from '../client-auth.ts';
 import { checkRegisteredScope } from '../scope-policy.ts';
-import { parseScope, requestedGroup } from '../scopes.ts';
+import { requestedGroup, requestedScope } from '../scopes.ts';
 import { oauth } from '../services.ts';
 import { formatUserCode, type DeviceRow } from '../store.ts';
 import type { TokenParameters, TokenResponse } from './grant.ts';
@@ -27,7 +27,7 @@ export interface DeviceAuthorizationResponse {
 export async function deviceAuthorization(ctx: AppContext, params: TokenParameters, request: FastifyRequest): Promise<DeviceAuthorizationResponse> {
   const { client } = await authenticateClient(ctx, request, params);
   if (!client.grants.includes(GRANT_DEVICE_CODE)) throw new UnauthorizedClient(`${client.clientId} may not use the device authorization grant`);
-  const scopes = parseScope(params.scope);
+  const scopes = requestedScope(params.scope);
   checkRegisteredScope(client, scopes);
   const group = requestedGroup(scopes);
   if (group !== undefined && !ctx.registry.group(group)) throw new InvalidScope(`unknown group '${group}'`);

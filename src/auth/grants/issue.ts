@@ -14,6 +14,7 @@ import type { TokenResponse } from './grant.ts';
 export async function grantTokenResponse(ctx: AppContext, grant: Grant, scope: string, refreshToken: string | undefined, fromCode = false): Promise<TokenResponse> {
   const issued = await ctx.tokens.issue({
     username: grant.username,
+    subjectKind: 'user',
     clientId: grant.client_id,
     scope,
     group: grant.group_name,

@@ -11,7 +11,7 @@ import { GRANT_TOKEN_EXCHANGE } from '../../registry/index.ts';
 import { authenticateClient, type AuthenticatedClient } from '../client-auth.ts';
 import { isWithin, parseScope, requestedGroup } from '../scopes.ts';
 import { grantableScope } from '../scope-policy.ts';
-import type { AccessTokenClaims } from '../tokens.ts';
+import { subjectKindOf, tokenScopes, type AccessTokenClaims } from '../tokens.ts';
 import type { TokenParameters, TokenResponse } from './grant.ts';
 
 export const TOKEN_TYPE_ACCESS = 'urn:ietf:params:oauth:token-type:access_token';
@@ -62,6 +62,8 @@ const rules: Rule[] = [
     } catch (err) {
       throw new InvalidRequest(`subject_token is not valid: ${(err as Error).message}`);
     }
+    // A client's own token acts for the client: it never becomes a user's, whatever its `sub` spells.
+    if (subjectKindOf(s.subject) !== 'user') throw new InvalidRequest(`subject_token is client ${s.subject.client_id}'s own token (client_credentials); it acts for no user and cannot be exchanged for a user's token`);
     if (!ctx.registry.user(s.subject.sub)) throw new InvalidRequest('the subject token user no longer exists');
   },
   // The group comes from `group` (Dirigo extension) or a `wlcg.groups:/<group>` scope (WLCG profile).
@@ -77,10 +79,10 @@ const rules: Rule[] = [
     if (!ctx.registry.hasSetup(s.setup)) throw new InvalidScope(`unknown setup '${s.setup}'`);
   },
   function scopeWithin(_ctx, s) {
-    const granted = s.subject!.scope ? s.subject!.scope.split(' ') : [];
+    const granted = tokenScopes(s.subject!);
     if (s.params.scope === undefined) {
-      // The subject's scope carries over, but for a group scope naming the subject's own group.
-      s.scope = granted.filter((g) => requestedGroup([g]) === undefined || requestedGroup([g]) === s.group).join(' ');
+      // The subject's scope carries over; a group scope naming the subject's group names the new one.
+      s.scope = [...new Set(granted.map((g) => (requestedGroup([g]) === undefined ? g : `wlcg.groups:/${s.group}`)))].join(' ');
       return;
     }
     const requested = parseScope(s.params.scope);
@@ -110,6 +112,7 @@ export async function tokenExchangeGrant(ctx: AppContext, params: TokenParameter
   const remaining = Math.max(1, subject.exp - Math.floor(Date.now() / 1000));
   const issued = await ctx.tokens.issue({
     username: subject.sub,
+    subjectKind: 'user',
     clientId: s.auth.client.clientId,
     scope: s.scope!,
     group: s.group!,

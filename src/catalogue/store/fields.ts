@@ -1,6 +1,9 @@
-/** Metadata fields: defined and removed by catalogue administrators. */
+/**
+ * Metadata fields: defined and removed by catalogue administrators, with a token that may write the
+ * whole catalogue (storage.modify:/ or the group scope; a field applies everywhere).
+ */
 import type { Transaction } from 'kysely';
-import type { Principal } from '../../auth/index.ts';
+import { requireCapability, type Principal } from '../../auth/index.ts';
 import { nowIso, type Db } from '../../kernel/db/database.ts';
 import type { Database } from '../../kernel/db/schema.ts';
 import { Conflict, InvalidRequest, NotFound } from '../../kernel/errors.ts';
@@ -11,6 +14,7 @@ import { fieldsIn } from './lookups.ts';
 import { FIELD_NAME, RESERVED_FIELD_NAMES, toField } from './rows.ts';
 
 export async function defineFieldIn(trx: Transaction<Database>, dialect: CatalogueDialect, principal: Principal, name: unknown, type: unknown, scope: unknown): Promise<Field> {
+  requireCapability(principal, 'storage.modify', '/');
   requireAdmin(principal, 'define metadata fields');
   if (typeof name !== 'string' || !FIELD_NAME.test(name)) throw new InvalidRequest(`field name ${JSON.stringify(name)}: must match ${FIELD_NAME.source}`);
   if (RESERVED_FIELD_NAMES.has(name)) throw new InvalidRequest(`field name ${name} is reserved (it is a query parameter)`);
@@ -25,6 +29,7 @@ export async function defineFieldIn(trx: Transaction<Database>, dialect: Catalog
 }
 
 export async function removeField(db: Db, dialect: CatalogueDialect, principal: Principal, name: string): Promise<void> {
+  requireCapability(principal, 'storage.modify', '/');
   requireAdmin(principal, 'remove metadata fields');
   await db.transaction().execute(async (trx) => {
     const field = (await fieldsIn(trx)).get(name);
