@@ -7,15 +7,15 @@
  * ran to completion twice (nor started again without a reschedule), and every accepted kill stopped its
  * payload.
  *
- * Each instance has its own data directory, so its own local working directories and Slurm staging
- * directory: when both die, whichever comes back first cannot tell whether the other's runs ended and
- * leaves them to the other's restart (scheduler.adoptionGraceMs), which adopts them.
+ * With DIRIGO_FAULT_OWN_DIRS=1 each instance has its own local working and Slurm staging directories:
+ * when both die, whichever comes back first cannot tell whether the other's runs ended and leaves them to
+ * the other's restart (scheduler.adoptionGraceMs), which adopts them.
  *
  * Small by default (CI); `npm run test:faults` runs it longer (DIRIGO_FAULT_JOBS, default 150 there).
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -32,6 +32,7 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 const JOBS = Number(process.env.DIRIGO_FAULT_JOBS ?? 36);
 const SITES = ['Local', 'Slurm', 'Pool'] as const;
 const FINAL = ['Done', 'Failed', 'Killed'];
+const OWN_DIRS = process.env.DIRIGO_FAULT_OWN_DIRS === '1';
 
 
 async function startSlurm(): Promise<void> {
@@ -50,14 +51,18 @@ describe('fault injection: instances, an agent and slurmctld fail under load', {
   const agentDir = mkdtempSync(join(tmpdir(), 'dirigo-fault-agent-'));
 
   before(async () => {
+    const work = mkdtempSync(join(tmpdir(), 'dirigo-fault-'));
+    mkdirSync(join(work, 'local'));
+    mkdirSync(join(work, 'slurm'));
+    // Shared by default: any instance on this host adopts any run. DIRIGO_FAULT_OWN_DIRS=1: each instance's
+    // own (the defaults, under its data directory), so only an instance's restart can adopt its runs.
+    const dirs = OWN_DIRS ? { local: {}, slurm: {} } : { local: { workDir: join(work, 'local') }, slurm: { stagingDir: join(work, 'slurm') } };
     cluster = await startCluster({
       // The grace outlasts a restart here (a few seconds, more on a loaded machine).
       scheduler: { pollIntervalMs: 200, leaseMs: 3000, adoptionGraceMs: 120000, maxReschedules: 5 },
-      // Working and staging directories under each instance's own data directory (the defaults): only an
-      // instance's restart can adopt its runs.
       sites: [
-        { name: 'Local', type: 'local', slots: 4 },
-        { name: 'Slurm', type: 'slurm', partition: 'debug', commandTimeoutMs: 20000 },
+        { name: 'Local', type: 'local', slots: 4, ...dirs.local },
+        { name: 'Slurm', type: 'slurm', partition: 'debug', commandTimeoutMs: 20000, ...dirs.slurm },
         { name: 'Pool', type: 'agents', heartbeatIntervalMs: 500, stalledAfterMs: 60000, failStalledAfterMs: 60000 },
       ],
     });
