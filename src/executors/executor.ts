@@ -94,6 +94,13 @@ export interface Executor {
    */
   whyNotAdoptable?(ref: string): string | undefined | Promise<string | undefined>;
   /**
+   * Whether this instance can find out if the run `ref` names is alive, ended, or dead (local: a process of
+   * this host in this site's working directory; Slurm: a batch job in this site's staging directory). When
+   * it cannot, only the holder's successor can: the job is left to it until the holder's lease ran out
+   * `scheduler.adoptionGraceMs` ago. Left out: every instance can find out.
+   */
+  canJudge?(ref: string | null): boolean;
+  /**
    * Forgets a job another instance adopted (this instance's lease ran out while it lived), without
    * stopping it, when `ref` is the run it holds. @returns false when it cannot let go (it kills instead).
    */

@@ -204,6 +204,20 @@ export class LocalExecutor implements Executor {
     return (await exitRecord(parsed.dir)) !== undefined ? undefined : 'its process is gone and it left no exit record';
   }
 
+  /**
+   * Only on the run's host, with its working directory, can the exit record be read: another instance
+   * (another host, or another data directory here) would take a run that ended, or still runs, for a dead
+   * one. A reference without a directory (an older release's) has no exit record anywhere: its pid on
+   * this host says it all. Without a reference the process was perhaps started but not recorded.
+   */
+  canJudge(ref: string | null): boolean {
+    if (ref === null) return false;
+    const parsed = parseRef(ref);
+    if (!parsed) return true;
+    if (parsed.host !== hostname()) return false;
+    return parsed.dir === undefined || this.#ownWorkDir(parsed.dir);
+  }
+
   /** A job directory of this executor: a path read back from the database is never trusted further. */
   #ownWorkDir(dir: string): boolean {
     return typeof dir === 'string' && dirname(resolve(dir)) === resolve(this.#o.workDir) && /^\d+$/.test(basename(dir));

@@ -53,6 +53,8 @@ export class Scheduler {
   readonly #wakers = new Map<string, Waker>();
   #loop: Promise<unknown> | undefined;
   #chains = new Map<number, Promise<unknown>>();
+  /** Dead holders' jobs whose runs only the holder's successor can judge: logged once while they wait. */
+  #leftToSuccessor = new Set<number>();
 
   /**
    * @param jobEnvironment what every payload is told about the service (DIRIGO_URL, DIRIGO_CA), known once
@@ -382,28 +384,50 @@ export class Scheduler {
     const now = nowIso();
     const rows = await this.#db
       .selectFrom('jobs')
-      .select(['job_id', 'executor_id', 'executor_ref', 'lease_until', 'site'])
+      .select(['job_id', 'executor_id', 'executor_ref', 'lease_until', 'heartbeat_time', 'site'])
       .where('status', 'in', [...HELD, JobStatus.Stalled])
       .where('site', 'in', sites)
       .where((eb) => eb.or([eb('executor_id', 'is', null), eb('executor_id', '!=', this.instanceId)]))
       .execute();
     let n = 0;
+    const waiting = new Set<number>();
     for (const row of rows) {
       const expired = row.lease_until === null || row.lease_until < now;
       const deadHere = atStart && row.executor_id !== null && holderIsDeadHere(row.executor_id);
       if (!expired && !deadHere) continue;
       let why = deadHere ? 'the server running it stopped' : 'its executor stopped renewing its lease';
-      const adopted = await this.#adopt(row, why);
-      if (adopted === true) continue;
-      if (adopted) why += `, and ${adopted}`;
+      const jobId = Number(row.job_id);
+      if (this.#executors.get(row.site)?.canJudge?.(row.executor_ref) === false) {
+        // No evidence here that the run is dead: the holder's successor (its host, its directory) adopts it.
+        if (!this.#graceOver(row)) {
+          if (!this.#leftToSuccessor.has(jobId)) this.#log.info({ jobId, holder: row.executor_id }, "left to the holder's successor to adopt: only it can tell whether the run ended");
+          waiting.add(jobId);
+          continue;
+        }
+        why = `its holder ${row.executor_id ?? '(none)'} has been gone for over ${Math.round((this.#config.leaseMs + this.#config.adoptionGraceMs) / 1000)} s (scheduler.leaseMs + scheduler.adoptionGraceMs) and no restart of it adopted the run`;
+      } else {
+        const adopted = await this.#adopt(row, why);
+        if (adopted === true) continue;
+        if (adopted) why += `, and ${adopted}`;
+      }
       // Another instance recovering at the same moment may have adopted the run: only the one that takes
       // the job over may stop what is left of it, and requeue it.
-      if (!(await this.#takeOver(Number(row.job_id), row.executor_id))) continue;
+      if (!(await this.#takeOver(jobId, row.executor_id))) continue;
       if (row.executor_ref) await this.#executors.get(row.site)?.reap(row.executor_ref).catch(() => {});
-      if (await this.#requeue(Number(row.job_id), why, true)) n++;
+      if (await this.#requeue(jobId, why, true)) n++;
     }
+    this.#leftToSuccessor = waiting;
     if (n > 0) this.#log.info({ jobs: n }, 'recovered jobs of a dead executor');
     return n;
+  }
+
+  /**
+   * Whether a dead holder's successor had its chance: the holder's lease (else its last renewal, plus a
+   * lease) ran out more than adoptionGraceMs ago. A holder that is alive keeps renewing, so it never gets here.
+   */
+  #graceOver(row: { lease_until: string | null; heartbeat_time: string | null }): boolean {
+    const leaseEnd = row.lease_until !== null ? Date.parse(row.lease_until) : row.heartbeat_time !== null ? Date.parse(row.heartbeat_time) + this.#config.leaseMs : Number.NaN;
+    return Number.isNaN(leaseEnd) || Date.now() > leaseEnd + this.#config.adoptionGraceMs;
   }
 
   /**

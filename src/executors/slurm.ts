@@ -352,6 +352,22 @@ export class SlurmExecutor implements Executor {
     return undefined;
   }
 
+  /**
+   * A batch job is followed from its staging directory (its exit record and output): one outside this
+   * site's stagingDir (instances with their own) is left to the instances that share it. Without a
+   * reference the job never reached `sbatch`: the staging event comes first.
+   */
+  canJudge(ref: string | null): boolean {
+    if (ref === null) return true;
+    try {
+      const stage = (JSON.parse(ref) as Partial<SlurmRef>).stage;
+      // No staging directory recorded (an older release's reference): nobody can follow it better than here.
+      return typeof stage !== 'string' || this.#insideStaging(stage) !== undefined;
+    } catch {
+      return true;
+    }
+  }
+
   /** Stops following a job another instance adopted, leaving its batch job running, when `ref` is the run held. */
   release(jobId: number, ref: string): boolean {
     const h = this.#held.get(jobId);

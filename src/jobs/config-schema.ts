@@ -103,6 +103,12 @@ export const JobsConfigSchema = Type.Object(
         leaseMs: Type.Integer({ minimum: 1000, default: 60000 }),
         /** How often CPU time is measured against CPUTime. */
         cpuCheckIntervalMs: Type.Integer({ minimum: 50, default: 1000 }),
+        /**
+         * How long after a dead holder's lease ran out another instance still leaves the holder's local (or
+         * unreachable Slurm) runs to the holder's successor (a restart on its host with its data directory),
+         * the only one that can tell whether they ended; only then are they run again.
+         */
+        adoptionGraceMs: Type.Integer({ minimum: 0, default: 300_000 }),
         /** Times a job lost by a dead executor is put back to Waiting before it is Failed. */
         maxReschedules: Type.Integer({ minimum: 0, default: 3 }),
         /** Disable to run an API-only instance. */

@@ -44,7 +44,7 @@ for (const { dialect, skip } of await dialects()) {
         limits: { maxFileSize: 1e6, maxSandboxSize: 1e6, maxFiles: 10 },
         log: quiet,
       });
-      return new Scheduler(svc.ctx.db, svc.ctx.dialect, { pollIntervalMs: 50, killGraceMs: 500, leaseMs: 60000, cpuCheckIntervalMs: 100, maxReschedules, enabled: true }, [executor], quiet);
+      return new Scheduler(svc.ctx.db, svc.ctx.dialect, { pollIntervalMs: 50, killGraceMs: 500, leaseMs: 60000, cpuCheckIntervalMs: 100, maxReschedules, adoptionGraceMs: 300000, enabled: true }, [executor], quiet);
     }
 
     it('at start, reschedules what a dead server of this host held, runs it again, and fails what is over the limit', async () => {

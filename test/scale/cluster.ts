@@ -76,7 +76,7 @@ export async function startCluster(jobs: Record<string, unknown>): Promise<Clust
       let err = '';
       child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
       const url = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${out}\n${err}`)), 60000);
+        const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${out}\n${err}`)), 180000);
         child.stdout!.on('data', (d: Buffer) => {
           out += d.toString();
           const m = /Dirigo serving (https:\/\/\S+)/.exec(out);

@@ -4,7 +4,12 @@
  * (restarted in its work directory), slurmctld stopped and started again, kills through the API, and
  * kill -9 of both instances at once (both restarted).
  * Afterwards every acknowledged job exists once and is final, no payload of the local and Slurm sites
- * ran to completion twice, and every accepted kill stopped its payload.
+ * ran to completion twice (nor started again without a reschedule), and every accepted kill stopped its
+ * payload.
+ *
+ * With DIRIGO_FAULT_OWN_DIRS=1 each instance has its own local working and Slurm staging directories:
+ * when both die, whichever comes back first cannot tell whether the other's runs ended and leaves them to
+ * the other's restart (scheduler.adoptionGraceMs), which adopts them.
  *
  * Small by default (CI); `npm run test:faults` runs it longer (DIRIGO_FAULT_JOBS, default 150 there).
  */
@@ -27,6 +32,7 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 const JOBS = Number(process.env.DIRIGO_FAULT_JOBS ?? 36);
 const SITES = ['Local', 'Slurm', 'Pool'] as const;
 const FINAL = ['Done', 'Failed', 'Killed'];
+const OWN_DIRS = process.env.DIRIGO_FAULT_OWN_DIRS === '1';
 
 
 async function startSlurm(): Promise<void> {
@@ -48,12 +54,15 @@ describe('fault injection: instances, an agent and slurmctld fail under load', {
     const work = mkdtempSync(join(tmpdir(), 'dirigo-fault-'));
     mkdirSync(join(work, 'local'));
     mkdirSync(join(work, 'slurm'));
+    // Shared by default: any instance on this host adopts any run. DIRIGO_FAULT_OWN_DIRS=1: each instance's
+    // own (the defaults, under its data directory), so only an instance's restart can adopt its runs.
+    const dirs = OWN_DIRS ? { local: {}, slurm: {} } : { local: { workDir: join(work, 'local') }, slurm: { stagingDir: join(work, 'slurm') } };
     cluster = await startCluster({
-      scheduler: { pollIntervalMs: 200, leaseMs: 3000, maxReschedules: 5 },
-      // Instances on one host share the local and Slurm working directories, so any of them can adopt a run.
+      // The grace outlasts a restart here (a few seconds, more on a loaded machine).
+      scheduler: { pollIntervalMs: 200, leaseMs: 3000, adoptionGraceMs: 120000, maxReschedules: 5 },
       sites: [
-        { name: 'Local', type: 'local', slots: 4, workDir: join(work, 'local') },
-        { name: 'Slurm', type: 'slurm', partition: 'debug', stagingDir: join(work, 'slurm'), commandTimeoutMs: 20000 },
+        { name: 'Local', type: 'local', slots: 4, ...dirs.local },
+        { name: 'Slurm', type: 'slurm', partition: 'debug', commandTimeoutMs: 20000, ...dirs.slurm },
         { name: 'Pool', type: 'agents', heartbeatIntervalMs: 500, stalledAfterMs: 60000, failStalledAfterMs: 60000 },
       ],
     });
@@ -70,6 +79,7 @@ describe('fault injection: instances, an agent and slurmctld fail under load', {
 
   test('every acknowledged job exists once and ends; local and Slurm payloads complete at most once; kills land', { timeout: 600000 }, async () => {
     const completions = join(cluster.shared, 'completions');
+    const starts = join(cluster.shared, 'starts');
     const live = () => [a, b].filter((i) => i.child.exitCode === null && i.child.signalCode === null);
     const tokens = new Map<string, string>();
     const token = async (i: Instance) => {
@@ -105,7 +115,7 @@ describe('fault injection: instances, an agent and slurmctld fail under load', {
     const load = (async () => {
       for (let n = 0; n < JOBS; n++) {
         const site = SITES[n % SITES.length]!;
-        const jid = await submit({ Executable: '/bin/sh', Arguments: `-c 'sleep 2; echo $DIRIGO_JOB_ID >> ${completions}'`, Sites: [site] });
+        const jid = await submit({ Executable: '/bin/sh', Arguments: `-c 'echo $DIRIGO_JOB_ID >> ${starts}; sleep 2; echo $DIRIGO_JOB_ID >> ${completions}'`, Sites: [site] });
         acknowledged.set(jid, site);
         await sleep(150);
       }
@@ -153,17 +163,20 @@ describe('fault injection: instances, an agent and slurmctld fail under load', {
       assert.ok(Date.now() < end, `not final: ${JSON.stringify(open.slice(0, 5))}`);
       await sleep(500);
     }
-    const final = new Map((await cluster.sql<{ job_id: string; status: string; minor_status: string }>('select job_id, status, minor_status from jobs where job_id = any($1)', [all])).map((r) => [Number(r.job_id), r]));
+    const final = new Map((await cluster.sql<{ job_id: string; status: string; minor_status: string; reschedule_counter: number }>('select job_id, status, minor_status, reschedule_counter from jobs where job_id = any($1)', [all])).map((r) => [Number(r.job_id), r]));
     const completed = readFileSync(completions, 'utf8').trim().split('\n').map(Number);
+    const started = readFileSync(starts, 'utf8').trim().split('\n').map(Number);
     for (const [jid, site] of acknowledged) {
       const job = final.get(jid)!;
       assert.ok(FINAL.includes(job.status), `job ${jid}: ${job.status}`);
       assert.equal(job.status, 'Done', `job ${jid} on ${site}: ${job.minor_status}`);
       const times = completed.filter((c) => c === jid).length;
+      // A run starts again only after a reschedule (its earlier run known dead, or stopped).
+      const runs = started.filter((c) => c === jid).length;
       if (site === 'Pool') assert.ok(times >= 1, `job ${jid} on Pool completed ${times} times`);
-      else if (times !== 1) {
+      else if (times !== 1 || runs > 1 + job.reschedule_counter) {
         const history = await cluster.sql<{ status: string; minor_status: string; source: string }>('select status, minor_status, source from job_status_history where job_id = $1 order by id', [jid]);
-        assert.fail(`job ${jid} on ${site} completed ${times} times: ${history.map((h) => `${h.status} (${h.minor_status}) by ${h.source}`).join(' → ')}`);
+        assert.fail(`job ${jid} on ${site} started ${runs} times and completed ${times} times: ${history.map((h) => `${h.status} (${h.minor_status}) by ${h.source}`).join(' → ')}`);
       }
     }
     // Every payload here runs on this host, the Slurm node's too.
