@@ -63,6 +63,8 @@ export const JobsConfigSchema = Type.Object(
      * are expanded: measured before any copy is made (10,000 jobs of 3 kB by default).
      */
     maxSubmissionBytes: Type.Integer({ minimum: 1024, default: 32 * MiB }),
+    /** Most groups GET /jobs/summary answers, the largest; it says `truncated` when there were more. */
+    maxSummaryGroups: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 10_000 }),
     sandbox: Type.Object(
       {
         /** Content-addressed store (relative to the data dir). */

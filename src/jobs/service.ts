@@ -116,10 +116,14 @@ export class JobsService {
     return searchJobs(this.ctx.db, { ...request, visibility: listVisibility(principal, allOwners) });
   }
 
-  /** From the maintained counts when they cover the question, else counted from the jobs themselves. */
+  /**
+   * From the maintained counts when they cover the question, else counted from the jobs themselves; at most
+   * jobs.maxSummaryGroups groups, the largest.
+   */
   async summary(principal: Principal, allOwners: boolean, conditions: readonly Condition[], groupBy: readonly AttributeName[]) {
     const visibility = listVisibility(principal, allOwners);
-    return countable(groupBy, conditions) ? countedSummary(this.ctx.db, visibility, conditions, groupBy) : summarizeJobs(this.ctx.db, visibility, conditions, groupBy);
+    const max = this.config.maxSummaryGroups;
+    return countable(groupBy, conditions) ? countedSummary(this.ctx.db, visibility, conditions, groupBy, max) : summarizeJobs(this.ctx.db, visibility, conditions, groupBy, max);
   }
 
   /** The job, if the principal may see it. @throws NotFound, InsufficientPrivileges */
