@@ -103,7 +103,10 @@ const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v)) - (typeof
 export interface ParametricPlan {
   /** How many jobs. */
   count: number;
-  /** About how many bytes their manifests take as JSON once expanded (each `%j` at its widest). */
+  /**
+   * About how many bytes their manifests take as JSON once expanded (each `%j` at its widest); 0 for a
+   * manifest without `Parameters`, which is only what was sent (bounded by jobs.jsonBodyLimit).
+   */
   bytes: number;
   /** The jobs' manifests: one copy per job, so call it once the count and bytes are accepted. */
   expand(): unknown[];
@@ -115,7 +118,7 @@ export interface ParametricPlan {
  * @throws InvalidRequest naming the key at fault.
  */
 export function planParametric(raw: unknown, where: string, maxJobs: number): ParametricPlan {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || !('Parameters' in raw)) return { count: 1, bytes: jsonBytes(raw ?? null), expand: () => [raw] };
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || !('Parameters' in raw)) return { count: 1, bytes: 0, expand: () => [raw] };
   const m = raw as Record<string, unknown>;
   const { count, sets } = valueSets(where, m, maxJobs);
   const width = String(count - 1).length;

@@ -80,7 +80,7 @@ export class JobsService {
     });
     if (bytes > this.config.maxSubmissionBytes) {
       throw new InvalidRequest(
-        `the submission's ${count} jobs would take about ${bytes} bytes of manifests once their parameters are filled in; at most ${this.config.maxSubmissionBytes} are allowed (jobs.maxSubmissionBytes)`,
+        `the submission's parametric jobs would take about ${bytes} bytes of manifests once their parameters are filled in; at most ${this.config.maxSubmissionBytes} are allowed (jobs.maxSubmissionBytes)`,
       );
     }
     const jobs: { manifest: unknown; where: string }[] = [];
