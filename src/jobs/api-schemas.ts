@@ -5,7 +5,9 @@
 import { Type } from 'typebox';
 import { Binary } from '../kernel/openapi.ts';
 import { ALL_STATUSES, ATTRIBUTES, INTEGER_RANGES, type AttributeName, type JobStatus } from './model.ts';
-import { OPERATORS, type Operator } from './search.ts';
+import { MAX_LIST_ITEMS } from './manifest.ts';
+import { MAX_SORT_KEYS, MAX_VALUES, OPERATORS, type Operator } from './search.ts';
+import type { JobsConfig } from './config-schema.ts';
 
 // Type arrays rather than anyOf: the serializer checks them inline instead of validating each value.
 const attributeSchema = (type: 'string' | 'integer') => Type.Unsafe<string | number | null>({ type: [type, 'null'] });
@@ -103,14 +105,24 @@ export const JobManifest = Type.Object(
   {
     Executable: Type.String({ minLength: 1, pattern: '\\S', description: 'program to run: a name on PATH, an absolute path, or a file of the input sandbox' }),
     Arguments: Type.Optional(Type.String({ description: 'split into words as a POSIX shell would, without expansion' })),
-    Sites: Type.Optional(Type.Array(Type.String(), { minItems: 1, description: 'configured sites the job may run at (any when absent)' })),
+    Sites: Type.Optional(
+      Type.Array(Type.String(), { minItems: 1, maxItems: MAX_LIST_ITEMS.Sites, description: `configured sites the job may run at (any when absent); at most ${MAX_LIST_ITEMS.Sites}, repeats count once` }),
+    ),
     JobName: Type.Optional(Type.String({ maxLength: 256, description: 'each %j (the job id) counts as 19 characters' })),
     JobGroup: Type.Optional(Type.String({ maxLength: 256, description: 'each %j (the job id) counts as 19 characters' })),
     JobType: Type.Optional(Type.String({ maxLength: 64 })),
     InputSandbox: Type.Optional(
-      Type.Array(Type.String(), { description: 'names of files uploaded with the submission; the stored manifest lists the files the input sandbox holds' }),
+      Type.Array(Type.String(), {
+        maxItems: MAX_LIST_ITEMS.InputSandbox,
+        description: `names of files uploaded with the submission (at most ${MAX_LIST_ITEMS.InputSandbox}); the stored manifest lists the files the input sandbox holds`,
+      }),
     ),
-    OutputSandbox: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'files or glob patterns, relative to the working directory, returned in the output sandbox' })),
+    OutputSandbox: Type.Optional(
+      Type.Array(Type.String({ minLength: 1 }), {
+        maxItems: MAX_LIST_ITEMS.OutputSandbox,
+        description: `files or glob patterns, relative to the working directory, returned in the output sandbox (at most ${MAX_LIST_ITEMS.OutputSandbox})`,
+      }),
+    ),
     StdOutput: Type.Optional(FileName("the file that receives standard output; default 'std.out'")),
     StdError: Type.Optional(FileName("the file that receives standard error, not StdOutput's; default 'std.err'")),
     Priority: Type.Optional(Type.Integer({ minimum: 0, maximum: 10 })),
@@ -122,9 +134,9 @@ export const JobManifest = Type.Object(
       }),
     ),
     Parameters: Type.Optional(
-      Type.Union([Type.Integer({ minimum: 1 }), Type.Array(Type.Union([Type.String(), Type.Number()]), { minItems: 1 })], {
+      Type.Union([Type.Integer({ minimum: 1 }), Type.Array(Type.Union([Type.String(), Type.Number()]), { minItems: 1, maxItems: 1_000_000 })], {
         description:
-          "a parametric job (DIRAC's semantics): one job per value, or this many jobs with ParameterStart/Step/Factor; %s, %(NAME)s, %n and %j in strings are the value, a named set's value (Parameters.NAME), the index and the job id; at most jobs.maxParametricJobs",
+          "a parametric job (DIRAC's semantics): one job per value, or this many jobs with ParameterStart/Step/Factor; %s, %(NAME)s, %n and %j in strings are the value, a named set's value (Parameters.NAME), the index and the job id; at most jobs.maxParametricJobs jobs (at most 1,000,000), whose manifests take at most jobs.maxSubmissionBytes once expanded (the manifest is checked as a template first)",
       }),
     ),
     ParameterStart: Type.Optional(Type.Number({ description: 'first value of a counted Parameters (default 1)' })),
@@ -134,20 +146,30 @@ export const JobManifest = Type.Object(
   { title: 'JobManifest', additionalProperties: true },
 );
 
-/** POST /jobs bodies. JSON first: generators make the first media type the method's main form. */
-export const SubmissionBodies = {
-  'application/json': Type.Union([JobManifest, Type.Array(JobManifest, { minItems: 1, description: 'all or nothing; at most jobs.maxBulk manifests' })]),
+/** POST /jobs bodies, with the configured bounds. JSON first: generators make the first media type the method's main form. */
+export const submissionBodies = (config: JobsConfig) => ({
+  'application/json': Type.Union([JobManifest, Type.Array(JobManifest, { minItems: 1, maxItems: config.maxBulk, description: `all or nothing; at most jobs.maxBulk (${config.maxBulk}) manifests` })]),
   'text/x-jdl': Type.String({ description: "one manifest in DIRAC's JDL (ClassAd) syntax; attribute names in any case, Site and ExecutionEnvironment as DIRAC spells them" }),
   // The service reads every file part whatever its part name: `files` is the conventional one.
   'multipart/form-data': Type.Object(
     {
-      manifest: Type.Optional(Type.Array(Type.String({ contentMediaType: 'application/json', description: 'a manifest (JSON), one job per part' }))),
-      jdl: Type.Optional(Type.Array(Type.String({ contentMediaType: 'text/x-jdl', description: 'a manifest as JDL, one job per part' }))),
-      files: Type.Optional(Type.Array(Binary, { description: 'input sandbox files, each part with its file name (Content-Disposition filename)' })),
+      manifest: Type.Optional(
+        Type.Array(Type.String({ contentMediaType: 'application/json', description: 'a manifest (JSON), one job per part' }), {
+          maxItems: config.maxBulk,
+          description: `manifest and jdl parts together: at most jobs.maxBulk (${config.maxBulk})`,
+        }),
+      ),
+      jdl: Type.Optional(Type.Array(Type.String({ contentMediaType: 'text/x-jdl', description: 'a manifest as JDL, one job per part' }), { maxItems: config.maxBulk })),
+      files: Type.Optional(
+        Type.Array(Binary, {
+          maxItems: config.sandbox.maxFiles,
+          description: `input sandbox files, each part with its file name (Content-Disposition filename); at most jobs.sandbox.maxFiles (${config.sandbox.maxFiles}) files of every part name`,
+        }),
+      ),
     },
     { additionalProperties: Binary },
   ),
-};
+});
 
 /** The headers of a sandbox download (RFC 9110 §8.8.3 ETag, RFC 6266 Content-Disposition, RFC 9530 Repr-Digest). */
 export const SandboxHeaders = {
@@ -168,8 +190,11 @@ const SORT_PATTERN = `^-?(${Object.keys(ATTRIBUTES).join('|')})$`;
 
 const restriction = (name: AttributeName) =>
   name === 'Status'
-    ? Type.Array(JobStatusName, { description: 'restrict to these statuses (repeat the key: OR)' })
-    : Type.Array(name in INTEGER_RANGES ? Type.Integer(INTEGER_RANGES[name as keyof typeof INTEGER_RANGES]) : Type.String(), { description: `restrict to these ${name} values (repeat the key: OR)` });
+    ? Type.Array(JobStatusName, { maxItems: MAX_VALUES, description: `restrict to these statuses (repeat the key: OR; at most ${MAX_VALUES} values)` })
+    : Type.Array(name in INTEGER_RANGES ? Type.Integer(INTEGER_RANGES[name as keyof typeof INTEGER_RANGES]) : Type.String(), {
+        maxItems: MAX_VALUES,
+        description: `restrict to these ${name} values (repeat the key: OR; at most ${MAX_VALUES} values)`,
+      });
 
 const restrictions = Object.fromEntries((Object.keys(ATTRIBUTES) as AttributeName[]).map((k) => [k, Type.Optional(restriction(k))]));
 
@@ -184,7 +209,10 @@ export const ListQuery = Type.Object(
     startJob: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'an integer: how many jobs to skip (OFFSET: a deep page costs the rows it skips; prefer cursor)' })),
     cursor: Type.Optional(Type.String({ maxLength: 4096, description: "a previous answer's nextCursor: the page after it, at the same cost however deep (not with startJob)" })),
     sort: Type.Optional(
-      Type.Array(Type.String({ pattern: SORT_PATTERN }), { description: 'sort keys in order, an attribute name, with a leading - for descending (default -JobID: newest first)' }),
+      Type.Array(Type.String({ pattern: SORT_PATTERN }), {
+        maxItems: MAX_SORT_KEYS,
+        description: `sort keys in order, an attribute name, with a leading - for descending (default -JobID: newest first); at most ${MAX_SORT_KEYS}, each attribute once`,
+      }),
     ),
     ...restrictions,
   },
@@ -213,7 +241,7 @@ export const EventsQuery = Type.Object(
 /** GET /jobs/summary: the attributes to group by, and the same restrictions as GET /jobs. */
 export const SummaryQuery = Type.Object(
   {
-    groupBy: Type.Array(AttributeNameSchema, { minItems: 1, maxItems: 4, description: 'attributes to count per combination of (repeat the key)' }),
+    groupBy: Type.Array(AttributeNameSchema, { minItems: 1, maxItems: 4, uniqueItems: true, description: 'attributes to count per combination of (repeat the key; one to four, each once)' }),
     allOwners: Type.Optional(Type.Boolean({ default: false, description: 'true: every job the caller may see' })),
     ...restrictions,
   },
@@ -222,9 +250,10 @@ export const SummaryQuery = Type.Object(
 
 export const JobSummary = Type.Object(
   {
-    total: Type.Integer({ minimum: 0, description: 'jobs counted' }),
+    total: Type.Integer({ minimum: 0, description: 'jobs counted, in every group (those left out of a truncated answer too)' }),
+    truncated: Type.Boolean({ description: 'true when more combinations exist than jobs.maxSummaryGroups (default 10,000): summary holds the largest ones only' }),
     summary: Type.Array(Type.Object({ count: Type.Integer({ minimum: 1 }) }, { additionalProperties: Type.Union([Type.String(), Type.Integer(), Type.Null()]) }), {
-      description: 'one entry per combination of the groupBy values present, largest count first',
+      description: 'one entry per combination of the groupBy values present, largest count first (ties in the order of the values), at most jobs.maxSummaryGroups',
     }),
   },
   { title: 'JobSummary' },
@@ -244,18 +273,25 @@ export const SearchBody = Type.Object(
             parameter: AttributeNameSchema,
             operator: Type.Unsafe<Operator>({ type: 'string', enum: [...OPERATORS] }),
             value: Type.Optional(SearchValue),
-            values: Type.Optional(Type.Array(SearchValue, { minItems: 1, maxItems: 1000 })),
+            values: Type.Optional(Type.Array(SearchValue, { minItems: 1, maxItems: MAX_VALUES, description: `at most ${MAX_VALUES}; a repeated value counts once` })),
           },
           { additionalProperties: false, description: "'in' and 'not in' take values, the others value; times compare as ISO 8601; 'like' uses % and _" },
         ),
-        { maxItems: 32, description: 'conditions, all of which a job meets' },
+        { maxItems: 32, description: 'conditions, all of which a job meets (at most 32)' },
       ),
     ),
-    parameters: Type.Optional(Type.Array(AttributeNameSchema, { minItems: 1, description: 'attributes to return (default all)' })),
+    parameters: Type.Optional(
+      Type.Array(AttributeNameSchema, {
+        minItems: 1,
+        maxItems: Object.keys(ATTRIBUTES).length,
+        uniqueItems: true,
+        description: `attributes to return (default all), each once: at most ${Object.keys(ATTRIBUTES).length}`,
+      }),
+    ),
     sort: Type.Optional(
       Type.Array(Type.Object({ parameter: AttributeNameSchema, direction: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])) }, { additionalProperties: false }), {
-        maxItems: 4,
-        description: 'sort keys in order (default: JobID descending); JobID is always the last key',
+        maxItems: MAX_SORT_KEYS,
+        description: `sort keys in order (default: JobID descending), at most ${MAX_SORT_KEYS}, each attribute once; JobID is always the last key`,
       }),
     ),
     page: Type.Optional(

@@ -304,7 +304,8 @@ export async function jobsCommand(argv: string[]): Promise<number> {
       const res = await answer(conn, api(conn, token).GET('/jobs/summary', { params: { query: { ...restrictionQuery(values), groupBy } as never } }));
       print(values, res, () => {
         const rows = res.summary.map((r) => [...groupBy.map((g) => String(r[g] ?? '')), String(r.count)]);
-        return `${formatTable([...groupBy, 'Jobs'], rows, { width: terminalWidth(), colour: (i, cell) => (groupBy[i] === 'Status' ? statusColour(cell) : undefined) })}${res.total} job(s)\n`;
+        const cut = res.truncated ? `; only the ${res.summary.length} largest groups are shown (jobs.maxSummaryGroups)` : '';
+        return `${formatTable([...groupBy, 'Jobs'], rows, { width: terminalWidth(), colour: (i, cell) => (groupBy[i] === 'Status' ? statusColour(cell) : undefined) })}${res.total} job(s)${cut}\n`;
       });
       return 0;
     }

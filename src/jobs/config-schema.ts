@@ -78,6 +78,13 @@ export const JobsConfigSchema = Type.Object(
     deletedRetentionMs: Type.Integer({ minimum: 1000, default: 7 * 24 * 3600_000 }),
     /** Most jobs one submission may create once parametric manifests are expanded (DIRAC-style `Parameters`). */
     maxParametricJobs: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 10_000 }),
+    /**
+     * Most bytes the jobs made by the parametric manifests of one submission may take, their manifests as
+     * JSON once expanded: measured before any copy is made (10,000 jobs of 3 kB by default).
+     */
+    maxSubmissionBytes: Type.Integer({ minimum: 1024, default: 32 * MiB }),
+    /** Most groups GET /jobs/summary answers, the largest; it says `truncated` when there were more. */
+    maxSummaryGroups: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 10_000 }),
     sandbox: Type.Object(
       {
         /** Content-addressed store (relative to the data dir). */

@@ -11,7 +11,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Db } from '../kernel/db/database.ts';
 import { isPostgres } from '../kernel/db/portable.ts';
 import { ATTRIBUTES, type AttributeName } from './model.ts';
-import type { Condition } from './search.ts';
+import { summaryAnswer, SUMMARY_TOTAL, type Condition, type JobSummaryAnswer } from './search.ts';
 import type { Visibility } from './privileges.ts';
 
 /** The attributes counted: those the job monitor groups and filters by, and those visibility needs. */
@@ -124,18 +124,22 @@ function countedWhere(visibility: Visibility, conditions: readonly Condition[]) 
 
 const COUNTS_AND_DELTAS = sql.raw(`(SELECT ${COLUMNS.join(', ')}, n FROM job_counts UNION ALL SELECT ${COLUMNS.join(', ')}, n FROM job_count_deltas) AS t`);
 
-/** The summary from the counts and the deltas not yet folded, with GET /jobs visibility and restrictions. */
-export async function countedSummary(db: Db, visibility: Visibility, conditions: readonly Condition[], groupBy: readonly AttributeName[]) {
+/**
+ * The summary from the counts and the deltas not yet folded, with GET /jobs visibility and restrictions:
+ * at most `maxGroups` groups, largest first (search.ts summaryAnswer).
+ */
+export async function countedSummary(db: Db, visibility: Visibility, conditions: readonly Condition[], groupBy: readonly AttributeName[], maxGroups: number): Promise<JobSummaryAnswer> {
   const grouped = sql.join(groupBy.map((a) => sql`${sql.ref(ATTRIBUTES[a].column)} AS ${sql.ref(a)}`));
   const groupColumns = sql.join(groupBy.map((a) => sql.ref(ATTRIBUTES[a].column)));
   const { rows } = await sql<Record<string, unknown>>`
-    SELECT ${grouped}, sum(n) AS count
+    SELECT ${grouped}, sum(n) AS count, sum(sum(n)) OVER () AS ${sql.ref(SUMMARY_TOTAL)}
     FROM ${COUNTS_AND_DELTAS}
     ${countedWhere(visibility, conditions)}
     GROUP BY ${groupColumns}
-    HAVING sum(n) > 0`.execute(db);
-  const summary = rows.map((r) => ({ ...r, count: Number(r.count) })).sort((a, b) => b.count - a.count);
-  return { total: summary.reduce((n, r) => n + r.count, 0), summary };
+    HAVING sum(n) > 0
+    ORDER BY sum(n) DESC, ${groupColumns}
+    LIMIT ${maxGroups + 1}`.execute(db);
+  return summaryAnswer(rows, maxGroups);
 }
 
 /**

@@ -5,7 +5,7 @@
 import { InvalidRequest } from '../kernel/errors.ts';
 import { JDL_MEDIA_TYPE } from './jdl.ts';
 import { ALL_STATUSES, ATTRIBUTES, type AttributeName } from './model.ts';
-import type { SortKey } from './search.ts';
+import { MAX_SORT_KEYS, MAX_VALUES, type SortKey } from './search.ts';
 import type { Restrictions } from './store.ts';
 
 const RESERVED = new Set(['allOwners', 'maxJobs', 'startJob', 'cursor', 'access_token', 'sort', 'groupBy', 'lastEventId']);
@@ -71,14 +71,19 @@ export function parseListQuery(url: string, streamed = false): { allOwners: bool
     if (RESERVED.has(key)) continue;
     if (!Object.hasOwn(ATTRIBUTES, key)) throw new InvalidRequest(`'${key}' is not a job attribute (known: ${Object.keys(ATTRIBUTES).join(', ')})`);
     const attr = ATTRIBUTES[key as AttributeName];
-    restrictions[key as AttributeName] = params.getAll(key).map((v) => {
+    const given = params.getAll(key);
+    if (given.length > MAX_VALUES) throw new InvalidRequest(`${key}: at most ${MAX_VALUES} values, got ${given.length}`);
+    // A set: OR over a value given twice is the same restriction.
+    restrictions[key as AttributeName] = [...new Set(given)].map((v) => {
       if (key === 'Status' && !(ALL_STATUSES as readonly string[]).includes(v)) throw new InvalidRequest(`Status: '${v}' is not a job status (one of ${ALL_STATUSES.join(', ')})`);
       if (attr.type === 'string') return v;
       if (!/^-?\d{1,15}$/.test(v)) throw new InvalidRequest(`${key}: '${v}' is not an integer`);
       return Number(v);
     });
   }
-  const sort = params.getAll('sort').map((key): SortKey => {
+  const sortKeys = params.getAll('sort');
+  if (sortKeys.length > MAX_SORT_KEYS) throw new InvalidRequest(`sort: at most ${MAX_SORT_KEYS} keys, got ${sortKeys.length}`);
+  const sort = sortKeys.map((key): SortKey => {
     const descending = key.startsWith('-');
     return { parameter: attributeName('sort', descending ? key.slice(1) : key), direction: descending ? 'desc' : 'asc' };
   });

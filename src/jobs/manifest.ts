@@ -37,7 +37,7 @@ const MAX_TEXT = { JobName: 256, JobGroup: 256, JobType: 64 } as const;
  * `%j` in JobName and JobGroup becomes the job id once the job is stored (parametric.ts, fillJobId), after
  * this check: it counts as the most digits a job id (bigint) may have, so that the filled value fits too.
  */
-const JOB_ID_DIGITS = 19;
+export const JOB_ID_DIGITS = 19;
 /** Linux refuses a single argument or environment string longer than this (MAX_ARG_STRLEN). */
 const MAX_WORD_BYTES = 131072;
 
@@ -60,64 +60,40 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function stringArray(where: string, key: string, v: unknown): string[] {
+/**
+ * The most entries of a manifest's lists: far beyond real jobs (a handful of sites, files and patterns),
+ * they keep a hostile manifest from costing more than its bytes. The input sandbox's files are bounded
+ * by jobs.sandbox.maxFiles too.
+ */
+export const MAX_LIST_ITEMS = { Sites: 1000, InputSandbox: 10000, OutputSandbox: 1000 } as const;
+
+function stringArray(where: string, key: keyof typeof MAX_LIST_ITEMS, v: unknown): string[] {
   if (!Array.isArray(v) || !v.every((s) => typeof s === 'string')) throw new InvalidRequest(`${where}: ${key} must be an array of strings`);
+  if (v.length > MAX_LIST_ITEMS[key]) throw new InvalidRequest(`${where}: ${key} has ${v.length} entries; at most ${MAX_LIST_ITEMS[key]} are allowed`);
   return v as string[];
 }
 
 /**
- * Validates one manifest. `where` prefixes messages (`manifest[3]`), `knownSites` are the configured
- * sites, `uploaded` the file names of the input sandbox sent with it.
+ * What no parametric substitution can change (types, list lengths, numbers, Environment names): checked
+ * once on a parametric manifest, before it is copied into its jobs, and on every manifest by checkManifest.
  * @throws InvalidRequest naming the key.
  */
-export function checkManifest(raw: unknown, where: string, knownSites: readonly string[], uploaded: readonly string[], limits: ManifestLimits): CheckedManifest {
+export function checkManifestTemplate(raw: unknown, where: string, limits: ManifestLimits): asserts raw is Manifest {
   if (!isObject(raw)) throw new InvalidRequest(`${where}: a manifest must be a JSON object`);
-  const m = { ...raw } as Manifest;
+  const m = raw as Manifest;
+  // Whitespace holds no placeholder, so a blank Executable stays blank in every job.
   if (typeof m.Executable !== 'string' || m.Executable.trim() === '') throw new InvalidRequest(`${where}: Executable is required and must be a non-empty string`);
   if (m.Executable.includes('\u0000')) throw new InvalidRequest(`${where}: Executable contains a NUL character`);
   for (const key of ['JobName', 'JobGroup', 'JobType'] as const) {
-    if (m[key] !== undefined && (typeof m[key] !== 'string' || m[key].length > MAX_TEXT[key])) {
-      throw new InvalidRequest(`${where}: ${key} must be a string of at most ${MAX_TEXT[key]} characters`);
-    }
-    if (key !== 'JobType' && m[key] !== undefined && m[key].replaceAll('%j', '#'.repeat(JOB_ID_DIGITS)).length > MAX_TEXT[key]) {
-      throw new InvalidRequest(`${where}: ${key} must be a string of at most ${MAX_TEXT[key]} characters once each %j is the job id (counted as ${JOB_ID_DIGITS})`);
-    }
+    if (m[key] !== undefined && typeof m[key] !== 'string') throw new InvalidRequest(`${where}: ${key} must be a string of at most ${MAX_TEXT[key]} characters`);
   }
-  let argv: string[] = [];
-  if (m.Arguments !== undefined) {
-    if (typeof m.Arguments !== 'string') throw new InvalidRequest(`${where}: Arguments must be a string`);
-    try {
-      argv = splitArguments(m.Arguments);
-    } catch (err) {
-      if (err instanceof ArgumentsError) throw new InvalidRequest(`${where}: Arguments ${err.message}`);
-      throw err;
-    }
-    if (argv.some((a) => a.includes('\u0000'))) throw new InvalidRequest(`${where}: Arguments contains a NUL character`);
-  }
-  let sites: string[] | null = null;
-  if (m.Sites !== undefined) {
-    sites = [...new Set(stringArray(where, 'Sites', m.Sites))];
-    if (sites.length === 0) throw new InvalidRequest(`${where}: Sites must name at least one site`);
-    const unknown = sites.find((s) => !knownSites.includes(s));
-    if (unknown !== undefined) throw new InvalidRequest(`${where}: Sites names the unknown site '${unknown}' (known: ${knownSites.join(', ')})`);
-  }
-  if (m.OutputSandbox !== undefined) {
-    const patterns = stringArray(where, 'OutputSandbox', m.OutputSandbox);
-    for (const p of patterns) {
-      if (p === '' || p.startsWith('/') || p.split('/').includes('..') || p.includes('\u0000')) {
-        throw new InvalidRequest(`${where}: OutputSandbox pattern '${p}' must be a relative glob inside the working directory`);
-      }
-    }
-  }
+  if (m.Arguments !== undefined && typeof m.Arguments !== 'string') throw new InvalidRequest(`${where}: Arguments must be a string`);
+  if (m.Sites !== undefined && stringArray(where, 'Sites', m.Sites).length === 0) throw new InvalidRequest(`${where}: Sites must name at least one site`);
+  if (m.OutputSandbox !== undefined) stringArray(where, 'OutputSandbox', m.OutputSandbox);
+  if (m.InputSandbox !== undefined) stringArray(where, 'InputSandbox', m.InputSandbox);
   for (const key of ['StdOutput', 'StdError'] as const) {
-    if (m[key] === undefined) continue;
-    if (typeof m[key] !== 'string') throw new InvalidRequest(`${where}: ${key} must be a string`);
-    const problem = fileNameProblem(m[key]);
-    if (problem) throw new InvalidRequest(`${where}: ${key} '${m[key]}' ${problem}`);
+    if (m[key] !== undefined && typeof m[key] !== 'string') throw new InvalidRequest(`${where}: ${key} must be a string`);
   }
-  m.StdOutput ??= 'std.out';
-  m.StdError ??= 'std.err';
-  if (m.StdOutput === m.StdError) throw new InvalidRequest(`${where}: StdOutput and StdError must differ`);
   if (m.Priority !== undefined && (!Number.isInteger(m.Priority) || m.Priority < 0 || m.Priority > 10)) {
     throw new InvalidRequest(`${where}: Priority must be an integer from 0 to 10`);
   }
@@ -131,6 +107,51 @@ export function checkManifest(raw: unknown, where: string, knownSites: readonly 
       if (typeof v !== 'string' || v.includes('\u0000')) throw new InvalidRequest(`${where}: Environment.${k} must be a string without NUL`);
     }
   }
+}
+
+/**
+ * Validates one manifest. `where` prefixes messages (`manifest[3]`), `knownSites` are the configured
+ * sites, `uploaded` the file names of the input sandbox sent with it.
+ * @throws InvalidRequest naming the key.
+ */
+export function checkManifest(raw: unknown, where: string, knownSites: readonly string[], uploaded: readonly string[], limits: ManifestLimits): CheckedManifest {
+  checkManifestTemplate(raw, where, limits);
+  const m = { ...raw };
+  for (const key of ['JobName', 'JobGroup', 'JobType'] as const) {
+    if (m[key] !== undefined && m[key].length > MAX_TEXT[key]) throw new InvalidRequest(`${where}: ${key} must be a string of at most ${MAX_TEXT[key]} characters`);
+    if (key !== 'JobType' && m[key] !== undefined && m[key].replaceAll('%j', '#'.repeat(JOB_ID_DIGITS)).length > MAX_TEXT[key]) {
+      throw new InvalidRequest(`${where}: ${key} must be a string of at most ${MAX_TEXT[key]} characters once each %j is the job id (counted as ${JOB_ID_DIGITS})`);
+    }
+  }
+  let argv: string[] = [];
+  if (m.Arguments !== undefined) {
+    try {
+      argv = splitArguments(m.Arguments);
+    } catch (err) {
+      if (err instanceof ArgumentsError) throw new InvalidRequest(`${where}: Arguments ${err.message}`);
+      throw err;
+    }
+    if (argv.some((a) => a.includes('\u0000'))) throw new InvalidRequest(`${where}: Arguments contains a NUL character`);
+  }
+  let sites: string[] | null = null;
+  if (m.Sites !== undefined) {
+    sites = [...new Set(m.Sites)];
+    const unknown = sites.find((s) => !knownSites.includes(s));
+    if (unknown !== undefined) throw new InvalidRequest(`${where}: Sites names the unknown site '${unknown}' (known: ${knownSites.join(', ')})`);
+  }
+  for (const p of m.OutputSandbox ?? []) {
+    if (p === '' || p.startsWith('/') || p.split('/').includes('..') || p.includes('\u0000')) {
+      throw new InvalidRequest(`${where}: OutputSandbox pattern '${p}' must be a relative glob inside the working directory`);
+    }
+  }
+  for (const key of ['StdOutput', 'StdError'] as const) {
+    if (m[key] === undefined) continue;
+    const problem = fileNameProblem(m[key]);
+    if (problem) throw new InvalidRequest(`${where}: ${key} '${m[key]}' ${problem}`);
+  }
+  m.StdOutput ??= 'std.out';
+  m.StdError ??= 'std.err';
+  if (m.StdOutput === m.StdError) throw new InvalidRequest(`${where}: StdOutput and StdError must differ`);
   // What exec would refuse (E2BIG) is refused here, where the submitter can still be told.
   const words = [m.Executable, ...argv];
   const env = Object.entries(m.Environment ?? {}).map(([k, v]) => `${k}=${v}`);
@@ -141,8 +162,8 @@ export function checkManifest(raw: unknown, where: string, knownSites: readonly 
     throw new InvalidRequest(`${where}: Arguments and Environment need ${commandBytes} bytes to start the job; at most ${limits.maxCommandBytes} are allowed (jobs.maxCommandBytes)`);
   }
   if (m.InputSandbox !== undefined) {
-    const names = stringArray(where, 'InputSandbox', m.InputSandbox);
-    const missing = names.find((n) => !uploaded.includes(n));
+    const files = new Set(uploaded);
+    const missing = m.InputSandbox.find((n) => !files.has(n));
     if (missing !== undefined) throw new InvalidRequest(`${where}: InputSandbox names '${missing}', which was not uploaded with the submission`);
   }
   // The stored manifest lists what its input sandbox really holds.

@@ -11,6 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { InvalidRequest } from '../kernel/errors.ts';
+import { JOB_ID_DIGITS } from './manifest.ts';
 
 const SEQUENCE_KEYS = ['ParameterStart', 'ParameterStep', 'ParameterFactor'] as const;
 const DEFAULTS = { ParameterStart: 1, ParameterStep: 0, ParameterFactor: 1 };
@@ -82,37 +83,92 @@ function substitute(v: unknown, replace: (s: string) => string): unknown {
   return v;
 }
 
-const PLACEHOLDER = /%\(([^)]*)\)s|%[sn]/g;
+/** Every string value under `v` (keys are not substituted, so they are not visited). */
+function* strings(v: unknown): Generator<string> {
+  if (typeof v === 'string') yield v;
+  else if (Array.isArray(v)) for (const x of v) yield* strings(x);
+  else if (typeof v === 'object' && v !== null) for (const x of Object.values(v)) yield* strings(x);
+}
 
 /**
- * The jobs a manifest stands for: itself when it has no `Parameters`, else one per value (at most
- * `maxJobs`). `%j` is left for {@link fillJobId}.
+ * `%(name)s`, `%s` or `%n`. A name stops at the next `%`: with `[^)]*` alone, a string of many `%(` and no
+ * `)s` made each match scan to the end of the string, and a 27 kB manifest held the event loop for seconds.
+ */
+const PLACEHOLDER = /%\(([^)%]*)\)s|%[sn]/g;
+
+/** A JSON string's length in bytes without its quotes, as the job's stored manifest will hold it. */
+const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v)) - (typeof v === 'string' ? 2 : 0);
+
+/** What a manifest makes, known before any copy is made. */
+export interface ParametricPlan {
+  /** How many jobs. */
+  count: number;
+  /**
+   * About how many bytes their manifests take as JSON once expanded (each `%j` at its widest); 0 for a
+   * manifest without `Parameters`, which is only what was sent (bounded by jobs.jsonBodyLimit).
+   */
+  bytes: number;
+  /** The jobs' manifests: one copy per job, so call it once the count and bytes are accepted. */
+  expand(): unknown[];
+}
+
+/**
+ * What a manifest stands for: itself when it has no `Parameters`, else one job per value (at most
+ * `maxJobs`), counted and measured without expanding them. `%j` is left for {@link fillJobId}.
  * @throws InvalidRequest naming the key at fault.
  */
-export function expandParametric(raw: unknown, where: string, maxJobs: number): unknown[] {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || !('Parameters' in raw)) return [raw];
+export function planParametric(raw: unknown, where: string, maxJobs: number): ParametricPlan {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || !('Parameters' in raw)) return { count: 1, bytes: 0, expand: () => [raw] };
   const m = raw as Record<string, unknown>;
   const { count, sets } = valueSets(where, m, maxJobs);
   const width = String(count - 1).length;
   const base = Object.fromEntries(Object.entries(m).filter(([k]) => !isParametricKey(k)));
   // One group for the whole submission, so that its jobs can be found and acted on together.
   base.JobGroup ??= `parametric-${randomBytes(6).toString('hex')}`;
-  const jobs: unknown[] = [];
-  for (let n = 0; n < count; n++) {
-    const replace = (s: string) =>
-      s.replace(PLACEHOLDER, (match, name: string | undefined) => {
-        if (match === '%n') return String(n).padStart(width, '0');
-        const set = name ?? 'A';
-        const values = sets.get(set);
-        if (!values) throw new InvalidRequest(`${where}: ${match} names the parameter set ${set}, which Parameters does not define`);
-        return String(values[n]);
-      });
-    const job = substitute(base, replace) as Record<string, unknown>;
-    job.ParameterNumber = n;
-    for (const [name, values] of sets) job[`Parameter.${name}`] = values[n];
-    jobs.push(job);
+  // The placeholders are found once, in the template: their sets must exist, and they say how much each job grows.
+  const uses = new Map<string, { placeholders: number; width: number }>();
+  let indices = 0;
+  let ids = 0;
+  for (const s of strings(base)) {
+    for (const match of s.matchAll(PLACEHOLDER)) {
+      if (match[0] === '%n') {
+        indices++;
+        continue;
+      }
+      const set = match[1] ?? 'A';
+      if (!sets.has(set)) throw new InvalidRequest(`${where}: ${match[0]} names the parameter set ${set}, which Parameters does not define`);
+      const use = uses.get(set) ?? { placeholders: 0, width: match[0].length };
+      use.placeholders++;
+      uses.set(set, use);
+    }
+    for (let at = s.indexOf('%j'); at !== -1; at = s.indexOf('%j', at + 2)) ids++;
   }
-  return jobs;
+  let bytes = count * (jsonBytes(base) + indices * (width - 2) + ids * (JOB_ID_DIGITS - 2) + `,"ParameterNumber":${count}`.length);
+  for (const [name, values] of sets) {
+    const valueBytes = values.reduce<number>((n, v) => n + jsonBytes(String(v)), 0);
+    const use = uses.get(name);
+    if (use) bytes += use.placeholders * (valueBytes - count * use.width);
+    // Each job keeps its value as Parameter.<name> too.
+    bytes += valueBytes + count * `,"Parameter.${name}":""`.length;
+  }
+  const expand = () => {
+    const jobs: unknown[] = [];
+    for (let n = 0; n < count; n++) {
+      const replace = (s: string) =>
+        s.replace(PLACEHOLDER, (match, name: string | undefined) => (match === '%n' ? String(n).padStart(width, '0') : String(sets.get(name ?? 'A')![n])));
+      const job = substitute(base, replace) as Record<string, unknown>;
+      job.ParameterNumber = n;
+      for (const [name, values] of sets) job[`Parameter.${name}`] = values[n];
+      jobs.push(job);
+    }
+    return jobs;
+  };
+  return { count, bytes, expand };
+}
+
+/** The jobs a manifest stands for ({@link planParametric}), expanded. */
+export function expandParametric(raw: unknown, where: string, maxJobs: number): unknown[] {
+  return planParametric(raw, where, maxJobs).expand();
 }
 
 /** `%j` in a stored manifest is the job's own id (DIRAC fills it in the same way). */

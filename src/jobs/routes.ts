@@ -30,9 +30,9 @@ import {
   SearchAnswer,
   SearchBody,
   StreamQuery,
-  SubmissionBodies,
   Submitted,
   SummaryQuery,
+  submissionBodies,
 } from './api-schemas.ts';
 import type { JobsConfig } from './config-schema.ts';
 import { ATTRIBUTE_NAMES, isFinal } from './model.ts';
@@ -358,7 +358,7 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
         summary: 'Submit jobs: a manifest, an array of manifests (all or nothing), a JDL, or multipart manifest or JDL parts plus input files; a parametric manifest makes one job per parameter',
         consumes: ['application/json', JDL_MEDIA_TYPE, 'multipart/form-data'],
         response: { 201: Submitted, ...errors(400, 401, 403, 413, 415) },
-        documented: { body: SubmissionBodies },
+        documented: { body: submissionBodies(config) },
       },
     },
     async (request, reply) => {

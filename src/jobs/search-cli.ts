@@ -44,7 +44,8 @@ export interface SearchOptions {
 const DEFAULT_COLUMNS = ['JobID', 'Status', 'MinorStatus', 'Site', 'JobName', 'Owner', 'SubmissionTime'];
 
 export async function searchCommand(conn: Connection, token: string, o: SearchOptions): Promise<number> {
-  const columns = (o.columns ?? DEFAULT_COLUMNS) as AttributeName[];
+  // The server takes each attribute once.
+  const columns = [...new Set(o.columns ?? DEFAULT_COLUMNS)] as AttributeName[];
   const sort = (o.sort ?? []).map((k) => ({ parameter: (k.startsWith('-') ? k.slice(1) : k) as AttributeName, direction: k.startsWith('-') ? ('desc' as const) : ('asc' as const) }));
   const body = { search: o.conditions.map(parseCondition), parameters: columns, sort, allOwners: o.all };
   const client = api(conn, token);

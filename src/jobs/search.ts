@@ -12,6 +12,10 @@ import type { JobTable } from './tables.ts';
 
 export const OPERATORS = ['eq', 'neq', 'in', 'not in', 'lt', 'le', 'gt', 'ge', 'like'] as const;
 export type Operator = (typeof OPERATORS)[number];
+/** The most values of one 'in' condition or GET /jobs restriction: far more than a monitor's selection. */
+export const MAX_VALUES = 1000;
+/** The most sort keys of a search or listing (JobID, the tie-break, is added after them). */
+export const MAX_SORT_KEYS = 4;
 
 export interface Condition {
   parameter: AttributeName;
@@ -61,7 +65,8 @@ function conditionSql(eb: Jobs, c: Condition, where: string): Expression<SqlBool
   const column = ATTRIBUTES[c.parameter].column;
   if (c.operator === 'in' || c.operator === 'not in') {
     if (!Array.isArray(c.values) || c.values.length === 0) throw new InvalidRequest(`${where}: '${c.operator}' takes a non-empty list in 'values'`);
-    const values = c.values.map((v) => columnValue(c.parameter, v, where));
+    // A set: a value given twice would only lengthen the SQL.
+    const values = [...new Set(c.values.map((v) => columnValue(c.parameter, v, where)))];
     return eb(column, c.operator, values);
   }
   if (c.value === undefined) throw new InvalidRequest(`${where}: '${c.operator}' takes one value in 'value'`);
@@ -179,13 +184,40 @@ export async function searchJobs(db: Db, r: SearchRequest): Promise<{ jobs: Reco
   return { jobs, nextCursor: more ? cursorOf(page.at(-1)!, r.sort) : null };
 }
 
-/** Counts per combination of the `groupBy` attributes' values, largest first. */
-export async function summarizeJobs(db: Db, visibility: Visibility, conditions: readonly Condition[], groupBy: readonly AttributeName[]) {
+/** A summary: every job counted, and at most `maxGroups` groups, largest first, `truncated` when there were more. */
+export interface JobSummaryAnswer {
+  total: number;
+  truncated: boolean;
+  summary: Record<string, unknown>[];
+}
+
+/**
+ * The answer from rows read with {@link SUMMARY_TOTAL} and at most `maxGroups` + 1 of them (largest first):
+ * the extra row only says that more groups exist.
+ */
+export function summaryAnswer(rows: Record<string, unknown>[], maxGroups: number): JobSummaryAnswer {
+  const total = Number(rows[0]?.[SUMMARY_TOTAL] ?? 0);
+  const summary = rows.slice(0, maxGroups).map(({ [SUMMARY_TOTAL]: _, ...r }) => ({ ...r, count: Number(r.count) }));
+  return { total, truncated: rows.length > maxGroups, summary };
+}
+
+/** The column that carries the count of every group's jobs (a window over the groups, before the LIMIT). */
+export const SUMMARY_TOTAL = 'summary_total';
+
+/** Counts per combination of the `groupBy` attributes' values, largest first, at most `maxGroups` of them. */
+export async function summarizeJobs(db: Db, visibility: Visibility, conditions: readonly Condition[], groupBy: readonly AttributeName[], maxGroups: number): Promise<JobSummaryAnswer> {
   const columns = groupBy.map((n) => ATTRIBUTES[n].column);
+  // Largest first, ties in the groups' order, so that a cut answer is the same from one call to the next.
+  const order = sql.join([sql`count(*) desc`, ...columns.map((c) => sql.ref(c))]);
   const rows = (await matching(visible(db.selectFrom('jobs') as JobsQuery, visibility), conditions)
-    .select([...groupBy.map((n) => `${ATTRIBUTES[n].column} as ${n}` as never), (eb: Jobs) => eb.fn.countAll<number>().as('count')])
+    .select([
+      ...groupBy.map((n) => `${ATTRIBUTES[n].column} as ${n}` as never),
+      (eb: Jobs) => eb.fn.countAll<number>().as('count'),
+      sql<number>`sum(count(*)) over ()`.as(SUMMARY_TOTAL),
+    ])
     .groupBy(columns as never)
+    .orderBy(sql`${order}`)
+    .limit(maxGroups + 1)
     .execute()) as Record<string, unknown>[];
-  const summary = rows.map((r) => ({ ...r, count: Number(r.count) })).sort((a, b) => b.count - a.count);
-  return { total: summary.reduce((n, r) => n + r.count, 0), summary };
+  return summaryAnswer(rows, maxGroups);
 }

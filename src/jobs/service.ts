@@ -7,8 +7,8 @@ import type { AppContext } from '../kernel/context.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import { Conflict, InvalidRequest, InvalidTransition, NotFound } from '../kernel/errors.ts';
 import type { JobsConfig } from './config-schema.ts';
-import { checkManifest } from './manifest.ts';
-import { expandParametric } from './parametric.ts';
+import { checkManifest, checkManifestTemplate } from './manifest.ts';
+import { planParametric, type ParametricPlan } from './parametric.ts';
 import { isFinal, JobStatus, toRecord, type AttributeName } from './model.ts';
 import { jobParameters } from './reports.ts';
 import { outputTailOf } from './peek.ts';
@@ -53,9 +53,10 @@ export class JobsService {
   }
 
   /**
-   * Expands parametric manifests, checks every job first (all or nothing), then inserts them in one
-   * transaction (shared with the submissions that arrived meanwhile: store.ts); a parametric submission's
-   * jobs share its input sandbox.
+   * Checks each manifest as a template and measures what its parameters make (jobs.maxParametricJobs,
+   * jobs.maxSubmissionBytes) before expanding it, checks every job (all or nothing), then inserts them in
+   * one transaction (shared with the submissions that arrived meanwhile: store.ts); a parametric
+   * submission's jobs share its input sandbox.
    */
   async submit(
     principal: Principal,
@@ -64,13 +65,29 @@ export class JobsService {
     storeSandbox: () => Promise<StoredObject | undefined> = async () => undefined,
   ): Promise<number[]> {
     const limit = this.config.maxParametricJobs;
-    const jobs: { manifest: unknown; where: string }[] = [];
+    const plans: { plan: ParametricPlan; where: string }[] = [];
+    let count = 0;
+    let bytes = 0;
     manifests.forEach((m, i) => {
       const where = manifests.length > 1 ? `manifest[${i}]` : 'manifest';
-      const expanded = expandParametric(m, where, limit);
-      for (const [n, manifest] of expanded.entries()) jobs.push({ manifest, where: expanded.length > 1 ? `${where} (parameter ${n})` : where });
-      if (jobs.length > limit) throw new InvalidRequest(`the submission makes ${jobs.length} or more jobs; at most ${limit} are allowed (jobs.maxParametricJobs)`);
+      // Checked as a template first: what no parameter can change is refused before a single copy is made.
+      checkManifestTemplate(m, where, this.config);
+      const plan = planParametric(m, where, limit);
+      count += plan.count;
+      bytes += plan.bytes;
+      if (count > limit) throw new InvalidRequest(`the submission makes ${count} or more jobs; at most ${limit} are allowed (jobs.maxParametricJobs)`);
+      plans.push({ plan, where });
     });
+    if (bytes > this.config.maxSubmissionBytes) {
+      throw new InvalidRequest(
+        `the submission's parametric jobs would take about ${bytes} bytes of manifests once their parameters are filled in; at most ${this.config.maxSubmissionBytes} are allowed (jobs.maxSubmissionBytes)`,
+      );
+    }
+    const jobs: { manifest: unknown; where: string }[] = [];
+    for (const { plan, where } of plans) {
+      const expanded = plan.expand();
+      for (const [n, manifest] of expanded.entries()) jobs.push({ manifest, where: expanded.length > 1 ? `${where} (parameter ${n})` : where });
+    }
     const checked = jobs.map(({ manifest, where }) => checkManifest(manifest, where, this.sites, fileNames, this.config));
     // The sandbox is durable before any row can point at it.
     const sandbox = await storeSandbox();
@@ -99,10 +116,14 @@ export class JobsService {
     return searchJobs(this.ctx.db, { ...request, visibility: listVisibility(principal, allOwners) });
   }
 
-  /** From the maintained counts when they cover the question, else counted from the jobs themselves. */
+  /**
+   * From the maintained counts when they cover the question, else counted from the jobs themselves; at most
+   * jobs.maxSummaryGroups groups, the largest.
+   */
   async summary(principal: Principal, allOwners: boolean, conditions: readonly Condition[], groupBy: readonly AttributeName[]) {
     const visibility = listVisibility(principal, allOwners);
-    return countable(groupBy, conditions) ? countedSummary(this.ctx.db, visibility, conditions, groupBy) : summarizeJobs(this.ctx.db, visibility, conditions, groupBy);
+    const max = this.config.maxSummaryGroups;
+    return countable(groupBy, conditions) ? countedSummary(this.ctx.db, visibility, conditions, groupBy, max) : summarizeJobs(this.ctx.db, visibility, conditions, groupBy, max);
   }
 
   /** The job, if the principal may see it. @throws NotFound, also for a job it may not see */

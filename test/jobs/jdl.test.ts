@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { JdlSyntaxError, parseJdl, renderJdl } from '../../src/jobs/jdl.ts';
-import { expandParametric, fillJobId } from '../../src/jobs/parametric.ts';
+import { expandParametric, fillJobId, planParametric } from '../../src/jobs/parametric.ts';
 
 describe('JDL', () => {
   it('reads what DIRAC writes: the wrapper, comments, lists, numbers, names in any case', () => {
@@ -142,6 +142,16 @@ describe('parametric expansion (DIRAC semantics)', () => {
     assert.equal(fillJobId(job, 42)!.StdOutput, 'out_42_0');
     const plain = { Executable: 'x', Arguments: '%s' };
     assert.deepEqual(expandParametric(plain, 'm', 10), [plain]);
+  });
+
+  it('measures the jobs before making them: their bytes as JSON within a few bytes a job', () => {
+    const manifest = { Executable: 'x', Arguments: '%s %n %(B)s', JobName: 'j_%j', Parameters: ['alpha', 'b', 'c"q'], 'Parameters.B': ['1', '22', '333'], JobGroup: 'g' };
+    const plan = planParametric(manifest, 'm', 10);
+    const jobs = plan.expand();
+    const actual = jobs.reduce<number>((n, job) => n + JSON.stringify(fillJobId(job, Number.MAX_SAFE_INTEGER)).length, 0);
+    assert.equal(plan.count, 3);
+    assert.ok(Math.abs(plan.bytes - actual) <= 4 * plan.count, `measured ${plan.bytes}, made ${actual}`);
+    assert.equal(planParametric({ Executable: 'x' }, 'm', 10).bytes, 0, 'a manifest without Parameters is only what was sent');
   });
 
   const refused: [string, Record<string, unknown>, RegExp][] = [

@@ -3583,47 +3583,47 @@ export interface operations {
                 startJob?: number;
                 /** @description a previous answer's nextCursor: the page after it, at the same cost however deep (not with startJob) */
                 cursor?: string;
-                /** @description sort keys in order, an attribute name, with a leading - for descending (default -JobID: newest first) */
+                /** @description sort keys in order, an attribute name, with a leading - for descending (default -JobID: newest first); at most 4, each attribute once */
                 sort?: string[];
-                /** @description restrict to these JobID values (repeat the key: OR) */
+                /** @description restrict to these JobID values (repeat the key: OR; at most 1000 values) */
                 JobID?: number[];
-                /** @description restrict to these JobName values (repeat the key: OR) */
+                /** @description restrict to these JobName values (repeat the key: OR; at most 1000 values) */
                 JobName?: string[];
-                /** @description restrict to these JobGroup values (repeat the key: OR) */
+                /** @description restrict to these JobGroup values (repeat the key: OR; at most 1000 values) */
                 JobGroup?: string[];
-                /** @description restrict to these JobType values (repeat the key: OR) */
+                /** @description restrict to these JobType values (repeat the key: OR; at most 1000 values) */
                 JobType?: string[];
-                /** @description restrict to these Owner values (repeat the key: OR) */
+                /** @description restrict to these Owner values (repeat the key: OR; at most 1000 values) */
                 Owner?: string[];
-                /** @description restrict to these OwnerDN values (repeat the key: OR) */
+                /** @description restrict to these OwnerDN values (repeat the key: OR; at most 1000 values) */
                 OwnerDN?: string[];
-                /** @description restrict to these OwnerGroup values (repeat the key: OR) */
+                /** @description restrict to these OwnerGroup values (repeat the key: OR; at most 1000 values) */
                 OwnerGroup?: string[];
-                /** @description restrict to these Setup values (repeat the key: OR) */
+                /** @description restrict to these Setup values (repeat the key: OR; at most 1000 values) */
                 Setup?: string[];
-                /** @description restrict to these Site values (repeat the key: OR) */
+                /** @description restrict to these Site values (repeat the key: OR; at most 1000 values) */
                 Site?: string[];
-                /** @description restrict to these statuses (repeat the key: OR) */
+                /** @description restrict to these statuses (repeat the key: OR; at most 1000 values) */
                 Status?: ("Received" | "Checking" | "Waiting" | "Matched" | "Running" | "Completing" | "Stalled" | "Rescheduled" | "Done" | "Failed" | "Killed" | "Deleted")[];
-                /** @description restrict to these MinorStatus values (repeat the key: OR) */
+                /** @description restrict to these MinorStatus values (repeat the key: OR; at most 1000 values) */
                 MinorStatus?: string[];
-                /** @description restrict to these ApplicationStatus values (repeat the key: OR) */
+                /** @description restrict to these ApplicationStatus values (repeat the key: OR; at most 1000 values) */
                 ApplicationStatus?: string[];
-                /** @description restrict to these UserPriority values (repeat the key: OR) */
+                /** @description restrict to these UserPriority values (repeat the key: OR; at most 1000 values) */
                 UserPriority?: number[];
-                /** @description restrict to these RescheduleCounter values (repeat the key: OR) */
+                /** @description restrict to these RescheduleCounter values (repeat the key: OR; at most 1000 values) */
                 RescheduleCounter?: number[];
-                /** @description restrict to these SubmissionTime values (repeat the key: OR) */
+                /** @description restrict to these SubmissionTime values (repeat the key: OR; at most 1000 values) */
                 SubmissionTime?: string[];
-                /** @description restrict to these LastUpdateTime values (repeat the key: OR) */
+                /** @description restrict to these LastUpdateTime values (repeat the key: OR; at most 1000 values) */
                 LastUpdateTime?: string[];
-                /** @description restrict to these StartExecTime values (repeat the key: OR) */
+                /** @description restrict to these StartExecTime values (repeat the key: OR; at most 1000 values) */
                 StartExecTime?: string[];
-                /** @description restrict to these EndExecTime values (repeat the key: OR) */
+                /** @description restrict to these EndExecTime values (repeat the key: OR; at most 1000 values) */
                 EndExecTime?: string[];
-                /** @description restrict to these HeartBeatTime values (repeat the key: OR) */
+                /** @description restrict to these HeartBeatTime values (repeat the key: OR; at most 1000 values) */
                 HeartBeatTime?: string[];
-                /** @description restrict to these ExitCode values (repeat the key: OR) */
+                /** @description restrict to these ExitCode values (repeat the key: OR; at most 1000 values) */
                 ExitCode?: number[];
             };
             header?: never;
@@ -3724,16 +3724,16 @@ export interface operations {
                     Executable: string;
                     /** @description split into words as a POSIX shell would, without expansion */
                     Arguments?: string;
-                    /** @description configured sites the job may run at (any when absent) */
+                    /** @description configured sites the job may run at (any when absent); at most 1000, repeats count once */
                     Sites?: string[];
                     /** @description each %j (the job id) counts as 19 characters */
                     JobName?: string;
                     /** @description each %j (the job id) counts as 19 characters */
                     JobGroup?: string;
                     JobType?: string;
-                    /** @description names of files uploaded with the submission; the stored manifest lists the files the input sandbox holds */
+                    /** @description names of files uploaded with the submission (at most 10000); the stored manifest lists the files the input sandbox holds */
                     InputSandbox?: string[];
-                    /** @description files or glob patterns, relative to the working directory, returned in the output sandbox */
+                    /** @description files or glob patterns, relative to the working directory, returned in the output sandbox (at most 1000) */
                     OutputSandbox?: string[];
                     /** @description the file that receives standard output; default 'std.out' */
                     StdOutput?: string;
@@ -3746,7 +3746,7 @@ export interface operations {
                     Environment?: {
                         [key: string]: string;
                     };
-                    /** @description a parametric job (DIRAC's semantics): one job per value, or this many jobs with ParameterStart/Step/Factor; %s, %(NAME)s, %n and %j in strings are the value, a named set's value (Parameters.NAME), the index and the job id; at most jobs.maxParametricJobs */
+                    /** @description a parametric job (DIRAC's semantics): one job per value, or this many jobs with ParameterStart/Step/Factor; %s, %(NAME)s, %n and %j in strings are the value, a named set's value (Parameters.NAME), the index and the job id; at most jobs.maxParametricJobs jobs (at most 1,000,000), whose manifests take at most jobs.maxSubmissionBytes once expanded (the manifest is checked as a template first) */
                     Parameters?: number | (string | number)[];
                     /** @description first value of a counted Parameters (default 1) */
                     ParameterStart?: number;
@@ -3761,16 +3761,16 @@ export interface operations {
                     Executable: string;
                     /** @description split into words as a POSIX shell would, without expansion */
                     Arguments?: string;
-                    /** @description configured sites the job may run at (any when absent) */
+                    /** @description configured sites the job may run at (any when absent); at most 1000, repeats count once */
                     Sites?: string[];
                     /** @description each %j (the job id) counts as 19 characters */
                     JobName?: string;
                     /** @description each %j (the job id) counts as 19 characters */
                     JobGroup?: string;
                     JobType?: string;
-                    /** @description names of files uploaded with the submission; the stored manifest lists the files the input sandbox holds */
+                    /** @description names of files uploaded with the submission (at most 10000); the stored manifest lists the files the input sandbox holds */
                     InputSandbox?: string[];
-                    /** @description files or glob patterns, relative to the working directory, returned in the output sandbox */
+                    /** @description files or glob patterns, relative to the working directory, returned in the output sandbox (at most 1000) */
                     OutputSandbox?: string[];
                     /** @description the file that receives standard output; default 'std.out' */
                     StdOutput?: string;
@@ -3783,7 +3783,7 @@ export interface operations {
                     Environment?: {
                         [key: string]: string;
                     };
-                    /** @description a parametric job (DIRAC's semantics): one job per value, or this many jobs with ParameterStart/Step/Factor; %s, %(NAME)s, %n and %j in strings are the value, a named set's value (Parameters.NAME), the index and the job id; at most jobs.maxParametricJobs */
+                    /** @description a parametric job (DIRAC's semantics): one job per value, or this many jobs with ParameterStart/Step/Factor; %s, %(NAME)s, %n and %j in strings are the value, a named set's value (Parameters.NAME), the index and the job id; at most jobs.maxParametricJobs jobs (at most 1,000,000), whose manifests take at most jobs.maxSubmissionBytes once expanded (the manifest is checked as a template first) */
                     Parameters?: number | (string | number)[];
                     /** @description first value of a counted Parameters (default 1) */
                     ParameterStart?: number;
@@ -3796,9 +3796,10 @@ export interface operations {
                 })[];
                 "text/x-jdl": string;
                 "multipart/form-data": {
+                    /** @description manifest and jdl parts together: at most jobs.maxBulk (1000) */
                     manifest?: string[];
                     jdl?: string[];
-                    /** @description input sandbox files, each part with its file name (Content-Disposition filename) */
+                    /** @description input sandbox files, each part with its file name (Content-Disposition filename); at most jobs.sandbox.maxFiles (1000) files of every part name */
                     files?: string[];
                 } & {
                     [key: string]: string;
@@ -3884,47 +3885,47 @@ export interface operations {
                 startJob?: number;
                 /** @description a previous answer's nextCursor: the page after it, at the same cost however deep (not with startJob) */
                 cursor?: string;
-                /** @description sort keys in order, an attribute name, with a leading - for descending (default -JobID: newest first) */
+                /** @description sort keys in order, an attribute name, with a leading - for descending (default -JobID: newest first); at most 4, each attribute once */
                 sort?: string[];
-                /** @description restrict to these JobID values (repeat the key: OR) */
+                /** @description restrict to these JobID values (repeat the key: OR; at most 1000 values) */
                 JobID?: number[];
-                /** @description restrict to these JobName values (repeat the key: OR) */
+                /** @description restrict to these JobName values (repeat the key: OR; at most 1000 values) */
                 JobName?: string[];
-                /** @description restrict to these JobGroup values (repeat the key: OR) */
+                /** @description restrict to these JobGroup values (repeat the key: OR; at most 1000 values) */
                 JobGroup?: string[];
-                /** @description restrict to these JobType values (repeat the key: OR) */
+                /** @description restrict to these JobType values (repeat the key: OR; at most 1000 values) */
                 JobType?: string[];
-                /** @description restrict to these Owner values (repeat the key: OR) */
+                /** @description restrict to these Owner values (repeat the key: OR; at most 1000 values) */
                 Owner?: string[];
-                /** @description restrict to these OwnerDN values (repeat the key: OR) */
+                /** @description restrict to these OwnerDN values (repeat the key: OR; at most 1000 values) */
                 OwnerDN?: string[];
-                /** @description restrict to these OwnerGroup values (repeat the key: OR) */
+                /** @description restrict to these OwnerGroup values (repeat the key: OR; at most 1000 values) */
                 OwnerGroup?: string[];
-                /** @description restrict to these Setup values (repeat the key: OR) */
+                /** @description restrict to these Setup values (repeat the key: OR; at most 1000 values) */
                 Setup?: string[];
-                /** @description restrict to these Site values (repeat the key: OR) */
+                /** @description restrict to these Site values (repeat the key: OR; at most 1000 values) */
                 Site?: string[];
-                /** @description restrict to these statuses (repeat the key: OR) */
+                /** @description restrict to these statuses (repeat the key: OR; at most 1000 values) */
                 Status?: ("Received" | "Checking" | "Waiting" | "Matched" | "Running" | "Completing" | "Stalled" | "Rescheduled" | "Done" | "Failed" | "Killed" | "Deleted")[];
-                /** @description restrict to these MinorStatus values (repeat the key: OR) */
+                /** @description restrict to these MinorStatus values (repeat the key: OR; at most 1000 values) */
                 MinorStatus?: string[];
-                /** @description restrict to these ApplicationStatus values (repeat the key: OR) */
+                /** @description restrict to these ApplicationStatus values (repeat the key: OR; at most 1000 values) */
                 ApplicationStatus?: string[];
-                /** @description restrict to these UserPriority values (repeat the key: OR) */
+                /** @description restrict to these UserPriority values (repeat the key: OR; at most 1000 values) */
                 UserPriority?: number[];
-                /** @description restrict to these RescheduleCounter values (repeat the key: OR) */
+                /** @description restrict to these RescheduleCounter values (repeat the key: OR; at most 1000 values) */
                 RescheduleCounter?: number[];
-                /** @description restrict to these SubmissionTime values (repeat the key: OR) */
+                /** @description restrict to these SubmissionTime values (repeat the key: OR; at most 1000 values) */
                 SubmissionTime?: string[];
-                /** @description restrict to these LastUpdateTime values (repeat the key: OR) */
+                /** @description restrict to these LastUpdateTime values (repeat the key: OR; at most 1000 values) */
                 LastUpdateTime?: string[];
-                /** @description restrict to these StartExecTime values (repeat the key: OR) */
+                /** @description restrict to these StartExecTime values (repeat the key: OR; at most 1000 values) */
                 StartExecTime?: string[];
-                /** @description restrict to these EndExecTime values (repeat the key: OR) */
+                /** @description restrict to these EndExecTime values (repeat the key: OR; at most 1000 values) */
                 EndExecTime?: string[];
-                /** @description restrict to these HeartBeatTime values (repeat the key: OR) */
+                /** @description restrict to these HeartBeatTime values (repeat the key: OR; at most 1000 values) */
                 HeartBeatTime?: string[];
-                /** @description restrict to these ExitCode values (repeat the key: OR) */
+                /** @description restrict to these ExitCode values (repeat the key: OR; at most 1000 values) */
                 ExitCode?: number[];
             };
             header?: never;
@@ -4004,49 +4005,49 @@ export interface operations {
     summarizeJobs: {
         parameters: {
             query: {
-                /** @description attributes to count per combination of (repeat the key) */
+                /** @description attributes to count per combination of (repeat the key; one to four, each once) */
                 groupBy: ("JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode")[];
                 /** @description true: every job the caller may see */
                 allOwners?: boolean;
-                /** @description restrict to these JobID values (repeat the key: OR) */
+                /** @description restrict to these JobID values (repeat the key: OR; at most 1000 values) */
                 JobID?: number[];
-                /** @description restrict to these JobName values (repeat the key: OR) */
+                /** @description restrict to these JobName values (repeat the key: OR; at most 1000 values) */
                 JobName?: string[];
-                /** @description restrict to these JobGroup values (repeat the key: OR) */
+                /** @description restrict to these JobGroup values (repeat the key: OR; at most 1000 values) */
                 JobGroup?: string[];
-                /** @description restrict to these JobType values (repeat the key: OR) */
+                /** @description restrict to these JobType values (repeat the key: OR; at most 1000 values) */
                 JobType?: string[];
-                /** @description restrict to these Owner values (repeat the key: OR) */
+                /** @description restrict to these Owner values (repeat the key: OR; at most 1000 values) */
                 Owner?: string[];
-                /** @description restrict to these OwnerDN values (repeat the key: OR) */
+                /** @description restrict to these OwnerDN values (repeat the key: OR; at most 1000 values) */
                 OwnerDN?: string[];
-                /** @description restrict to these OwnerGroup values (repeat the key: OR) */
+                /** @description restrict to these OwnerGroup values (repeat the key: OR; at most 1000 values) */
                 OwnerGroup?: string[];
-                /** @description restrict to these Setup values (repeat the key: OR) */
+                /** @description restrict to these Setup values (repeat the key: OR; at most 1000 values) */
                 Setup?: string[];
-                /** @description restrict to these Site values (repeat the key: OR) */
+                /** @description restrict to these Site values (repeat the key: OR; at most 1000 values) */
                 Site?: string[];
-                /** @description restrict to these statuses (repeat the key: OR) */
+                /** @description restrict to these statuses (repeat the key: OR; at most 1000 values) */
                 Status?: ("Received" | "Checking" | "Waiting" | "Matched" | "Running" | "Completing" | "Stalled" | "Rescheduled" | "Done" | "Failed" | "Killed" | "Deleted")[];
-                /** @description restrict to these MinorStatus values (repeat the key: OR) */
+                /** @description restrict to these MinorStatus values (repeat the key: OR; at most 1000 values) */
                 MinorStatus?: string[];
-                /** @description restrict to these ApplicationStatus values (repeat the key: OR) */
+                /** @description restrict to these ApplicationStatus values (repeat the key: OR; at most 1000 values) */
                 ApplicationStatus?: string[];
-                /** @description restrict to these UserPriority values (repeat the key: OR) */
+                /** @description restrict to these UserPriority values (repeat the key: OR; at most 1000 values) */
                 UserPriority?: number[];
-                /** @description restrict to these RescheduleCounter values (repeat the key: OR) */
+                /** @description restrict to these RescheduleCounter values (repeat the key: OR; at most 1000 values) */
                 RescheduleCounter?: number[];
-                /** @description restrict to these SubmissionTime values (repeat the key: OR) */
+                /** @description restrict to these SubmissionTime values (repeat the key: OR; at most 1000 values) */
                 SubmissionTime?: string[];
-                /** @description restrict to these LastUpdateTime values (repeat the key: OR) */
+                /** @description restrict to these LastUpdateTime values (repeat the key: OR; at most 1000 values) */
                 LastUpdateTime?: string[];
-                /** @description restrict to these StartExecTime values (repeat the key: OR) */
+                /** @description restrict to these StartExecTime values (repeat the key: OR; at most 1000 values) */
                 StartExecTime?: string[];
-                /** @description restrict to these EndExecTime values (repeat the key: OR) */
+                /** @description restrict to these EndExecTime values (repeat the key: OR; at most 1000 values) */
                 EndExecTime?: string[];
-                /** @description restrict to these HeartBeatTime values (repeat the key: OR) */
+                /** @description restrict to these HeartBeatTime values (repeat the key: OR; at most 1000 values) */
                 HeartBeatTime?: string[];
-                /** @description restrict to these ExitCode values (repeat the key: OR) */
+                /** @description restrict to these ExitCode values (repeat the key: OR; at most 1000 values) */
                 ExitCode?: number[];
             };
             header?: never;
@@ -4062,9 +4063,11 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description jobs counted */
+                        /** @description jobs counted, in every group (those left out of a truncated answer too) */
                         total: number;
-                        /** @description one entry per combination of the groupBy values present, largest count first */
+                        /** @description true when more combinations exist than jobs.maxSummaryGroups (default 10,000): summary holds the largest ones only */
+                        truncated: boolean;
+                        /** @description one entry per combination of the groupBy values present, largest count first (ties in the order of the values), at most jobs.maxSummaryGroups */
                         summary: ({
                             count: number;
                         } & {
@@ -4121,7 +4124,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description conditions, all of which a job meets */
+                    /** @description conditions, all of which a job meets (at most 32) */
                     search?: {
                         /**
                          * @description a job attribute
@@ -4131,11 +4134,12 @@ export interface operations {
                         /** @enum {string} */
                         operator: "eq" | "neq" | "in" | "not in" | "lt" | "le" | "gt" | "ge" | "like";
                         value?: string | number;
+                        /** @description at most 1000; a repeated value counts once */
                         values?: (string | number)[];
                     }[];
-                    /** @description attributes to return (default all) */
+                    /** @description attributes to return (default all), each once: at most 20 */
                     parameters?: ("JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode")[];
-                    /** @description sort keys in order (default: JobID descending); JobID is always the last key */
+                    /** @description sort keys in order (default: JobID descending), at most 4, each attribute once; JobID is always the last key */
                     sort?: {
                         /**
                          * @description a job attribute
@@ -4258,45 +4262,45 @@ export interface operations {
                 allOwners?: boolean;
                 /** @description resume after this event id (as the Last-Event-ID header) */
                 lastEventId?: string;
-                /** @description restrict to these JobID values (repeat the key: OR) */
+                /** @description restrict to these JobID values (repeat the key: OR; at most 1000 values) */
                 JobID?: number[];
-                /** @description restrict to these JobName values (repeat the key: OR) */
+                /** @description restrict to these JobName values (repeat the key: OR; at most 1000 values) */
                 JobName?: string[];
-                /** @description restrict to these JobGroup values (repeat the key: OR) */
+                /** @description restrict to these JobGroup values (repeat the key: OR; at most 1000 values) */
                 JobGroup?: string[];
-                /** @description restrict to these JobType values (repeat the key: OR) */
+                /** @description restrict to these JobType values (repeat the key: OR; at most 1000 values) */
                 JobType?: string[];
-                /** @description restrict to these Owner values (repeat the key: OR) */
+                /** @description restrict to these Owner values (repeat the key: OR; at most 1000 values) */
                 Owner?: string[];
-                /** @description restrict to these OwnerDN values (repeat the key: OR) */
+                /** @description restrict to these OwnerDN values (repeat the key: OR; at most 1000 values) */
                 OwnerDN?: string[];
-                /** @description restrict to these OwnerGroup values (repeat the key: OR) */
+                /** @description restrict to these OwnerGroup values (repeat the key: OR; at most 1000 values) */
                 OwnerGroup?: string[];
-                /** @description restrict to these Setup values (repeat the key: OR) */
+                /** @description restrict to these Setup values (repeat the key: OR; at most 1000 values) */
                 Setup?: string[];
-                /** @description restrict to these Site values (repeat the key: OR) */
+                /** @description restrict to these Site values (repeat the key: OR; at most 1000 values) */
                 Site?: string[];
-                /** @description restrict to these statuses (repeat the key: OR) */
+                /** @description restrict to these statuses (repeat the key: OR; at most 1000 values) */
                 Status?: ("Received" | "Checking" | "Waiting" | "Matched" | "Running" | "Completing" | "Stalled" | "Rescheduled" | "Done" | "Failed" | "Killed" | "Deleted")[];
-                /** @description restrict to these MinorStatus values (repeat the key: OR) */
+                /** @description restrict to these MinorStatus values (repeat the key: OR; at most 1000 values) */
                 MinorStatus?: string[];
-                /** @description restrict to these ApplicationStatus values (repeat the key: OR) */
+                /** @description restrict to these ApplicationStatus values (repeat the key: OR; at most 1000 values) */
                 ApplicationStatus?: string[];
-                /** @description restrict to these UserPriority values (repeat the key: OR) */
+                /** @description restrict to these UserPriority values (repeat the key: OR; at most 1000 values) */
                 UserPriority?: number[];
-                /** @description restrict to these RescheduleCounter values (repeat the key: OR) */
+                /** @description restrict to these RescheduleCounter values (repeat the key: OR; at most 1000 values) */
                 RescheduleCounter?: number[];
-                /** @description restrict to these SubmissionTime values (repeat the key: OR) */
+                /** @description restrict to these SubmissionTime values (repeat the key: OR; at most 1000 values) */
                 SubmissionTime?: string[];
-                /** @description restrict to these LastUpdateTime values (repeat the key: OR) */
+                /** @description restrict to these LastUpdateTime values (repeat the key: OR; at most 1000 values) */
                 LastUpdateTime?: string[];
-                /** @description restrict to these StartExecTime values (repeat the key: OR) */
+                /** @description restrict to these StartExecTime values (repeat the key: OR; at most 1000 values) */
                 StartExecTime?: string[];
-                /** @description restrict to these EndExecTime values (repeat the key: OR) */
+                /** @description restrict to these EndExecTime values (repeat the key: OR; at most 1000 values) */
                 EndExecTime?: string[];
-                /** @description restrict to these HeartBeatTime values (repeat the key: OR) */
+                /** @description restrict to these HeartBeatTime values (repeat the key: OR; at most 1000 values) */
                 HeartBeatTime?: string[];
-                /** @description restrict to these ExitCode values (repeat the key: OR) */
+                /** @description restrict to these ExitCode values (repeat the key: OR; at most 1000 values) */
                 ExitCode?: number[];
             };
             header?: {
@@ -4663,16 +4667,16 @@ export interface operations {
                         Executable: string;
                         /** @description split into words as a POSIX shell would, without expansion */
                         Arguments?: string;
-                        /** @description configured sites the job may run at (any when absent) */
+                        /** @description configured sites the job may run at (any when absent); at most 1000, repeats count once */
                         Sites?: string[];
                         /** @description each %j (the job id) counts as 19 characters */
                         JobName?: string;
                         /** @description each %j (the job id) counts as 19 characters */
                         JobGroup?: string;
                         JobType?: string;
-                        /** @description names of files uploaded with the submission; the stored manifest lists the files the input sandbox holds */
+                        /** @description names of files uploaded with the submission (at most 10000); the stored manifest lists the files the input sandbox holds */
                         InputSandbox?: string[];
-                        /** @description files or glob patterns, relative to the working directory, returned in the output sandbox */
+                        /** @description files or glob patterns, relative to the working directory, returned in the output sandbox (at most 1000) */
                         OutputSandbox?: string[];
                         /** @description the file that receives standard output; default 'std.out' */
                         StdOutput?: string;
@@ -4685,7 +4689,7 @@ export interface operations {
                         Environment?: {
                             [key: string]: string;
                         };
-                        /** @description a parametric job (DIRAC's semantics): one job per value, or this many jobs with ParameterStart/Step/Factor; %s, %(NAME)s, %n and %j in strings are the value, a named set's value (Parameters.NAME), the index and the job id; at most jobs.maxParametricJobs */
+                        /** @description a parametric job (DIRAC's semantics): one job per value, or this many jobs with ParameterStart/Step/Factor; %s, %(NAME)s, %n and %j in strings are the value, a named set's value (Parameters.NAME), the index and the job id; at most jobs.maxParametricJobs jobs (at most 1,000,000), whose manifests take at most jobs.maxSubmissionBytes once expanded (the manifest is checked as a template first) */
                         Parameters?: number | (string | number)[];
                         /** @description first value of a counted Parameters (default 1) */
                         ParameterStart?: number;
