@@ -11,12 +11,13 @@ import type { SandboxStore } from '../jobs/index.ts';
 import { createExecutors } from './factory.ts';
 import { Scheduler } from './scheduler.ts';
 import { executorMetrics } from './metrics.ts';
+import { servicePaths } from './payload-sandbox.ts';
 
 /** @returns the scheduler, or undefined on an API-only instance (`jobs.scheduler.enabled: false`). */
 export function startScheduling(app: FastifyInstance, ctx: AppContext, store: SandboxStore): Scheduler | undefined {
   const config = ctx.config.jobs;
   if (!config.scheduler.enabled) return undefined;
-  const executors = createExecutors({ config, dataDir: ctx.config.dataDir, store, log: app.log });
+  const executors = createExecutors({ config, dataDir: ctx.config.dataDir, hide: servicePaths(ctx.config), store, log: app.log });
   // Payloads may report back (dirigo job report): they are told where the service is, and which CA it has.
   let jobEnvironment: Record<string, string> = {};
   app.addHook('onListen', async () => {
