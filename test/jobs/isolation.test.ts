@@ -9,13 +9,15 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { Writable } from 'node:stream';
 import { randomInt } from 'node:crypto';
 import { Agent } from 'undici';
 import { bootstrapDataDir, configPath } from '../../src/app/bootstrap.ts';
 import { loadConfig } from '../../src/app/config.ts';
 import { createContext } from '../../src/app/context.ts';
 import { startServer, type StartedServer } from '../../src/app/server.ts';
-import { createPostgresSchema, dialects, POSTGRES_URL } from '../helpers/dialects.ts';
+import { createPostgresSchema, dialects, POSTGRES_URL, type TestDialect } from '../helpers/dialects.ts';
 import { send, type HttpResponse, type SendOptions } from '../helpers/http.ts';
 import { FINAL, multipart, untar } from './helpers.ts';
 
@@ -36,33 +38,59 @@ function processesWith(marker: string): number[] {
   return found;
 }
 
-async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 60_000): Promise<T> {
+async function until<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
-    const value = probe();
+    const value = await probe();
     if (value) return value;
     if (Date.now() > end) assert.fail(`${what}: not within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
 
-for (const { dialect, skip } of await dialects()) {
-  describe(`local payloads run in a sandbox that hides the service's files (${dialect})`, { skip }, () => {
-    let dataDir: string;
-    let server: StartedServer;
-    let agent: Agent;
-    let token: string;
-    let dropSchema: (() => Promise<void>) | undefined;
+interface Embedded {
+  dataDir: string;
+  server: StartedServer;
+  agent: Agent;
+  token: string;
+  call(path: string, options?: SendOptions): Promise<HttpResponse>;
+  submit(manifest: unknown): Promise<number>;
+  waitFor(jid: number, statuses?: string[], timeoutMs?: number): Promise<Record<string, unknown>>;
+  output(jid: number): Promise<Map<string, Buffer>>;
+  close(): Promise<void>;
+}
 
-    const call = (path: string, options: SendOptions = {}): Promise<HttpResponse> => send(server.url + path, { token, ...options }, agent);
-
-    async function submit(manifest: unknown): Promise<number> {
+/**
+ * The embedded default as the first `npm start` writes it: ./dirigo-data in the clone (here under
+ * test-artifacts/, which git ignores), with `jobs` (YAML) appended: a faster scheduler and four slots.
+ */
+async function startEmbedded(dialect: TestDialect, jobs: string, logStream?: NodeJS.WritableStream): Promise<Embedded> {
+  mkdirSync(join(ROOT, 'test-artifacts'), { recursive: true });
+  const dataDir = mkdtempSync(join(ROOT, 'test-artifacts', 'isolation-'));
+  await bootstrapDataDir(dataDir);
+  appendFileSync(configPath(dataDir), `jobs:\n${jobs}`);
+  const pg = dialect === 'postgres' ? await createPostgresSchema() : undefined;
+  const config = loadConfig({ dataDir, file: configPath(dataDir), env: {}, overrides: { port: 0, logLevel: logStream ? 'warn' : 'silent', ...(pg ? { databaseUrl: POSTGRES_URL } : {}) } });
+  const ctx = await createContext(config, pg ? { schema: pg.schema, poolSize: 5 } : {});
+  const server = await startServer(ctx, logStream ? { logStream } : {});
+  const pki = join(dataDir, 'pki');
+  const agent = new Agent({ connect: { ca: readFileSync(join(pki, 'ca.crt')), cert: readFileSync(join(pki, 'users/alice.crt')), key: readFileSync(join(pki, 'users/alice.key')) } });
+  const res = await send(`${server.url}/oauth2/token?grant_type=client_credentials&group=dirigo_user&setup=Dirigo-Local`, {}, agent);
+  assert.equal(res.status, 200, res.text);
+  const token = res.json.access_token as string;
+  const call = (path: string, options: SendOptions = {}): Promise<HttpResponse> => send(server.url + path, { token, ...options }, agent);
+  return {
+    dataDir,
+    server,
+    agent,
+    token,
+    call,
+    async submit(manifest) {
       const res = await call('/jobs', { method: 'POST', json: manifest });
       assert.equal(res.status, 201, res.text);
       return res.json.jids[0] as number;
-    }
-
-    async function waitFor(jid: number, statuses = FINAL, timeoutMs = 120_000): Promise<Record<string, unknown>> {
+    },
+    async waitFor(jid, statuses = FINAL, timeoutMs = 120_000) {
       const end = Date.now() + timeoutMs;
       for (;;) {
         const res = await call(`/jobs/${jid}`);
@@ -71,38 +99,36 @@ for (const { dialect, skip } of await dialects()) {
         if (Date.now() > end) assert.fail(`job ${jid} is still ${res.json.Status} (${res.json.MinorStatus}) after ${timeoutMs} ms`);
         await new Promise((r) => setTimeout(r, 100));
       }
-    }
-
-    async function output(jid: number): Promise<Map<string, Buffer>> {
+    },
+    async output(jid) {
       const res = await call(`/jobs/${jid}/outputsandbox`);
       assert.equal(res.status, 200, res.text);
       return untar(res.body);
-    }
+    },
+    async close() {
+      await server.close();
+      await agent.close();
+      await pg?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+for (const { dialect, skip } of await dialects()) {
+  describe(`local payloads run in a sandbox that hides the service's files (${dialect})`, { skip }, () => {
+    let svc: Embedded;
+    let dataDir: string;
+
+    const call = (path: string, options?: SendOptions) => svc.call(path, options);
+    const submit = (manifest: unknown) => svc.submit(manifest);
+    const waitFor = (jid: number, statuses?: string[]) => svc.waitFor(jid, statuses);
+    const output = (jid: number) => svc.output(jid);
 
     before(async () => {
-      // The embedded default as the first `npm start` writes it: ./dirigo-data in the clone (here under
-      // test-artifacts/, which git ignores), with only the scheduler sped up and four slots.
-      mkdirSync(join(ROOT, 'test-artifacts'), { recursive: true });
-      dataDir = mkdtempSync(join(ROOT, 'test-artifacts', 'isolation-'));
-      await bootstrapDataDir(dataDir);
-      appendFileSync(configPath(dataDir), 'jobs:\n  scheduler: { pollIntervalMs: 100 }\n  sites: [{ name: Local, type: local, slots: 4 }]\n');
-      const pg = dialect === 'postgres' ? await createPostgresSchema() : undefined;
-      dropSchema = pg?.drop;
-      const config = loadConfig({ dataDir, file: configPath(dataDir), env: {}, overrides: { port: 0, logLevel: 'silent', ...(pg ? { databaseUrl: POSTGRES_URL } : {}) } });
-      const ctx = await createContext(config, pg ? { schema: pg.schema, poolSize: 5 } : {});
-      server = await startServer(ctx);
-      const pki = join(dataDir, 'pki');
-      agent = new Agent({ connect: { ca: readFileSync(join(pki, 'ca.crt')), cert: readFileSync(join(pki, 'users/alice.crt')), key: readFileSync(join(pki, 'users/alice.key')) } });
-      const res = await send(`${server.url}/oauth2/token?grant_type=client_credentials&group=dirigo_user&setup=Dirigo-Local`, {}, agent);
-      assert.equal(res.status, 200, res.text);
-      token = res.json.access_token as string;
+      svc = await startEmbedded(dialect, '  scheduler: { pollIntervalMs: 100 }\n  sites: [{ name: Local, type: local, slots: 4 }]\n');
+      dataDir = svc.dataDir;
     });
-    after(async () => {
-      await server?.close();
-      await agent?.close();
-      await dropSchema?.();
-      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-    });
+    after(() => svc?.close());
 
     it("cannot read the admin key, config.yaml, the database or another running job's working directory", async () => {
       const victim = await submit({ Executable: '/bin/sh', Arguments: `-c 'echo victim-secret > secret.txt; exec sleep 600'` });
@@ -175,6 +201,46 @@ for (const { dialect, skip } of await dialects()) {
       await until('every process of the payload is gone', () => processesWith(marker).length === 0, 30_000).catch(() => {
         assert.fail(`still running after the kill: ${processesWith(marker).join(', ')}`);
       });
+    });
+  });
+}
+
+for (const { dialect, skip } of await dialects()) {
+  describe(`a local site whose sandbox cannot work takes no jobs, and says why (${dialect})`, { skip }, () => {
+    const path = process.env.PATH;
+    let empty: string;
+    before(() => {
+      // A server whose PATH has no bwrap: as on a host without the bubblewrap package.
+      empty = mkdtempSync(join(tmpdir(), 'no-bwrap-'));
+      process.env.PATH = empty;
+    });
+    after(() => {
+      process.env.PATH = path;
+      rmSync(empty, { recursive: true, force: true });
+    });
+
+    it('readiness and the log name bwrap and the fix; its jobs wait; a site set to isolation: none runs them', async () => {
+      const log: string[] = [];
+      const stream = new Writable({ write: (chunk: Buffer, _enc, done) => (log.push(chunk.toString()), done()) });
+      const svc = await startEmbedded(dialect, '  scheduler: { pollIntervalMs: 100 }\n  sites: [{ name: Local, type: local, slots: 4 }, { name: Open, type: local, slots: 1, workDir: open, isolation: none }]\n', stream);
+      try {
+        const ready = await until('readiness reports the sandbox', async () => {
+          const res = await svc.call('/readyz', { token: '' });
+          return res.status === 503 && res;
+        });
+        assert.match(ready.json.checks.batchSystem.reason, /site Local: payloads cannot be sandboxed: bwrap is not installed .*install bubblewrap .*isolation: none/);
+        assert.ok(
+          log.some((l) => /site Local takes no jobs: payloads cannot be sandboxed.*apt-get install bubblewrap/.test(l)),
+          `the log says how to fix it:\n${log.join('')}`,
+        );
+        const held = await svc.submit({ Executable: '/bin/true', Sites: ['Local'] });
+        const open = await svc.submit({ Executable: '/bin/true', Sites: ['Open'] });
+        assert.equal((await svc.waitFor(open)).Status, 'Done', 'isolation: none runs without bwrap');
+        const job = await svc.waitFor(held, ['Waiting', ...FINAL]);
+        assert.equal(job.Status, 'Waiting', 'the sandboxed site started nothing');
+      } finally {
+        await svc.close();
+      }
     });
   });
 }
