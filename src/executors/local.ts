@@ -376,6 +376,7 @@ export class LocalExecutor implements Executor {
           };
           let child: ChildProcess | undefined;
           let spawned: Error | undefined;
+          let inSandbox = false;
           try {
             // Checked here, since under the wrapper a missing or non-executable program would only be sh's exit 127/126.
             if (command === undefined) throw Object.assign(new Error('not found'), { code: 'ENOENT' });
@@ -385,6 +386,7 @@ export class LocalExecutor implements Executor {
             const argv = ['/bin/sh', '-c', WRAPPER, 'dirigo-job', command, ...job.argv];
             // The CA the job is told of may lie in the hidden data dir (the development PKI's does): it stays readable.
             const run = this.#o.sandbox ? await this.#o.sandbox.command(dir, env.DIRIGO_CA ? [env.DIRIGO_CA] : [], argv) : { file: argv[0]!, args: argv.slice(1) };
+            inSandbox = this.#o.sandbox !== undefined;
             child = spawn(run.file, run.args, { cwd: dir, env, stdio: ['ignore', out.fd, errFile.fd], detached: true });
             spawned = await new Promise<Error | undefined>((resolve) => {
               child!.once('spawn', () => resolve(undefined));
@@ -397,7 +399,8 @@ export class LocalExecutor implements Executor {
           if (spawned || !child) {
             // The Executable is the client's (any length a word may have): shortened to fit minor_status (512),
             // which PostgreSQL enforces (the job stayed Matched); the manifest keeps it whole.
-            const problem = startProblem(spawned);
+            // The command was found above, so an ENOENT from spawning the sandbox is bwrap's (removed since the check).
+            const problem = inSandbox && (spawned as NodeJS.ErrnoException | undefined)?.code === 'ENOENT' ? 'its sandbox cannot start: bwrap is gone (install bubblewrap)' : startProblem(spawned);
             startError = wrapMinorStatus(m.Executable, (said) => `Cannot start '${said}': ${problem}`);
           } else {
             r.child = child;
