@@ -183,6 +183,11 @@ export class LocalExecutor implements Executor {
     return this.#closing || this.#sandboxProblem ? 0 : Math.max(0, this.#o.slots - this.#running.size - this.#adopted.size);
   }
 
+  /** Whether its payloads run in a sandbox (readiness then reports on it: `payloadSandbox`). */
+  get sandboxed(): boolean {
+    return this.#o.sandbox !== undefined;
+  }
+
   /** Readiness: a sandbox that cannot work here (only once checked: a start is not a failure). */
   notReady(): string | undefined {
     return this.#sandboxChecked ? this.#sandboxProblem : undefined;

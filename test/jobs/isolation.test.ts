@@ -228,7 +228,7 @@ for (const { dialect, skip } of await dialects()) {
           const res = await svc.call('/readyz', { token: '' });
           return res.status === 503 && res;
         });
-        assert.match(ready.json.checks.batchSystem.reason, /site Local: payloads cannot be sandboxed: bwrap is not installed .*install bubblewrap .*isolation: none/);
+        assert.match(ready.json.checks.payloadSandbox.reason, /site Local: payloads cannot be sandboxed: bwrap is not installed .*install bubblewrap .*isolation: none/);
         assert.ok(
           log.some((l) => /site Local takes no jobs: payloads cannot be sandboxed.*apt-get install bubblewrap/.test(l)),
           `the log says how to fix it:\n${log.join('')}`,
