@@ -52,7 +52,8 @@ describe('fault injection: instances, an agent and slurmctld fail under load', {
       scheduler: { pollIntervalMs: 200, leaseMs: 3000, maxReschedules: 5 },
       // Instances on one host share the local and Slurm working directories, so any of them can adopt a run.
       sites: [
-        { name: 'Local', type: 'local', slots: 4, workDir: join(work, 'local') },
+        // Its payloads write pid files and the completions log outside their working directory: no sandbox.
+        { name: 'Local', type: 'local', slots: 4, workDir: join(work, 'local'), isolation: 'none' },
         { name: 'Slurm', type: 'slurm', partition: 'debug', stagingDir: join(work, 'slurm'), commandTimeoutMs: 20000 },
         { name: 'Pool', type: 'agents', heartbeatIntervalMs: 500, stalledAfterMs: 60000, failStalledAfterMs: 60000 },
       ],
