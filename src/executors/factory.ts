@@ -8,23 +8,28 @@ import type { JobsConfig } from '../jobs/index.ts';
 import type { SandboxStore } from '../jobs/index.ts';
 import type { Executor } from './executor.ts';
 import { LocalExecutor } from './local.ts';
+import { PayloadSandbox } from './payload-sandbox.ts';
 import { SlurmExecutor } from './slurm.ts';
 
 export interface ExecutorDeps {
   config: JobsConfig;
   dataDir: string;
+  /** What local payloads must not see (servicePaths()), hidden by sites with `isolation: bubblewrap`. */
+  hide: readonly string[];
   store: SandboxStore;
   log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
 }
 
-export function createExecutors({ config, dataDir, store, log }: ExecutorDeps): Executor[] {
+export function createExecutors({ config, dataDir, hide, store, log }: ExecutorDeps): Executor[] {
   const executors: Executor[] = [];
   for (const site of config.sites) {
     if (site.type === 'local') {
+      const workDir = resolve(dataDir, site.workDir);
       executors.push(
         new LocalExecutor({
           site,
-          workDir: resolve(dataDir, site.workDir),
+          workDir,
+          ...(site.isolation === 'bubblewrap' ? { sandbox: new PayloadSandbox({ hide, workRoot: workDir }) } : {}),
           store,
           slots: site.slots > 0 ? site.slots : availableParallelism(),
           killGraceMs: config.scheduler.killGraceMs,

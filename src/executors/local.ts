@@ -6,6 +6,10 @@
  * CPU time is measured, not estimated: every `cpuCheckIntervalMs` the executor sums utime+stime(+reaped
  * children) over the job's process group from /proc (see process-stats.ts); without /proc, wall-clock
  * time stands in for it.
+ *
+ * With a sandbox (the site's `isolation: bubblewrap`, payload-sandbox.ts) the payload runs inside it, and
+ * cannot see the service's files or other jobs; until the sandbox is known to work here the site takes no
+ * job, and when it cannot work, readiness says why and how to fix it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants as osConstants, hostname } from 'node:os';
@@ -20,9 +24,11 @@ import type { Executor, ExecutorEvent, ExecutorSink, HeldJob, JobToRun } from '.
 import { packOutput, withSkipped, type PackedOutput, type PackLimits } from './output-packing.ts';
 import type { OutputLocation } from './output-tail.ts';
 import { groupCpuSeconds, HAS_PROC, readStat } from './process-stats.ts';
+import type { PayloadSandbox } from './payload-sandbox.ts';
 
 export interface LocalExecutorOptions {
-  site: LocalSiteConfig;
+  /** Its isolation is `sandbox` below (a pull agent's site has none). */
+  site: Omit<LocalSiteConfig, 'isolation'>;
   /** Absolute folder for working directories. */
   workDir: string;
   store: SandboxStore;
@@ -31,6 +37,8 @@ export interface LocalExecutorOptions {
   cpuCheckIntervalMs: number;
   limits: PackLimits & { maxFileSize: number };
   log: { warn(obj: object, msg: string): void };
+  /** The sandbox payloads run in; without one they are plain child processes (`isolation: none`). */
+  sandbox?: PayloadSandbox;
 }
 
 /** What is stored in `executor_ref` for a local job. */
@@ -148,6 +156,9 @@ export class LocalExecutor implements Executor {
   #closing = false;
   /** Aborted by close(): output packing in progress stops at once, so that it never holds a shutdown. */
   readonly #shutdown = new AbortController();
+  /** Why payloads cannot start now: the sandbox is being checked, or does not work here. */
+  #sandboxProblem: string | undefined;
+  #sandboxChecked = false;
 
   constructor(options: LocalExecutorOptions) {
     this.#o = options;
@@ -159,10 +170,30 @@ export class LocalExecutor implements Executor {
     this.#wake = wake;
     this.#cpuTimer = setInterval(() => void this.#checkCpu(), this.#o.cpuCheckIntervalMs);
     this.#cpuTimer.unref();
+    const sandbox = this.#o.sandbox;
+    if (sandbox) {
+      this.#sandboxProblem = 'the payload sandbox is being checked';
+      void sandbox.check().then((problem) => {
+        this.#sandboxProblem = problem;
+        this.#sandboxChecked = true;
+        if (problem) this.#o.log.warn({ site: this.site }, `site ${this.site} takes no jobs: ${problem}`);
+        else this.#wake();
+      });
+    }
   }
 
   freeSlots(): number {
-    return this.#closing ? 0 : Math.max(0, this.#o.slots - this.#running.size - this.#adopted.size);
+    return this.#closing || this.#sandboxProblem ? 0 : Math.max(0, this.#o.slots - this.#running.size - this.#adopted.size);
+  }
+
+  /** Whether its payloads run in a sandbox (readiness then reports on it: `payloadSandbox`). */
+  get sandboxed(): boolean {
+    return this.#o.sandbox !== undefined;
+  }
+
+  /** Readiness: a sandbox that cannot work here (only once checked: a start is not a failure). */
+  notReady(): string | undefined {
+    return this.#sandboxChecked ? this.#sandboxProblem : undefined;
   }
 
   activeJobs(): number[] {
@@ -370,13 +401,18 @@ export class LocalExecutor implements Executor {
           };
           let child: ChildProcess | undefined;
           let spawned: Error | undefined;
+          let inSandbox = false;
           try {
             // Checked here, since under the wrapper a missing or non-executable program would only be sh's exit 127/126.
             if (command === undefined) throw Object.assign(new Error('not found'), { code: 'ENOENT' });
             await access(command, fsConstants.X_OK).catch((err: NodeJS.ErrnoException) => {
               throw Object.assign(new Error(err.message), { code: err.code === 'ENOENT' ? 'ENOENT' : 'EACCES' });
             });
-            child = spawn('/bin/sh', ['-c', WRAPPER, 'dirigo-job', command, ...job.argv], { cwd: dir, env, stdio: ['ignore', out.fd, errFile.fd], detached: true });
+            const argv = ['/bin/sh', '-c', WRAPPER, 'dirigo-job', command, ...job.argv];
+            // The CA the job is told of may lie in the hidden data dir (the development PKI's does): it stays readable.
+            const run = this.#o.sandbox ? await this.#o.sandbox.command(dir, env.DIRIGO_CA ? [env.DIRIGO_CA] : [], argv) : { file: argv[0]!, args: argv.slice(1) };
+            inSandbox = this.#o.sandbox !== undefined;
+            child = spawn(run.file, run.args, { cwd: dir, env, stdio: ['ignore', out.fd, errFile.fd], detached: true });
             spawned = await new Promise<Error | undefined>((resolve) => {
               child!.once('spawn', () => resolve(undefined));
               child!.once('error', (err) => resolve(err));
@@ -388,7 +424,8 @@ export class LocalExecutor implements Executor {
           if (spawned || !child) {
             // The Executable is the client's (any length a word may have): shortened to fit minor_status (512),
             // which PostgreSQL enforces (the job stayed Matched); the manifest keeps it whole.
-            const problem = startProblem(spawned);
+            // The command was found above, so an ENOENT from spawning the sandbox is bwrap's (removed since the check).
+            const problem = inSandbox && (spawned as NodeJS.ErrnoException | undefined)?.code === 'ENOENT' ? 'its sandbox cannot start: bwrap is gone (install bubblewrap)' : startProblem(spawned);
             startError = wrapMinorStatus(m.Executable, (said) => `Cannot start '${said}': ${problem}`);
           } else {
             r.child = child;

@@ -11,12 +11,14 @@ import type { SandboxStore } from '../jobs/index.ts';
 import { createExecutors } from './factory.ts';
 import { Scheduler } from './scheduler.ts';
 import { executorMetrics } from './metrics.ts';
+import { servicePaths } from './payload-sandbox.ts';
+import { LocalExecutor } from './local.ts';
 
 /** @returns the scheduler, or undefined on an API-only instance (`jobs.scheduler.enabled: false`). */
 export function startScheduling(app: FastifyInstance, ctx: AppContext, store: SandboxStore): Scheduler | undefined {
   const config = ctx.config.jobs;
   if (!config.scheduler.enabled) return undefined;
-  const executors = createExecutors({ config, dataDir: ctx.config.dataDir, store, log: app.log });
+  const executors = createExecutors({ config, dataDir: ctx.config.dataDir, hide: servicePaths(ctx.config), store, log: app.log });
   // Payloads may report back (dirigo job report): they are told where the service is, and which CA it has.
   let jobEnvironment: Record<string, string> = {};
   app.addHook('onListen', async () => {
@@ -28,10 +30,21 @@ export function startScheduling(app: FastifyInstance, ctx: AppContext, store: Sa
   });
   const scheduler = new Scheduler(ctx.db, ctx.dialect, config.scheduler, executors, app.log, () => jobEnvironment);
   ctx.observability.register(...executorMetrics);
-  const batchSystems = executors.filter((e) => e.notReady);
+  const batchSystems = executors.filter((e) => e.notReady && !(e instanceof LocalExecutor));
   if (batchSystems.length > 0) {
     ctx.observability.addReadinessCheck('batchSystem', async () => {
       const failing = batchSystems.flatMap((e) => {
+        const why = e.notReady!();
+        return why ? [`site ${e.site}: ${why}`] : [];
+      });
+      if (failing.length > 0) throw new Error(failing.join('; '));
+    });
+  }
+  // Local sites whose payloads run in a sandbox: ready once bwrap is known to work (or not yet checked).
+  const sandboxed = executors.filter((e) => e instanceof LocalExecutor && e.sandboxed);
+  if (sandboxed.length > 0) {
+    ctx.observability.addReadinessCheck('payloadSandbox', async () => {
+      const failing = sandboxed.flatMap((e) => {
         const why = e.notReady!();
         return why ? [`site ${e.site}: ${why}`] : [];
       });

@@ -19,6 +19,12 @@ export const LocalSiteSchema = Type.Object(
     workDir: Type.String({ default: 'work' }),
     /** Keep working directories after the job ends (debugging). */
     keepWorkDirs: Type.Boolean({ default: false }),
+    /**
+     * How payloads are confined: `bubblewrap` runs each in a sandbox that hides the service's files (data
+     * dir, keys, config, database, other jobs' working directories); `none` runs them as plain processes
+     * of the server's user, which can read all of those. Absent in earlier configs: the sandbox.
+     */
+    isolation: Type.Union([Type.Literal('bubblewrap'), Type.Literal('none')], { default: 'bubblewrap' }),
   },
   { additionalProperties: false },
 );

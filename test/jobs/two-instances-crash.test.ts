@@ -28,7 +28,9 @@ interface Job {
 async function twoInstances(dialect: 'sqlite' | 'postgres', adoptionGraceMs: number): Promise<{ a: ServeSetup; b: ServeSetup }> {
   const a = await prepareServe(dialect, {
     scheduler: { pollIntervalMs: 100, leaseMs: 2000, adoptionGraceMs, maxReschedules: 3 },
-    sites: [{ name: 'Local', type: 'local', slots: 2 }],
+    // The payload counts its runs in a file outside its working directory, which the sandbox would hide
+    // (test/jobs/restart-statuses.test.ts adopts sandboxed runs).
+    sites: [{ name: 'Local', type: 'local', slots: 2, isolation: 'none' }],
   });
   const dataDir = mkdtempSync(join(tmpdir(), 'dirigo-serve-b-'));
   const config = parse(readFileSync(a.configFile, 'utf8')) as { database: { url: string } };

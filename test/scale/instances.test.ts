@@ -45,7 +45,8 @@ for (const { dialect, skip } of await dialects()) {
       cluster = await startCluster({
         scheduler: { pollIntervalMs: 100, leaseMs: 3000, killGraceMs: 500, maxReschedules: 2 },
         sites: [
-          { name: 'Local', type: 'local', slots: 3 },
+          // Its payloads append to a log shared by both instances, outside their working directory: no sandbox.
+          { name: 'Local', type: 'local', slots: 3, isolation: 'none' },
           { name: 'Pool', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 1000, failStalledAfterMs: 500 },
         ],
       });

@@ -13,7 +13,7 @@ for (const { dialect, skip } of await dialects()) {
 
     it('serves /healthz and /readyz', async () => {
       assert.deepEqual((await svc.request('/healthz')).json, { status: 'ok' });
-      assert.deepEqual((await svc.request('/readyz')).json, { status: 'ok', checks: { database: { ready: true }, keyStore: { ready: true } } });
+      assert.deepEqual((await svc.request('/readyz')).json, { status: 'ok', checks: { database: { ready: true }, keyStore: { ready: true }, payloadSandbox: { ready: true } } });
     });
 
     it('serves Prometheus metrics including request durations', async () => {

@@ -61,7 +61,8 @@ describe('fault injection: instances, an agent and slurmctld fail under load', {
       // The grace outlasts a restart here (a few seconds, more on a loaded machine).
       scheduler: { pollIntervalMs: 200, leaseMs: 3000, adoptionGraceMs: 120000, maxReschedules: 5 },
       sites: [
-        { name: 'Local', type: 'local', slots: 4, ...dirs.local },
+        // Its payloads write pid files and the completions log outside their working directory: no sandbox.
+        { name: 'Local', type: 'local', slots: 4, isolation: 'none', ...dirs.local },
         { name: 'Slurm', type: 'slurm', partition: 'debug', commandTimeoutMs: 20000, ...dirs.slurm },
         { name: 'Pool', type: 'agents', heartbeatIntervalMs: 500, stalledAfterMs: 60000, failStalledAfterMs: 60000 },
       ],
