@@ -153,7 +153,9 @@ export function requireCapability(principal: Principal, capability: Capability, 
   if (allowsCapability(principal, capability, path)) return;
   const needed = capability.startsWith('storage.') ? `${capability}:${path ?? '/'}` : capability;
   const or = hasCapabilityScopes(principal) ? '' : ` or ${GROUP_RIGHTS_SCOPE}`;
-  throw new InsufficientScope(`the token's scopes (${scopeList(principal)}) do not include ${needed}${or}`, hasCapabilityScopes(principal) ? needed : `${needed} ${GROUP_RIGHTS_SCOPE}`);
+  // A space would split the scope in two in the challenge's list: the path keeps it as %20.
+  const token = needed.replace(/ /g, '%20');
+  throw new InsufficientScope(`the token's scopes (${scopeList(principal)}) do not include ${needed}${or}`, hasCapabilityScopes(principal) ? token : `${token} ${GROUP_RIGHTS_SCOPE}`);
 }
 
 /**

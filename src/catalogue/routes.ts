@@ -3,7 +3,7 @@
  * them, and the bulk endpoint. Paths in URLs are URL-safe base 64 (paths.ts); every route needs a token.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { requireCapability, requireToken, type Principal } from '../auth/index.ts';
+import { allowsCapability, requireCapability, requireToken, type Principal } from '../auth/index.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { InvalidRequest, NotFound } from '../kernel/errors.ts';
 import { bulkRoute } from './bulk.ts';
@@ -136,6 +136,9 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
       const principal = principalOf(request);
       const { record, created } = await store.write(principal, async (s) => {
         const { dir, created } = await s.mkdirs(path, mode);
+        // An existing directory is answered as it is: a token that may neither create nor read there
+        // learns nothing of it (mkdirs checks storage.create only when it creates).
+        if (!created && !allowsCapability(principal, 'storage.create', path)) requireCapability(principal, 'storage.read', path);
         if (!created && mode !== undefined && mode !== Number(dir.mode)) await s.chmod(dir, mode);
         if (Object.keys(metadata).length > 0) await s.setDirectoryMetadata(dir, metadata);
         return { record: directoryRecord((await store.directory(path, s.trx))!), created };

@@ -21,6 +21,22 @@ export class DirigoError extends Error {
   }
 }
 
+/**
+ * RFC 6750 §3: error_description is %x20-21 / %x23-5B / %x5D-7E, so a text that names client input (a
+ * catalogue path, say) keeps only those; anything else, which Node would refuse in a header, becomes '?'.
+ */
+function challengeText(text: string): string {
+  return text.replace(/[^\x20\x21\x23-\x5b\x5d-\x7e]/g, '?');
+}
+
+/** RFC 6750 §3: scope tokens are %x21 / %x23-5B / %x5D-7E; other bytes are percent-encoded (UTF-8). */
+function challengeScope(scope: string): string {
+  return scope
+    .split(' ')
+    .map((token) => token.replace(/[^\x21\x23-\x5b\x5d-\x7e]/gu, (c) => (c.length === 1 && c >= '\ud800' && c <= '\udfff' ? '%EF%BF%BD' : encodeURIComponent(c))))
+    .join(' ');
+}
+
 /** 400: a bad parameter, body or path; the description names it. */
 export class InvalidRequest extends DirigoError {
   constructor(description: string) {
@@ -32,7 +48,7 @@ export class InvalidRequest extends DirigoError {
 export class InvalidToken extends DirigoError {
   constructor(description: string, realm = 'dirigo') {
     super('invalid_token', 401, description, {
-      'www-authenticate': `Bearer realm="${realm}", error="invalid_token", error_description="${description.replace(/["\\]/g, '')}"`,
+      'www-authenticate': `Bearer realm="${realm}", error="invalid_token", error_description="${challengeText(description)}"`,
     });
   }
 }
@@ -58,7 +74,7 @@ export class InsufficientPrivileges extends DirigoError {
 export class InsufficientScope extends DirigoError {
   constructor(description: string, scope: string, realm = 'dirigo') {
     super('insufficient_scope', 403, description, {
-      'www-authenticate': `Bearer realm="${realm}", error="insufficient_scope", error_description="${description.replace(/["\\]/g, '')}", scope="${scope.replace(/["\\]/g, '')}"`,
+      'www-authenticate': `Bearer realm="${realm}", error="insufficient_scope", error_description="${challengeText(description)}", scope="${challengeScope(scope)}"`,
     });
   }
 }

@@ -154,6 +154,29 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal((await svc.request('/filecatalogue/metadata/Existing', { token: writer, method: 'DELETE' })).status, 200);
     });
 
+    it("a directory's Mode changes only with storage.modify, an existing directory is not shown without storage.read, and a path outside ASCII is named safely in the challenge", async () => {
+      const flowA = async (scope: string) => {
+        const res = await svc.request(`/oauth2/token?grant_type=client_credentials&group=dirigo_admin&setup=${TEST_SETUP}&scope=${encodeURIComponent(scope)}`, { as: 'admin' });
+        assert.equal(res.status, 200, res.text);
+        return res.json.access_token as string;
+      };
+      const full = await svc.token('admin', 'dirigo_admin');
+      const made = await svc.request(`/filecatalogue/directory/${b64('/modes')}`, { token: full, method: 'PUT', json: { Mode: '0755' } });
+      assert.equal(made.status, 201, made.text);
+
+      const reader = await flowA('storage.read:/');
+      refusedForScope(await svc.request(`/filecatalogue/directory/${b64('/modes')}`, { token: reader, method: 'PUT', json: { Mode: '0777' } }), /storage\.modify:\/modes/);
+      const jobsOnly = await flowA('compute.read');
+      refusedForScope(await svc.request(`/filecatalogue/directory/${b64('/modes')}`, { token: jobsOnly, method: 'PUT', json: {} }), /storage\.read:\/modes/);
+      const shown = await svc.request(`/filecatalogue/directory/${b64('/modes')}`, { token: full, method: 'PUT', json: {} });
+      assert.equal(shown.json.Mode, 0o755, 'the Mode is unchanged');
+
+      // The refusal names the path in its body; the WWW-Authenticate header stays within RFC 6750 §3's characters.
+      const foreign = await svc.request(`/filecatalogue/directory/${b64('/日本 "x"')}`, { token: jobsOnly });
+      refusedForScope(foreign, /storage\.read:\/日本/);
+      assert.match(String(foreign.headers['www-authenticate']), /scope="storage\.read:\/%E6%97%A5%E6%9C%AC%20%22x%22"/);
+    });
+
     it('token exchange refuses a client\'s own token whose client id is a user name; the user\'s own token still exchanges', async () => {
       const own = await postForm(svc, '/oauth2/token', { grant_type: 'client_credentials' }, basic('bob', ROBOT_SECRET));
       assert.equal(own.status, 200, own.text);

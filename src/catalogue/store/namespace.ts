@@ -175,6 +175,7 @@ export async function createDirectories(s: Session, list: PreparedDirectory[]): 
 
 /** Changes a directory's Mode (owner or administrator). */
 export async function chmod(s: Session, dir: DirRow, mode: number): Promise<void> {
+  requireCapability(s.principal, 'storage.modify', dir.path);
   await s.walk(dir.path, `change the Mode of ${dir.path}`);
   requireOwnerOrAdmin(s.principal, dir, dir.path, 'change its Mode');
   await s.trx.updateTable('cat_directories').set({ mode, modified_at: nowIso() }).where('id', '=', dir.id).execute();
