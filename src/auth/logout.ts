@@ -5,8 +5,8 @@
  * the user signed in to), the session ends at once; without one, the user confirms first, so that a page
  * elsewhere cannot sign people out. `post_logout_redirect_uri` must be registered for the client, exactly
  * (§3); the browser goes there with `state`. Without a sign-in to end, a dynamically registered client's
- * URI is used only with an `id_token_hint` issued to that client: otherwise any page could send people,
- * through this server, to the URI anyone may register (RFC 7591). Clients with `revokeOnLogout` lose the grants (refresh tokens)
+ * URI is never used: otherwise any page could send people, through this server, to the URI anyone may
+ * register (RFC 7591). Clients with `revokeOnLogout` lose the grants (refresh tokens)
  * of the ended sign-in.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -60,13 +60,10 @@ export async function logoutRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
       return errorPage(reply, 400, 'Sign-out refused', 'The post_logout_redirect_uri is not registered for this application.');
     }
     const session = await oauth(ctx).sessions.current(request);
-    // §2, §3 and RFC 9700 §4.11.2: with no sign-in to end, nothing shows that the client sent this
-    // request, so the browser goes to a dynamically registered client's URI only with an ID token this
-    // server issued to that client; the deployment's own clients' URIs are the operator's, and trusted.
-    if (!session?.username) {
-      const vouched = client !== undefined && (client.registration === undefined || hint?.aud === client.clientId);
-      return finish(reply, vouched ? redirect : undefined, p.state);
-    }
+    // §2, §3 and RFC 9700 §4.11.2: with no sign-in to end, nothing shows that the user came from the
+    // client (an ID token proves nothing: anyone may register a client and get one for it), so the browser
+    // goes only to the deployment's own clients' URIs, which the operator configured.
+    if (!session?.username) return finish(reply, client?.registration === undefined ? redirect : undefined, p.state);
     const proven = hint !== undefined && hint.sub === session.username && hint.sid === authContextOf(session).sid;
     if (confirmed && !csrfMatches(session, p.csrf)) return errorPage(reply, 403, 'Request refused', 'The form was missing its security token or the token was wrong.');
     if (!proven && !confirmed) {
