@@ -13,7 +13,7 @@ import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 
 /** An administrator, as the store's write sessions see one. */
-const who = { username: 'admin', group: 'dirigo_admin', properties: ['CatalogueAdministrator'], scopes: [] } as unknown as Principal;
+const who = { username: 'admin', group: 'dirigo_admin', properties: ['CatalogueAdministrator'], scopes: ['wlcg.groups'] } as unknown as Principal;
 
 /** Runs `first` in a transaction that stays open until `second`, started meanwhile, has had time to run or wait. */
 async function sideBySide(store: CatalogueStore, first: (s: WriteSession) => Promise<void>, second: (s: WriteSession) => Promise<void>): Promise<PromiseSettledResult<void>[]> {

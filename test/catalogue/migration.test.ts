@@ -100,7 +100,7 @@ for (const { dialect, skip } of await dialects()) {
       assert.deepEqual(values, { Events: [5, 7], Quality: ['good'], Run: [7], Weight: [0.1] });
 
       // The converted summaries keep counting: removing a holds Events 5 no more, and good still by b.
-      const principal = { username: 'alice', group: 'dirigo_user', properties: [], scopes: [] } as unknown as Parameters<CatalogueStore['write']>[0];
+      const principal = { username: 'alice', group: 'dirigo_user', properties: [], scopes: ['wlcg.groups'] } as unknown as Parameters<CatalogueStore['write']>[0];
       await store.write(principal, (s) => s.removeFile('/d/a'));
       const after = Object.fromEntries([...(await store.compatibleValues('/d', tree, fields))].map(([f, v]) => [f.name, v]));
       assert.deepEqual(after, { Events: [7], Quality: ['good'], Run: [7] });
