@@ -1,4 +1,4 @@
-import type { Kysely, Migration } from 'kysely';
+import { sql, type Kysely, type Migration } from 'kysely';
 import { withAutoId } from '../kernel/db/portable.ts';
 
 export const authMigrations: Record<string, Migration> = {
@@ -118,6 +118,24 @@ export const authMigrations: Record<string, Migration> = {
         .addColumn('key', 'varchar(200)', (c) => c.primaryKey())
         .addColumn('count', 'integer', (c) => c.notNull())
         .addColumn('since', 'varchar(32)', (c) => c.notNull())
+        .execute();
+    },
+  },
+  '2026_11_26_0001_auth_grants_group_scope': {
+    // Scopes now mean what they say (issue 30): the group's rights come only with the group scope. Grants
+    // made before held them without it — those asked for no scope, and those of the built-in web
+    // application (client id 'dirigo-web'), which asked for `openid` alone — so they get it written in
+    // once, here, and the refresh grant needs no exception for them.
+    async up(db: Kysely<unknown>) {
+      const grants = db as unknown as Kysely<{ oauth_grants: { client_id: string; scope: string } }>;
+      await grants.updateTable('oauth_grants').set({ scope: 'wlcg.groups' }).where('scope', '=', '').execute();
+      await grants
+        .updateTable('oauth_grants')
+        .set({ scope: sql<string>`scope || ' wlcg.groups'` })
+        .where('client_id', '=', 'dirigo-web')
+        .where('scope', 'not like', '%wlcg.groups%')
+        .where('scope', 'not like', '%compute.%')
+        .where('scope', 'not like', '%storage.%')
         .execute();
     },
   },

@@ -8,7 +8,7 @@ import type { AppContext } from '../../kernel/context.ts';
 import { InvalidGrant, InvalidRequest, InvalidScope, UnauthorizedClient } from '../../kernel/errors.ts';
 import { GRANT_REFRESH_TOKEN } from '../../registry/index.ts';
 import { authenticateClient, type AuthenticatedClient } from '../client-auth.ts';
-import { DEFAULT_SCOPE, isCapability, isGroupRightsScope, isWithin, parseScope, requestedGroup } from '../scopes.ts';
+import { isWithin, parseScope, requestedGroup } from '../scopes.ts';
 import { grantableScope } from '../scope-policy.ts';
 import { oauth } from '../services.ts';
 import type { Grant, RefreshRow } from '../store.ts';
@@ -66,12 +66,9 @@ const rules: Rule[] = [
   },
   // §6: the requested scope must not include any scope not originally granted.
   function narrowerScope(_ctx, s) {
-    // A grant without a scope was made before absent scopes defaulted (scopes.ts DEFAULT_SCOPE), when it
-    // carried the group's rights: it keeps them.
-    // So does one of the first-party web application from when it asked for `openid` alone: it was given
-    // the group's rights without a consent page, and asks for the group scope now.
-    const granted = s.grant!.scope ? s.grant!.scope.split(' ') : [...DEFAULT_SCOPE];
-    if (s.auth.client.firstParty && !granted.some((g) => isGroupRightsScope(g) || isCapability(g))) granted.push(...DEFAULT_SCOPE);
+    // Grants made before scopes carried the group's rights got the group scope written in by migration
+    // 2026_11_26_0001: a grant's scope is all it allows.
+    const granted = parseScope(s.grant!.scope);
     if (s.params.scope === undefined) {
       s.scope = granted.join(' ');
       return;
