@@ -21,7 +21,8 @@
 import { execFile } from 'node:child_process';
 import { constants as fsConstants } from 'node:fs';
 import { access, realpath, stat } from 'node:fs/promises';
-import { join, resolve, sep } from 'node:path';
+import { dirname, join, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { AppConfig } from '../kernel/config.ts';
 import { environment } from '../kernel/config.ts';
 
@@ -31,10 +32,10 @@ const BASE = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpf
 const FIX = 'install bubblewrap (Debian: apt-get install bubblewrap), or set isolation: none on this site knowingly (its payloads can then read every file of the server\'s user, the service\'s keys included)';
 
 /**
- * Where the service keeps what payloads must not read, as configured: the data dir, the config file, the
- * TLS key, the SQLite database (with its journal files), the sandbox store, every site's working and
- * staging directories, and the server user's own CLI credentials (the token cache of `dirigo login`, and
- * the grid certificate of ~/.globus).
+ * Where the service keeps what payloads must not read, as configured: the data dir, the config file (and
+ * its folder), the TLS key, the SQLite database (with its journal files), the sandbox store, every site's
+ * working and staging directories, the server user's own credentials (the token cache of `dirigo login`,
+ * ~/.globus, database, SSH and cloud credentials) and the sockets of local services.
  */
 export function servicePaths(config: AppConfig): string[] {
   const fromData = (p: string) => resolve(config.dataDir, p);
@@ -50,9 +51,26 @@ export function servicePaths(config: AppConfig): string[] {
   }
   paths.push(join(environment.configHome(), 'dirigo'));
   const home = environment.get('HOME');
-  if (home) paths.push(join(home, '.globus'));
-  return paths;
+  if (home) paths.push(...USER_CREDENTIALS.map((name) => join(home, name)));
+  // The config file's folder usually holds its neighbours too (keys, an env file with the database URL),
+  // unless it is the folder of the code itself (a clone's config.yaml), which payloads run from.
+  if (config.source !== '<inline config>') {
+    const folder = dirname(resolve(config.source));
+    if (!inside(CODE_ROOT, folder)) paths.push(folder);
+  }
+  // Sockets of local services stay connectable through a read-only mount: they are covered as well.
+  const uid = process.getuid?.();
+  return [...paths, ...LOCAL_SOCKETS, ...(uid === undefined ? [] : [`/run/user/${uid}`])];
 }
+
+/** Credentials of other tools the server's user may hold in its home (database, SSH, cloud, grid). */
+const USER_CREDENTIALS = ['.globus', '.pgpass', '.postgresql', '.my.cnf', '.ssh', '.netrc', '.docker', '.kube', '.aws', '.gnupg'];
+
+/** Where local services listen (Docker, PostgreSQL, MariaDB, the system bus): peer authentication as the server's user. */
+const LOCAL_SOCKETS = ['/run/docker.sock', '/var/run/docker.sock', '/run/postgresql', '/var/run/postgresql', '/run/mysqld', '/var/run/mysqld', '/run/dbus/system_bus_socket'];
+
+/** The folder of the running code (the package root), which payloads need for `dirigo job report`. */
+const CODE_ROOT = fileURLToPath(new URL('../../', import.meta.url)).replace(/\/$/, '');
 
 function inside(path: string, dir: string): boolean {
   return path === dir || path.startsWith(dir === '/' ? '/' : dir + sep);

@@ -150,6 +150,8 @@ for (const { dialect, skip } of await dialects()) {
         ...targets.map((t) => `if cat "${t}" > /dev/null; then echo "READ ${t}"; else echo "DENIED ${t}"; fi`),
         'for f in /proc/[0-9]*/root"$D"/config.yaml; do cat "$f" > /dev/null 2>&1 && echo "READ $f"; done',
         'cat "$DIRIGO_CA" > /dev/null && echo "CA readable"',
+        // The local PostgreSQL's socket (peer authentication as the server's user) is covered too.
+        'if [ -S /run/postgresql/.s.PGSQL.5432 ]; then echo "SOCKET visible"; else echo "no socket"; fi',
         'exit 0',
       ].join('\n');
       const thief = await submit({ Executable: '/bin/sh', Arguments: `-c '${script}'`, Environment: { D: dataDir, V: String(victim) } });
@@ -163,6 +165,7 @@ for (const { dialect, skip } of await dialects()) {
         `the payload read what it must not:\n${out}`,
       );
       assert.match(out, /CA readable/, 'the CA it is given stays readable');
+      assert.match(out, /no socket/, 'the database socket is out of sight');
       // What the payload saw: the files are simply not there.
       assert.match(files.get('std.err')!.toString(), /admin\.key: No such file or directory/);
 
