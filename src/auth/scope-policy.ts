@@ -10,7 +10,7 @@
 import { Type, type Static } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
 import { InvalidScope } from '../kernel/errors.ts';
-import { isGroupRightsScope, parseScope, requestedGroup } from './scopes.ts';
+import { isCapability, isGroupRightsScope, parseScope, requestedGroup } from './scopes.ts';
 
 const CAPABILITY_PATTERN = '^(compute\\.(read|create|modify|cancel)|storage\\.(read|create|modify):/[^\\s]*)$';
 
@@ -40,10 +40,6 @@ export const DEFAULT_CAPABILITY_POLICY: CapabilityRule[] = [
   },
   { groups: [], properties: ['CatalogueAdministrator'], scopes: ['storage.create:/', 'storage.modify:/'] },
 ];
-
-function isCapability(scope: string): boolean {
-  return scope.startsWith('compute.') || scope.startsWith('storage.');
-}
 
 /** `storage.read:/a` covers `storage.read:/a` and `storage.read:/a/b`; compute capabilities match exactly. */
 function covers(granted: string, requested: string): boolean {

@@ -166,11 +166,6 @@ export function planParametric(raw: unknown, where: string, maxJobs: number): Pa
   return { count, bytes, expand };
 }
 
-/** The jobs a manifest stands for ({@link planParametric}), expanded. */
-export function expandParametric(raw: unknown, where: string, maxJobs: number): unknown[] {
-  return planParametric(raw, where, maxJobs).expand();
-}
-
 /** `%j` in a stored manifest is the job's own id (DIRAC fills it in the same way). */
 export function fillJobId<T>(manifest: T, jobId: number): T {
   return substitute(manifest, (s) => s.replaceAll('%j', String(jobId))) as T;

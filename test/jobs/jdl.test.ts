@@ -3,7 +3,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { JdlSyntaxError, parseJdl, renderJdl } from '../../src/jobs/jdl.ts';
-import { expandParametric, fillJobId, planParametric } from '../../src/jobs/parametric.ts';
+import { fillJobId, planParametric } from '../../src/jobs/parametric.ts';
+
+const expandParametric = (raw: unknown, where: string, maxJobs: number) => planParametric(raw, where, maxJobs).expand();
 
 describe('JDL', () => {
   it('reads what DIRAC writes: the wrapper, comments, lists, numbers, names in any case', () => {
