@@ -239,10 +239,12 @@ export class LocalExecutor implements Executor {
    * Only on the run's host, with its working directory, can the exit record be read: another instance
    * (another host, or another data directory here) would take a run that ended, or still runs, for a dead
    * one. A reference without a directory (an older release's) has no exit record anywhere: its pid on
-   * this host says it all. Without a reference the process was perhaps started but not recorded.
+   * this host says it all. Without a reference the run was never recorded as started: it is judged so, as
+   * before (the reference is written right after the spawn, so only a crash in those milliseconds could
+   * leave a payload running unrecorded).
    */
   canJudge(ref: string | null): boolean {
-    if (ref === null) return false;
+    if (ref === null) return true;
     const parsed = parseRef(ref);
     if (!parsed) return true;
     if (parsed.host !== hostname()) return false;

@@ -404,7 +404,7 @@ export class Scheduler {
           waiting.add(jobId);
           continue;
         }
-        why = `its holder ${row.executor_id ?? '(none)'} has been gone for over ${Math.round((this.#config.leaseMs + this.#config.adoptionGraceMs) / 1000)} s (scheduler.leaseMs + scheduler.adoptionGraceMs) and no restart of it adopted the run`;
+        why = `${why}: its holder ${row.executor_id ?? '(none)'} has been gone for over ${Math.round((this.#config.leaseMs + this.#config.adoptionGraceMs) / 1000)} s (scheduler.leaseMs + scheduler.adoptionGraceMs) and no restart of it adopted the run`;
       } else {
         const adopted = await this.#adopt(row, why);
         if (adopted === true) continue;

@@ -2,6 +2,8 @@
  * Output packing and peek against payloads that tamper with their own output (issue 30): a FIFO in
  * StdOutput's place, a hard or symbolic link to a file of the service, the working directory swapped for
  * a link, a sparse file too large to pack in time. Real local site, real shell scripts, through the API.
+ * The sites run without the payload sandbox (isolation: none), which would hide the service's files from
+ * these payloads: the server's own file handling must hold without it.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -69,7 +71,7 @@ for (const { dialect, skip } of await dialects()) {
     let secretFile: string;
     before(async () => {
       // One slot: a job whose output packing hung would hold it, and the next job would never run.
-      svc = await startJobsService(dialect, { sites: [{ name: 'Local', type: 'local', slots: 1 }], sandbox: { outputPackTimeoutMs: 3000 } });
+      svc = await startJobsService(dialect, { sites: [{ name: 'Local', type: 'local', slots: 1, isolation: 'none' }], sandbox: { outputPackTimeoutMs: 3000 } });
       alice = await svc.token('alice');
       secretFile = join(svc.dataDir, 'secret-config.yaml');
       writeFileSync(secretFile, SECRET);
@@ -161,7 +163,7 @@ for (const { dialect, skip } of await dialects()) {
 
   describe(`a shutdown is not held by output packing (${dialect})`, { skip }, () => {
     it('close() returns while a job’s output is being packed', { timeout: 60_000 }, async () => {
-      const svc = await startJobsService(dialect, { sites: [{ name: 'Local', type: 'local', slots: 1 }] });
+      const svc = await startJobsService(dialect, { sites: [{ name: 'Local', type: 'local', slots: 1, isolation: 'none' }] });
       let closed = false;
       try {
         const alice = await svc.token('alice');
@@ -177,7 +179,7 @@ for (const { dialect, skip } of await dialects()) {
 
   describe(`a real server and its config.yaml (${dialect})`, { skip }, () => {
     it('does not pack a hard link to its config.yaml, and stops on SIGTERM while packing', { timeout: 120_000 }, async () => {
-      const setup = await prepareServe(dialect, { scheduler: { pollIntervalMs: 100 }, sites: [{ name: 'Local', type: 'local', slots: 1 }] });
+      const setup = await prepareServe(dialect, { scheduler: { pollIntervalMs: 100 }, sites: [{ name: 'Local', type: 'local', slots: 1, isolation: 'none' }] });
       const agent = userAgent(setup.pki, 'alice');
       let server: ServeProcess | undefined;
       try {

@@ -43,7 +43,8 @@ for (const { dialect, skip } of await dialects()) {
 
     before(async () => {
       cluster = await startCluster({
-        scheduler: { pollIntervalMs: 100, leaseMs: 3000, killGraceMs: 500, maxReschedules: 2 },
+        // The other instance (another data directory) takes a dead one's local runs over once the lease ran out.
+        scheduler: { pollIntervalMs: 100, leaseMs: 3000, adoptionGraceMs: 0, killGraceMs: 500, maxReschedules: 2 },
         sites: [
           // Its payloads append to a log shared by both instances, outside their working directory: no sandbox.
           { name: 'Local', type: 'local', slots: 3, isolation: 'none' },
