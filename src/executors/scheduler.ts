@@ -55,6 +55,8 @@ export class Scheduler {
   #chains = new Map<number, Promise<unknown>>();
   /** Dead holders' jobs whose runs only the holder's successor can judge: logged once while they wait. */
   #leftToSuccessor = new Set<number>();
+  /** Settles once the start-up recovery has run (it runs in the background, ahead of the first claims). */
+  startupRecovery: Promise<void> = Promise.resolve();
 
   /**
    * @param jobEnvironment what every payload is told about the service (DIRIGO_URL, DIRIGO_CA), known once
@@ -83,9 +85,9 @@ export class Scheduler {
       this.#loopOf(LEASES, this.#config.leaseMs / 3, () => this.#renewLeases()),
       // Recovery may wait on batch systems (scancel against a controller that is down): start-up and
       // listen never wait for it; it runs in the background, ahead of the first claims.
-      this.recover(true)
+      (this.startupRecovery = this.recover(true)
         .then(() => this.#deliverKills(true))
-        .catch((err: unknown) => this.#log.warn({ err }, 'recovery at start failed; the recovery loop tries again'))
+        .catch((err: unknown) => this.#log.warn({ err }, 'recovery at start failed; the recovery loop tries again')))
         .then(() => Promise.all([
           this.#loopOf(RECOVERY, this.#config.leaseMs / 3, () => this.#recoverAndDeliver()),
           // One loop per site: a batch system that hangs or is down delays only its own jobs.

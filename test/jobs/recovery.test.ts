@@ -81,8 +81,10 @@ for (const { dialect, skip } of await dialects()) {
     it('two schedulers on one database claim from one queue: every job runs exactly once', async () => {
       const a = scheduler(3);
       const b = scheduler(3);
-      // Both start before any job exists, so neither mistakes the other's claims for a dead predecessor's.
+      // Both finish their start-up recovery before any job exists: in one process each would take the
+      // other's claims (same host, same pid) for a dead predecessor's.
       await Promise.all([a.start(), b.start()]);
+      await Promise.all([a.startupRecovery, b.startupRecovery]);
       try {
         const res = await svc.request('/jobs', { method: 'POST', token: alice, json: Array.from({ length: 60 }, () => ({ Executable: '/bin/true', JobGroup: 'race' })) });
         assert.equal(res.status, 201);
