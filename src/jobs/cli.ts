@@ -11,7 +11,8 @@ import { parseArgs } from 'node:util';
 import { DirigoApiError, streamJobs } from '@dirigo/client';
 import { answer, api, connect, reach, refusal, type Connection } from '../kernel/cli/http.ts';
 import { CliError, EXIT } from '../kernel/cli/output.ts';
-import { formatTable, paint, terminalWidth } from '../kernel/cli/terminal.ts';
+import { unknownWord } from '../kernel/cli/suggest.ts';
+import { formatTable, terminalWidth } from '../kernel/cli/terminal.ts';
 import { statusColour } from './status-colour.ts';
 import { waitForJobs, watchJobs } from './events-cli.ts';
 import { searchCommand } from './search-cli.ts';
@@ -19,7 +20,8 @@ import { CREDENTIAL_OPTIONS, userAccessToken } from '../kernel/cli/credentials.t
 import { unpackArchive } from './sandbox-archive.ts';
 import { fileNameProblem } from './file-names.ts';
 import { JDL_MEDIA_TYPE, JdlSyntaxError, parseJdl } from './jdl.ts';
-import { type JobRecord, type StatusHistoryEntry } from './model.ts';
+import { canonicalStatus, type JobRecord } from './model.ts';
+import { formatJob, type JobDescription } from './show-cli.ts';
 
 const USAGE = `usage: dirigo jobs <command> [options]
 
@@ -36,7 +38,8 @@ commands:
   peek JID [--bytes N]              the end of a running job's standard output
   summary --group-by ATTR... [--status S]... [--attr KEY=VALUE]... [--all]
                                     job counts per combination of the attributes' values
-  show JID...                       attributes and status history
+  show JID...                       attributes, reported parameters (name = value) and status history
+                                    (Status, MinorStatus, ApplicationStatus, time, source)
   kill JID...                       kill the jobs
   reschedule JID...                 send jobs that ended back to Waiting (one request for all)
   delete JID...                     delete jobs that ended or wait (one request for all)
@@ -64,6 +67,9 @@ examples:
   dirigo jobs list --max all --json > jobs.ndjson
   dirigo jobs wait 4 5 --timeout 600 && dirigo jobs sandbox 4 5 output
 `;
+
+/** The subcommands, also taken after the singular `dirigo job` (job-cli.ts). */
+export const JOBS_COMMANDS = ['submit', 'list', 'search', 'peek', 'summary', 'show', 'kill', 'reschedule', 'delete', 'manifest', 'sandbox', 'wait', 'watch'] as const;
 
 const OPTIONS = {
   ...CREDENTIAL_OPTIONS,
@@ -114,9 +120,12 @@ async function eachJob(ids: readonly string[], one: (id: string) => Promise<numb
   return codes.size === 0 ? EXIT.ok : codes.size === 1 ? [...codes][0]! : EXIT.failure;
 }
 
-/** --status, --attr KEY=VALUE and --all as GET /jobs restrictions, sent as typed: the service says what is wrong with a value. */
+/**
+ * --status, --attr KEY=VALUE and --all as GET /jobs restrictions, sent as typed (a status in any case as
+ * its canonical name): the service says what is wrong with a value.
+ */
 function restrictionQuery(values: Values): Record<string, string | string[] | undefined> {
-  const query: Record<string, string | string[] | undefined> = { Status: values.status, allOwners: values.all ? 'true' : undefined };
+  const query: Record<string, string | string[] | undefined> = { Status: values.status?.map(canonicalStatus), allOwners: values.all ? 'true' : undefined };
   for (const a of values.attr ?? []) {
     const eq = a.indexOf('=');
     if (eq < 1) throw new CliError(`--attr takes KEY=VALUE, not '${a}'`, 2);
@@ -228,7 +237,9 @@ async function actOnJobs(conn: Connection, token: string, values: Values, action
     if ('Status' in r) {
       if (!values.json) process.stdout.write(`job ${r.jid}: ${r.Status}\n`);
     } else {
-      process.stderr.write(`dirigo jobs: job ${r.jid}: ${r.error_description}\n`);
+      // Most refusals name their job already ('job 4 is already Done ...'): a second 'job 4:' only stutters.
+      const named = r.error_description.startsWith(`job ${r.jid} `);
+      process.stderr.write(`dirigo jobs: ${named ? '' : `job ${r.jid}: `}${r.error_description}\n`);
       codes.add(ACTION_EXIT[r.error] ?? EXIT.failure);
     }
   }
@@ -269,6 +280,8 @@ export async function jobsCommand(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return sub || values.help ? 0 : 2;
   }
+  // Before signing in: a typo is answered as one, not as a missing credential.
+  if (!(JOBS_COMMANDS as readonly string[]).includes(sub)) throw new CliError(`${unknownWord('jobs command', sub, JOBS_COMMANDS)}\n\n${USAGE}`, EXIT.usage);
   const conn = connect(values);
   const token = await userAccessToken(conn, values);
   switch (sub) {
@@ -311,13 +324,8 @@ export async function jobsCommand(argv: string[]): Promise<number> {
     }
     case 'show':
       return eachJob(jids(args), async (id) => {
-        const job = (await answer(conn, api(conn, token).GET('/jobs/{jid}', { params: { path: { jid: Number(id) } } }))) as JobRecord & { StatusHistory: StatusHistoryEntry[] };
-        print(values, job, () => {
-          const { StatusHistory, ...attrs } = job;
-          const lines = Object.entries(attrs).map(([k, v]) => `${k.padEnd(18)} ${k === 'Status' ? paint(String(v), statusColour(String(v))) : (v ?? '')}`);
-          lines.push('', 'StatusHistory:', ...StatusHistory.map((h) => `  ${h.StatusTime}  ${paint(h.Status.padEnd(12), statusColour(h.Status))} ${h.MinorStatus}  (${h.Source})`));
-          return `${lines.join('\n')}\n`;
-        });
+        const job = (await answer(conn, api(conn, token).GET('/jobs/{jid}', { params: { path: { jid: Number(id) } } }))) as JobDescription;
+        print(values, job, () => formatJob(job));
         return EXIT.ok;
       });
     case 'kill':
@@ -349,6 +357,6 @@ export async function jobsCommand(argv: string[]): Promise<number> {
     case 'watch':
       return watchJobs(conn, { token, renew: () => userAccessToken(conn, values) }, restrictionQuery(values), { json: values.json ?? false, timeoutMs: timeoutOf(values) });
     default:
-      throw new CliError(`unknown jobs command '${sub}'\n\n${USAGE}`, 2);
+      throw new CliError(`${unknownWord('jobs command', sub, JOBS_COMMANDS)}\n\n${USAGE}`, EXIT.usage);
   }
 }

@@ -7,8 +7,11 @@ import { parseArgs } from 'node:util';
 import { environment } from '../kernel/config.ts';
 import { answer, api, connect } from '../kernel/cli/http.ts';
 import { CliError, EXIT } from '../kernel/cli/output.ts';
+import { unknownWord } from '../kernel/cli/suggest.ts';
+import { JOBS_COMMANDS, jobsCommand } from './cli.ts';
 
 const USAGE = `usage: dirigo job report [--status TEXT] [--param NAME=VALUE]... [--json]
+       dirigo job submit|list|show|kill|...   the same as dirigo jobs submit|list|show|kill|...
 
 Run inside a job: reports to the service with the job's token. Every report is also a heartbeat.
   --status TEXT        set the job's ApplicationStatus ('step 2/5')
@@ -31,13 +34,15 @@ const OPTIONS = {
 } as const;
 
 export async function jobCommand(argv: string[]): Promise<number> {
+  // DIRAC's commands are singular (dirac-wms-job-submit): `dirigo job submit` is `dirigo jobs submit`.
+  if ((JOBS_COMMANDS as readonly string[]).includes(argv[0] ?? '')) return jobsCommand(argv);
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   const [sub] = positionals;
   if (values.help || !sub) {
     process.stdout.write(USAGE);
     return sub || values.help ? EXIT.ok : EXIT.usage;
   }
-  if (sub !== 'report') throw new CliError(`unknown job command '${sub}'\n\n${USAGE}`, EXIT.usage);
+  if (sub !== 'report') throw new CliError(`${unknownWord('job command', sub, ['report', ...JOBS_COMMANDS])}\n\n${USAGE}`, EXIT.usage);
   const token = environment.get('DIRIGO_JOB_TOKEN');
   const jid = Number(environment.get('DIRIGO_JOB_ID'));
   if (!token || !Number.isSafeInteger(jid) || jid < 1) throw new CliError('dirigo job report runs inside a job: DIRIGO_JOB_ID and DIRIGO_JOB_TOKEN are not set', EXIT.usage);

@@ -26,6 +26,13 @@ export const ALL_STATUSES: readonly JobStatus[] = Object.values(JobStatus);
 /** Statuses a job leaves only by a reschedule or deletion: the job is out of activity. */
 export const FINAL_STATUSES: ReadonlySet<JobStatus> = new Set([JobStatus.Done, JobStatus.Failed, JobStatus.Killed, JobStatus.Deleted]);
 
+const BY_LOWER_CASE = new Map(ALL_STATUSES.map((s) => [s.toLowerCase(), s]));
+
+/** `done`, `DONE` → `Done`, as DIRAC's commands take them; anything else unchanged, for the service to refuse by name. */
+export function canonicalStatus(text: string): string {
+  return BY_LOWER_CASE.get(text.toLowerCase()) ?? text;
+}
+
 export function isFinal(status: string): boolean {
   return FINAL_STATUSES.has(status as JobStatus);
 }

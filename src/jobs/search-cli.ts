@@ -6,7 +6,7 @@
 import { answer, api, type Connection } from '../kernel/cli/http.ts';
 import { CliError, EXIT } from '../kernel/cli/output.ts';
 import { formatTable, terminalWidth } from '../kernel/cli/terminal.ts';
-import { ATTRIBUTES, type AttributeName } from './model.ts';
+import { ATTRIBUTES, canonicalStatus, type AttributeName } from './model.ts';
 import type { Operator } from './search.ts';
 import { statusColour } from './status-colour.ts';
 
@@ -14,6 +14,7 @@ const CONDITION = /^([A-Za-z]+)(<=|>=|!=|=|<|>|~)(.*)$/s;
 const OPERATOR: Record<string, Operator> = { '=': 'eq', '!=': 'neq', '<': 'lt', '<=': 'le', '>': 'gt', '>=': 'ge', '~': 'like' };
 
 function typed(name: AttributeName, text: string): string | number {
+  if (name === 'Status') return canonicalStatus(text);
   return ATTRIBUTES[name].type === 'integer' && /^-?\d{1,15}$/.test(text) ? Number(text) : text;
 }
 

@@ -11,6 +11,8 @@ import { agentCommand } from '../../agents/index.ts';
 import { loginCommand, logoutCommand, tokenCommand, whoamiCommand } from '../../auth/index.ts';
 import { proxyCommand } from '../../pki/index.ts';
 import { completionCommand, type Command } from './completion.ts';
+import { unknownWord } from '../../kernel/cli/suggest.ts';
+import { isParseArgsError, parseArgsMessage } from '../../kernel/cli/usage-errors.ts';
 
 const commands: Record<string, { run: Command; summary: string }> = {
   serve: { run: serveCommand, summary: 'start the HTTPS service (bootstraps the data dir on first start)' },
@@ -18,7 +20,7 @@ const commands: Record<string, { run: Command; summary: string }> = {
   token: { run: tokenCommand, summary: 'obtain an access token with a certificate (flow A)' },
   admin: { run: adminCommand, summary: 'administration: keys rotate, client add|list|remove' },
   jobs: { run: jobsCommand, summary: 'submit (JSON or JDL), list, summarise, show, kill, wait for jobs; fetch manifests and sandboxes' },
-  job: { run: jobCommand, summary: "inside a job: report its ApplicationStatus, parameters and heartbeat with the job's token" },
+  job: { run: jobCommand, summary: "inside a job: report its ApplicationStatus, parameters and heartbeat with the job's token; otherwise as jobs" },
   catalogue: { run: catalogueCommand, summary: 'file catalogue: ls, stat, meta, search, fields, mkdir, register, setmeta, rm, import' },
   agent: { run: agentCommand, summary: 'pull-mode job agent for a worker node (takes and runs jobs of an agents site)' },
   login: { run: loginCommand, summary: 'sign in with the device flow and cache the token (OAuth 2.0)' },
@@ -50,7 +52,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const command = commands[name];
   if (!command) {
-    process.stderr.write(`dirigo: unknown command '${name}'\n\n${usage()}`);
+    process.stderr.write(`dirigo: ${unknownWord('command', name, Object.keys(commands))}\n\n${usage()}`);
     return 2;
   }
   try {
@@ -60,9 +62,8 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`dirigo ${name}: ${err.message}\n`);
       return err.exitCode;
     }
-    // Every parseArgs refusal (an unknown option, a missing or ambiguous value) is a usage error.
-    if (err instanceof Error && (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS_')) {
-      process.stderr.write(`dirigo ${name}: ${err.message}\n`);
+    if (isParseArgsError(err)) {
+      process.stderr.write(`dirigo ${name}: ${parseArgsMessage(err, name)}\n`);
       return 2;
     }
     process.stderr.write(`dirigo ${name}: ${(err as Error).stack ?? String(err)}\n`);
