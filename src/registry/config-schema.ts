@@ -15,6 +15,11 @@ const UserSchema = Type.Object(
     passwordHash: Type.Optional(Type.String()),
     /** Upstream accounts (OIDC issuer + subject) that sign in as this user (identityProviders, matchBy identity). */
     identities: Type.Optional(Type.Array(Type.Object({ issuer: Type.String({ minLength: 1 }), subject: Type.String({ minLength: 1 }) }, { additionalProperties: false }))),
+    /**
+     * The group a sign-in without one gets (as DIRAC's default group), for a member of several; one of
+     * the user's groups. Optional: configurations written before it load unchanged.
+     */
+    defaultGroup: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' })),
   },
   { additionalProperties: false },
 );
@@ -84,7 +89,7 @@ declare module '../kernel/config.ts' {
   }
 }
 
-/** @throws ConfigError on a duplicate user, DN or group, or a member who is not a user. */
+/** @throws ConfigError on a duplicate user, DN or group, a member who is not a user, or a default group the user is not in. */
 export function checkRegistry(registry: RegistryConfig, source: string): void {
   const users = new Set<string>();
   const dns = new Set<string>();
@@ -104,6 +109,13 @@ export function checkRegistry(registry: RegistryConfig, source: string): void {
     g.members.forEach((m, j) => {
       if (!users.has(m)) throw new ConfigError(`${source}: registry.groups[${i}].members[${j}]: unknown user '${m}'`);
     });
+  });
+  registry.users.forEach((u, i) => {
+    if (u.defaultGroup === undefined) return;
+    const own = registry.groups.filter((g) => g.members.includes(u.name)).map((g) => g.name);
+    if (!own.includes(u.defaultGroup)) {
+      throw new ConfigError(`${source}: registry.users[${i}].defaultGroup: '${u.defaultGroup}' is not one of ${u.name}'s groups (${own.join(', ') || 'none'})`);
+    }
   });
 }
 

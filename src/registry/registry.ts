@@ -20,6 +20,8 @@ export interface RegistryUser {
   email: string | undefined;
   passwordHash: string | undefined;
   groups: readonly string[];
+  /** The group a sign-in that names none gets (registry.users[].defaultGroup), when set. */
+  defaultGroup: string | undefined;
   /** Upstream accounts (issuer + subject) that sign in as this user. */
   identities: readonly { issuer: string; subject: string }[];
 }
@@ -47,6 +49,7 @@ export class Registry {
         email: u.email,
         passwordHash: u.passwordHash,
         groups: membership.get(u.name) ?? [],
+        defaultGroup: u.defaultGroup,
         identities: u.identities ?? [],
       };
       this.#users.set(u.name, user);

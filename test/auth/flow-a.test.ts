@@ -66,6 +66,35 @@ for (const { dialect, skip } of await dialects()) {
       }
     });
 
+    it('answers a wrong group with the groups the user may choose (issue 31)', async () => {
+      for (const group of ['dirigo_users', 'dirigo_admin']) {
+        const res = await svc.request(`/oauth2/token?grant_type=client_credentials&group=${group}&setup=${TEST_SETUP}`, { as: 'alice' });
+        assert.equal(res.status, 400, res.text);
+        assert.equal(res.json.error, 'invalid_scope');
+        assert.match(res.json.error_description, /: choose one of dirigo_user, dirigo_prod \(GET \/oauth2\/groups\)$/);
+      }
+    });
+
+    it("gives a sign-in without a group the user's configured default group (registry.users[].defaultGroup)", async () => {
+      const registry = testRegistry();
+      const users = registry.users.map((u) => (u.name === 'alice' ? { ...u, defaultGroup: 'dirigo_prod' } : u));
+      const withDefault = await startTestService({ dialect, config: { registry: { ...registry, users } } });
+      try {
+        const alice = await withDefault.request(`/oauth2/token?grant_type=client_credentials&setup=${TEST_SETUP}`, { as: 'alice' });
+        assert.equal(alice.status, 200, alice.text);
+        assert.equal(alice.json.group, 'dirigo_prod');
+        // A group named still wins over the default.
+        const named = await withDefault.request(`/oauth2/token?grant_type=client_credentials&group=dirigo_user&setup=${TEST_SETUP}`, { as: 'alice' });
+        assert.equal(named.json.group, 'dirigo_user');
+        // carol has no default: her several groups are still listed.
+        const carol = await withDefault.request(`/oauth2/token?grant_type=client_credentials&setup=${TEST_SETUP}`, { as: 'carol' });
+        assert.equal(carol.status, 400);
+        assert.match(carol.json.error_description, /^group is required: choose one of /);
+      } finally {
+        await withDefault.close();
+      }
+    });
+
     it('answers bad token requests with the RFC 6749 §5.2 codes', async () => {
       const cases: [string, string | undefined, number, string][] = [
         ['/oauth2/token?group=dirigo_user&setup=Dirigo-Test', 'alice', 400, 'unsupported_grant_type'],

@@ -29,7 +29,18 @@ describe('configuration validation', () => {
     assert.equal(load('{}', { DIRIGO_DATABASE_URL: 'postgres://root@127.0.0.1/test' }).database.url, 'postgres://root@127.0.0.1/test');
   });
 
+  // The registry of the previous release (no registry.users[].defaultGroup) loads unchanged.
+  it('loads a previous release\'s registry without defaultGroup, and takes a default group among the user\'s groups', () => {
+    const groups = '  groups:\n    - name: g1\n      members: [a]\n    - name: g2\n      members: [a]\n';
+    const old = load(`registry:\n  users:\n    - name: a\n      dns: ["/CN=a"]\n${groups}  setups: [S]\n`);
+    assert.equal(old.registry.users[0]!.defaultGroup, undefined);
+    assert.deepEqual(old.registry.groups.map((g) => g.name), ['g1', 'g2']);
+    const withDefault = load(`registry:\n  users:\n    - name: a\n      defaultGroup: g2\n${groups}`);
+    assert.equal(withDefault.registry.users[0]!.defaultGroup, 'g2');
+  });
+
   const bad: [string, RegExp][] = [
+    ['registry:\n  users:\n    - name: a\n      defaultGroup: g2\n  groups:\n    - name: g1\n      members: [a]\n    - name: g2\n', /registry\.users\[0\]\.defaultGroup: 'g2' is not one of a's groups \(g1\)/],
     ['server:\n  prot: 1\n', /unknown key 'server\.prot'/],
     ['colour: blue\n', /unknown key 'colour'/],
     ['server:\n  port: 70000\n', /server\.port: must be <= 65535/],

@@ -50,10 +50,13 @@ async function certificateGrant(ctx: AppContext, params: TokenParameters, reques
   const { user, identity } = certificateUser(ctx, request);
   // A limited proxy may read, not act for its owner (RFC 6749 §5.2 unauthorized_client).
   if (identity.limited) throw new UnauthorizedClient('a limited proxy may read but not obtain tokens; use a full proxy or the certificate');
-  const group = params.group ?? onlyChoice('group', user.groups, `${user.name} is a member of no group`, 'GET /oauth2/groups');
+  // No group named: the user's default group (registry.users[].defaultGroup), else their only one.
+  const group = params.group ?? user.defaultGroup ?? onlyChoice('group', user.groups, `${user.name} is a member of no group`, 'GET /oauth2/groups');
   const setup = params.setup ?? onlyChoice('setup', ctx.registry.setups, 'the service has no setup', 'GET /oauth2/setups');
-  if (!ctx.registry.group(group)) throw new InvalidScope(`unknown group '${group}'`);
-  if (!ctx.registry.isMember(user.name, group)) throw new InvalidScope(`${user.name} is not a member of group '${group}'`);
+  // A wrong group is answered with the right ones, as a missing one is.
+  const choose = `choose one of ${user.groups.join(', ') || '(none)'} (GET /oauth2/groups)`;
+  if (!ctx.registry.group(group)) throw new InvalidScope(`unknown group '${group}': ${choose}`);
+  if (!ctx.registry.isMember(user.name, group)) throw new InvalidScope(`${user.name} is not a member of group '${group}': ${choose}`);
   if (!ctx.registry.hasSetup(setup)) throw new InvalidScope(`unknown setup '${setup}'`);
   // No scope asked: the group scope (scopes.ts DEFAULT_SCOPE), the rights flow A has always given.
   const scope = grantableScope(ctx, user.name, group, requestedScope(params.scope)).join(' ');
