@@ -8,12 +8,14 @@ import { CliError, progress } from '../kernel/cli/output.ts';
 import { DEFAULT_CLI_CLIENT, readCache, toCached, withCacheLock, writeCache, type TokenAnswer } from '../kernel/cli/token-cache.ts';
 import { environment } from '../kernel/config.ts';
 import { CREDENTIAL_OPTIONS, userCredential } from '../kernel/cli/credentials.ts';
+import { rememberGroup } from '../kernel/cli/remembered-group.ts';
 
 const LOGIN_USAGE = `usage: dirigo login [--url URL] [--ca FILE] [--client-id ID] [--scope SCOPES]
 
 Signs in with the device authorization grant: open the printed address in a browser, enter the code,
 sign in and choose group and setup. The tokens are cached in ${'$XDG_CONFIG_HOME'}/dirigo/tokens.json (mode 0600)
-and refreshed automatically by other commands.
+and refreshed automatically by other commands. The group chosen is remembered (dirigo/groups.json): commands
+that sign in with a certificate use it when --group is not given.
 
 example:
   dirigo login --url https://dirigo.example.org && dirigo jobs list
@@ -39,7 +41,8 @@ export async function loginCommand(argv: string[]): Promise<number> {
   if (auth.verification_uri_complete) process.stdout.write(`(or open ${auth.verification_uri_complete})\n`);
   let interval = auth.interval ?? 5;
   const deadline = Date.now() + auth.expires_in * 1000;
-  const bar = progress();
+  // In a log (not a terminal), a line every 30 s says it still waits; a countdown each second would bury the code.
+  const bar = progress({ plainEveryMs: 30_000 });
   // RFC 8628 §3.4-3.5: poll no faster than `interval`; slow_down adds 5 s.
   for (;;) {
     for (let left = interval; left > 0; left--) {
@@ -54,6 +57,8 @@ export async function loginCommand(argv: string[]): Promise<number> {
         cache[conn.url] = cached;
         writeCache(cache);
       });
+      // The group chosen in the browser becomes the default of later flow A commands (DIRAC's default group).
+      if (cached.group) rememberGroup(conn.url, cached.group);
       bar.done(`signed in to ${conn.url} as ${cached.username} (group ${cached.group}, setup ${cached.setup})`);
       return 0;
     }

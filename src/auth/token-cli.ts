@@ -3,13 +3,16 @@ import { parseArgs } from 'node:util';
 import { certificateToken } from '../kernel/cli/certificate-token.ts';
 import { connect, CONNECTION_OPTIONS } from '../kernel/cli/http.ts';
 import { CliError } from '../kernel/cli/output.ts';
+import { rememberedGroup } from '../kernel/cli/remembered-group.ts';
 
 const USAGE = `usage: dirigo token [--cert FILE [--key FILE]] [--group G] [--setup S] [--url URL] [--ca FILE] [--json]
 
 Obtains an access token with a user certificate (or RFC 3820 proxy) and prints it. The certificate is
 --cert (with --key, or alone for a file that holds both), else the one grid tools would use:
-X509_USER_PROXY, /tmp/x509up_u<uid>, X509_USER_CERT/KEY, ~/.globus. --group and --setup may be left
-out when the user has exactly one; with several, the answer lists them.
+X509_USER_PROXY, /tmp/x509up_u<uid>, X509_USER_CERT/KEY, ~/.globus. Without --group: the group
+'dirigo login' or 'dirigo proxy init --group' remembered for the service, else the user's default group
+or only group; with several and no default, the answer lists them. --setup may be left out when the
+service has one.
 
 examples:
   dirigo token --cert usercert.pem --key userkey.pem --group dirigo_user
@@ -28,7 +31,7 @@ export async function tokenCommand(argv: string[]): Promise<number> {
   }
   const conn = connect(values);
   if (!conn.hasCertificate) throw new CliError(`no certificate: pass --cert, or set X509_USER_PROXY or X509_USER_CERT/KEY\n\n${USAGE}`, 2);
-  const answer = await certificateToken(conn, values.group, values.setup);
+  const answer = await certificateToken(conn, values.group ?? rememberedGroup(conn.url), values.setup);
   process.stdout.write(values.json ? JSON.stringify(answer, null, 2) + '\n' : answer.access_token + '\n');
   return 0;
 }

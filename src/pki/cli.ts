@@ -6,7 +6,10 @@ import { X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { CliError, EXIT } from '../kernel/cli/output.ts';
+import { unknownWord } from '../kernel/cli/suggest.ts';
 import { proxyFilePath, userCertificate } from '../kernel/cli/grid-credentials.ts';
+import { serviceUrl } from '../kernel/cli/http.ts';
+import { rememberGroup } from '../kernel/cli/remembered-group.ts';
 import { parseCertificate, OID } from './certificate.ts';
 import { makeProxy } from './proxy.ts';
 
@@ -15,6 +18,8 @@ const USAGE = `usage: dirigo proxy <command> [options]
 commands:
   init     make a proxy from the user certificate (--cert/--key, X509_USER_CERT/KEY, or ~/.globus)
              --valid H:M (default 12:00)  --bits N (default 2048)  --limited  --path-length N  --out FILE  --json
+             -g|--group G: remember G as the group for the service (--url URL or DIRIGO_URL), as
+             dirac-proxy-init -g does; commands signing in with a certificate use it without --group
   info     describe a proxy: subject, issuer, identity, type, strength, time left (--json)
   destroy  remove the proxy file
 
@@ -22,6 +27,7 @@ The proxy file is --out (init) or --file, otherwise X509_USER_PROXY, otherwise /
 
 examples:
   dirigo proxy init --valid 24:00 --bits 2048
+  dirigo proxy init --group dirigo_prod --url https://dirigo.example.org
   dirigo proxy info --file x509up --json
   dirigo proxy destroy
 `;
@@ -35,6 +41,8 @@ const OPTIONS = {
   bits: { type: 'string' },
   limited: { type: 'boolean' },
   'path-length': { type: 'string' },
+  group: { type: 'string', short: 'g' },
+  url: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -71,10 +79,14 @@ async function init(values: Values): Promise<number> {
   const out = values.out ?? proxyFilePath();
   writeFileSync(out, pem, { mode: 0o600 });
   const identity = parseCertificate(chainPem).subjectDn;
+  // The service checks the group at each sign-in, and lists the right ones when it is wrong.
+  const remembered = values.group === undefined ? undefined : { group: values.group, url: serviceUrl(values) };
+  if (remembered) rememberGroup(remembered.url, remembered.group);
   process.stdout.write(
     values.json
-      ? `${JSON.stringify({ identity, path: out, notAfter: certificate.notAfter.toISOString() }, null, 2)}\n`
-      : `Your identity: ${identity}\nYour proxy is valid until: ${certificate.notAfter.toUTCString()}\nProxy written to ${out}\n`,
+      ? `${JSON.stringify({ identity, path: out, notAfter: certificate.notAfter.toISOString(), ...(remembered ?? {}) }, null, 2)}\n`
+      : `Your identity: ${identity}\nYour proxy is valid until: ${certificate.notAfter.toUTCString()}\nProxy written to ${out}\n` +
+          (remembered ? `Group ${remembered.group} remembered for ${remembered.url}\n` : ''),
   );
   return EXIT.ok;
 }
@@ -138,6 +150,6 @@ export async function proxyCommand(argv: string[]): Promise<number> {
       return EXIT.ok;
     }
     default:
-      throw new CliError(`unknown proxy command '${sub}'\n\n${USAGE}`, EXIT.usage);
+      throw new CliError(`${unknownWord('proxy command', sub, ['init', 'info', 'destroy'])}\n\n${USAGE}`, EXIT.usage);
   }
 }

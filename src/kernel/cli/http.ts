@@ -45,14 +45,20 @@ function identityFrom(certFile: string, keyFile: string | undefined): { cert: Bu
   return { cert, key };
 }
 
+/** The service's URL: --url, DIRIGO_URL or the default; the key of everything the CLI keeps per service. */
+export function serviceUrl(values: { url?: string | undefined }): string {
+  const url = (values.url ?? environment.get('DIRIGO_URL') ?? 'https://127.0.0.1:8443').replace(/\/$/, '');
+  if (!url.startsWith('https://')) throw new CliError(`--url must be an https:// URL, not ${url}`, 2);
+  return url;
+}
+
 /**
  * URL from --url, DIRIGO_URL or the default. CA from --ca, DIRIGO_CA, X509_CERT_FILE / X509_CERT_DIR, or
  * dirigo-data/pki/ca.crt here or in the nearest folder above. Client certificate from --cert (and --key); without one and without a token
  * (--token, DIRIGO_TOKEN), the one grid tools would use (grid-credentials.ts).
  */
 export function connect(values: { url?: string; ca?: string; cert?: string; key?: string; token?: string }): Connection {
-  const url = (values.url ?? environment.get('DIRIGO_URL') ?? 'https://127.0.0.1:8443').replace(/\/$/, '');
-  if (!url.startsWith('https://')) throw new CliError(`--url must be an https:// URL, not ${url}`, 2);
+  const url = serviceUrl(values);
   const defaultCa = resolve(nearestDataDir('pki/ca.crt'), 'pki/ca.crt');
   const caPath = values.ca ?? environment.get('DIRIGO_CA');
   const ca = caPath ? [read(caPath, 'CA file')] : (gridTrust()?.ca ?? (existsSync(defaultCa) ? [read(defaultCa, 'CA file')] : undefined));

@@ -37,15 +37,19 @@ export interface Progress {
 
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
-/** Progress on stderr: redrawn in place on a TTY, one line per update (at most once a second) otherwise. */
-export function progress(stream: NodeJS.WriteStream = process.stderr): Progress {
+/**
+ * Progress on stderr: redrawn in place on a TTY; otherwise one line per update, at most one each
+ * `plainEveryMs` (the first at once), so that a log file is not filled with a countdown.
+ */
+export function progress(options: { plainEveryMs?: number } = {}, stream: NodeJS.WriteStream = process.stderr): Progress {
+  const every = options.plainEveryMs ?? 1000;
   let frame = 0;
-  let lastPlain = 0;
+  let lastPlain = -Infinity;
   return {
     update(text) {
       if (stream.isTTY) {
         stream.write(`\r\x1b[2K${FRAMES[frame++ % FRAMES.length]} ${text}`);
-      } else if (Date.now() - lastPlain >= 1000) {
+      } else if (Date.now() - lastPlain >= every) {
         lastPlain = Date.now();
         stream.write(`${text}\n`);
       }

@@ -7,7 +7,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, r
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import { api, FORM_HEADERS, reach, type Connection } from './http.ts';
-import { CliError } from './output.ts';
+import { CliError, EXIT } from './output.ts';
 import { environment } from '../config.ts';
 
 export const DEFAULT_CLI_CLIENT = 'dirigo-cli';
@@ -100,6 +100,14 @@ export function toCached(answer: TokenAnswer, clientId: string): CachedToken {
   };
 }
 
+/** No usable sign-in: "not authenticated", the README's exit code 5 like a 401 from the service. */
+export class NotSignedIn extends CliError {
+  readonly code = 'not_signed_in';
+  constructor(message: string) {
+    super(message, EXIT.forbidden);
+  }
+}
+
 /** Whether `dirigo login` left a token for this service. */
 export function hasCachedToken(conn: Connection): boolean {
   return readCache()[conn.url] !== undefined;
@@ -107,7 +115,7 @@ export function hasCachedToken(conn: Connection): boolean {
 
 /**
  * A valid access token for `conn` from the cache, refreshed when it expires within two minutes.
- * @throws CliError when nobody is signed in or the session can no longer be refreshed.
+ * @throws NotSignedIn (exit code 5) when nobody is signed in or the session can no longer be refreshed.
  * @example
  *   const token = await cachedAccessToken(conn);
  *   await answer(conn, api(conn, token).GET('/jobs'));
@@ -115,21 +123,22 @@ export function hasCachedToken(conn: Connection): boolean {
 export async function cachedAccessToken(conn: Connection): Promise<string> {
   const now = () => Math.floor(Date.now() / 1000);
   const entry = readCache()[conn.url];
-  if (!entry) throw new CliError(`not signed in to ${conn.url}: run 'dirigo login' (or pass --cert/--key)`);
+  if (!entry) throw new NotSignedIn(`not signed in to ${conn.url}: run 'dirigo login' (or pass --cert/--key)`);
   if (entry.expires_at - now() > REFRESH_MARGIN_S) return entry.access_token;
   return withCacheLock(async () => {
     const cache = readCache();
     const current = cache[conn.url];
-    if (!current) throw new CliError(`not signed in to ${conn.url}: run 'dirigo login'`);
+    if (!current) throw new NotSignedIn(`not signed in to ${conn.url}: run 'dirigo login'`);
     if (current.expires_at - now() > REFRESH_MARGIN_S) return current.access_token;
-    if (!current.refresh_token) throw new CliError(`the session for ${conn.url} has expired: run 'dirigo login'`);
+    if (!current.refresh_token) throw new NotSignedIn(`the session for ${conn.url} has expired: run 'dirigo login'`);
     const body = { grant_type: 'refresh_token' as const, refresh_token: current.refresh_token, client_id: current.client_id };
     const res = await reach(conn, api(conn).POST('/oauth2/token', { body, headers: FORM_HEADERS }));
     if (res.response.status !== 200) {
       const err = (res.error ?? {}) as { error?: string; error_description?: string };
       delete cache[conn.url];
       writeCache(cache);
-      throw new CliError(`the session for ${conn.url} could not be refreshed (${String(err.error ?? res.response.status)}: ${String(err.error_description ?? '')}): run 'dirigo login'`);
+      const message = `the session for ${conn.url} could not be refreshed (${String(err.error ?? res.response.status)}: ${String(err.error_description ?? '')}): run 'dirigo login'`;
+      throw res.response.status >= 500 ? new CliError(message, EXIT.server) : new NotSignedIn(message);
     }
     cache[conn.url] = toCached(res.data as TokenAnswer, current.client_id);
     writeCache(cache);
