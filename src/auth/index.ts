@@ -10,6 +10,7 @@ export { OAuthConfigSchema, TokensConfigSchema } from './config-schema.ts';
 export { authMigrations } from './migrations.ts';
 export { loginCommand, logoutCommand, whoamiCommand } from './cli.ts';
 export { tokenCommand } from './token-cli.ts';
+export { parseScope } from './scopes.ts';
 export { rotateKeysCommand } from './admin-cli.ts';
 // The surface federated login builds on: login providers, browser sessions and the interaction pages.
 export { registerLoginProvider, type LoginProvider } from './login.ts';

@@ -15,7 +15,9 @@ export const GRANT_AUTHORIZATION_CODE = 'authorization_code';
 export const GRANT_REFRESH_TOKEN = 'refresh_token';
 export const GRANT_DEVICE_CODE = 'urn:ietf:params:oauth:grant-type:device_code';
 export const GRANT_TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
-export const CLIENT_GRANTS = [GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN, GRANT_DEVICE_CODE, GRANT_TOKEN_EXCHANGE] as const;
+/** A confidential client's own token (RFC 6749 §4.4); flow A needs no client registration. */
+export const GRANT_CLIENT_CREDENTIALS = 'client_credentials';
+export const CLIENT_GRANTS = [GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN, GRANT_DEVICE_CODE, GRANT_TOKEN_EXCHANGE, GRANT_CLIENT_CREDENTIALS] as const;
 
 export interface OAuthClient {
   clientId: string;
@@ -29,7 +31,7 @@ export interface OAuthClient {
   /** RP-initiated logout: where the browser may be sent afterwards, and whether the grants go too. */
   postLogoutRedirectUris: readonly string[];
   revokeOnLogout: boolean;
-  /** Scopes of the client's own client_credentials tokens (config clients; database ones: none). */
+  /** Scopes of the client's own client_credentials tokens. */
   scopes: readonly string[];
   /** Public keys for private_key_jwt (config clients). */
   jwks: { keys: Record<string, unknown>[] } | undefined;
@@ -127,6 +129,8 @@ export interface NewClient {
   type: 'public' | 'confidential';
   redirectUris: string[];
   grants: string[];
+  /** Scopes of its own client_credentials tokens, already checked as scopes (auth's parseScope). */
+  scopes?: string[];
 }
 
 /** Checks a client description; throws InvalidRequest naming the first problem. */
@@ -143,6 +147,9 @@ export function validateClient(c: NewClient): void {
     const problem = redirectUriProblem(uri);
     if (problem) throw new InvalidRequest(`redirect URI ${problem}`);
   }
+  // RFC 6749 §4.4: only a client that can authenticate may get a token for itself.
+  if (c.grants.includes(GRANT_CLIENT_CREDENTIALS) && c.type !== 'confidential') throw new InvalidRequest('the client_credentials grant is for confidential clients only (RFC 6749 §4.4)');
+  if ((c.scopes?.length ?? 0) > 0 && !c.grants.includes(GRANT_CLIENT_CREDENTIALS)) throw new InvalidRequest('scopes are those of the client\'s own tokens: they need the client_credentials grant');
   if (c.grants.includes(GRANT_AUTHORIZATION_CODE) && c.redirectUris.length === 0) {
     throw new InvalidRequest('a client using authorization_code needs at least one redirect URI');
   }
@@ -185,7 +192,7 @@ export class ClientRegistry {
           refreshTokens: 'always',
           postLogoutRedirectUris: registeredMetadata(row.metadata).post_logout_redirect_uris ?? [],
           revokeOnLogout: false,
-          scopes: [],
+          scopes: row.scopes === null ? [] : (JSON.parse(row.scopes) as string[]),
           jwks: undefined,
           source: 'database',
           registration: row.metadata === null ? undefined : { metadata: registeredMetadata(row.metadata) as RegisteredMetadata, tokenHash: row.registration_token_hash ?? '' },
@@ -255,6 +262,7 @@ export class ClientRegistry {
         created_at: nowIso(),
         registration_token_hash: registration?.tokenHash ?? null,
         metadata: registration ? JSON.stringify(registration.metadata) : null,
+        scopes: c.scopes?.length ? JSON.stringify(c.scopes) : null,
       })
       .execute();
     this.#cache.delete(c.clientId);

@@ -21,4 +21,10 @@ export const registryMigrations: Record<string, Migration> = {
       await db.schema.alterTable('oauth_clients').addColumn('metadata', 'text').execute();
     },
   },
+  // A database client's own client_credentials scopes (clients[].scopes of config.yaml); null: none.
+  '2026_11_26_1900_registry_client_scopes': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable('oauth_clients').addColumn('scopes', 'text').execute();
+    },
+  },
 };

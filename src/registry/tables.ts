@@ -14,6 +14,8 @@ export interface OAuthClientTable {
   registration_token_hash: string | null;
   /** Dynamically registered clients: their registered metadata (RFC 7591 §2) as JSON. */
   metadata: string | null;
+  /** JSON array of the scopes of the client's own client_credentials tokens; null: none. */
+  scopes: string | null;
 }
 
 export interface RegistryTables {

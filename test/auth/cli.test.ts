@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { dialects, POSTGRES_URL } from '../helpers/dialects.ts';
-import type { TestService } from '../helpers/service.ts';
+import { TEST_SETUP, type TestService } from '../helpers/service.ts';
 import { approveDevice, authorize, Browser, pkcePair, postForm, startOAuthService } from './oauth-kit.ts';
 
 const NODE = join(process.cwd(), 'node_modules/.bin/node');
@@ -67,9 +67,18 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(cached.group, 'dirigo_prod');
       assert.ok(cached.refresh_token);
 
+      // Not on a terminal: one waiting line (then one each 30 s), not a countdown each second.
+      assert.equal(login.stderr.match(/waiting for approval/g)?.length, 1, login.stderr);
+
       let who = await dirigo(['whoami'], env);
       assert.equal(who.code, 0, who.stderr);
       assert.match(who.stdout, /^alice in group dirigo_prod/);
+      // The group chosen in the browser is remembered: flow A without --group uses it.
+      assert.deepEqual(JSON.parse(readFileSync(join(home, 'dirigo', 'groups.json'), 'utf8')), { [svc.url]: 'dirigo_prod' });
+      const u = svc.pki.users.alice!;
+      const flowA = await dirigo(['whoami', '--cert', u.certFile, '--key', u.keyFile, '--setup', TEST_SETUP], env);
+      assert.equal(flowA.code, 0, flowA.stderr);
+      assert.match(flowA.stdout, /^alice in group dirigo_prod/);
 
       // Near expiry, any command refreshes (with rotation) first.
       const cache = JSON.parse(readFileSync(cacheFile, 'utf8'));
@@ -143,6 +152,32 @@ for (const { dialect, skip } of await dialects()) {
         assert.ok(!r.stdout.includes('scrypt'), 'no hashes in the listing');
         const stored = await svc.ctx.db.selectFrom('oauth_clients').select('secret_hash').where('client_id', '=', 'new-portal').executeTakeFirst();
         assert.match(stored!.secret_hash!, /^scrypt\$/);
+
+        // A confidential client of its own tokens (README "A client's own tokens"), with its scopes (issue 31).
+        r = await admin('add', 'transfer-service', '--grant', 'client_credentials', '--scope', 'storage.read:/data/', '--scope', 'storage.create:/data/in compute.read', '--json');
+        assert.equal(r.code, 0, r.stderr);
+        const transfer = JSON.parse(r.stdout) as { client_id: string; client_secret: string };
+        r = await admin('list');
+        assert.match(r.stdout, /^transfer-service\tconfidential\tdatabase\ttransfer-service\n {2}redirect URIs: -\n {2}grants: client_credentials\n {2}scopes: storage\.read:\/data storage\.create:\/data\/in compute\.read$/m);
+        const own = await postForm(svc, '/oauth2/token', { grant_type: 'client_credentials', client_id: 'transfer-service', client_secret: transfer.client_secret, scope: 'storage.read:/data/sub' });
+        assert.equal(own.status, 200, own.text);
+        assert.equal(own.json.scope, 'storage.read:/data/sub');
+        const wider = await postForm(svc, '/oauth2/token', { grant_type: 'client_credentials', client_id: 'transfer-service', client_secret: transfer.client_secret, scope: 'storage.read:/' });
+        assert.equal(wider.json.error, 'invalid_scope');
+        // Scopes are checked as the token endpoint checks them, before anything is stored.
+        for (const [scope, message] of [['storage.read:data', /--scope: the path of 'storage\.read:data' must be absolute/], ['colour.red', /--scope: unknown scope 'colour\.red'/]] as const) {
+          r = await admin('add', 'bad-scope', '--grant', 'client_credentials', '--scope', scope);
+          assert.equal(r.code, 2, r.stderr);
+          assert.match(r.stderr, message);
+        }
+        r = await admin('add', 'public-own', '--type', 'public', '--grant', 'client_credentials');
+        assert.equal(r.code, 2);
+        assert.match(r.stderr, /client_credentials grant is for confidential clients only/);
+        r = await admin('remove', 'transfer-service');
+        assert.equal(r.code, 0, r.stderr);
+        r = await admin('lst');
+        assert.equal(r.code, 2);
+        assert.match(r.stderr, /unknown client command 'lst'; did you mean 'list'\?/);
 
         // The running service knows the new client at once.
         const browser = new Browser(svc);

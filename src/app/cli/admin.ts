@@ -6,7 +6,7 @@ import { migrate, openDatabase } from '../../kernel/db/database.ts';
 import { CliError } from '../../kernel/cli/output.ts';
 import type { OpenServiceDatabase } from '../../kernel/cli/service-database.ts';
 import { nearestDataDir } from '../../kernel/cli/data-dir.ts';
-import { rotateKeysCommand } from '../../auth/index.ts';
+import { parseScope, rotateKeysCommand } from '../../auth/index.ts';
 import { clientAdminCommand, hashSecret } from '../../registry/index.ts';
 import { migrations } from '../migrations.ts';
 import { resolveConfig } from './serve.ts';
@@ -49,7 +49,7 @@ const openServiceDatabase: OpenServiceDatabase = async (flags) => {
 };
 
 export async function adminCommand(argv: string[]): Promise<number> {
-  if (argv[0] === 'client') return clientAdminCommand(argv.slice(1), openServiceDatabase);
+  if (argv[0] === 'client') return clientAdminCommand(argv.slice(1), openServiceDatabase, parseScope);
   if (argv[0] === 'hash-secret' && argv.length === 1) return hashSecretCommand();
   const { values, positionals } = parseArgs({
     args: argv,
