@@ -8,7 +8,8 @@ import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { answer, api, connect, reach, type Connection } from '../kernel/cli/http.ts';
 import { formatTable, terminalWidth } from '../kernel/cli/terminal.ts';
-import { CliError, progress } from '../kernel/cli/output.ts';
+import { CliError, EXIT, progress } from '../kernel/cli/output.ts';
+import { DIRECTORY_NOT_EMPTY } from './errors.ts';
 import { CREDENTIAL_OPTIONS, userAccessToken } from '../kernel/cli/credentials.ts';
 import { encodePath, pathProblem } from './paths.ts';
 
@@ -295,7 +296,12 @@ export async function catalogueCommand(argv: string[]): Promise<number> {
     case 'rm': {
       const path = catalogPath(args[0]);
       const file = await fileOrNothing(client.DELETE('/filecatalogue/file/{path}', { params: at(path) }));
-      if (!file) await answer(conn, client.DELETE('/filecatalogue/directory/{path}', { params: { ...at(path), query: values.recursive ? { recursive: true } : {} } }));
+      if (!file) {
+        const res = await reach(conn, client.DELETE('/filecatalogue/directory/{path}', { params: { ...at(path), query: values.recursive ? { recursive: true } : {} } }));
+        // The API names its query parameter; here the switch is -r.
+        if ((res.error as { error?: string } | undefined)?.error === DIRECTORY_NOT_EMPTY) throw new CliError(`directory ${path} is not empty: 'dirigo catalogue rm -r ${path}' removes it with everything below it`, EXIT.failure);
+        await answer(conn, Promise.resolve(res));
+      }
       if (!values.json) process.stdout.write(`removed ${path}\n`);
       return 0;
     }

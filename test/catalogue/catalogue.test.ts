@@ -388,7 +388,7 @@ for (const { dialect, skip } of await dialects()) {
 
     it('removes files and directories, keeping counts and sizes right', async () => {
       const A = as(alice);
-      expectError(await A.del(dirUrl('/lhc/run1')), 409, 'conflict', 'not empty');
+      expectError(await A.del(dirUrl('/lhc/run1')), 409, 'directory_not_empty', 'not empty (use recursive=true)');
       expectError(await A.del(dirUrl('/')), 400, 'invalid_request', 'root');
       expectError(await A.del(fileUrl('/lhc/run1/none')), 404, 'not_found');
       assert.equal((await A.del(fileUrl('/lhc/run1/raw/f2'))).status, 200);

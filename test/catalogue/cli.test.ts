@@ -95,6 +95,11 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(r.code, 2);
       r = await alice('rm', '/exp/run7/a.root');
       assert.equal(r.code, 0, r.stderr);
+      // The API names its query parameter (recursive=true); the CLI names its own switch.
+      r = await alice('rm', '/exp');
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /directory \/exp is not empty: 'dirigo catalogue rm -r \/exp' removes it/);
+      assert.doesNotMatch(r.stderr, /recursive=true/);
       r = await alice('rm', '-r', '/exp');
       assert.equal(r.code, 0, r.stderr);
       r = await alice('ls', '/');

@@ -6,6 +6,7 @@ import { allowsCapability, requireCapability } from '../../auth/index.ts';
 import { nowIso } from '../../kernel/db/database.ts';
 import { Conflict, InvalidRequest } from '../../kernel/errors.ts';
 import { readDocument } from '../effective.ts';
+import { DirectoryNotEmpty } from '../errors.ts';
 import { insertRows } from '../fast-insert.ts';
 import { summariesRemoved } from '../file-values.ts';
 import { ancestorsOf, baseName, parentOf } from '../paths.ts';
@@ -194,7 +195,7 @@ export async function removeDirectory(s: Session, path: string, recursive: boole
     if (dir.owner !== s.principal.username) requireAllowed(s.principal, parent, WRITE, parent.path, `remove ${path}`);
     requireStickyRemoval(s.principal, parent, dir, path);
     const child = await s.trx.selectFrom('cat_directories').select('path').where('parent_id', '=', dir.id).limit(1).executeTakeFirst();
-    if (child || Number(dir.files) > 0) throw new Conflict(`directory ${path} is not empty (use recursive=true)`);
+    if (child || Number(dir.files) > 0) throw new DirectoryNotEmpty(path);
   }
   const ids = () => subtree(path)(s.trx.selectFrom('cat_directories as d')).select('d.id');
   const counted = await subtree(path)(s.trx.selectFrom('cat_directories as d')).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
