@@ -51,6 +51,9 @@ commands:
                                     the jobs' changes as they happen: a live table on a terminal,
                                     a line per change otherwise (--json: one JSON object per event)
 
+Statuses are taken in any case (--status done, Status=failed). 'dirigo job <command>' (DIRAC's
+singular) is the same as 'dirigo jobs <command>'.
+
 Commands that take job ids do each one, report each result, and exit non-zero when any failed:
 1 failed (a job not Done, a refused request), 2 usage, 3 timeout, 4 not found, 5 not allowed, 6 service error.
 
