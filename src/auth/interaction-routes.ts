@@ -124,7 +124,8 @@ async function showInteraction(ctx: AppContext, reply: FastifyReply, request: Fa
       groupRights: pending.scope.some(isGroupRightsScope) && !limited ? groups.map((g) => ({ group: g, rights: groupRights(ctx, user.name, g) })) : undefined,
       groups,
       setups: ctx.registry.setups,
-      group: preferred?.group,
+      // The group the application names, else the user's default group (registry.users[].defaultGroup).
+      group: preferred?.group ?? (user.defaultGroup !== undefined && groups.includes(user.defaultGroup) ? user.defaultGroup : undefined),
       setup: preferred?.setup,
       device: !isAuthorize,
     }),

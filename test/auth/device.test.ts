@@ -1,9 +1,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
-import type { TestService } from '../helpers/service.ts';
+import { startTestService, type TestService } from '../helpers/service.ts';
 import { USER_CODE_ALPHABET } from '../../src/auth/store.ts';
-import { approveDevice, Browser, formOf, postForm, startOAuthService } from './oauth-kit.ts';
+import { approveDevice, Browser, formOf, oauthConfig, PASSWORDS, postForm, startOAuthService } from './oauth-kit.ts';
 
 const DEVICE = 'urn:ietf:params:oauth:grant-type:device_code';
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -70,6 +70,25 @@ for (const { dialect, skip } of await dialects()) {
       await svc.ctx.db.updateTable('oauth_device_codes').set({ last_polled_at: new Date(Date.now() - 60_000).toISOString() }).execute();
       res = await poll(a.device_code);
       assert.equal(res.json.error, 'invalid_grant', 'a device code is used once');
+    });
+
+    it("preselects the user's default group (registry.users[].defaultGroup) on the consent page", async () => {
+      const config = await oauthConfig();
+      const registry = config.registry as { users: { name: string }[] };
+      registry.users = registry.users.map((u) => (u.name === 'alice' ? { ...u, defaultGroup: 'dirigo_prod' } : u));
+      const withDefault = await startTestService({ dialect, config });
+      const browser = new Browser(withDefault);
+      try {
+        const a = (await postForm(withDefault, '/oauth2/device', { client_id: 'test-public' })).json;
+        const entry = await browser.follow(`/oauth2/device?user_code=${encodeURIComponent(a.user_code)}`);
+        let page = await browser.follow('/oauth2/device/verify', { ...formOf(entry.text, '/oauth2/device/verify').hidden, user_code: a.user_code });
+        if (page.text.includes('action="/oauth2/login"')) page = await browser.login(page, 'alice', PASSWORDS.alice!);
+        assert.match(page.text, /<option value="dirigo_prod" selected>dirigo_prod<\/option>/);
+        assert.doesNotMatch(page.text, /<option value="dirigo_user" selected>/);
+      } finally {
+        await browser.close();
+        await withDefault.close();
+      }
     });
 
     it('answers access_denied, expired_token and invalid_grant', async () => {
