@@ -11,7 +11,7 @@ import { unknownWord } from '../kernel/cli/suggest.ts';
 import { JOBS_COMMANDS, jobsCommand } from './cli.ts';
 
 const USAGE = `usage: dirigo job report [--status TEXT] [--param NAME=VALUE]... [--json]
-       dirigo job submit|list|show|kill|...   the same as dirigo jobs submit|list|show|kill|...
+       dirigo job <command> ...   any 'dirigo jobs' command (submit, list, show, kill, ...), as DIRAC's singular
 
 Run inside a job: reports to the service with the job's token. Every report is also a heartbeat.
   --status TEXT        set the job's ApplicationStatus ('step 2/5')

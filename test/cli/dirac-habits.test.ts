@@ -99,7 +99,7 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(option.stderr, "dirigo job: unknown option '--cert': 'dirigo job --help' lists the options (an argument that starts with '-' goes after '--': -- --cert)\n");
       assert.equal((option.stderr.match(/"/g) ?? []).length % 2, 0);
       const help = await dirigo(['job', '--help']);
-      assert.match(help.stdout, /dirigo job submit\|list\|show\|kill\|\.\.\. +the same as dirigo jobs/);
+      assert.match(help.stdout, /dirigo job <command> \.\.\. +any 'dirigo jobs' command \(submit, list, show, kill, \.\.\.\)/);
     });
 
     it('exits 5 (not authenticated, as the README says) when nobody is signed in', async () => {
