@@ -5,50 +5,25 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Migrator, sql, type Kysely, type Migration } from 'kysely';
-import { migrate, openDatabase, type Db } from '../../src/kernel/db/database.ts';
+import type { Kysely } from 'kysely';
+import { migrate } from '../../src/kernel/db/database.ts';
 import { migrations } from '../../src/app/migrations.ts';
-import { POSTGRES_URL, createPostgresSchema, dialects } from '../helpers/dialects.ts';
+import { dialects } from '../helpers/dialects.ts';
+import { migrateBefore, scratchDatabase, type ScratchDb } from '../helpers/upgrade-db.ts';
 
 const GROUP_SCOPE = '2026_11_26_0001_auth_grants_group_scope';
 
 for (const { dialect, skip } of await dialects()) {
   describe(`grants of the previous release keep the rights they held (${dialect})`, { skip }, () => {
-    let db: Db;
-    let cleanup: () => Promise<void>;
-
+    let scratch: ScratchDb;
     before(async () => {
-      if (dialect === 'postgres') {
-        const schema = await createPostgresSchema();
-        db = openDatabase(POSTGRES_URL, { schema: schema.schema }).db;
-        cleanup = async () => {
-          await db.destroy();
-          await schema.drop();
-        };
-      } else {
-        const dir = mkdtempSync(join(tmpdir(), 'dirigo-migration-'));
-        db = openDatabase(`sqlite:${join(dir, 'db.sqlite')}`).db;
-        cleanup = async () => {
-          await db.destroy();
-          rmSync(dir, { recursive: true, force: true });
-        };
-      }
+      scratch = await scratchDatabase(dialect);
     });
-    after(() => cleanup?.());
+    after(() => scratch?.close());
 
     it('writes the group scope into grants made without a scope and into the web application\'s, and changes no other', async () => {
-      const schema = dialect === 'postgres' ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]!.s : undefined;
-      const earlier = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < GROUP_SCOPE));
-      const migrator = new Migrator({
-        db: db as unknown as Kysely<unknown>,
-        provider: { getMigrations: async (): Promise<Record<string, Migration>> => earlier },
-        allowUnorderedMigrations: true,
-        ...(schema ? { migrationTableSchema: schema } : {}),
-      });
-      assert.equal((await migrator.migrateToLatest()).error, undefined);
+      const db = scratch.db;
+      await migrateBefore(db, GROUP_SCOPE);
 
       const before: [string, string, string][] = [
         ['g1', 'dirigo-certificate', ''],
