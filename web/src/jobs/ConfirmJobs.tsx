@@ -13,9 +13,13 @@ export interface JobRef {
 /** Jobs named one by one; the rest are counted (a page may hold 1,000). */
 const NAMED = 10;
 
-const WHAT: Record<'kill' | 'delete', { verb: string; effect: string }> = {
-  kill: { verb: 'Kill', effect: 'Their payloads are stopped and they end Killed. A killed job can be rescheduled.' },
-  delete: { verb: 'Delete', effect: 'They are marked Deleted and leave the job monitor.' },
+/** What the action does, for one job and for several. */
+const WHAT: Record<'kill' | 'delete', { verb: string; effect: [string, string] }> = {
+  kill: {
+    verb: 'Kill',
+    effect: ['Its payload is stopped and it ends Killed. A killed job can be rescheduled.', 'Their payloads are stopped and they end Killed. A killed job can be rescheduled.'],
+  },
+  delete: { verb: 'Delete', effect: ['It is marked Deleted and leaves the job monitor.', 'They are marked Deleted and leave the job monitor.'] },
 };
 
 export interface ConfirmJobsProps {
@@ -33,7 +37,7 @@ export function ConfirmJobs({ action, jobs, leftOut = 0, onConfirm, onCancel }: 
   return (
     <Modal opened onClose={onCancel} title={`${verb} ${which}?`} centered closeButtonProps={{ 'aria-label': 'Close, doing nothing' }}>
       <Stack gap="sm">
-        <Text size="sm">{effect}</Text>
+        <Text size="sm">{effect[jobs.length === 1 ? 0 : 1]}</Text>
         <List size="sm" data-testid="confirm-jobs">
           {jobs.slice(0, NAMED).map((j) => (
             <List.Item key={j.jid}>
