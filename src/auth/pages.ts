@@ -25,7 +25,7 @@ input:focus,select:focus{border-color:var(--primary);outline:none}
 button{font:inherit;font-size:14px;font-weight:600;height:36px;padding:0 18px;margin:1rem .5rem 0 0;border-radius:8px;border:1px solid transparent;background:var(--primary);color:#fff;cursor:pointer}
 button.secondary{background:var(--control);border-color:var(--border);color:var(--text)}
 button:focus-visible,input:focus-visible,select:focus-visible{outline:2px solid var(--primary);outline-offset:2px}
-.error{color:var(--error);font-weight:600}.code{font:700 1.6rem monospace;letter-spacing:.2rem;height:auto}
+.error{color:var(--error);font-weight:600}.code{font:700 1.6rem monospace;letter-spacing:.2rem;height:auto;padding:.4rem 12px}
 ul{padding-left:1.2rem;margin:0 0 .8rem}hr{margin:1.5rem 0;border:0;border-top:1px solid var(--border)}small{color:var(--dimmed);font-size:14px;overflow-wrap:anywhere}`;
 
 const STYLE_HASH = `sha256-${createHash('sha256').update(STYLE).digest('base64')}`;
