@@ -190,9 +190,12 @@ for (const { dialect, skip } of await dialects()) {
       const finished = panel.getByTestId('finished-output');
       await finished.getByText(`Job ${done} has finished (Done)`).waitFor();
       await finished.getByText(/what the job wrote is in its output sandbox/).waitFor();
+      // The sandbox itself, read in the browser: its files, the standard output shown first.
+      await panel.getByTestId('sandbox-file').getByText('finished here').waitFor();
+      await panel.getByRole('group', { name: 'Files of the output sandbox' }).getByRole('button', { name: /^std\.out/ }).waitFor();
       assert.equal(await panel.getByRole('alert').count(), 0, 'no error');
       assert.equal(await panel.getByText(/peek shows/).count(), 0, "not peek's refusal");
-      const [download] = await Promise.all([page.waitForEvent('download'), finished.getByRole('button', { name: 'Download output sandbox' }).click()]);
+      const [download] = await Promise.all([page.waitForEvent('download'), panel.getByRole('button', { name: 'Download output sandbox' }).click()]);
       assert.match(download.suggestedFilename(), /\.tar\.gz$/);
       await assertAccessible(page, 'a finished job\'s Output tab');
       await screenshots(page, shot('finished-output'));

@@ -9,6 +9,7 @@ import { api, authorizedFetch, saveResponse, unwrap } from '../api.ts';
 import { ATTRIBUTES, formatValue, isFinal, statusColor, type JobDetail } from './attributes.ts';
 import { actOnJobs, type JobAction } from './actions.ts';
 import { ConfirmJobs } from './ConfirmJobs.tsx';
+import { OutputSandbox } from './OutputSandbox.tsx';
 import { formatTimestamp } from '../time-format.ts';
 
 function Manifest({ jid }: { jid: number }) {
@@ -44,26 +45,23 @@ function Manifest({ jid }: { jid: number }) {
 
 /**
  * Peek reads a running job's output where it is being written; a finished job's output is in its output
- * sandbox, and a job that has not started has none. Those are said plainly instead of peek's refusal.
+ * sandbox (shown as OutputSandbox reads it), and a job that has not started has none. Those are said
+ * plainly instead of peek's refusal.
  */
-function Output({ jid, status, onDownload }: { jid: number; status: string; onDownload(): void }) {
+function Output({ jid, status }: { jid: number; status: string }) {
   if (isFinal(status)) {
     const sandbox = status === 'Done' || status === 'Failed';
     return (
-      <Alert color="blue" role="status" title={`Job ${jid} has finished (${status})`} data-testid="finished-output">
-        <Stack gap="xs" align="flex-start">
+      <Stack gap="sm">
+        <Alert color="blue" role="status" title={`Job ${jid} has finished (${status})`} data-testid="finished-output">
           <Text size="sm">
             {sandbox
-              ? 'Nothing is running any more, so there is no output to follow: what the job wrote is in its output sandbox.'
+              ? 'Nothing is running any more, so there is no output to follow: what the job wrote is in its output sandbox, shown below.'
               : 'Nothing is running any more, so there is no output to follow.'}
           </Text>
-          {sandbox && (
-            <Button size="xs" onClick={onDownload}>
-              Download output sandbox
-            </Button>
-          )}
-        </Stack>
-      </Alert>
+        </Alert>
+        {sandbox && <OutputSandbox jid={jid} />}
+      </Stack>
     );
   }
   if (!['Running', 'Completing', 'Stalled'].includes(status)) {
@@ -209,7 +207,7 @@ export function JobPanel({ jid, onClose, onChanged }: { jid: number; onClose(): 
               <Manifest jid={jid} />
             </Tabs.Panel>
             <Tabs.Panel value="peek" pt="sm">
-              <Output jid={jid} status={job.Status ?? ''} onDownload={() => void download('outputsandbox')} />
+              <Output jid={jid} status={job.Status ?? ''} />
             </Tabs.Panel>
           </Tabs>
           {confirming && (
