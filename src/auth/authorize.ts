@@ -41,6 +41,8 @@ export interface AuthorizeRequest {
   signInAfter?: number | undefined;
   /** login_hint (or the id_token_hint's subject): prefills the login form. */
   loginHint?: string | undefined;
+  /** prompt=consent: the consent page is shown even to the first-party application. */
+  askConsent?: true | undefined;
 }
 
 /** An error about the client or redirect URI: shown to the user, never redirected. */

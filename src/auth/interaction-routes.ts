@@ -151,14 +151,17 @@ async function redirectWithCode(ctx: AppContext, reply: FastifyReply, session: B
 }
 
 /**
- * The service's own web application names the group it wants (a group switch is a new authorization
- * request): a signed-in member is not asked again, as first-party applications are not. The setup is
- * the one named, or the only one there is.
+ * The service's own web application is not asked for consent (first-party, trusted by the deployment):
+ * a signed-in member goes straight back with what the consent page would have preselected, the group
+ * named (a group switch is a new authorization request naming it) or else the first group offered, and
+ * the setup named or else the first one. `prompt=consent` still shows the page; other clients always do.
  */
 function firstPartyChoice(ctx: AppContext, client: OAuthClient | undefined, pending: AuthorizeRequest, groups: readonly string[]): { group: string; setup: string } | undefined {
-  if (!client?.firstParty || pending.group === undefined || !groups.includes(pending.group)) return undefined;
-  const setup = pending.setup ?? (ctx.registry.setups.length === 1 ? ctx.registry.setups[0] : undefined);
-  return setup !== undefined && ctx.registry.hasSetup(setup) ? { group: pending.group, setup } : undefined;
+  if (!client?.firstParty || pending.askConsent) return undefined;
+  const group = pending.group ?? groups[0];
+  if (group === undefined || !groups.includes(group)) return undefined;
+  const setup = pending.setup ?? ctx.registry.setups[0];
+  return setup !== undefined && ctx.registry.hasSetup(setup) ? { group, setup } : undefined;
 }
 
 /**

@@ -6,13 +6,27 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 
-const STYLE = `body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f4f5f7;color:#1b1f24}
-main{max-width:28rem;margin:3rem auto;background:#fff;padding:2rem;border-radius:8px;box-shadow:0 1px 4px #0002}
-h1{font-size:1.4rem;margin-top:0}label{display:block;margin:.8rem 0 .2rem;font-weight:600}
-input,select{width:100%;box-sizing:border-box;padding:.5rem;font:inherit;border:1px solid #888;border-radius:4px}
-button{font:inherit;padding:.55rem 1.2rem;margin:1rem .5rem 0 0;border-radius:4px;border:1px solid #1d4ed8;background:#1d4ed8;color:#fff;cursor:pointer}
-button.secondary{background:#fff;color:#1d4ed8}.error{color:#b00020;font-weight:600}.code{font:700 1.6rem monospace;letter-spacing:.2rem}
-ul{padding-left:1.2rem}hr{margin:1.5rem 0;border:0;border-top:1px solid #ddd}small{color:#555}`;
+/**
+ * The web application's look (Mantine's theme as web/src/main.tsx sets it: the same font stack, primary
+ * blue shade 8, borders, 8-pixel radii, 36-pixel controls, a 56-pixel header), light or dark as the
+ * system prefers, as the application follows it. Written out here: the pages load nothing from elsewhere.
+ */
+const STYLE = `:root{color-scheme:light dark;--body:#fff;--text:#000;--dimmed:#495057;--border:#ced4da;--control:#fff;--primary:#1971c2;--error:#c92a2a}
+@media (prefers-color-scheme:dark){:root{--body:#242424;--text:#c9c9c9;--dimmed:#c9c9c9;--border:#424242;--control:#2e2e2e;--error:#ff8787}}
+body{margin:0;font:16px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;background:var(--body);color:var(--text);-webkit-font-smoothing:antialiased}
+header{height:56px;box-sizing:border-box;display:flex;align-items:center;padding:0 16px;border-bottom:1px solid var(--border)}
+header span{font-size:18px;font-weight:800}
+main{box-sizing:border-box;width:calc(100% - 2rem);max-width:30rem;margin:2rem auto;padding:32px;border:1px solid var(--border);border-radius:8px;box-shadow:0 1px 3px #0000000d,#0000000d 0 10px 15px -5px,#0000000a 0 7px 7px -5px}
+@media (max-width:480px){main{padding:20px;margin:1rem auto}}
+h1{font-size:26px;line-height:1.35;font-weight:700;margin:0 0 1rem}p{margin:0 0 .8rem}
+label{display:block;margin:1rem 0 4px;font-size:14px;font-weight:500}
+input,select{display:block;width:100%;box-sizing:border-box;height:36px;padding:0 12px;font:inherit;font-size:14px;color:var(--text);background:var(--control);border:1px solid var(--border);border-radius:8px}
+input:focus,select:focus{border-color:var(--primary);outline:none}
+button{font:inherit;font-size:14px;font-weight:600;height:36px;padding:0 18px;margin:1rem .5rem 0 0;border-radius:8px;border:1px solid transparent;background:var(--primary);color:#fff;cursor:pointer}
+button.secondary{background:var(--control);border-color:var(--border);color:var(--text)}
+button:focus-visible,input:focus-visible,select:focus-visible{outline:2px solid var(--primary);outline-offset:2px}
+.error{color:var(--error);font-weight:600}.code{font:700 1.6rem monospace;letter-spacing:.2rem;height:auto;padding:.4rem 12px}
+ul{padding-left:1.2rem;margin:0 0 .8rem}hr{margin:1.5rem 0;border:0;border-top:1px solid var(--border)}small{color:var(--dimmed);font-size:14px;overflow-wrap:anywhere}`;
 
 const STYLE_HASH = `sha256-${createHash('sha256').update(STYLE).digest('base64')}`;
 
@@ -43,7 +57,7 @@ export function sendPage(reply: FastifyReply, title: string, body: string, optio
     .header('cache-control', 'no-store')
     .send(
       `<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
-        `<title>${esc(title)} · Dirigo</title><style>${STYLE}</style></head>\n<body><main>\n<h1>${esc(title)}</h1>\n${body}\n</main></body></html>\n`,
+        `<title>${esc(title)} · Dirigo</title><style>${STYLE}</style></head>\n<body><header><span>Dirigo</span></header><main>\n<h1>${esc(title)}</h1>\n${body}\n</main></body></html>\n`,
     );
 }
 

@@ -1,8 +1,9 @@
 /**
  * OpenID Connect Core §3.1.2.1 authentication-request parameters that decide whether the user must sign
  * in again: `prompt`, `max_age`, `login_hint` and `id_token_hint`, with the §3.1.2.6 errors for
- * `prompt=none`. Dirigo always asks for consent (the user picks the group of the token), so a
- * `prompt=none` request whose user is signed in still needs an interaction: `consent_required`.
+ * `prompt=none`. Dirigo asks for consent (the user picks the group of the token; only its own first-party
+ * application is answered at once), so a `prompt=none` request whose user is signed in still needs an
+ * interaction: `consent_required`.
  */
 import type { AppContext } from '../kernel/context.ts';
 import { DirigoError, InvalidRequest } from '../kernel/errors.ts';
@@ -17,6 +18,8 @@ export interface PromptRequest {
   signInAfter?: number | undefined;
   /** Prefills the login form. */
   loginHint?: string | undefined;
+  /** prompt=consent: the consent page is shown even to a first-party client. */
+  askConsent?: true | undefined;
 }
 
 /** §3.1.2.6 error codes, redirected to the client like the other authorization errors. */
@@ -55,6 +58,7 @@ export async function promptDecision(ctx: AppContext, params: Record<string, str
   return {
     // A sign-in that completes after this request satisfies it.
     ...(forceLogin ? { signInAfter: now } : {}),
+    ...(prompts.includes('consent') ? { askConsent: true as const } : {}),
     loginHint: params.login_hint ?? hinted,
   };
 }

@@ -1,7 +1,7 @@
 /**
  * Shared pieces of the web application's browser suites: the service they drive (password users, a
  * local site, an agents site no agent serves, so jobs sent there wait), the built application, sign-in
- * through the real login and consent pages, screenshots at desktop and phone widths in both themes,
+ * through the real login page (the application is asked no consent), screenshots at desktop and phone widths in both themes,
  * and the accessibility scan (axe-core, WCAG 2.1 A and AA).
  */
 import assert from 'node:assert/strict';
@@ -62,22 +62,28 @@ export async function openApp(browser: Browser, svc: TestService, certificateOf?
   return { context, page, problems };
 }
 
-/** From the landing page through the login and consent pages, back to the job monitor. */
-export async function signInWithPassword(page: Page, svc: TestService, user = 'alice', group = 'dirigo_user'): Promise<void> {
-  await page.goto(`${svc.url}/app/`);
+/**
+ * From the landing page of `address` through the login page, straight back (the first-party application
+ * is asked no consent) to that same address.
+ */
+export async function signInWithPassword(page: Page, svc: TestService, user = 'alice', address = '/app/'): Promise<void> {
+  await page.goto(`${svc.url}${address}`);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByLabel('User name').fill(user);
   await page.getByLabel('Password').fill(PASSWORDS[user]!);
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await consent(page, group);
+  await signedIn(page, svc, address);
 }
 
-export async function consent(page: Page, group: string): Promise<void> {
-  await page.getByRole('heading', { name: 'Authorize access' }).waitFor();
-  assert.match((await page.textContent('main')) ?? '', /Dirigo web application/);
-  await page.getByLabel('Group').selectOption(group);
-  await page.getByRole('button', { name: 'Allow' }).click();
-  await page.getByRole('heading', { name: 'Job monitor' }).waitFor();
+/** Back in the application at `address`, with no consent page on the way. */
+export async function signedIn(page: Page, svc: TestService, address = '/app/'): Promise<void> {
+  await page.waitForURL((url) => url.pathname.startsWith('/app/') && !url.pathname.endsWith('/callback'));
+  assert.equal(await page.getByRole('heading', { name: 'Authorize access' }).count(), 0, 'no consent page');
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  await page.locator('main h1').first().waitFor();
+  const here = new URL(page.url());
+  assert.equal(`${here.pathname}${here.search}`, address, 'back on the address that was opened');
+  assert.equal(here.origin, new URL(svc.url).origin);
 }
 
 /** Desktop and phone widths, light and dark: `<name>-<width>-<theme>.png` under test-artifacts/web/. */

@@ -18,7 +18,7 @@ import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { cataloguePath } from '../../packages/client/src/index.ts';
 import { postForm } from '../auth/oauth-kit.ts';
-import { ARTIFACTS, assertAccessible, buildWebApp, consent, openApp, rowStatus, screenshots, signInWithPassword, startWebService } from './web-kit.ts';
+import { ARTIFACTS, assertAccessible, buildWebApp, openApp, rowStatus, screenshots, signedIn, signInWithPassword, startWebService } from './web-kit.ts';
 
 const missing = chromiumMissing('web application suite');
 
@@ -151,6 +151,7 @@ for (const { dialect, skip } of await dialects()) {
       };
       await select();
       await page.getByRole('button', { name: 'Kill', exact: true }).click();
+      await page.getByRole('dialog', { name: 'Kill 2 jobs?' }).getByRole('button', { name: 'Kill 2 jobs' }).click();
       for (const jid of jids) await rowStatus(page, jid, ['Killed']);
       await select();
       await page.getByRole('button', { name: 'Reschedule', exact: true }).click();
@@ -159,9 +160,11 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(after.json.RescheduleCounter, 1);
       await select();
       await page.getByRole('button', { name: 'Kill', exact: true }).click();
+      await page.getByRole('dialog', { name: 'Kill 2 jobs?' }).getByRole('button', { name: 'Kill 2 jobs' }).click();
       for (const jid of jids) await rowStatus(page, jid, ['Killed']);
       await select();
       await page.getByRole('button', { name: 'Delete', exact: true }).click();
+      await page.getByRole('dialog', { name: 'Delete 2 jobs?' }).getByRole('button', { name: 'Delete 2 jobs' }).click();
       for (const jid of jids) await page.locator(`tr[data-jid="${jid}"]`).waitFor({ state: 'detached' });
       assert.equal((await svc.request(`/jobs/${jids[1]}`, { token: await svc.token('alice') })).json.Status, 'Deleted');
       assert.deepEqual(problems, []);
@@ -207,7 +210,9 @@ for (const { dialect, skip } of await dialects()) {
       await page.goto(`${svc.url}/app/`);
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByRole('button', { name: 'Continue as carol' }).click();
-      await consent(page, 'dirigo_user');
+      await signedIn(page, svc);
+      await page.getByRole('heading', { name: 'Job monitor' }).waitFor();
+      assert.equal(await page.getByRole('combobox', { name: 'Group' }).inputValue(), 'dirigo_user', 'the first group of carol');
       // Another group: a new authorization, answered at once for a signed-in member.
       await page.getByRole('combobox', { name: 'Group' }).click();
       await page.getByRole('option', { name: 'dirigo_prod' }).click();

@@ -33,8 +33,11 @@ function ThemeToggle() {
   );
 }
 
-/** One token per group: choosing another group asks the server for a token of that group. */
-function GroupSwitch() {
+/**
+ * One token per group: choosing another group asks the server for a token of that group. In the header
+ * from tablet width up; on a phone in the navigation, so that the header keeps room for Sign out.
+ */
+function GroupSwitch({ where }: { where: 'header' | 'navbar' }) {
   const [groups, setGroups] = useState<string[]>([]);
   const group = currentTokens()?.group ?? '';
   useEffect(() => {
@@ -44,7 +47,9 @@ function GroupSwitch() {
     <Select
       aria-label="Group"
       size="xs"
-      w={150}
+      w={where === 'header' ? 150 : undefined}
+      mb={where === 'navbar' ? 'xs' : undefined}
+      {...(where === 'header' ? { visibleFrom: 'sm' } : { hiddenFrom: 'sm' })}
       data={groups.length ? groups : [group]}
       value={group}
       allowDeselect={false}
@@ -86,7 +91,7 @@ export function App() {
             </UnstyledButton>
           </Group>
           <Group gap="xs" wrap="nowrap">
-            <GroupSwitch />
+            <GroupSwitch where="header" />
             <ThemeToggle />
             <Button variant="default" size="xs" onClick={() => void signOut()}>
               Sign out
@@ -95,6 +100,7 @@ export function App() {
         </Group>
       </AppShell.Header>
       <AppShell.Navbar p="xs" aria-label="Pages">
+        <GroupSwitch where="navbar" />
         {PAGES.map((p) => (
           <NavLink
             key={p.page}

@@ -51,7 +51,8 @@ function Landing({ error }: { error?: string }) {
               {error}
             </Alert>
           )}
-          <Button onClick={() => void signIn({ returnTo: basePath() })}>Sign in</Button>
+          {/* Back to the address opened (a shared link), not to the start page. */}
+          <Button onClick={() => void signIn()}>Sign in</Button>
         </Stack>
       </Paper>
     </Center>
@@ -69,7 +70,7 @@ async function start(): Promise<void> {
   if (here.pathname === `${basePath()}callback`) {
     try {
       const returnTo = await completeSignIn(here);
-      history.replaceState(null, '', returnTo.startsWith(basePath()) ? returnTo : basePath());
+      history.replaceState(null, '', returnTo);
     } catch (e) {
       history.replaceState(null, '', basePath());
       render(<Landing error={(e as Error).message} />);

@@ -2,9 +2,12 @@
  * Signing in: the application is a public OAuth client of Dirigo (RFC 6749 §4.1 with PKCE, RFC 7636).
  * Tokens live in this module's memory only; what survives a redirect in sessionStorage is the PKCE
  * verifier, the state, the page to return to and the last group, none of which grants anything.
- * Refresh tokens rotate (each refresh answers a new one). A group switch is a new authorization request
- * naming the group, which the server answers at once for a signed-in member (first-party client).
+ * Refresh tokens rotate (each refresh answers a new one). The server answers a signed-in member at
+ * once, without a consent page (first-party client): a first sign-in, and a group switch (a new
+ * authorization request naming the group).
  */
+import { safeReturnTo } from './return-to.ts';
+
 export interface AppConfig {
   clientId: string;
   issuer: string;
@@ -67,13 +70,14 @@ function randomText(bytes = 32): string {
   return base64url(crypto.getRandomValues(new Uint8Array(bytes)));
 }
 
-/** Sends the browser to the authorization endpoint; it comes back to /callback. */
+/** Sends the browser to the authorization endpoint; it comes back to /callback, then to `returnTo`. */
 export async function signIn(options: { group?: string | undefined; setup?: string | undefined; returnTo?: string } = {}): Promise<never> {
   const c = appConfig();
   const verifier = randomText(48);
   const challenge = base64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier))));
   const state = randomText(16);
-  const returnTo = options.returnTo ?? location.pathname + location.search;
+  // The address opened, so that a shared link shows its page once signed in.
+  const returnTo = safeReturnTo(options.returnTo ?? location.pathname + location.search, c.basePath, location.origin);
   sessionStorage.setItem(PENDING, JSON.stringify({ state, verifier, returnTo }));
   const url = new URL('/oauth2/auth', c.publicUrl);
   const params: Record<string, string> = {
@@ -133,7 +137,7 @@ function keep(next: Tokens): Tokens {
 
 /**
  * Completes a sign-in on /callback: checks state and issuer (RFC 9207 §2.4), redeems the code once.
- * @returns the page to show next.
+ * @returns the page to show next: the one the sign-in started from, if it is one of this application's.
  */
 export async function completeSignIn(url: URL): Promise<string> {
   const pending = JSON.parse(sessionStorage.getItem(PENDING) ?? 'null') as { state: string; verifier: string; returnTo: string } | null;
@@ -146,7 +150,7 @@ export async function completeSignIn(url: URL): Promise<string> {
   const code = url.searchParams.get('code');
   if (!code) throw new Error('The answer has no authorization code.');
   keep(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: redirectUri(), code_verifier: pending.verifier }));
-  return pending.returnTo;
+  return safeReturnTo(pending.returnTo, appConfig().basePath, location.origin);
 }
 
 /** A new access token from the refresh token (rotated); concurrent callers share one request. */

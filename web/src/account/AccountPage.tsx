@@ -7,12 +7,13 @@ import { Alert, Badge, Button, Group, Stack, Table, Text, Title } from '@mantine
 import type { operations } from '@dirigo/client/schema';
 import { api, unwrap } from '../api.ts';
 import { FieldTable } from '../FieldTable.tsx';
+import { formatTimestamp } from '../time-format.ts';
 
 type Account = operations['getAccount']['responses'][200]['content']['application/json'];
 type Grant = operations['listMyGrants']['responses'][200]['content']['application/json']['grants'][number];
 type Session = operations['listMySessions']['responses'][200]['content']['application/json']['sessions'][number];
 
-const when = (iso: string | null | undefined) => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, '') : '—');
+const when = (iso: string | null | undefined) => (iso ? formatTimestamp(iso) : '—');
 
 function useList<T>(load: () => Promise<T[]>): { rows: T[] | undefined; error: string | undefined; reload(): Promise<void> } {
   const [rows, setRows] = useState<T[]>();

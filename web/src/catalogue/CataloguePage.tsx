@@ -9,6 +9,7 @@ import { api, cataloguePath, unwrap } from '../api.ts';
 import { updateParams } from '../url-state.ts';
 import { MetadataSearch } from './MetadataSearch.tsx';
 import { formatSize, modeText } from './format.ts';
+import { formatTimestamp } from '../time-format.ts';
 import { FieldTable } from '../FieldTable.tsx';
 import type { operations } from '@dirigo/client/schema';
 
@@ -67,7 +68,7 @@ function FilePanel({ path, onClose }: { path: string; onClose(): void }) {
           <Title order={2} size="h4">
             Attributes
           </Title>
-          <FieldTable rows={Object.entries(file).map(([k, v]) => [k, k === 'Mode' ? modeText(Number(v)) : k === 'Size' ? formatSize(Number(v)) : String(v)])} />
+          <FieldTable rows={Object.entries(file).map(([k, v]) => [k, k === 'Mode' ? modeText(Number(v)) : k === 'Size' ? formatSize(Number(v)) : k.endsWith('Date') ? formatTimestamp(String(v)) : String(v)])} />
           <Title order={2} size="h4">
             Metadata (own and inherited)
           </Title>
@@ -131,7 +132,7 @@ function DirectoryListing({ path }: { path: string }) {
                 <Table.Td>{d.Owner}</Table.Td>
                 <Table.Td>{d.OwnerGroup}</Table.Td>
                 <Table.Td ff="monospace">{d.Mode !== undefined ? modeText(d.Mode, true) : ''}</Table.Td>
-                <Table.Td>{d.ModificationDate?.replace('T', ' ')}</Table.Td>
+                <Table.Td>{d.ModificationDate && formatTimestamp(d.ModificationDate)}</Table.Td>
               </Table.Tr>
             ))}
             {listing.Files.map((f) => (
@@ -145,7 +146,7 @@ function DirectoryListing({ path }: { path: string }) {
                 <Table.Td>{f.Owner}</Table.Td>
                 <Table.Td>{f.OwnerGroup}</Table.Td>
                 <Table.Td ff="monospace">{f.Mode !== undefined ? modeText(f.Mode) : ''}</Table.Td>
-                <Table.Td>{f.ModificationDate?.replace('T', ' ')}</Table.Td>
+                <Table.Td>{f.ModificationDate && formatTimestamp(f.ModificationDate)}</Table.Td>
               </Table.Tr>
             ))}
           </Table.Tbody>

@@ -7,13 +7,14 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { Alert, Badge, Button, Group, Menu, Checkbox, Select, Stack, Text, Title, Tooltip, Progress } from '@mantine/core';
 import { api, unwrap } from '../api.ts';
 import { updateParams } from '../url-state.ts';
-import { ATTRIBUTES, STATUSES, statusColor, type Attribute, type JobRecord } from './attributes.ts';
+import { ATTRIBUTES, isFinal, STATUSES, statusColor, type Attribute, type JobRecord } from './attributes.ts';
 import { followJobEvents } from './events.ts';
 import { JobFilters } from './JobFilters.tsx';
 import { JobTable } from './JobTable.tsx';
 import { JobPanel } from './JobPanel.tsx';
 import { PAGE_SIZES, readView, restrictions, searchBody } from './query.ts';
 import { actOnJobs, type JobAction } from './actions.ts';
+import { ConfirmJobs, type JobRef } from './ConfirmJobs.tsx';
 
 interface Summary {
   total: number;
@@ -55,6 +56,7 @@ export function JobMonitor({ params }: { params: URLSearchParams }) {
   const [selected, setSelected] = useState<Set<number>>(new Set());
   const [live, setLive] = useState(false);
   const [notice, setNotice] = useState<string>();
+  const [confirming, setConfirming] = useState<'kill' | 'delete'>();
   const previous = useRef<(string | undefined)[]>([]);
   const body = useMemo(() => JSON.stringify(searchBody(view)), [view]);
   const filterKey = restrictions(view).toString();
@@ -124,8 +126,7 @@ export function JobMonitor({ params }: { params: URLSearchParams }) {
     };
   }, [filterKey, load, loadSummary, view.cursor]);
 
-  const act = async (action: JobAction) => {
-    const jids = [...selected];
+  const act = async (action: JobAction, jids: number[]) => {
     try {
       const { done, refused } = await actOnJobs(action, jids);
       setNotice(`${action}: ${done} of ${jids.length} jobs${refused.length ? `; refused: ${refused.map((r) => `${r.jid} (${r.error_description})`).join(', ')}` : ''}`);
@@ -149,6 +150,12 @@ export function JobMonitor({ params }: { params: URLSearchParams }) {
     });
   }, []);
   const open = useCallback((jid: number) => updateParams({ job: String(jid) }, false), []);
+
+  // What the confirmation names; a finished job is not offered to kill (there is nothing left to stop).
+  const byId = useMemo(() => new Map(jobs.map((j) => [j.JobID ?? 0, j])), [jobs]);
+  const chosen: JobRef[] = [...selected].map((jid) => ({ jid, name: byId.get(jid)?.JobName, status: byId.get(jid)?.Status }));
+  const killable = chosen.filter((j) => !isFinal(j.status));
+  const killReason = chosen.length > 0 && killable.length === 0 ? 'The selected jobs have finished (Done, Failed, Killed or Deleted): there is nothing to kill.' : undefined;
 
   const sortBy = (attribute: Attribute) => {
     const descending = view.sort.attribute === attribute ? !view.sort.descending : attribute === 'JobID' || attribute.endsWith('Time');
@@ -174,13 +181,18 @@ export function JobMonitor({ params }: { params: URLSearchParams }) {
           <Text size="sm" aria-live="polite">
             {selected.size} selected
           </Text>
-          <Button size="xs" color="red" disabled={!selected.size} onClick={() => void act('kill')}>
-            Kill
-          </Button>
-          <Button size="xs" variant="light" disabled={!selected.size} onClick={() => void act('reschedule')}>
+          {/* A disabled button gets no pointer events: the wrapper shows why. */}
+          <Tooltip label={killReason} disabled={!killReason}>
+            <span data-testid="kill-selected">
+              <Button size="xs" color="red" disabled={!killable.length} onClick={() => setConfirming('kill')}>
+                Kill
+              </Button>
+            </span>
+          </Tooltip>
+          <Button size="xs" variant="light" disabled={!selected.size} onClick={() => void act('reschedule', [...selected])}>
             Reschedule
           </Button>
-          <Button size="xs" variant="light" color="gray" disabled={!selected.size} onClick={() => void act('delete')}>
+          <Button size="xs" variant="light" color="gray" disabled={!selected.size} onClick={() => setConfirming('delete')}>
             Delete
           </Button>
         </Group>
@@ -209,7 +221,8 @@ export function JobMonitor({ params }: { params: URLSearchParams }) {
           <Select
             aria-label="Jobs per page"
             size="xs"
-            w={110}
+            // Room for the longest label, '1000 per page', beside the arrow.
+            w={140}
             data={PAGE_SIZES.map((n) => ({ value: String(n), label: `${n} per page` }))}
             value={String(view.size)}
             onChange={(v) => updateParams({ size: v ?? undefined, cursor: undefined })}
@@ -218,7 +231,7 @@ export function JobMonitor({ params }: { params: URLSearchParams }) {
         </Group>
       </Group>
       {notice && (
-        <Alert color="blue" withCloseButton onClose={() => setNotice(undefined)} role="status">
+        <Alert color="blue" withCloseButton closeButtonLabel="Dismiss" onClose={() => setNotice(undefined)} role="status">
           {notice}
         </Alert>
       )}
@@ -257,6 +270,18 @@ export function JobMonitor({ params }: { params: URLSearchParams }) {
           </Button>
         </Group>
       </Group>
+      {confirming && (
+        <ConfirmJobs
+          action={confirming}
+          jobs={confirming === 'kill' ? killable : chosen}
+          leftOut={confirming === 'kill' ? chosen.length - killable.length : 0}
+          onCancel={() => setConfirming(undefined)}
+          onConfirm={() => {
+            setConfirming(undefined);
+            void act(confirming, (confirming === 'kill' ? killable : chosen).map((j) => j.jid));
+          }}
+        />
+      )}
       {view.selected !== undefined && <JobPanel jid={view.selected} onClose={() => updateParams({ job: undefined }, false)} onChanged={() => void load()} />}
     </Stack>
   );

@@ -3,11 +3,14 @@
  * JSON or JDL, sandbox downloads, the end of a running job's output, and actions.
  */
 import { useCallback, useEffect, useState } from 'react';
-import { Alert, Badge, Button, Code, Drawer, Group, ScrollArea, SegmentedControl, Stack, Tabs, Text, Timeline } from '@mantine/core';
+import { Alert, Badge, Button, Code, Drawer, Group, ScrollArea, SegmentedControl, Stack, Tabs, Text, Timeline, Tooltip } from '@mantine/core';
 import { FieldTable } from '../FieldTable.tsx';
 import { api, authorizedFetch, saveResponse, unwrap } from '../api.ts';
-import { ATTRIBUTES, formatValue, statusColor, type JobDetail } from './attributes.ts';
+import { ATTRIBUTES, formatValue, isFinal, statusColor, type JobDetail } from './attributes.ts';
 import { actOnJobs, type JobAction } from './actions.ts';
+import { ConfirmJobs } from './ConfirmJobs.tsx';
+import { OutputSandbox } from './OutputSandbox.tsx';
+import { formatTimestamp } from '../time-format.ts';
 
 function Manifest({ jid }: { jid: number }) {
   const [format, setFormat] = useState<'json' | 'jdl'>('json');
@@ -40,6 +43,33 @@ function Manifest({ jid }: { jid: number }) {
   );
 }
 
+/**
+ * Peek reads a running job's output where it is being written; a finished job's output is in its output
+ * sandbox (shown as OutputSandbox reads it), and a job that has not started has none. Those are said
+ * plainly instead of peek's refusal.
+ */
+function Output({ jid, status }: { jid: number; status: string }) {
+  if (isFinal(status)) {
+    const sandbox = status === 'Done' || status === 'Failed';
+    return (
+      <Stack gap="sm">
+        <Alert color="blue" role="status" title={`Job ${jid} has finished (${status})`} data-testid="finished-output">
+          <Text size="sm">
+            {sandbox
+              ? 'Nothing is running any more, so there is no output to follow: what the job wrote is in its output sandbox, shown below.'
+              : 'Nothing is running any more, so there is no output to follow.'}
+          </Text>
+        </Alert>
+        {sandbox && <OutputSandbox jid={jid} />}
+      </Stack>
+    );
+  }
+  if (!['Running', 'Completing', 'Stalled'].includes(status)) {
+    return <Text size="sm">Job {jid} is {status}: it has not started, so it has written nothing yet.</Text>;
+  }
+  return <Peek jid={jid} running={status !== 'Stalled'} />;
+}
+
 function Peek({ jid, running }: { jid: number; running: boolean }) {
   const [text, setText] = useState<string>();
   const read = useCallback(async () => {
@@ -54,7 +84,7 @@ function Peek({ jid, running }: { jid: number; running: boolean }) {
         <Button size="xs" variant="default" onClick={() => void read()}>
           Read again
         </Button>
-        {!running && <Text size="sm">The job is not running: this is what it last wrote, if anything.</Text>}
+        {!running && <Text size="sm">The job is stalled: this is what it last wrote, if anything.</Text>}
       </Group>
       <ScrollArea.Autosize mah={400}>
         <Code block data-testid="peek">
@@ -69,6 +99,7 @@ export function JobPanel({ jid, onClose, onChanged }: { jid: number; onClose(): 
   const [job, setJob] = useState<JobDetail>();
   const [error, setError] = useState<string>();
   const [notice, setNotice] = useState<string>();
+  const [confirming, setConfirming] = useState<'kill' | 'delete'>();
   const load = useCallback(async () => {
     try {
       setJob(unwrap(await api.GET('/jobs/{jid}', { params: { path: { jid } } })));
@@ -122,18 +153,23 @@ export function JobPanel({ jid, onClose, onChanged }: { jid: number; onClose(): 
             <Button size="xs" variant="default" onClick={() => void download('inputsandbox')}>
               Download input sandbox
             </Button>
-            <Button size="xs" color="red" variant="light" onClick={() => void act('kill')}>
-              Kill
-            </Button>
+            {/* A disabled button gets no pointer events: the wrapper shows why. */}
+            <Tooltip label={`Job ${jid} has finished (${job.Status}): there is nothing to kill.`} disabled={!isFinal(job.Status)}>
+              <span data-testid="panel-kill">
+                <Button size="xs" color="red" variant="light" disabled={isFinal(job.Status)} onClick={() => setConfirming('kill')}>
+                  Kill
+                </Button>
+              </span>
+            </Tooltip>
             <Button size="xs" variant="light" onClick={() => void act('reschedule')}>
               Reschedule
             </Button>
-            <Button size="xs" variant="light" color="gray" onClick={() => void act('delete')}>
+            <Button size="xs" variant="light" color="gray" onClick={() => setConfirming('delete')}>
               Delete
             </Button>
           </Group>
           {notice && (
-            <Alert color="blue" role="status" withCloseButton onClose={() => setNotice(undefined)}>
+            <Alert color="blue" role="status" withCloseButton closeButtonLabel="Dismiss" onClose={() => setNotice(undefined)}>
               {notice}
             </Alert>
           )}
@@ -154,7 +190,7 @@ export function JobPanel({ jid, onClose, onChanged }: { jid: number; onClose(): 
                   <Timeline.Item key={i} title={`${h.Status} · ${h.MinorStatus}`}>
                     <Text size="sm">{h.ApplicationStatus}</Text>
                     <Text size="xs">
-                      {h.StatusTime.replace('T', ' ')} · {h.Source}
+                      {formatTimestamp(h.StatusTime)} · {h.Source}
                     </Text>
                   </Timeline.Item>
                 ))}
@@ -171,9 +207,20 @@ export function JobPanel({ jid, onClose, onChanged }: { jid: number; onClose(): 
               <Manifest jid={jid} />
             </Tabs.Panel>
             <Tabs.Panel value="peek" pt="sm">
-              <Peek jid={jid} running={running} />
+              <Output jid={jid} status={job.Status ?? ''} />
             </Tabs.Panel>
           </Tabs>
+          {confirming && (
+            <ConfirmJobs
+              action={confirming}
+              jobs={[{ jid, name: job.JobName, status: job.Status }]}
+              onCancel={() => setConfirming(undefined)}
+              onConfirm={() => {
+                setConfirming(undefined);
+                void act(confirming);
+              }}
+            />
+          )}
         </Stack>
       )}
     </Drawer>

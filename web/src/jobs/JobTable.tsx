@@ -5,9 +5,37 @@
 import { memo, useRef } from 'react';
 import { Anchor, Badge, Checkbox, ScrollArea, Table, UnstyledButton, VisuallyHidden } from '@mantine/core';
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { formatValue, statusColor, type Attribute, type JobRecord } from './attributes.ts';
+import { formatValue, statusColor, TIME_ATTRIBUTES, type Attribute, type JobRecord } from './attributes.ts';
 
 const ROW_HEIGHT = 36;
+
+/**
+ * Column widths for a fixed table layout: the table fits its area exactly, a long text ends in an
+ * ellipsis (its whole text on hover) instead of pushing the last columns out, and widths do not jump as
+ * rows scroll into view. Columns not listed share what is left.
+ */
+function columnWidth(c: Attribute): number | undefined {
+  if (c === 'JobID') return 80;
+  if (c === 'Status') return 125;
+  if (c === 'ApplicationStatus') return 115;
+  if (c === 'Site' || c === 'Owner') return 85;
+  if (TIME_ATTRIBUTES.includes(c)) return 172;
+  return undefined;
+}
+
+/** `ApplicationStatus` may break as `Application`/`Status` in a narrow column: a header is never cut. */
+function headerText(c: Attribute) {
+  const words = c.split(/(?<=[a-z])(?=[A-Z])/);
+  return words.map((w, i) => (
+    <span key={w}>
+      {i > 0 && <wbr />}
+      {w}
+    </span>
+  ));
+}
+
+/** One line, cut with an ellipsis. */
+const CLIPPED = { whiteSpace: 'nowrap', overflow: 'hidden', textOverflow: 'ellipsis' } as const;
 
 export interface JobTableProps {
   jobs: JobRecord[];
@@ -40,8 +68,7 @@ const JobRow = memo(function JobRow({ job, index, columns, selected, onSelect, o
         <input type="checkbox" className="job-select" aria-label={`Select job ${jid}`} checked={selected} onChange={(e) => onSelect([jid], e.currentTarget.checked)} />
       </Table.Td>
       {columns.map((c) => (
-        // A badge's label may shrink to an ellipsis: the status cell keeps room for the longest status.
-        <Table.Td key={c} style={{ whiteSpace: 'nowrap', minWidth: c === 'Status' ? 130 : undefined }}>
+        <Table.Td key={c} style={CLIPPED} title={c === 'JobID' || c === 'Status' ? undefined : formatValue(c, job[c]) || undefined}>
           {c === 'JobID' ? (
             <Anchor component="button" type="button" onClick={() => onOpen(jid)} aria-label={`Open job ${jid}`}>
               {jid}
@@ -69,8 +96,9 @@ export function JobTable({ jobs, columns, sort, onSort, selected, onSelect, onOp
   const allSelected = ids.length > 0 && ids.every((id) => selected.has(id));
 
   return (
-    <ScrollArea.Autosize mah="calc(100vh - 300px)" mih={240} viewportRef={viewport} type="auto" data-testid="job-table">
-      <Table striped highlightOnHover stickyHeader aria-rowcount={jobs.length + 1} style={{ minWidth: 900 }}>
+    // Sized to its rows up to the window's height; the scrollbars take their own room instead of covering a row.
+    <ScrollArea.Autosize mah="calc(100vh - 300px)" viewportRef={viewport} type="auto" offsetScrollbars="present" data-testid="job-table">
+      <Table striped highlightOnHover stickyHeader aria-rowcount={jobs.length + 1} style={{ minWidth: 900, tableLayout: 'fixed' }}>
         <Table.Thead>
           <Table.Tr>
             <Table.Th w={40}>
@@ -82,9 +110,9 @@ export function JobTable({ jobs, columns, sort, onSort, selected, onSelect, onOp
               />
             </Table.Th>
             {columns.map((c) => (
-              <Table.Th key={c} aria-sort={sort.attribute === c ? (sort.descending ? 'descending' : 'ascending') : 'none'}>
-                <UnstyledButton onClick={() => onSort(c)} fw={600} fz="sm" style={{ whiteSpace: 'nowrap' }}>
-                  {c}
+              <Table.Th key={c} w={columnWidth(c)} style={{ verticalAlign: 'bottom' }} aria-sort={sort.attribute === c ? (sort.descending ? 'descending' : 'ascending') : 'none'}>
+                <UnstyledButton onClick={() => onSort(c)} fw={600} fz="sm">
+                  {headerText(c)}
                   {sort.attribute === c ? (sort.descending ? ' ▼' : ' ▲') : ''}
                   <VisuallyHidden>, sort</VisuallyHidden>
                 </UnstyledButton>

@@ -1,5 +1,6 @@
 /** Job attributes as the API names them, and how the monitor shows them. */
 import type { operations } from '@dirigo/client/schema';
+import { formatTimestamp } from '../time-format.ts';
 
 export type JobRecord = operations['listJobs']['responses'][200]['content']['application/json']['jobs'][number];
 export type JobDetail = operations['getJob']['responses'][200]['content']['application/json'];
@@ -19,6 +20,13 @@ export const TIME_ATTRIBUTES: readonly Attribute[] = ['SubmissionTime', 'LastUpd
 export const FILTERABLE: readonly Attribute[] = ATTRIBUTES.filter((a) => !TIME_ATTRIBUTES.includes(a));
 
 export const STATUSES = ['Received', 'Checking', 'Waiting', 'Matched', 'Running', 'Completing', 'Stalled', 'Done', 'Failed', 'Killed', 'Deleted'] as const;
+
+/** Statuses a job never leaves by itself: nothing runs any more, so there is nothing to kill. */
+const FINAL_STATUSES: ReadonlySet<string> = new Set(['Done', 'Failed', 'Killed', 'Deleted']);
+
+export function isFinal(status: string | null | undefined): boolean {
+  return FINAL_STATUSES.has(status ?? '');
+}
 
 /** A status's colour; each is also written out, so colour is never the only sign. */
 export function statusColor(status: string | null | undefined): string {
@@ -43,6 +51,6 @@ export function statusColor(status: string | null | undefined): string {
 
 export function formatValue(attribute: Attribute, value: unknown): string {
   if (value === null || value === undefined) return '';
-  if (TIME_ATTRIBUTES.includes(attribute) && typeof value === 'string') return value.replace('T', ' ').replace(/\.\d+Z$|Z$/, '');
+  if (TIME_ATTRIBUTES.includes(attribute) && typeof value === 'string') return formatTimestamp(value);
   return String(value);
 }
