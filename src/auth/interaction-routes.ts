@@ -106,7 +106,9 @@ async function showInteraction(ctx: AppContext, reply: FastifyReply, request: Fa
   }
   const isAuthorize = interaction.kind === 'authorize';
   const preferred = isAuthorize ? (pending as AuthorizeRequest) : undefined;
-  const chosen = preferred && firstPartyChoice(ctx, client, preferred, groups);
+  // The user's default group (registry.users[].defaultGroup) is the choice when the application names none.
+  const defaultGroup = user.defaultGroup !== undefined && groups.includes(user.defaultGroup) ? user.defaultGroup : undefined;
+  const chosen = preferred && firstPartyChoice(ctx, client, preferred, groups, defaultGroup);
   if (preferred && chosen && (await oauth(ctx).sessions.finishInteraction(id))) {
     return redirectWithCode(ctx, reply, session, preferred, user.name, chosen.group, chosen.setup);
   }
@@ -124,8 +126,7 @@ async function showInteraction(ctx: AppContext, reply: FastifyReply, request: Fa
       groupRights: pending.scope.some(isGroupRightsScope) && !limited ? groups.map((g) => ({ group: g, rights: groupRights(ctx, user.name, g) })) : undefined,
       groups,
       setups: ctx.registry.setups,
-      // The group the application names, else the user's default group (registry.users[].defaultGroup).
-      group: preferred?.group ?? (user.defaultGroup !== undefined && groups.includes(user.defaultGroup) ? user.defaultGroup : undefined),
+      group: preferred?.group ?? defaultGroup,
       setup: preferred?.setup,
       device: !isAuthorize,
     }),
@@ -153,12 +154,13 @@ async function redirectWithCode(ctx: AppContext, reply: FastifyReply, session: B
 /**
  * The service's own web application is not asked for consent (first-party, trusted by the deployment):
  * a signed-in member goes straight back with what the consent page would have preselected, the group
- * named (a group switch is a new authorization request naming it) or else the first group offered, and
+ * named (a group switch is a new authorization request naming it), else the user's default group, else
+ * the first group offered, and
  * the setup named or else the first one. `prompt=consent` still shows the page; other clients always do.
  */
-function firstPartyChoice(ctx: AppContext, client: OAuthClient | undefined, pending: AuthorizeRequest, groups: readonly string[]): { group: string; setup: string } | undefined {
+function firstPartyChoice(ctx: AppContext, client: OAuthClient | undefined, pending: AuthorizeRequest, groups: readonly string[], defaultGroup: string | undefined): { group: string; setup: string } | undefined {
   if (!client?.firstParty || pending.askConsent) return undefined;
-  const group = pending.group ?? groups[0];
+  const group = pending.group ?? defaultGroup ?? groups[0];
   if (group === undefined || !groups.includes(group)) return undefined;
   const setup = pending.setup ?? ctx.registry.setups[0];
   return setup !== undefined && ctx.registry.hasSetup(setup) ? { group, setup } : undefined;
