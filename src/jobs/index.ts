@@ -5,7 +5,7 @@
 export { jobsRoutes } from './routes.ts';
 export { jobsCommand } from './cli.ts';
 export { jobCommand } from './job-cli.ts';
-export { KILL_PENDING, type JobRunner } from './service.ts';
+export type { JobRunner } from './service.ts';
 export { JobsConfigSchema, type JobsConfig, type LocalSiteConfig } from './config-schema.ts';
 export type { AgentSiteConfig } from './agent-site-schema.ts';
 export type { SlurmSiteConfig } from './slurm-site-schema.ts';
@@ -13,7 +13,7 @@ export { jobsMigrations } from './migrations.ts';
 export type { Manifest } from './manifest.ts';
 export { JobStatus } from './model.ts';
 export { JidParams } from './api-schemas.ts';
-export { canTransition, changeStatus, fitMinorStatus, handOver, wrapMinorStatus } from './state-machine.ts';
+export { canTransition, changeStatus, confirmKill, fitMinorStatus, handOver, wrapMinorStatus } from './state-machine.ts';
 export { waitingJobIdsFor } from './store.ts';
 export { splitArguments } from './arguments.ts';
 export { describeSkipped, packFiles, unpackArchive, type ArchiveFile, type SkippedFile } from './sandbox-archive.ts';
