@@ -35,7 +35,7 @@ import {
   Uploaded,
 } from './api-schemas.ts';
 import { detectStalls } from './stalls.ts';
-import { forgetGoneAgents, presenceMetrics, seen } from './presence.ts';
+import { agentSiteReadiness, forgetGoneAgents, presenceMetrics, seen } from './presence.ts';
 import { AGENT_HELD, heartbeat, heldJob, holderOf, matchJobs, type AgentIdentity } from './store.ts';
 
 /** The group property that lets a token act as an agent (DIRAC's `Pilot`, `GenericPilot`). */
@@ -57,6 +57,7 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
 
   if (sites.size > 0) {
     presenceMetrics(ctx.observability, ctx.db, [...sites.values()]);
+    for (const site of sites.values()) ctx.observability.addSite(site.name, 'agents', () => agentSiteReadiness(ctx.db, site));
     // The tightest stall limit decides how often to look (a quarter of it, between 0.25 s and 30 s).
     const interval = Math.max(250, Math.min(30000, ...[...sites.values()].map((s) => s.stalledAfterMs / 4)));
     app.addHook('onReady', async () => {
