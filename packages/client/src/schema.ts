@@ -24,7 +24,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness probe: the database, the signing keys and each batch system, each named with why it is not ready */
+        /** Readiness probe: the database, the signing keys and each configured site (local, Slurm, agents) with its state, each named with why it is not ready */
         get: operations["getReadiness"];
         put?: never;
         post?: never;
@@ -1088,6 +1088,19 @@ export interface operations {
                                 reason?: string;
                             };
                         };
+                        /** @description every configured site, by name */
+                        sites: {
+                            [key: string]: {
+                                /** @description local, slurm or agents */
+                                type: string;
+                                /** @description ready: takes jobs; not_ready: cannot now (a Slurm command failed, the payload sandbox does not work), and the instance is not ready; unchecked: nothing has tried it since the start; idle: an agents site no agent asked for jobs lately (its jobs wait); elsewhere: run by other instances */
+                                state: "ready" | "not_ready" | "unchecked" | "idle" | "elsewhere";
+                                /** @description why, for every state but ready */
+                                reason?: string;
+                                /** @description agents sites: agents heard from within three heartbeat intervals */
+                                agents?: number;
+                            };
+                        };
                     };
                 };
             };
@@ -1115,6 +1128,19 @@ export interface operations {
                             [key: string]: {
                                 ready: boolean;
                                 reason?: string;
+                            };
+                        };
+                        /** @description every configured site, by name */
+                        sites: {
+                            [key: string]: {
+                                /** @description local, slurm or agents */
+                                type: string;
+                                /** @description ready: takes jobs; not_ready: cannot now (a Slurm command failed, the payload sandbox does not work), and the instance is not ready; unchecked: nothing has tried it since the start; idle: an agents site no agent asked for jobs lately (its jobs wait); elsewhere: run by other instances */
+                                state: "ready" | "not_ready" | "unchecked" | "idle" | "elsewhere";
+                                /** @description why, for every state but ready */
+                                reason?: string;
+                                /** @description agents sites: agents heard from within three heartbeat intervals */
+                                agents?: number;
                             };
                         };
                         error: string;
