@@ -3825,10 +3825,8 @@ export interface operations {
                     /** @description manifest and jdl parts together: at most jobs.maxBulk (1000) */
                     manifest?: string[];
                     jdl?: string[];
-                    /** @description input sandbox files, each part with its file name (Content-Disposition filename); at most jobs.sandbox.maxFiles (1000) files of every part name */
-                    files?: string[];
-                } & {
-                    [key: string]: string;
+                    /** @description input sandbox files, each part with its file name (Content-Disposition filename); parts of any other name are input files too; at most jobs.sandbox.maxFiles (1000) files of every part name */
+                    files?: Blob[];
                 };
             };
         };
@@ -4806,7 +4804,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": string;
+                    "application/gzip": Blob;
                 };
             };
             /** @description Not modified: the If-None-Match ETag is the current one */
@@ -4895,7 +4893,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": string;
+                    "application/gzip": Blob;
                 };
             };
             /** @description Not modified: the If-None-Match ETag is the current one */
@@ -5552,7 +5550,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": string;
+                    "application/gzip": Blob;
                 };
             };
             /** @description OAuth 2.0-shaped error */
@@ -5734,8 +5732,8 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/gzip": string;
-                "application/octet-stream": string;
+                "application/gzip": Blob;
+                "application/octet-stream": Blob;
             };
         };
         responses: {
