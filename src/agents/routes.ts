@@ -234,7 +234,7 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
       const row = await held(request, (request.params as { jid: number }).jid, agentId);
       const body = request.body as Readable | undefined;
       if (!body || typeof (body as { pipe?: unknown }).pipe !== 'function') throw new InvalidRequest('the body must be the output sandbox as application/gzip');
-      const stored = await store.put(body as Readable, jobs.sandbox.maxSandboxSize);
+      const stored = await store.put(body as Readable, { bytes: jobs.sandbox.maxSandboxSize, setting: 'jobs.sandbox.maxSandboxSize' });
       const updated = await ctx.db
         .updateTable('jobs')
         .set({ output_sandbox: stored.sha256, output_sandbox_size: stored.size })

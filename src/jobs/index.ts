@@ -18,7 +18,7 @@ export { waitingJobIdsFor } from './store.ts';
 export { splitArguments } from './arguments.ts';
 export { describeSkipped, packFiles, unpackArchive, type ArchiveFile, type SkippedFile } from './sandbox-archive.ts';
 export { listConfined, openConfined, readConfined } from './confined-files.ts';
-export { FileSandboxStore, type SandboxStore, type StoredObject } from './sandbox-store.ts';
+export { FileSandboxStore, type SandboxStore, type SizeLimit, type StoredObject } from './sandbox-store.ts';
 export { sandboxStore } from './sandboxes.ts';
 export { jobTokens } from './job-tokens.ts';
 export { storeOutputTail } from './peek.ts';

@@ -1013,6 +1013,17 @@ export interface components {
             error_description: string;
             /** @description The X-Request-Id of the request, for support and logs */
             request_id?: string;
+            /** @description payload_too_large only: the limit, and the configuration key that sets it */
+            limit?: {
+                /** @description the limit in bytes */
+                bytes?: number;
+                /** @description the limit as a count (files, form fields, parts), for limits that are not in bytes */
+                count?: number;
+                /** @description the limit as a person reads it: '4 MiB', '1000 files' */
+                text: string;
+                /** @description the configuration key that sets it: 'server.bodyLimit', 'jobs.sandbox.maxFileSize' */
+                setting: string;
+            };
         };
     };
     responses: never;
@@ -1390,7 +1401,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1479,7 +1490,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1587,7 +1598,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1762,7 +1773,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1878,7 +1889,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1971,7 +1982,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2079,7 +2090,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2157,7 +2168,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2313,7 +2324,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2409,7 +2420,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3150,7 +3161,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3367,7 +3378,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7486,6 +7497,17 @@ export interface operations {
                             line: number;
                             error: string;
                             error_description: string;
+                            /** @description payload_too_large only: the limit, and the configuration key that sets it */
+                            limit?: {
+                                /** @description the limit in bytes */
+                                bytes?: number;
+                                /** @description the limit as a count (files, form fields, parts), for limits that are not in bytes */
+                                count?: number;
+                                /** @description the limit as a person reads it: '4 MiB', '1000 files' */
+                                text: string;
+                                /** @description the configuration key that sets it: 'server.bodyLimit', 'jobs.sandbox.maxFileSize' */
+                                setting: string;
+                            };
                         };
                     } | components["schemas"]["Error"];
                 };
@@ -7513,6 +7535,17 @@ export interface operations {
                             line: number;
                             error: string;
                             error_description: string;
+                            /** @description payload_too_large only: the limit, and the configuration key that sets it */
+                            limit?: {
+                                /** @description the limit in bytes */
+                                bytes?: number;
+                                /** @description the limit as a count (files, form fields, parts), for limits that are not in bytes */
+                                count?: number;
+                                /** @description the limit as a person reads it: '4 MiB', '1000 files' */
+                                text: string;
+                                /** @description the configuration key that sets it: 'server.bodyLimit', 'jobs.sandbox.maxFileSize' */
+                                setting: string;
+                            };
                         };
                     } | components["schemas"]["Error"];
                 };
@@ -7531,6 +7564,17 @@ export interface operations {
                             line: number;
                             error: string;
                             error_description: string;
+                            /** @description payload_too_large only: the limit, and the configuration key that sets it */
+                            limit?: {
+                                /** @description the limit in bytes */
+                                bytes?: number;
+                                /** @description the limit as a count (files, form fields, parts), for limits that are not in bytes */
+                                count?: number;
+                                /** @description the limit as a person reads it: '4 MiB', '1000 files' */
+                                text: string;
+                                /** @description the configuration key that sets it: 'server.bodyLimit', 'jobs.sandbox.maxFileSize' */
+                                setting: string;
+                            };
                         };
                     } | components["schemas"]["Error"];
                 };
@@ -7549,6 +7593,17 @@ export interface operations {
                             line: number;
                             error: string;
                             error_description: string;
+                            /** @description payload_too_large only: the limit, and the configuration key that sets it */
+                            limit?: {
+                                /** @description the limit in bytes */
+                                bytes?: number;
+                                /** @description the limit as a count (files, form fields, parts), for limits that are not in bytes */
+                                count?: number;
+                                /** @description the limit as a person reads it: '4 MiB', '1000 files' */
+                                text: string;
+                                /** @description the configuration key that sets it: 'server.bodyLimit', 'jobs.sandbox.maxFileSize' */
+                                setting: string;
+                            };
                         };
                     } | components["schemas"]["Error"];
                 };
@@ -7567,6 +7622,17 @@ export interface operations {
                             line: number;
                             error: string;
                             error_description: string;
+                            /** @description payload_too_large only: the limit, and the configuration key that sets it */
+                            limit?: {
+                                /** @description the limit in bytes */
+                                bytes?: number;
+                                /** @description the limit as a count (files, form fields, parts), for limits that are not in bytes */
+                                count?: number;
+                                /** @description the limit as a person reads it: '4 MiB', '1000 files' */
+                                text: string;
+                                /** @description the configuration key that sets it: 'server.bodyLimit', 'jobs.sandbox.maxFileSize' */
+                                setting: string;
+                            };
                         };
                     } | components["schemas"]["Error"];
                 };
@@ -7594,6 +7660,17 @@ export interface operations {
                             line: number;
                             error: string;
                             error_description: string;
+                            /** @description payload_too_large only: the limit, and the configuration key that sets it */
+                            limit?: {
+                                /** @description the limit in bytes */
+                                bytes?: number;
+                                /** @description the limit as a count (files, form fields, parts), for limits that are not in bytes */
+                                count?: number;
+                                /** @description the limit as a person reads it: '4 MiB', '1000 files' */
+                                text: string;
+                                /** @description the configuration key that sets it: 'server.bodyLimit', 'jobs.sandbox.maxFileSize' */
+                                setting: string;
+                            };
                         };
                     } | components["schemas"]["Error"];
                 };
@@ -7612,6 +7689,17 @@ export interface operations {
                             line: number;
                             error: string;
                             error_description: string;
+                            /** @description payload_too_large only: the limit, and the configuration key that sets it */
+                            limit?: {
+                                /** @description the limit in bytes */
+                                bytes?: number;
+                                /** @description the limit as a count (files, form fields, parts), for limits that are not in bytes */
+                                count?: number;
+                                /** @description the limit as a person reads it: '4 MiB', '1000 files' */
+                                text: string;
+                                /** @description the configuration key that sets it: 'server.bodyLimit', 'jobs.sandbox.maxFileSize' */
+                                setting: string;
+                            };
                         };
                     } | components["schemas"]["Error"];
                 };
