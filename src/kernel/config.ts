@@ -16,7 +16,7 @@ export const ServerConfigSchema = Type.Object(
     publicUrl: Type.Optional(Type.String({ pattern: '^https://' })),
     /** Largest request body of a route that sets none of its own (bytes). */
     bodyLimit: Type.Integer({ minimum: 1024, default: 1048576 }),
-    /** Largest form body (bytes) of the OAuth endpoints that take one and of the sign-in, consent, device and sign-out pages. */
+    /** Largest form body (bytes) of the device, revocation and introspection endpoints and of the sign-in, consent, device and sign-out pages. */
     formBodyLimit: Type.Integer({ minimum: 1024, default: 65536 }),
     maxHeaderSize: Type.Integer({ minimum: 1024, default: 16384 }),
     /** Cross-origin requests from browser applications served elsewhere (none allowed by default). */

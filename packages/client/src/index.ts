@@ -50,6 +50,8 @@ export class DirigoApiError extends Error {
   readonly error: string;
   readonly description: string;
   readonly requestId: string | undefined;
+  /** A 413's limit: its bytes (or count), readably, and the configuration key that sets it. */
+  readonly limit: ErrorAnswer['limit'];
   constructor(status: number, body: Partial<ErrorAnswer> | undefined) {
     const error = body?.error ?? `http_${status}`;
     const description = body?.error_description ?? '';
@@ -59,6 +61,7 @@ export class DirigoApiError extends Error {
     this.error = error;
     this.description = description;
     this.requestId = body?.request_id;
+    this.limit = body?.limit;
   }
 }
 
