@@ -36,7 +36,7 @@ export function limitAnswer(limit: BodyLimit): BodyLimitAnswer {
     : { count: limit.count, text: `${limit.count} ${limit.unit}`, setting: limit.setting };
 }
 
-/** `what` went past `limit`, in words: "the JSON body is larger than 1048576 bytes (1 MiB), the limit set by server.bodyLimit". */
+/** `what` went past `limit`, in words: "the body is larger than 1048576 bytes (1 MiB), the limit set by server.bodyLimit". */
 export function tooLargeText(what: string, limit: BodyLimit): string {
   if ('bytes' in limit) {
     const readable = readableBytes(limit.bytes);
