@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
 import type { HttpResponse } from '../helpers/http.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
-import { postMultipart, submit } from '../jobs/helpers.ts';
+import { postMultipart, submit, waitForStatus } from '../jobs/helpers.ts';
 
 const LIMITS = {
   server: { host: '127.0.0.1', port: 0, bodyLimit: 4096, formBodyLimit: 2048 },
@@ -115,6 +115,26 @@ for (const { dialect, skip } of await dialects()) {
       const limit = { bytes: 2048, text: '2 KiB', setting: 'server.formBodyLimit' };
       assertNamesLimit(await svc.request('/oauth2/revoke', { method: 'POST', body: `token=${'t'.repeat(3000)}`, headers: form }), limit, /^the body is larger than 2048 bytes \(2 KiB\)/);
       assertNamesLimit(await svc.request('/oauth2/login', { method: 'POST', body: `interaction=x&username=alice&password=${'p'.repeat(3000)}`, headers: form }), limit, /^the body is larger/);
+    });
+  });
+
+  describe(`an output sandbox over its limit names it in the job's MinorStatus (${dialect})`, { skip }, () => {
+    let svc: TestService;
+    before(async () => {
+      svc = await startTestService({
+        dialect,
+        config: { jobs: { scheduler: { pollIntervalMs: 50 }, sandbox: { maxSandboxSize: 1500 }, sites: [{ name: 'Local', type: 'local', isolation: 'none' }] } },
+      });
+    });
+    after(() => svc?.close());
+
+    it('the job fails saying the limit and jobs.sandbox.maxSandboxSize', async () => {
+      const alice = await svc.token('alice');
+      // Random bytes: the packed archive cannot be smaller than the limit.
+      const jid = await submit(svc, alice, { Executable: '/bin/sh', Arguments: '-c "head -c 4000 /dev/urandom > out.bin"', OutputSandbox: ['out.bin'] });
+      const job = await waitForStatus(svc, alice, jid);
+      assert.equal(job.Status, 'Failed');
+      assert.match(String(job.MinorStatus), /^Output sandbox too large: the sandbox is larger than 1500 bytes \(1\.46 KiB\), the limit set by jobs\.sandbox\.maxSandboxSize$/);
     });
   });
 }
