@@ -23,7 +23,7 @@ import { LocalExecutor, readTail } from '../executors/index.ts';
 import type { ExecutorEvent, JobToRun } from '../executors/index.ts';
 import { AgentJournal } from './journal.ts';
 import type { Manifest } from '../jobs/index.ts';
-import type { SandboxStore, StoredObject } from '../jobs/index.ts';
+import type { SandboxStore, SizeLimit, StoredObject } from '../jobs/index.ts';
 import { PayloadTooLarge } from '../kernel/errors.ts';
 
 export interface JobAgentOptions {
@@ -161,7 +161,7 @@ export class JobAgent {
         );
         return Readable.fromWeb(response.body as WebReadableStream<Uint8Array>);
       },
-      put: async (data: Readable, maxSize = Number.MAX_SAFE_INTEGER): Promise<StoredObject> => {
+      put: async (data: Readable, limit?: SizeLimit): Promise<StoredObject> => {
         await mkdir(join(this.#o.workDir, '.outputs'), { recursive: true, mode: 0o700 });
         const file = join(this.#o.workDir, '.outputs', randomUUID());
         const hash = createHash('sha256');
@@ -169,7 +169,7 @@ export class JobAgent {
         const count = new Transform({
           transform(chunk: Buffer, _enc, done) {
             size += chunk.length;
-            if (size > maxSize) return done(new PayloadTooLarge(`the output sandbox is larger than the limit of ${maxSize} bytes`));
+            if (limit && size > limit.bytes) return done(new PayloadTooLarge('the output sandbox', limit));
             hash.update(chunk);
             done(null, chunk);
           },

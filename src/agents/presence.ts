@@ -5,7 +5,7 @@
 import type { Kysely, Migration } from 'kysely';
 import type { Db } from '../kernel/db/database.ts';
 import { nowIso } from '../kernel/db/database.ts';
-import { Gauge, type Observability } from '../kernel/observability.ts';
+import { Gauge, type Observability, type SiteReadiness } from '../kernel/observability.ts';
 import type { AgentSiteConfig } from '../jobs/index.ts';
 import type { AgentIdentity } from './store.ts';
 
@@ -101,6 +101,25 @@ export function presenceMetrics(observability: Observability, db: Db, sites: rea
       for (const [site, { newest }] of await read()) if (newest > 0) this.set({ site }, (Date.now() - newest) / 1000);
     },
   });
+}
+
+/**
+ * An agents site as `/readyz` lists it: ready while an agent was heard from within three heartbeat
+ * intervals, idle otherwise. Idle never makes the instance not ready: agents come and go, and the jobs
+ * wait for the next one whichever instance it asks.
+ */
+export async function agentSiteReadiness(db: Db, site: AgentSiteConfig): Promise<SiteReadiness> {
+  const window = 3 * site.heartbeatIntervalMs;
+  const since = new Date(Date.now() - window).toISOString();
+  const { n } = await db
+    .selectFrom('agent_presence')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('site', '=', site.name)
+    .where('last_seen', '>=', since)
+    .executeTakeFirstOrThrow();
+  const agents = Number(n);
+  if (agents > 0) return { type: 'agents', state: 'ready', agents };
+  return { type: 'agents', state: 'idle', agents, reason: `no agent has asked for jobs or sent a heartbeat in the last ${window / 1000} s; the site's jobs wait for one` };
 }
 
 /** Forgets agents not heard from for a week (an agent's id is stable across its restarts). */

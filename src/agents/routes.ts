@@ -35,7 +35,7 @@ import {
   Uploaded,
 } from './api-schemas.ts';
 import { detectStalls } from './stalls.ts';
-import { forgetGoneAgents, presenceMetrics, seen } from './presence.ts';
+import { agentSiteReadiness, forgetGoneAgents, presenceMetrics, seen } from './presence.ts';
 import { AGENT_HELD, heartbeat, heldJob, holderOf, matchJobs, type AgentIdentity } from './store.ts';
 
 /** The group property that lets a token act as an agent (DIRAC's `Pilot`, `GenericPilot`). */
@@ -57,6 +57,7 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
 
   if (sites.size > 0) {
     presenceMetrics(ctx.observability, ctx.db, [...sites.values()]);
+    for (const site of sites.values()) ctx.observability.addSite(site.name, 'agents', () => agentSiteReadiness(ctx.db, site));
     // The tightest stall limit decides how often to look (a quarter of it, between 0.25 s and 30 s).
     const interval = Math.max(250, Math.min(30000, ...[...sites.values()].map((s) => s.stalledAfterMs / 4)));
     app.addHook('onReady', async () => {
@@ -233,7 +234,7 @@ export async function agentsRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
       const row = await held(request, (request.params as { jid: number }).jid, agentId);
       const body = request.body as Readable | undefined;
       if (!body || typeof (body as { pipe?: unknown }).pipe !== 'function') throw new InvalidRequest('the body must be the output sandbox as application/gzip');
-      const stored = await store.put(body as Readable, jobs.sandbox.maxSandboxSize);
+      const stored = await store.put(body as Readable, { bytes: jobs.sandbox.maxSandboxSize, setting: 'jobs.sandbox.maxSandboxSize' });
       const updated = await ctx.db
         .updateTable('jobs')
         .set({ output_sandbox: stored.sha256, output_sandbox_size: stored.size })

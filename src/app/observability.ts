@@ -40,11 +40,25 @@ async function observability(app: FastifyInstance, { ctx }: { ctx: AppContext })
 
   const tags = ['Operations'];
   const Check = Type.Object({ ready: Type.Boolean(), reason: Type.Optional(Type.String()) });
-  const Readiness = Type.Object({ status: Type.Literal('ok'), checks: Type.Record(Type.String(), Check) });
+  const Site = Type.Object(
+    {
+      type: Type.String({ description: 'local, slurm or agents' }),
+      state: Type.Union([Type.Literal('ready'), Type.Literal('not_ready'), Type.Literal('unchecked'), Type.Literal('idle'), Type.Literal('elsewhere')], {
+        description:
+          'ready: takes jobs; not_ready: cannot now (a Slurm command failed, the payload sandbox does not work), and the instance is not ready; unchecked: nothing has tried it since the start; idle: an agents site no agent asked for jobs lately (its jobs wait); elsewhere: run by other instances',
+      }),
+      reason: Type.Optional(Type.String({ description: 'why, for every state but ready' })),
+      agents: Type.Optional(Type.Integer({ minimum: 0, description: 'agents sites: agents heard from within three heartbeat intervals' })),
+    },
+    { additionalProperties: false },
+  );
+  const Sites = Type.Record(Type.String(), Site, { description: 'every configured site, by name' });
+  const Readiness = Type.Object({ status: Type.Literal('ok'), checks: Type.Record(Type.String(), Check), sites: Sites });
   // Not ready is the shared error body (clients and load balancers read `error`) with the checks beside it.
   const NotReady = Type.Object({
     status: Type.Literal('unavailable'),
     checks: Type.Record(Type.String(), Check),
+    sites: Sites,
     error: Type.String(),
     error_description: Type.String(),
     request_id: Type.String(),
@@ -66,7 +80,7 @@ async function observability(app: FastifyInstance, { ctx }: { ctx: AppContext })
       schema: {
         ...probe,
         operationId: 'getReadiness',
-        summary: 'Readiness probe: the database, the signing keys and each batch system, each named with why it is not ready',
+        summary: 'Readiness probe: the database, the signing keys and each configured site (local, Slurm, agents) with its state, each named with why it is not ready',
         response: { 200: Readiness, 503: NotReady },
         documented: {
           responses: {
@@ -81,12 +95,13 @@ async function observability(app: FastifyInstance, { ctx }: { ctx: AppContext })
       },
     },
     async (request, reply) => {
-      const checks = await ctx.observability.readiness();
+      const [checks, sites] = await Promise.all([ctx.observability.readiness(), ctx.observability.sites()]);
+      // A site that is not_ready fails its kind's check (batchSystem, payloadSandbox), which names it.
       const failing = Object.entries(checks).filter(([, c]) => !c.ready);
-      if (failing.length === 0) return { status: 'ok' as const, checks };
+      if (failing.length === 0) return { status: 'ok' as const, checks, sites };
       const unavailable = new ServiceUnavailable(`not ready: ${failing.map(([name, c]) => `${name} (${c.reason})`).join('; ')}`);
       reply.code(503).headers(unavailable.headers);
-      return { status: 'unavailable' as const, checks, ...unavailable.toJSON(), request_id: request.id };
+      return { status: 'unavailable' as const, checks, sites, ...unavailable.toJSON(), request_id: request.id };
     },
   );
   app.get(

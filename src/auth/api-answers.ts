@@ -59,6 +59,6 @@ export const BAD_URL: Answers = { 400: oauthError('invalid_request: the URL or a
 
 /** Requests with a body: Fastify's parsers refuse it before the route runs. */
 export const BODY_ERRORS: Answers = {
-  413: oauthError('payload_too_large: the body is larger than the endpoint reads'),
+  413: oauthError('payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting'),
   415: oauthError('unsupported_media_type: the body is of a media type the service does not read'),
 };

@@ -5,6 +5,7 @@
 import { loginFailures, loginLockouts } from './metrics.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../kernel/context.ts';
+import { routeBodyLimit } from '../kernel/body-limits.ts';
 import { withParams, type AuthorizeRequest } from './authorize.ts';
 import { certificateLoginUser, loginProviders, passwordLogin, sessionGroups } from './login.ts';
 import { consentBody, deviceEntryBody, errorPage, loginBody, sendPage } from './pages.ts';
@@ -26,8 +27,6 @@ interface DeviceInteraction {
   /** Set when the scope names the group (`wlcg.groups:/<group>`). */
   requiredGroup?: string | undefined;
 }
-
-const FORM_LIMIT = 16 * 1024;
 
 function field(body: unknown, name: string): string | undefined {
   const v = (body as Record<string, unknown> | undefined)?.[name];
@@ -189,7 +188,7 @@ export async function completeLogin(
 
 export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   const { sessions, limiter, store } = oauth(ctx);
-  const formRoute = { bodyLimit: FORM_LIMIT };
+  const formRoute = routeBodyLimit(ctx.config.server.formBodyLimit, 'server.formBodyLimit');
 
   app.get<{ Params: { id: string } }>(
     '/oauth2/interaction/:id',

@@ -19,6 +19,7 @@ import { errorPage, esc, sendPage } from './pages.ts';
 import { oauth } from './services.ts';
 import { csrfMatches, type BrowserSession } from './sessions.ts';
 import { SECURITY } from '../kernel/openapi.ts';
+import { routeBodyLimit } from '../kernel/body-limits.ts';
 import { BODY_ERRORS, page, pageOrError, redirect, type Answers } from './api-answers.ts';
 import { LogoutConfirmForm, LogoutForm, LogoutParameters } from './page-schemas.ts';
 
@@ -82,7 +83,7 @@ export async function logoutRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
     303: redirect('Signed out: to the post_logout_redirect_uri, with state'),
     400: pageOrError('The id_token_hint, client_id or post_logout_redirect_uri is refused (a page); or a parameter cannot be read (JSON)'),
   };
-  const form = { bodyLimit: 16 * 1024 };
+  const form = routeBodyLimit(ctx.config.server.formBodyLimit, 'server.formBodyLimit');
   const schema = { tags, security: SECURITY.none };
   app.get(
     '/oauth2/logout',

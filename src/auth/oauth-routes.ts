@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
 import { SECURITY } from '../kernel/openapi.ts';
+import { routeBodyLimit } from '../kernel/body-limits.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_TOKEN_EXCHANGE } from '../registry/index.ts';
 import { authorizationEndpoint } from './authorize.ts';
 import { interactionRoutes } from './interaction-routes.ts';
@@ -25,7 +26,6 @@ grantHandlers.set(GRANT_REFRESH_TOKEN, refreshTokenGrant);
 grantHandlers.set(GRANT_DEVICE_CODE, deviceCodeGrant);
 grantHandlers.set(GRANT_TOKEN_EXCHANGE, tokenExchangeGrant);
 
-const FORM_LIMIT = 64 * 1024;
 // Accepts any object: the endpoints read their parameters themselves (tokenParameters), so that the
 // errors are their own OAuth errors; api-schemas.ts documents the fields.
 const FormBody = Type.Object({}, { additionalProperties: true });
@@ -78,11 +78,12 @@ export async function oauthRoutes(app: FastifyInstance, { ctx }: { ctx: AppConte
   app.register(logoutRoutes, { ctx });
 
   const noStore = { 'cache-control': 'no-store', pragma: 'no-cache' };
+  const formLimit = routeBodyLimit(ctx.config.server.formBodyLimit, 'server.formBodyLimit');
 
   app.post(
     '/oauth2/device',
     {
-      bodyLimit: FORM_LIMIT,
+      ...formLimit,
       schema: {
         operationId: 'requestDeviceCode',
         tags,
@@ -108,7 +109,7 @@ export async function oauthRoutes(app: FastifyInstance, { ctx }: { ctx: AppConte
   app.post(
     '/oauth2/revoke',
     {
-      bodyLimit: FORM_LIMIT,
+      ...formLimit,
       schema: {
         operationId: 'revokeToken',
         tags,
@@ -135,7 +136,7 @@ export async function oauthRoutes(app: FastifyInstance, { ctx }: { ctx: AppConte
   app.post(
     '/oauth2/introspect',
     {
-      bodyLimit: FORM_LIMIT,
+      ...formLimit,
       schema: {
         operationId: 'introspectToken',
         tags,

@@ -26,7 +26,6 @@ import { bulkImport } from './operations.ts';
 import type { Field } from './values.ts';
 import { AtLine, BatchedWriteFailed, type CatalogueStore, type NewFile, type PreparedDirectory, type WriteSession } from './store.ts';
 
-const MAX_LINE = 1024 * 1024;
 /** A batch also ends at this much line text, so that long lines cannot make one transaction hold much memory. */
 const MAX_BATCH_CHARS = 16 * 1024 * 1024;
 
@@ -83,7 +82,11 @@ function stillDefined(before: ReadonlyMap<string, Field>, now: ReadonlyMap<strin
   return true;
 }
 
-async function* readLines(stream: Readable, limit: number): AsyncGenerator<string> {
+function lineTooLong(lineLimit: number): PayloadTooLarge {
+  return new PayloadTooLarge('the line', { count: lineLimit, unit: 'characters', setting: 'catalogue.bulkLineLimit' });
+}
+
+async function* readLines(stream: Readable, limit: number, lineLimit: number): AsyncGenerator<string> {
   const decoder = new StringDecoder('utf8');
   let buffer = '';
   let bytes = 0;
@@ -95,12 +98,14 @@ async function* readLines(stream: Readable, limit: number): AsyncGenerator<strin
     buffer += decoder.write(chunk);
     let start = 0;
     for (let nl = buffer.indexOf('\n'); nl !== -1; nl = buffer.indexOf('\n', start)) {
+      if (nl - start > lineLimit) throw lineTooLong(lineLimit);
       yield buffer.slice(start, nl);
       start = nl + 1;
     }
     buffer = buffer.slice(start);
-    if (over) throw new PayloadTooLarge(`the bulk body is larger than ${limit} bytes (catalogue.bulkBodyLimit)`);
-    if (buffer.length > MAX_LINE) throw new PayloadTooLarge(`a line is longer than ${MAX_LINE} bytes`);
+    if (over) throw new PayloadTooLarge('the bulk body', { bytes: limit, setting: 'catalogue.bulkBodyLimit' });
+    // Also before its end has arrived: a line without end is not buffered without bound.
+    if (buffer.length > lineLimit) throw lineTooLong(lineLimit);
   }
   buffer += decoder.end();
   if (buffer.length > 0) yield buffer;
@@ -189,7 +194,7 @@ export async function bulkRoute(
   store: CatalogueStore,
   preHandler: (request: FastifyRequest, reply: FastifyReply) => Promise<void>,
 ): Promise<void> {
-  const { bulkBodyLimit, bulkBatchSize } = ctx.config.catalogue;
+  const { bulkBodyLimit, bulkLineLimit, bulkBatchSize } = ctx.config.catalogue;
   // The raw stream becomes the body: lines are applied while the request is still arriving.
   app.addContentTypeParser('application/x-ndjson', (_request, payload, done) => done(null, payload));
 
@@ -244,7 +249,7 @@ export async function bulkRoute(
       let inflight: Promise<void> = Promise.resolve();
       let line = 0;
       try {
-        for await (const text of readLines(stream, bulkBodyLimit)) {
+        for await (const text of readLines(stream, bulkBodyLimit, bulkLineLimit)) {
           line++;
           if (text.trim() === '') continue;
           let op: Op;
@@ -276,7 +281,7 @@ export async function bulkRoute(
       if (mapped.status >= 500) request.log.error({ err: failure.error }, 'bulk line failed');
       // The rest of the body is not read: close the connection rather than drain it.
       reply.code(mapped.status as 400).header('connection', 'close');
-      return { applied, error: { line: failure.line, error: mapped.code, error_description: mapped.message } };
+      return { applied, error: { line: failure.line, ...mapped.toJSON() } };
     },
   );
 }

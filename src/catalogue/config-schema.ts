@@ -5,6 +5,8 @@ export const CatalogueConfigSchema = Type.Object(
   {
     /** Body limit of POST /filecatalogue/bulk only (bytes); every other route keeps server.bodyLimit. */
     bulkBodyLimit: Type.Integer({ minimum: 1024, default: 256 * 1024 * 1024 }),
+    /** Longest line of a bulk body (characters): one operation. */
+    bulkLineLimit: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),
     /**
      * Operations per transaction in a bulk request. Large: each transaction has a fixed cost (a dozen
      * statements and a commit), and file rows are pipelined within it.

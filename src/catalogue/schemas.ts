@@ -3,7 +3,7 @@
  * response schemas fast-json-stringify serializes with, so each one holds every key its handler returns.
  */
 import { Type } from 'typebox';
-import { ErrorBody } from '../kernel/schemas.ts';
+import { ErrorBody, LimitBody } from '../kernel/schemas.ts';
 import { FieldDefinition } from './request-schemas.ts';
 
 const Value = Type.Union([Type.Number(), Type.String()], { description: 'int/float: a number; date: ISO 8601 text; string: text' });
@@ -86,7 +86,10 @@ export const BulkApplied = Type.Object(
 export const BulkFailure = Type.Object(
   {
     applied: Type.Integer({ minimum: 0, description: 'operations applied (all lines before the first error)' }),
-    error: Type.Object({ line: Type.Integer({ minimum: 1 }), error: Type.String(), error_description: Type.String() }, { description: 'the first failing line and why' }),
+    error: Type.Object(
+      { line: Type.Integer({ minimum: 1 }), error: Type.String(), error_description: Type.String(), limit: Type.Optional(LimitBody) },
+      { description: 'the first failing line and why' },
+    ),
   },
   { title: 'BulkFailure' },
 );

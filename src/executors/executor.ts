@@ -11,6 +11,9 @@ import type { OutputLocation } from './output-tail.ts';
 import type { Manifest } from '../jobs/index.ts';
 import type { StoredObject } from '../jobs/index.ts';
 
+/** What `siteState` says: `reason` with every state but ready. */
+export type BackendState = { state: 'ready' } | { state: 'not_ready' | 'unchecked'; reason: string };
+
 /** A job claimed for a site (Waiting → Matched), with what a backend needs to run it. */
 export interface JobToRun {
   jobId: number;
@@ -113,8 +116,11 @@ export interface Executor {
    * otherwise. The file name is the manifest's, already checked to be a plain name.
    */
   outputPath?(jobId: number, ref: string | null, file: string): OutputLocation | undefined;
-  /** Why its backend cannot take or follow jobs now (its last command failed), or undefined when it can. */
-  notReady?(): string | undefined;
+  /**
+   * How its backend looks to `/readyz`: not ready when it cannot take or follow jobs now (its last command
+   * failed, its payload sandbox does not work), unchecked before anything has tried it; ready otherwise.
+   */
+  siteState(): BackendState;
   /** Stops everything it runs; later events are not reported. @returns the ids it stopped. */
   close(): Promise<number[]>;
 }

@@ -20,7 +20,7 @@ import { environment } from '../kernel/config.ts';
 import type { LocalSiteConfig } from '../jobs/index.ts';
 import type { SandboxStore, StoredObject } from '../jobs/index.ts';
 import { readConfined, unpackArchive, wrapMinorStatus } from '../jobs/index.ts';
-import type { Executor, ExecutorEvent, ExecutorSink, HeldJob, JobToRun } from './executor.ts';
+import type { BackendState, Executor, ExecutorEvent, ExecutorSink, HeldJob, JobToRun } from './executor.ts';
 import { packOutput, withSkipped, type PackedOutput, type PackLimits } from './output-packing.ts';
 import type { OutputLocation } from './output-tail.ts';
 import { groupCpuSeconds, HAS_PROC, readStat } from './process-stats.ts';
@@ -191,9 +191,10 @@ export class LocalExecutor implements Executor {
     return this.#o.sandbox !== undefined;
   }
 
-  /** Readiness: a sandbox that cannot work here (only once checked: a start is not a failure). */
-  notReady(): string | undefined {
-    return this.#sandboxChecked ? this.#sandboxProblem : undefined;
+  /** A sandbox that cannot work here is not ready (only once checked: a start is not a failure). */
+  siteState(): BackendState {
+    if (!this.#sandboxChecked && this.#o.sandbox) return { state: 'unchecked', reason: 'the payload sandbox is being checked' };
+    return this.#sandboxProblem ? { state: 'not_ready', reason: this.#sandboxProblem } : { state: 'ready' };
   }
 
   activeJobs(): number[] {

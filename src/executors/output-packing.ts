@@ -65,7 +65,7 @@ export async function packOutput(store: SandboxStore, o: OutputToPack, limits: P
   try {
     const files = await filesOf(o, limits.maxFiles, signal);
     signal.throwIfAborted();
-    const stored = await store.put(packFiles(files, { signal, onSkip: (s) => skipped.push(s) }), limits.maxSandboxSize);
+    const stored = await store.put(packFiles(files, { signal, onSkip: (s) => skipped.push(s) }), { bytes: limits.maxSandboxSize, setting: 'jobs.sandbox.maxSandboxSize' });
     return { stored, skipped };
   } catch (err) {
     if (shutdown.aborted) return { shutdown: true, skipped };

@@ -8,15 +8,13 @@
  * held job carries a lease that the holder renews; a job whose lease ran out is recovered by whoever sees it.
  */
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
 import { hostname } from 'node:os';
 import type { Db } from '../kernel/db/database.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import type { JobsConfig } from '../jobs/index.ts';
 import type { Manifest } from '../jobs/index.ts';
 import { JobStatus } from '../jobs/index.ts';
-import { changeStatus, fitMinorStatus, handOver } from '../jobs/index.ts';
-import { KILL_PENDING } from '../jobs/index.ts';
+import { changeStatus, confirmKill, fitMinorStatus, handOver } from '../jobs/index.ts';
 import { splitArguments } from '../jobs/index.ts';
 import { waitingJobIdsFor } from '../jobs/index.ts';
 import { jobTokens } from '../jobs/index.ts';
@@ -33,6 +31,11 @@ const CLAIMS_PER_CYCLE = 32;
 /** The loops that are not a site's: lease renewal, and recovery with kill delivery. */
 const LEASES = '(leases)';
 const RECOVERY = '(recovery)';
+
+/** Who an executor's changes are from, in the status history: `LocalExecutor@Local`, `slurm@Cluster`. */
+function sourceOf(executor: Executor): string {
+  return `${executor.type === 'local' ? 'LocalExecutor' : executor.type}@${executor.site}`;
+}
 
 export interface SchedulerLog {
   warn(obj: object, msg: string): void;
@@ -144,18 +147,7 @@ export class Scheduler {
   async kill(jobId: number, executorId: string | null, site: string, ref: string | null): Promise<void> {
     if (executorId !== this.instanceId) return;
     const executor = this.#executors.get(site);
-    if (executor && (await executor.kill(jobId, ref))) await this.#killDelivered(jobId, executorId);
-  }
-
-  /** The payload of a Killed job is stopped: the job lets go of its holder, and its MinorStatus stops saying "stopping". */
-  async #killDelivered(jobId: number, holder: string): Promise<void> {
-    await this.#db
-      .updateTable('jobs')
-      .set({ executor_id: null, lease_until: null, minor_status: sql<string>`replace(minor_status, ${KILL_PENDING}, '')` })
-      .where('job_id', '=', jobId)
-      .where('status', '=', JobStatus.Killed)
-      .where('executor_id', '=', holder)
-      .execute();
+    if (executor && (await executor.kill(jobId, ref))) await confirmKill(this.#db, jobId, executorId, sourceOf(executor));
   }
 
   /**
@@ -181,7 +173,7 @@ export class Scheduler {
       const executor = this.#executors.get(row.site);
       try {
         const stopped = mine ? await executor?.kill(Number(row.job_id), row.executor_ref) : row.executor_ref ? await executor?.reap(row.executor_ref) : true;
-        if (stopped) await this.#killDelivered(Number(row.job_id), holder);
+        if (stopped) await confirmKill(this.#db, Number(row.job_id), holder, executor ? sourceOf(executor) : 'Scheduler');
       } catch (err) {
         this.#log.warn({ err, jobId: Number(row.job_id) }, 'kill not delivered yet; tried again');
       }
@@ -294,7 +286,7 @@ export class Scheduler {
   }
 
   async #applyNow(executor: Executor, event: ExecutorEvent): Promise<boolean> {
-    const source = `${executor.type === 'local' ? 'LocalExecutor' : executor.type}@${executor.site}`;
+    const source = sourceOf(executor);
     const mine = { executorId: this.instanceId, source };
     const now = nowIso();
     switch (event.kind) {

@@ -13,11 +13,19 @@ import { Scheduler } from './scheduler.ts';
 import { executorMetrics } from './metrics.ts';
 import { servicePaths } from './payload-sandbox.ts';
 import { LocalExecutor } from './local.ts';
+import type { Executor } from './executor.ts';
 
 /** @returns the scheduler, or undefined on an API-only instance (`jobs.scheduler.enabled: false`). */
 export function startScheduling(app: FastifyInstance, ctx: AppContext, store: SandboxStore): Scheduler | undefined {
   const config = ctx.config.jobs;
-  if (!config.scheduler.enabled) return undefined;
+  if (!config.scheduler.enabled) {
+    // Listed all the same, so that /readyz says why this instance runs none of them.
+    for (const site of config.sites) {
+      if (site.type === 'agents') continue;
+      ctx.observability.addSite(site.name, site.type, () => ({ type: site.type, state: 'elsewhere', reason: 'jobs.scheduler.enabled is false: other instances run this site' }));
+    }
+    return undefined;
+  }
   const executors = createExecutors({ config, dataDir: ctx.config.dataDir, hide: servicePaths(ctx.config), store, log: app.log });
   // Payloads may report back (dirigo job report): they are told where the service is, and which CA it has.
   let jobEnvironment: Record<string, string> = {};
@@ -30,28 +38,23 @@ export function startScheduling(app: FastifyInstance, ctx: AppContext, store: Sa
   });
   const scheduler = new Scheduler(ctx.db, ctx.dialect, config.scheduler, executors, app.log, () => jobEnvironment);
   ctx.observability.register(...executorMetrics);
-  const batchSystems = executors.filter((e) => e.notReady && !(e instanceof LocalExecutor));
-  if (batchSystems.length > 0) {
-    ctx.observability.addReadinessCheck('batchSystem', async () => {
-      const failing = batchSystems.flatMap((e) => {
-        const why = e.notReady!();
-        return why ? [`site ${e.site}: ${why}`] : [];
-      });
-      if (failing.length > 0) throw new Error(failing.join('; '));
-    });
-  }
-  // Local sites whose payloads run in a sandbox: ready once bwrap is known to work (or not yet checked).
-  const sandboxed = executors.filter((e) => e instanceof LocalExecutor && e.sandboxed);
-  if (sandboxed.length > 0) {
-    ctx.observability.addReadinessCheck('payloadSandbox', async () => {
-      const failing = sandboxed.flatMap((e) => {
-        const why = e.notReady!();
-        return why ? [`site ${e.site}: ${why}`] : [];
-      });
-      if (failing.length > 0) throw new Error(failing.join('; '));
-    });
-  }
+  for (const e of executors) ctx.observability.addSite(e.site, e.type, () => ({ type: e.type, ...e.siteState() }));
+  // The checks sum the sites up by kind, under the names operators' probes and alerts already read.
+  readinessOf(ctx, 'batchSystem', executors.filter((e) => !(e instanceof LocalExecutor)));
+  readinessOf(ctx, 'payloadSandbox', executors.filter((e) => e instanceof LocalExecutor && e.sandboxed));
   app.addHook('onListen', async () => scheduler.start());
   ctx.onClose(() => scheduler.stop());
   return scheduler;
+}
+
+/** A check, when there are `executors`, that fails naming each of them that is not ready. */
+function readinessOf(ctx: AppContext, name: string, executors: readonly Executor[]): void {
+  if (executors.length === 0) return;
+  ctx.observability.addReadinessCheck(name, async () => {
+    const failing = executors.flatMap((e) => {
+      const s = e.siteState();
+      return s.state === 'not_ready' ? [`site ${e.site}: ${s.reason}`] : [];
+    });
+    if (failing.length > 0) throw new Error(failing.join('; '));
+  });
 }

@@ -88,6 +88,13 @@ export class SlurmClient {
 
   #lastFailure: SlurmCommandError | undefined;
 
+  /** Whether any command has finished yet: before, nothing is known of the batch system. */
+  get answered(): boolean {
+    return this.#answered;
+  }
+
+  #answered = false;
+
   /** Runs `command`; an error whose message matches `expected` is an answer, not a failure of Slurm. */
   #run(command: string, args: readonly string[], expected?: RegExp): Promise<string> {
     const file = this.#o.binDir ? join(this.#o.binDir, command) : command;
@@ -95,6 +102,7 @@ export class SlurmClient {
     return new Promise((resolve, reject) => {
       execFile(file, args, { env: this.#env, timeout: this.#o.timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
         batchCommandDuration.observe({ command }, secondsSince(started));
+        this.#answered = true;
         if (!err) {
           this.#lastFailure = undefined;
           return resolve(stdout);

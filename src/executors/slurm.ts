@@ -22,7 +22,7 @@ import { basename, join, relative, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { SandboxStore } from '../jobs/index.ts';
 import { readConfined, wrapMinorStatus } from '../jobs/index.ts';
-import type { Executor, ExecutorEvent, ExecutorSink, HeldJob, JobToRun } from './executor.ts';
+import type { BackendState, Executor, ExecutorEvent, ExecutorSink, HeldJob, JobToRun } from './executor.ts';
 import { SlurmClient, SlurmCommandError, type SlurmJobInfo } from './slurm-client.ts';
 import type { SlurmSiteConfig } from '../jobs/index.ts';
 import { batchScript, parseExitRecord, type ExitRecord } from './slurm-script.ts';
@@ -37,7 +37,7 @@ export interface SlurmExecutorOptions {
   limits: PackLimits & { maxFileSize: number };
   log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
   /** Replaces the command client (tests of the state mapping). */
-  client?: Pick<SlurmClient, 'submit' | 'query' | 'cancel' | 'findByWorkDir'> & Partial<Pick<SlurmClient, 'lastFailure'>>;
+  client?: Pick<SlurmClient, 'submit' | 'query' | 'cancel' | 'findByWorkDir'> & Partial<Pick<SlurmClient, 'lastFailure' | 'answered'>>;
 }
 
 /** What is stored in `executor_ref` for a Slurm job; before `sbatch` answers, the staging directory alone. */
@@ -70,7 +70,7 @@ export class SlurmExecutor implements Executor {
   readonly site: string;
   readonly type = 'slurm';
   readonly #o: SlurmExecutorOptions;
-  readonly #slurm: Pick<SlurmClient, 'submit' | 'query' | 'cancel' | 'findByWorkDir'> & Partial<Pick<SlurmClient, 'lastFailure'>>;
+  readonly #slurm: Pick<SlurmClient, 'submit' | 'query' | 'cancel' | 'findByWorkDir'> & Partial<Pick<SlurmClient, 'lastFailure' | 'answered'>>;
   readonly #held = new Map<number, Held>();
   /** Batch jobs found by whyNotAdoptable for references without a Slurm id: stage → Slurm id, for adopt. */
   readonly #found = new Map<string, string>();
@@ -96,8 +96,12 @@ export class SlurmExecutor implements Executor {
     this.#sink = sink;
   }
 
-  notReady(): string | undefined {
-    return this.#slurm.lastFailure?.message;
+  /** From the commands the scheduler runs anyway: a probe never runs one. */
+  siteState(): BackendState {
+    const failure = this.#slurm.lastFailure;
+    if (failure) return { state: 'not_ready', reason: failure.message };
+    if (this.#slurm.answered === false) return { state: 'unchecked', reason: 'no Slurm command has run since the start: one runs when a job is matched to the site' };
+    return { state: 'ready' };
   }
 
   freeSlots(): number {

@@ -150,7 +150,8 @@ export const JobManifest = Type.Object(
 export const submissionBodies = (config: JobsConfig) => ({
   'application/json': Type.Union([JobManifest, Type.Array(JobManifest, { minItems: 1, maxItems: config.maxBulk, description: `all or nothing; at most jobs.maxBulk (${config.maxBulk}) manifests` })]),
   'text/x-jdl': Type.String({ description: "one manifest in DIRAC's JDL (ClassAd) syntax; attribute names in any case, Site and ExecutionEnvironment as DIRAC spells them" }),
-  // The service reads every file part whatever its part name: `files` is the conventional one.
+  // The service reads every file part whatever its part name (curl -F 'x=@run.sh'), so more part names are
+  // allowed; only `files` is declared, so that typed clients can give the named parts beside it.
   'multipart/form-data': Type.Object(
     {
       manifest: Type.Optional(
@@ -163,11 +164,11 @@ export const submissionBodies = (config: JobsConfig) => ({
       files: Type.Optional(
         Type.Array(Binary, {
           maxItems: config.sandbox.maxFiles,
-          description: `input sandbox files, each part with its file name (Content-Disposition filename); at most jobs.sandbox.maxFiles (${config.sandbox.maxFiles}) files of every part name`,
+          description: `input sandbox files, each part with its file name (Content-Disposition filename); parts of any other name are input files too; at most jobs.sandbox.maxFiles (${config.sandbox.maxFiles}) files of every part name`,
         }),
       ),
     },
-    { additionalProperties: Binary },
+    { description: "one job per 'manifest' or 'jdl' part; every file part (a part with a file name) joins the input sandbox of them all" },
   ),
 });
 

@@ -8,7 +8,7 @@ import { mkdir } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { DirigoApiError, streamJobs } from '@dirigo/client';
+import { DirigoApiError, streamJobs, submissionFormData, type JobSubmissionForm } from '@dirigo/client';
 import { answer, api, connect, reach, refusal, type Connection } from '../kernel/cli/http.ts';
 import { CliError, EXIT } from '../kernel/cli/output.ts';
 import { unknownWord } from '../kernel/cli/suggest.ts';
@@ -210,19 +210,19 @@ async function submit(conn: Connection, token: string, values: Values, args: str
   if (files.length === 0) {
     // The service checks the manifest and names what is wrong with it.
     submitted = jdl
-      ? await answer(conn, client.POST('/jobs', { body: text as never, headers: { 'content-type': JDL_MEDIA_TYPE }, bodySerializer: (body) => body as unknown as string }))
+      ? await answer(conn, client.POST('/jobs', { body: text, headers: { 'content-type': JDL_MEDIA_TYPE }, bodySerializer: () => text }))
       : await answer(conn, client.POST('/jobs', { body: manifest as never }));
   } else {
-    const form = new FormData();
-    if (jdl) form.append('jdl', text);
-    else for (const m of Array.isArray(manifest) ? manifest : [manifest]) form.append('manifest', JSON.stringify(m));
+    const inputs: File[] = [];
     for (const f of files) {
       const name = basename(f);
       const problem = fileNameProblem(name);
       if (problem) throw new CliError(`file name '${name}' ${problem}`, 2);
-      form.append('file', await openAsBlob(f), name);
+      // A file-backed Blob: the upload streams it from disk.
+      inputs.push(new File([await openAsBlob(f)], name));
     }
-    submitted = await answer(conn, client.POST('/jobs', { body: form as never, bodySerializer: (body) => body as unknown as FormData }));
+    const form: JobSubmissionForm = jdl ? { jdl: [text], files: inputs } : { manifest: (Array.isArray(manifest) ? manifest : [manifest]).map((m) => JSON.stringify(m)), files: inputs };
+    submitted = await answer(conn, client.POST('/jobs', { body: form, bodySerializer: () => submissionFormData(form) }));
   }
   print(values, submitted, () => `${submitted.jids.join('\n')}\n`);
   return 0;

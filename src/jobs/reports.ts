@@ -52,11 +52,14 @@ export async function applyReport(db: Db, jobId: number, report: JobReport, limi
     const changed = application !== undefined && application !== row.application_status;
     // This update locks the job's row (PostgreSQL; SQLite writes one at a time), so the counts read below
     // include whatever a concurrent report of the same job stored: the limits hold for reports in parallel.
-    await trx
+    // Killed meanwhile: a dying payload's last words must not undo its ApplicationStatus 'Killed'.
+    const updated = await trx
       .updateTable('jobs')
       .set({ heartbeat_time: now, ...(changed ? { application_status: application, last_update_time: now } : {}) })
       .where('job_id', '=', jobId)
-      .execute();
+      .where('status', 'in', ACTIVE)
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) === 0) throw new InvalidToken(`job ${jobId} is no longer running: its token is valid only while it runs`);
     if (changed) {
       const { n } = await trx
         .selectFrom('job_status_history')

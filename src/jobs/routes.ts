@@ -11,6 +11,7 @@ import { Type, type Static } from 'typebox';
 import { requireCapability, requireToken } from '../auth/index.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { Conflict, InvalidRequest, NotFound, UnsupportedMediaType } from '../kernel/errors.ts';
+import { routeBodyLimit } from '../kernel/body-limits.ts';
 import { Binary, errors, SECURITY } from '../kernel/openapi.ts';
 import {
   ActionResults,
@@ -350,7 +351,7 @@ export async function jobsRoutes(app: FastifyInstance, { ctx, sandboxes: store, 
     '/jobs',
     {
       preHandler: auth,
-      bodyLimit: config.jsonBodyLimit,
+      ...routeBodyLimit(config.jsonBodyLimit, 'jobs.jsonBodyLimit'),
       schema: {
         tags,
         security,

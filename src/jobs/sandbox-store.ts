@@ -17,9 +17,15 @@ export interface StoredObject {
   size: number;
 }
 
+/** A limit on the bytes stored, and the setting that sets it (named by the 413). */
+export interface SizeLimit {
+  bytes: number;
+  setting: string;
+}
+
 export interface SandboxStore {
-  /** Stores the stream's bytes durably; resolves once they are safe. @throws PayloadTooLarge past `maxSize`. */
-  put(data: Readable, maxSize?: number): Promise<StoredObject>;
+  /** Stores the stream's bytes durably; resolves once they are safe. @throws PayloadTooLarge past `limit`. */
+  put(data: Readable, limit?: SizeLimit): Promise<StoredObject>;
   /** The object's bytes. @throws when it does not exist. */
   get(sha256: string): Promise<Readable>;
   exists(sha256: string): Promise<boolean>;
@@ -46,7 +52,7 @@ export class FileSandboxStore implements SandboxStore {
     return join(this.dir, sha256.slice(0, 2), `${sha256}.tar.gz`);
   }
 
-  async put(data: Readable, maxSize = Number.MAX_SAFE_INTEGER): Promise<StoredObject> {
+  async put(data: Readable, limit?: SizeLimit): Promise<StoredObject> {
     const tmpDir = join(this.dir, 'tmp');
     await mkdir(tmpDir, { recursive: true });
     const tmp = join(tmpDir, `${process.pid}-${randomBytes(8).toString('hex')}`);
@@ -55,7 +61,7 @@ export class FileSandboxStore implements SandboxStore {
     const count = new Transform({
       transform(chunk: Buffer, _enc, done) {
         size += chunk.length;
-        if (size > maxSize) return done(new PayloadTooLarge(`the sandbox is larger than the limit of ${maxSize} bytes`));
+        if (limit && size > limit.bytes) return done(new PayloadTooLarge('the sandbox', limit));
         hash.update(chunk);
         done(null, chunk);
       },

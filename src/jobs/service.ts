@@ -17,17 +17,17 @@ import { deleteJob, eachJobAnswered, rescheduleJob, type ActionResult, type JobA
 import { searchJobs, summarizeJobs, type Condition, type SearchRequest, type SortKey } from './search.ts';
 import { checkMayAct, checkMaySee, listVisibility } from './privileges.ts';
 import type { SandboxStore, StoredObject } from './sandbox-store.ts';
-import { canTransition, changeStatus } from './state-machine.ts';
+import { canTransition, changeStatus, KILL_PENDING } from './state-machine.ts';
 import { submissions } from './metrics.ts';
 import { getJob, insertJobs, listJobs, statusHistory, streamJobs, type JobRow, type Restrictions } from './store.ts';
+
+/** The ApplicationStatus of a job killed while its payload ran. */
+const APPLICATION_KILLED = 'Killed';
 
 /**
  * What runs the jobs this service accepts: the executors domain's scheduler, handed in by the
  * composition root so that jobs need not know how or where jobs run.
  */
-/** Ends the MinorStatus of a Killed job until its executor has confirmed that the payload stopped. */
-export const KILL_PENDING = '; stopping its payload';
-
 export interface JobRunner {
   /** A submission arrived: match without waiting for the next cycle. */
   wake(): void;
@@ -189,10 +189,14 @@ export class JobsService {
       // A kill is an intent kept until the executor confirms it: while the payload may still run, the job
       // keeps its holder (and lease) and says so; the scheduler that delivers it clears both.
       const pending = row.executor_id !== null && this.config.sites.find((site) => site.name === row.site)?.type !== 'agents';
+      // A payload that was running is stopped: its last report (`Running`, `step 1/2`) would stay forever
+      // otherwise, as if it still ran. It stays in the history; a job that never started keeps `Unknown`.
+      const applicationStopped = row.status === JobStatus.Running || row.status === JobStatus.Stalled;
       const won = await changeStatus(this.ctx.db, [jobId], {
         from: row.status as JobStatus,
         to: JobStatus.Killed,
         minorStatus: `Killed by ${principal.username}${pending ? KILL_PENDING : ''}`,
+        ...(applicationStopped ? { applicationStatus: APPLICATION_KILLED } : {}),
         source: principal.username,
         set: { end_exec_time: nowIso(), ...(pending ? {} : { lease_until: null }) },
       });

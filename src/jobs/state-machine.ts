@@ -5,7 +5,7 @@
  * with its history rows appended in the same transaction, so two writers racing on one job (a kill and a
  * completion, two instances) end in one valid state: the loser updates 0 rows and learns it lost.
  */
-import type { Kysely, Transaction, Updateable } from 'kysely';
+import { sql, type Kysely, type Transaction, type Updateable } from 'kysely';
 import type { Database } from '../kernel/db/schema.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import { InvalidTransition } from '../kernel/errors.ts';
@@ -134,6 +134,36 @@ export async function changeStatus(db: Db | Transaction<Database>, jobIds: reado
     jobsChanged();
   }
   return changed;
+}
+
+/** Ends the MinorStatus of a Killed job until its executor has confirmed that the payload stopped. */
+export const KILL_PENDING = '; stopping its payload';
+
+/**
+ * The payload of a Killed job is stopped: the job lets go of `holder`, its MinorStatus stops saying
+ * "stopping", and its history says so too (from `source`), so that the job and its last history entry
+ * always tell the same story. @returns whether the job was still waiting for this confirmation.
+ */
+export async function confirmKill(db: Db, jobId: number, holder: string, source: string): Promise<boolean> {
+  const confirmed = await db.transaction().execute(async (trx) => {
+    const now = nowIso();
+    const row = await trx
+      .updateTable('jobs')
+      .set({ executor_id: null, lease_until: null, minor_status: sql<string>`replace(minor_status, ${KILL_PENDING}, '')`, last_update_time: now })
+      .where('job_id', '=', jobId)
+      .where('status', '=', S.Killed)
+      .where('executor_id', '=', holder)
+      .returning(['minor_status', 'application_status'])
+      .executeTakeFirst();
+    if (!row) return false;
+    await trx
+      .insertInto('job_status_history')
+      .values({ job_id: jobId, status: S.Killed, minor_status: row.minor_status, application_status: row.application_status, status_time: now, source })
+      .execute();
+    return true;
+  });
+  if (confirmed) jobsChanged();
+  return confirmed;
 }
 
 const changeListeners = new Set<() => void>();

@@ -18,7 +18,7 @@ import type { JobsConfig } from './config-schema.ts';
 import { fileNameProblem } from './file-names.ts';
 import { parseJdl } from './jdl.ts';
 import { packFiles, type ArchiveFile } from './sandbox-archive.ts';
-import type { SandboxStore, StoredObject } from './sandbox-store.ts';
+import type { SandboxStore, SizeLimit, StoredObject } from './sandbox-store.ts';
 
 export interface ParsedSubmission {
   manifests: unknown[];
@@ -39,12 +39,12 @@ export function manifestsFromJson(body: unknown, maxBulk: number): unknown[] {
   throw new InvalidRequest('body: must be a JSON object (a manifest) or an array of manifests');
 }
 
-async function readLimited(stream: Readable, max: number, what: string): Promise<Buffer> {
+async function readLimited(stream: Readable, limit: SizeLimit, what: string): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of stream) {
     size += (chunk as Buffer).length;
-    if (size > max) throw new PayloadTooLarge(`${what} is larger than ${max} bytes`);
+    if (size > limit.bytes) throw new PayloadTooLarge(what, limit);
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);
@@ -70,6 +70,10 @@ function parseManifestText(text: string, index: number, jdl: boolean): unknown {
 /** Reads a multipart submission, spooling its files; the caller stores the sandbox and cleans up. */
 export async function readMultipart(request: FastifyRequest, config: JobsConfig, store: SandboxStore, tmpDir: string): Promise<ParsedSubmission> {
   const limits = config.sandbox;
+  // A manifest part may be as large as a JSON body (the multipart field size is set to it: routes.ts).
+  const manifestLimit: SizeLimit = { bytes: config.jsonBodyLimit, setting: 'jobs.jsonBodyLimit' };
+  const fileLimit: SizeLimit = { bytes: limits.maxFileSize, setting: 'jobs.sandbox.maxFileSize' };
+  const sandboxLimit: SizeLimit = { bytes: limits.maxSandboxSize, setting: 'jobs.sandbox.maxSandboxSize' };
   const spool = join(tmpDir, `upload-${randomBytes(8).toString('hex')}`);
   const manifests: unknown[] = [];
   const files: ArchiveFile[] = [];
@@ -83,11 +87,11 @@ export async function readMultipart(request: FastifyRequest, config: JobsConfig,
           const jdl = part.fieldname === 'jdl';
           if (manifests.length >= config.maxBulk) throw new InvalidRequest(`at most ${config.maxBulk} manifest parts per submission`);
           if (part.type === 'field') {
-            if (part.valueTruncated) throw new PayloadTooLarge(`manifest part ${manifests.length + 1} is larger than ${config.jsonBodyLimit} bytes`);
+            if (part.valueTruncated) throw new PayloadTooLarge(`manifest part ${manifests.length + 1}`, manifestLimit);
             const v = part.value;
             manifests.push(typeof v === 'string' ? parseManifestText(v, manifests.length, jdl) : v);
           } else {
-            const text = (await readLimited(part.file, config.jsonBodyLimit, `manifest part ${manifests.length + 1}`)).toString('utf8');
+            const text = (await readLimited(part.file, manifestLimit, `manifest part ${manifests.length + 1}`)).toString('utf8');
             manifests.push(parseManifestText(text, manifests.length, jdl));
           }
           continue;
@@ -110,22 +114,24 @@ export async function readMultipart(request: FastifyRequest, config: JobsConfig,
         const counter = new Transform({
           transform(chunk: Buffer, _enc, done) {
             size += chunk.length;
-            if (size > limits.maxFileSize) return done(new PayloadTooLarge(`file '${name}' is larger than the limit of ${limits.maxFileSize} bytes`));
-            if (total + size > limits.maxSandboxSize) return done(new PayloadTooLarge(`the input sandbox is larger than the limit of ${limits.maxSandboxSize} bytes`));
+            if (size > limits.maxFileSize) return done(new PayloadTooLarge(`file '${name}'`, fileLimit));
+            if (total + size > limits.maxSandboxSize) return done(new PayloadTooLarge('the input sandbox (its files together)', sandboxLimit));
             done(null, chunk);
           },
         });
         await pipeline(part.file, counter, createWriteStream(path, { mode: 0o600 }));
-        if (part.file.truncated) throw new PayloadTooLarge(`file '${name}' is larger than the limit of ${limits.maxFileSize} bytes`);
+        if (part.file.truncated) throw new PayloadTooLarge(`file '${name}'`, fileLimit);
         total += size;
         files.push({ name, path, mode: 0o644 });
       }
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (code === 'FST_INVALID_JSON_FIELD_ERROR') throw new InvalidRequest('a manifest part is not valid JSON');
-      if (code === 'FST_REQ_FILE_TOO_LARGE') throw new PayloadTooLarge(`a file is larger than the limit of ${limits.maxFileSize} bytes`);
-      if (code === 'FST_FILES_LIMIT') throw new PayloadTooLarge(`more than ${limits.maxFiles} files in one submission`);
-      if (code === 'FST_PARTS_LIMIT' || code === 'FST_FIELDS_LIMIT') throw new PayloadTooLarge('too many parts in one submission');
+      if (code === 'FST_REQ_FILE_TOO_LARGE') throw new PayloadTooLarge('a file', fileLimit);
+      if (code === 'FST_FILES_LIMIT') throw new PayloadTooLarge('the submission', { count: limits.maxFiles, unit: 'files', setting: 'jobs.sandbox.maxFiles' });
+      if (code === 'FST_FIELDS_LIMIT') throw new PayloadTooLarge('the submission', { count: config.maxBulk, unit: 'form fields', setting: 'jobs.maxBulk' });
+      // Set to maxFiles + maxBulk (routes.ts): reached with every file allowed and every manifest too.
+      if (code === 'FST_PARTS_LIMIT') throw new PayloadTooLarge('the submission', { count: limits.maxFiles + config.maxBulk, unit: 'parts (files and manifests)', setting: 'jobs.sandbox.maxFiles' });
       // busboy's parse errors carry no code; file-system errors (errno codes) stay server errors.
       if (!(err instanceof DirigoError) && code === undefined && err instanceof Error) throw new InvalidRequest(`the multipart body is malformed: ${err.message}`);
       throw err;
@@ -135,7 +141,7 @@ export async function readMultipart(request: FastifyRequest, config: JobsConfig,
       manifests,
       fileNames: files.map((f) => f.name),
       // gzip may make incompressible data slightly larger: the limit is on the files, checked above.
-      storeSandbox: async () => (files.length > 0 ? store.put(packFiles(files), limits.maxSandboxSize + 1024 * 1024) : undefined),
+      storeSandbox: async () => (files.length > 0 ? store.put(packFiles(files), { ...sandboxLimit, bytes: limits.maxSandboxSize + 1024 * 1024 }) : undefined),
       cleanup,
     };
   } catch (err) {

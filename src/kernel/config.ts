@@ -14,7 +14,10 @@ export const ServerConfigSchema = Type.Object(
     port: Type.Integer({ minimum: 0, maximum: 65535, default: 8443 }),
     /** External URL (issuer, links); derived from host and the bound port when absent. */
     publicUrl: Type.Optional(Type.String({ pattern: '^https://' })),
+    /** Largest request body of a route that sets none of its own (bytes). */
     bodyLimit: Type.Integer({ minimum: 1024, default: 1048576 }),
+    /** Largest form body (bytes) of the device, revocation and introspection endpoints and of the sign-in, consent, device and sign-out pages. */
+    formBodyLimit: Type.Integer({ minimum: 1024, default: 65536 }),
     maxHeaderSize: Type.Integer({ minimum: 1024, default: 16384 }),
     /** Cross-origin requests from browser applications served elsewhere (none allowed by default). */
     cors: Type.Object(

@@ -4,6 +4,7 @@
  * description leaks nothing.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { DEFAULT_BODY_LIMIT_SETTING } from './body-limits.ts';
 import { DirigoError, InsufficientStorage, InvalidRequest, PayloadTooLarge, ServerError, ServiceUnavailable, UnsupportedMediaType } from './errors.ts';
 
 /** Connection-level failures of PostgreSQL or SQLite mean "try again later", not "bug". */
@@ -12,12 +13,20 @@ const DATABASE_UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT',
 /** node-postgres reports a lost or refused connection without a code. */
 const PG_CONNECTION_LOST = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
 
-export function toDirigoError(err: unknown): DirigoError {
+/**
+ * @param request when known, names the limit of a body the framework refused as too large: the route's
+ *   `bodyLimit` and the setting its config names (body-limits.ts routeBodyLimit), else server.bodyLimit.
+ */
+export function toDirigoError(err: unknown, request?: FastifyRequest): DirigoError {
   if (err instanceof DirigoError) return err;
   const e = err as FastifyError & { validation?: unknown; validationContext?: string };
   if (e?.validation) return new InvalidRequest(e.message);
   switch (e?.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      if (!request) return new PayloadTooLarge('the body is too large');
+      return new PayloadTooLarge('the body', { bytes: request.routeOptions.bodyLimit, setting: request.routeOptions.config.bodyLimitSetting ?? DEFAULT_BODY_LIMIT_SETTING });
+    // Multipart limits: the submission reader (jobs/submission.ts) names each with its setting; these are
+    // what would get past it.
     case 'FST_REQ_FILE_TOO_LARGE':
     case 'FST_FILES_LIMIT':
     case 'FST_PARTS_LIMIT':
@@ -44,7 +53,7 @@ export function toDirigoError(err: unknown): DirigoError {
 }
 
 export function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
-  const mapped = toDirigoError(err);
+  const mapped = toDirigoError(err, request);
   if (mapped.status >= 500) request.log.error({ err }, 'request failed');
   else request.log.info({ error: mapped.code, status: mapped.status }, mapped.message);
   // Sent as text: a route's own response schema for this status (a partial bulk import's 400, say) must

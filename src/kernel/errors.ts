@@ -3,6 +3,8 @@
  * stable snake_case `code`; `httpStatus` is the single mapping to HTTP. The wire shape is the OAuth 2.0
  * one (RFC 6749 §5.2): `{"error": code, "error_description": text}`.
  */
+import { limitAnswer, tooLargeText, type BodyLimit, type BodyLimitAnswer } from './body-limits.ts';
+
 export class DirigoError extends Error {
   readonly code: string;
   readonly status: number;
@@ -104,9 +106,21 @@ export class UriTooLong extends DirigoError {
   }
 }
 
+/**
+ * 413: a body, or a part of one, beyond a limit. The answer names the limit (bytes, readable) and the
+ * configuration key that sets it, in its description and as `limit` (body-limits.ts).
+ */
 export class PayloadTooLarge extends DirigoError {
-  constructor(description: string) {
-    super('payload_too_large', 413, description);
+  readonly limit: BodyLimit | undefined;
+
+  /** `what` went past `limit`: "file 'big.bin'", "the JSON body". */
+  constructor(what: string, limit?: BodyLimit) {
+    super('payload_too_large', 413, limit ? tooLargeText(what, limit) : what);
+    this.limit = limit;
+  }
+
+  override toJSON(): { error: string; error_description: string; limit?: BodyLimitAnswer } {
+    return { ...super.toJSON(), ...(this.limit ? { limit: limitAnswer(this.limit) } : {}) };
   }
 }
 

@@ -16,7 +16,7 @@ import { parseConditions } from '../../src/catalogue/conditions.ts';
 import { POSTGRES_URL, createPostgresSchema, dialects } from '../helpers/dialects.ts';
 
 const CONVERSION = '2026_11_22_0402_catalogue_file_meta_in_row';
-const config = { bulkBodyLimit: 1 << 20, bulkBatchSize: 100, rootOwner: 'root', rootGroup: 'dirigo_admin', rootMode: 0o777, defaultDirectoryMode: 0o755, defaultFileMode: 0o644 };
+const config = { bulkBodyLimit: 1 << 20, bulkLineLimit: 1 << 20, bulkBatchSize: 100, rootOwner: 'root', rootGroup: 'dirigo_admin', rootMode: 0o777, defaultDirectoryMode: 0o755, defaultFileMode: 0o644 };
 
 for (const { dialect, skip } of await dialects()) {
   describe(`catalogue migration to file metadata in the file row (${dialect})`, { skip }, () => {

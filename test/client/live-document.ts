@@ -5,6 +5,7 @@
  * address replaced by the default one so that the files do not change from run to run.
  */
 import openapiTS, { astToString } from 'openapi-typescript';
+import ts from 'typescript';
 import { startTestService } from '../helpers/service.ts';
 
 export const DEFAULT_URL = 'https://127.0.0.1:8443';
@@ -21,6 +22,12 @@ export async function liveDocument(): Promise<string> {
   }
 }
 
+/** Bytes (OpenAPI 3.1: a string with a binary contentMediaType) are what fetch and FormData send: Blob, or File with its name. */
+const BLOB = ts.factory.createTypeReferenceNode(ts.factory.createIdentifier('Blob'));
+
 export async function clientTypes(document: string): Promise<string> {
-  return GENERATED_NOTE + astToString(await openapiTS(JSON.parse(document) as never));
+  const ast = await openapiTS(JSON.parse(document) as never, {
+    transform: (schema) => (schema.type === 'string' && 'contentMediaType' in schema && schema.contentMediaType === 'application/octet-stream' ? BLOB : undefined),
+  });
+  return GENERATED_NOTE + astToString(ast);
 }

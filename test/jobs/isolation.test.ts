@@ -232,6 +232,10 @@ for (const { dialect, skip } of await dialects()) {
           return res.status === 503 && res;
         });
         assert.match(ready.json.checks.payloadSandbox.reason, /site Local: payloads cannot be sandboxed: bwrap is not installed .*install bubblewrap .*isolation: none/);
+        // Each site in its own words: the broken one not ready, saying why; the unsandboxed one ready.
+        assert.equal(ready.json.sites.Local.state, 'not_ready');
+        assert.match(ready.json.sites.Local.reason, /^payloads cannot be sandboxed: bwrap is not installed/);
+        assert.deepEqual(ready.json.sites.Open, { type: 'local', state: 'ready' });
         assert.ok(
           log.some((l) => /site Local takes no jobs: payloads cannot be sandboxed.*apt-get install bubblewrap/.test(l)),
           `the log says how to fix it:\n${log.join('')}`,

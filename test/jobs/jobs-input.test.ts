@@ -152,8 +152,8 @@ for (const { dialect, skip } of await dialects()) {
       ['a file name with a control character', [manifest(), file('bad\u0001name')], 400, 'invalid_request', /control character/],
       ['an empty file name', [manifest(), file('')], 400, 'invalid_request', /is empty|file name/],
       ['a duplicate file name', [manifest(), file('a.txt'), file('a.txt')], 400, 'invalid_request', /given twice/],
-      ['a file over the per-file limit', [manifest(), file('big.bin', Buffer.alloc(1001))], 413, 'payload_too_large', /larger than the limit of 1000 bytes/],
-      ['files over the sandbox limit', [manifest(), file('a.bin', Buffer.alloc(800)), file('b.bin', Buffer.alloc(800))], 413, 'payload_too_large', /input sandbox is larger than the limit of 1500/],
+      ['a file over the per-file limit', [manifest(), file('big.bin', Buffer.alloc(1001))], 413, 'payload_too_large', /file 'big\.bin' is larger than 1000 bytes, the limit set by jobs\.sandbox\.maxFileSize/],
+      ['files over the sandbox limit', [manifest(), file('a.bin', Buffer.alloc(800)), file('b.bin', Buffer.alloc(800))], 413, 'payload_too_large', /input sandbox \(its files together\) is larger than 1500 bytes \(1\.46 KiB\), the limit set by jobs\.sandbox\.maxSandboxSize/],
       ['a stray form field', [manifest(), { name: 'other', value: 'x' }], 400, 'invalid_request', /unexpected form field 'other'/],
     ];
     for (const [name, parts, status, error, message] of multipartCases) {

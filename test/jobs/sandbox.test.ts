@@ -40,7 +40,7 @@ describe('sandbox store and archives', () => {
     const back: Buffer[] = [];
     for await (const c of await store.get(sha256)) back.push(c as Buffer);
     assert.deepEqual(Buffer.concat(back), data);
-    await assert.rejects(store.put(Readable.from([Buffer.alloc(50)]), 10), { code: 'payload_too_large' });
+    await assert.rejects(store.put(Readable.from([Buffer.alloc(50)]), { bytes: 10, setting: 'jobs.sandbox.maxSandboxSize' }), { code: 'payload_too_large' });
     assert.deepEqual(readdirSync(join(dir, 'tmp')), [], 'no temporary file is left behind');
     assert.equal(await store.exists('0'.repeat(64)), false);
   });

@@ -50,6 +50,8 @@ export class DirigoApiError extends Error {
   readonly error: string;
   readonly description: string;
   readonly requestId: string | undefined;
+  /** A 413's limit: its bytes (or count), readably, and the configuration key that sets it. */
+  readonly limit: ErrorAnswer['limit'];
   constructor(status: number, body: Partial<ErrorAnswer> | undefined) {
     const error = body?.error ?? `http_${status}`;
     const description = body?.error_description ?? '';
@@ -59,6 +61,7 @@ export class DirigoApiError extends Error {
     this.error = error;
     this.description = description;
     this.requestId = body?.request_id;
+    this.limit = body?.limit;
   }
 }
 
@@ -145,6 +148,29 @@ export interface InputFile {
 }
 
 /**
+ * POST /jobs as multipart/form-data: `manifest` parts (a manifest as JSON text each) or `jdl` parts, one job
+ * each, and `files`, the input sandbox of them all, each a File (its name is the file's name in the job's
+ * working directory).
+ */
+export type JobSubmissionForm = NonNullable<paths['/jobs']['post']['requestBody']>['content']['multipart/form-data'];
+
+/**
+ * `form` as the multipart body fetch sends, for `bodySerializer` (openapi-fetch would send JSON otherwise).
+ * @example
+ * ```ts
+ * const form: JobSubmissionForm = { manifest: [JSON.stringify(manifest)], files: [new File([script], 'run.sh')] };
+ * const { jids } = unwrap(await dirigo.POST('/jobs', { body: form, bodySerializer: () => submissionFormData(form) }));
+ * ```
+ */
+export function submissionFormData(form: JobSubmissionForm): FormData {
+  const data = new FormData();
+  for (const manifest of form.manifest ?? []) data.append('manifest', manifest);
+  for (const jdl of form.jdl ?? []) data.append('jdl', jdl);
+  for (const file of form.files ?? []) data.append('files', file);
+  return data;
+}
+
+/**
  * Submits jobs with an input sandbox (multipart/form-data: one `manifest` part per job, then the files).
  * Without files, `POST /jobs` with a JSON body does the same.
  * @example
@@ -153,10 +179,8 @@ export interface InputFile {
  * ```
  */
 export async function submitWithFiles(client: DirigoClient, manifests: JobManifest[], files: InputFile[]): Promise<{ jids: number[] }> {
-  const form = new FormData();
-  for (const m of manifests) form.append('manifest', JSON.stringify(m));
-  for (const f of files) form.append('file', f.content instanceof Blob ? f.content : new Blob([f.content]), f.name);
-  return unwrap(await client.POST('/jobs', { body: form as never, bodySerializer: (body) => body as unknown as FormData }));
+  const form: JobSubmissionForm = { manifest: manifests.map((m) => JSON.stringify(m)), files: files.map((f) => new File([f.content], f.name)) };
+  return unwrap(await client.POST('/jobs', { body: form, bodySerializer: () => submissionFormData(form) }));
 }
 
 /**

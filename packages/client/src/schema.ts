@@ -24,7 +24,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness probe: the database, the signing keys and each batch system, each named with why it is not ready */
+        /** Readiness probe: the database, the signing keys and each configured site (local, Slurm, agents) with its state, each named with why it is not ready */
         get: operations["getReadiness"];
         put?: never;
         post?: never;
@@ -1013,6 +1013,17 @@ export interface components {
             error_description: string;
             /** @description The X-Request-Id of the request, for support and logs */
             request_id?: string;
+            /** @description payload_too_large only: the limit, and the configuration key that sets it */
+            limit?: {
+                /** @description the limit in bytes */
+                bytes?: number;
+                /** @description the limit as a count (files, form fields, parts), for limits that are not in bytes */
+                count?: number;
+                /** @description the limit as a person reads it: '4 MiB', '1000 files' */
+                text: string;
+                /** @description the configuration key that sets it: 'server.bodyLimit', 'jobs.sandbox.maxFileSize' */
+                setting: string;
+            };
         };
     };
     responses: never;
@@ -1088,6 +1099,19 @@ export interface operations {
                                 reason?: string;
                             };
                         };
+                        /** @description every configured site, by name */
+                        sites: {
+                            [key: string]: {
+                                /** @description local, slurm or agents */
+                                type: string;
+                                /** @description ready: takes jobs; not_ready: cannot now (a Slurm command failed, the payload sandbox does not work), and the instance is not ready; unchecked: nothing has tried it since the start; idle: an agents site no agent asked for jobs lately (its jobs wait); elsewhere: run by other instances */
+                                state: "ready" | "not_ready" | "unchecked" | "idle" | "elsewhere";
+                                /** @description why, for every state but ready */
+                                reason?: string;
+                                /** @description agents sites: agents heard from within three heartbeat intervals */
+                                agents?: number;
+                            };
+                        };
                     };
                 };
             };
@@ -1115,6 +1139,19 @@ export interface operations {
                             [key: string]: {
                                 ready: boolean;
                                 reason?: string;
+                            };
+                        };
+                        /** @description every configured site, by name */
+                        sites: {
+                            [key: string]: {
+                                /** @description local, slurm or agents */
+                                type: string;
+                                /** @description ready: takes jobs; not_ready: cannot now (a Slurm command failed, the payload sandbox does not work), and the instance is not ready; unchecked: nothing has tried it since the start; idle: an agents site no agent asked for jobs lately (its jobs wait); elsewhere: run by other instances */
+                                state: "ready" | "not_ready" | "unchecked" | "idle" | "elsewhere";
+                                /** @description why, for every state but ready */
+                                reason?: string;
+                                /** @description agents sites: agents heard from within three heartbeat intervals */
+                                agents?: number;
                             };
                         };
                         error: string;
@@ -1364,7 +1401,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1453,7 +1490,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1561,7 +1598,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1736,7 +1773,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1852,7 +1889,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1945,7 +1982,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2053,7 +2090,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2131,7 +2168,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2287,7 +2324,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2383,7 +2420,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3124,7 +3161,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3341,7 +3378,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payload_too_large: the body is larger than the endpoint reads */
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3799,10 +3836,8 @@ export interface operations {
                     /** @description manifest and jdl parts together: at most jobs.maxBulk (1000) */
                     manifest?: string[];
                     jdl?: string[];
-                    /** @description input sandbox files, each part with its file name (Content-Disposition filename); at most jobs.sandbox.maxFiles (1000) files of every part name */
-                    files?: string[];
-                } & {
-                    [key: string]: string;
+                    /** @description input sandbox files, each part with its file name (Content-Disposition filename); parts of any other name are input files too; at most jobs.sandbox.maxFiles (1000) files of every part name */
+                    files?: Blob[];
                 };
             };
         };
@@ -4780,7 +4815,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": string;
+                    "application/gzip": Blob;
                 };
             };
             /** @description Not modified: the If-None-Match ETag is the current one */
@@ -4869,7 +4904,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": string;
+                    "application/gzip": Blob;
                 };
             };
             /** @description Not modified: the If-None-Match ETag is the current one */
@@ -5526,7 +5561,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/gzip": string;
+                    "application/gzip": Blob;
                 };
             };
             /** @description OAuth 2.0-shaped error */
@@ -5708,8 +5743,8 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/gzip": string;
-                "application/octet-stream": string;
+                "application/gzip": Blob;
+                "application/octet-stream": Blob;
             };
         };
         responses: {
@@ -7462,6 +7497,17 @@ export interface operations {
                             line: number;
                             error: string;
                             error_description: string;
+                            /** @description payload_too_large only: the limit, and the configuration key that sets it */
+                            limit?: {
+                                /** @description the limit in bytes */
+                                bytes?: number;
+                                /** @description the limit as a count (files, form fields, parts), for limits that are not in bytes */
+                                count?: number;
+                                /** @description the limit as a person reads it: '4 MiB', '1000 files' */
+                                text: string;
+                                /** @description the configuration key that sets it: 'server.bodyLimit', 'jobs.sandbox.maxFileSize' */
+                                setting: string;
+                            };
                         };
                     } | components["schemas"]["Error"];
                 };
@@ -7489,6 +7535,17 @@ export interface operations {
                             line: number;
                             error: string;
                             error_description: string;
+                            /** @description payload_too_large only: the limit, and the configuration key that sets it */
+                            limit?: {
+                                /** @description the limit in bytes */
+                                bytes?: number;
+                                /** @description the limit as a count (files, form fields, parts), for limits that are not in bytes */
+                                count?: number;
+                                /** @description the limit as a person reads it: '4 MiB', '1000 files' */
+                                text: string;
+                                /** @description the configuration key that sets it: 'server.bodyLimit', 'jobs.sandbox.maxFileSize' */
+                                setting: string;
+                            };
                         };
                     } | components["schemas"]["Error"];
                 };
@@ -7507,6 +7564,17 @@ export interface operations {
                             line: number;
                             error: string;
                             error_description: string;
+                            /** @description payload_too_large only: the limit, and the configuration key that sets it */
+                            limit?: {
+                                /** @description the limit in bytes */
+                                bytes?: number;
+                                /** @description the limit as a count (files, form fields, parts), for limits that are not in bytes */
+                                count?: number;
+                                /** @description the limit as a person reads it: '4 MiB', '1000 files' */
+                                text: string;
+                                /** @description the configuration key that sets it: 'server.bodyLimit', 'jobs.sandbox.maxFileSize' */
+                                setting: string;
+                            };
                         };
                     } | components["schemas"]["Error"];
                 };
@@ -7525,6 +7593,17 @@ export interface operations {
                             line: number;
                             error: string;
                             error_description: string;
+                            /** @description payload_too_large only: the limit, and the configuration key that sets it */
+                            limit?: {
+                                /** @description the limit in bytes */
+                                bytes?: number;
+                                /** @description the limit as a count (files, form fields, parts), for limits that are not in bytes */
+                                count?: number;
+                                /** @description the limit as a person reads it: '4 MiB', '1000 files' */
+                                text: string;
+                                /** @description the configuration key that sets it: 'server.bodyLimit', 'jobs.sandbox.maxFileSize' */
+                                setting: string;
+                            };
                         };
                     } | components["schemas"]["Error"];
                 };
@@ -7543,6 +7622,17 @@ export interface operations {
                             line: number;
                             error: string;
                             error_description: string;
+                            /** @description payload_too_large only: the limit, and the configuration key that sets it */
+                            limit?: {
+                                /** @description the limit in bytes */
+                                bytes?: number;
+                                /** @description the limit as a count (files, form fields, parts), for limits that are not in bytes */
+                                count?: number;
+                                /** @description the limit as a person reads it: '4 MiB', '1000 files' */
+                                text: string;
+                                /** @description the configuration key that sets it: 'server.bodyLimit', 'jobs.sandbox.maxFileSize' */
+                                setting: string;
+                            };
                         };
                     } | components["schemas"]["Error"];
                 };
@@ -7570,6 +7660,17 @@ export interface operations {
                             line: number;
                             error: string;
                             error_description: string;
+                            /** @description payload_too_large only: the limit, and the configuration key that sets it */
+                            limit?: {
+                                /** @description the limit in bytes */
+                                bytes?: number;
+                                /** @description the limit as a count (files, form fields, parts), for limits that are not in bytes */
+                                count?: number;
+                                /** @description the limit as a person reads it: '4 MiB', '1000 files' */
+                                text: string;
+                                /** @description the configuration key that sets it: 'server.bodyLimit', 'jobs.sandbox.maxFileSize' */
+                                setting: string;
+                            };
                         };
                     } | components["schemas"]["Error"];
                 };
@@ -7588,6 +7689,17 @@ export interface operations {
                             line: number;
                             error: string;
                             error_description: string;
+                            /** @description payload_too_large only: the limit, and the configuration key that sets it */
+                            limit?: {
+                                /** @description the limit in bytes */
+                                bytes?: number;
+                                /** @description the limit as a count (files, form fields, parts), for limits that are not in bytes */
+                                count?: number;
+                                /** @description the limit as a person reads it: '4 MiB', '1000 files' */
+                                text: string;
+                                /** @description the configuration key that sets it: 'server.bodyLimit', 'jobs.sandbox.maxFileSize' */
+                                setting: string;
+                            };
                         };
                     } | components["schemas"]["Error"];
                 };
