@@ -9,8 +9,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
-import type { TestService } from '../helpers/service.ts';
-import { authorize, Browser, formOf, PASSWORDS, pkcePair, postForm, startOAuthService } from './oauth-kit.ts';
+import { startTestService, type TestService } from '../helpers/service.ts';
+import { authorize, Browser, formOf, oauthConfig, PASSWORDS, pkcePair, postForm, startOAuthService } from './oauth-kit.ts';
 
 for (const { dialect, skip } of await dialects()) {
   describe(`the first-party application signs in without a consent page (${dialect})`, { skip }, () => {
@@ -25,7 +25,8 @@ for (const { dialect, skip } of await dialects()) {
     });
 
     /** /oauth2/auth for dirigo-web, then the password form: the page or redirect that follows. */
-    async function signIn(browser: Browser, extra: Record<string, string> = {}, user = 'alice') {
+    async function signIn(browser: Browser, extra: Record<string, string> = {}, user = 'alice', service = svc) {
+      const callback = `${service.url}/app/callback`;
       const pkce = pkcePair();
       const q = new URLSearchParams({
         response_type: 'code',
@@ -45,9 +46,9 @@ for (const { dialect, skip } of await dialects()) {
       return { answer, verifier: pkce.verifier };
     }
 
-    async function redeem(location: string, verifier: string) {
+    async function redeem(location: string, verifier: string, service = svc) {
       const code = new URL(location).searchParams.get('code')!;
-      const res = await postForm(svc, '/oauth2/token', { grant_type: 'authorization_code', code, redirect_uri: callback, client_id: 'dirigo-web', code_verifier: verifier });
+      const res = await postForm(service, '/oauth2/token', { grant_type: 'authorization_code', code, redirect_uri: `${service.url}/app/callback`, client_id: 'dirigo-web', code_verifier: verifier });
       assert.equal(res.status, 200, res.text);
       return res.json as { group: string; setup: string; scope: string };
     }
@@ -65,6 +66,22 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(token.group, 'dirigo_user');
       assert.equal(token.setup, svc.ctx.registry.setups[0]);
       await browser.close();
+    });
+
+    it("a user's default group (registry.users[].defaultGroup) comes before the first group", async () => {
+      const config = await oauthConfig();
+      const registry = config.registry as { users: { name: string }[] };
+      registry.users = registry.users.map((u) => (u.name === 'alice' ? { ...u, defaultGroup: 'dirigo_prod' } : u));
+      const withDefault = await startTestService({ dialect, config });
+      const browser = new Browser(withDefault);
+      try {
+        const { answer, verifier } = await signIn(browser, {}, 'alice', withDefault);
+        assert.equal(answer.status, 303, answer.text.slice(0, 300));
+        assert.equal((await redeem(answer.location!, verifier, withDefault)).group, 'dirigo_prod');
+      } finally {
+        await browser.close();
+        await withDefault.close();
+      }
     });
 
     it('a named group and setup are kept, and a group the user is not in still shows the consent page', async () => {
