@@ -26,7 +26,8 @@ function expressionText(pg: boolean, id: number, type: FieldType, alias: string)
   const key = idLiteral(id);
   // SQLite's JSON keeps numbers numbers; PostgreSQL's text needs the cast (meta is text there too).
   if (!pg) return `json_extract(${meta}, '$."${key}"')`;
-  return type === 'string' ? `(${meta}::jsonb ->> '${key}')` : `((${meta}::jsonb ->> '${key}')::double precision)`;
+  // Strings in code point order ("C"), as SQLite's BINARY and the walk's intervals (value-intervals.ts) order them.
+  return type === 'string' ? `((${meta}::jsonb ->> '${key}') collate "C")` : `((${meta}::jsonb ->> '${key}')::double precision)`;
 }
 
 /** The partial index's predicate: the file holds the field. */

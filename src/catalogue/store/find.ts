@@ -16,6 +16,7 @@ import { drivingTerm, type ConditionTree, type FieldCondition } from '../conditi
 import { documentConditions, readDocument } from '../effective.ts';
 import { filePresence, fileValue } from '../file-index.ts';
 import { descendantRange } from '../paths.ts';
+import { compareValues, endsAfter, isPoint, valueIntervals, type Interval } from '../value-intervals.ts';
 import { fieldsById, fromStored, type Field, type JsonValue } from '../values.ts';
 import type { CatalogueDialect } from './dialect.ts';
 import { fileRecord, type FileRecord, type FileRow } from './rows.ts';
@@ -37,17 +38,17 @@ export interface FindAnswer {
 }
 
 /** Where the previous page stopped: the driving value (by file value), the directory and the name. */
-type Cursor = { kind: 'f'; value: number | string; dir: number; name: string } | { kind: 'd'; dir: number; name: string };
+export type FindCursor = { kind: 'f'; value: number | string; dir: number; name: string } | { kind: 'd'; dir: number; name: string };
 
 type Row = Omit<FileRow, 'meta'> & { meta: string | null; v?: number | string; dir_path: string; dir_eff: unknown };
 
 const FILE_COLUMNS = sql.raw('f.dir_id, f.name, f.size, f.checksum, f.checksum_type, f.guid, f.owner, f.owner_group, f.mode, f.status, f.created_at, f.modified_at, f.meta');
 
-function encodeCursor(c: Cursor): string {
+function encodeCursor(c: FindCursor): string {
   return Buffer.from(JSON.stringify(c.kind === 'f' ? ['f', c.value, c.dir, c.name] : ['d', c.dir, c.name])).toString('base64url');
 }
 
-function decodeCursor(text: string, kind: Cursor['kind'], type: Field['type'] | undefined): Cursor {
+function decodeCursor(text: string, kind: FindCursor['kind'], type: Field['type'] | undefined): FindCursor {
   const bad = () => new InvalidRequest('cursor: not the nextCursor of this search (give the same path and conditions as the page before)');
   let parsed: unknown;
   try {
@@ -106,9 +107,11 @@ function directoryTermsSql(pg: boolean, terms: FieldCondition[]): RawBuilder<unk
   return sql`(${sql.join(probes, sql` and `)})`;
 }
 
-function subtreeSql(path: string): RawBuilder<unknown> {
+/** The subtree as a check on each directory row reached (a unary plus keeps SQLite from walking the path index instead). */
+function subtreeSql(pg: boolean, path: string): RawBuilder<unknown> {
   const range = descendantRange(path);
-  return range ? sql`(d.path = ${path} or (d.path >= ${range.lower} and d.path < ${range.upper}))` : sql`1 = 1`;
+  const p = sql.raw(pg ? 'd.path' : '+d.path');
+  return range ? sql`(${p} = ${path} or (${p} >= ${range.lower} and ${p} < ${range.upper}))` : sql`1 = 1`;
 }
 
 /**
@@ -116,29 +119,55 @@ function subtreeSql(path: string): RawBuilder<unknown> {
  * directory term is an equality where the best file term is not (drivingTerm's scores).
  */
 function fileDriver(fileTerms: FieldCondition[], dirTerms: FieldCondition[]): FieldCondition | undefined {
-  const file = drivingTerm({ kind: 'and', terms: fileTerms });
+  // A term without a range (`!=`, `nin`) still walks its field's index: only the files holding the field.
+  const file = drivingTerm({ kind: 'and', terms: fileTerms }) ?? fileTerms[0];
   if (!file) return undefined;
   const dir = drivingTerm({ kind: 'and', terms: dirTerms });
   const isEquality = (t: FieldCondition | undefined) => t?.predicates.some((p) => p.op === '=' || (p.op === 'in' && p.values.length <= 10)) ?? false;
   return isEquality(dir) && !isEquality(file) ? undefined : file;
 }
 
+/** The terms by scope, and the file term that drives (undefined: the walk goes by directory). */
+export function findPlan(tree: ConditionTree): { fileTerms: FieldCondition[]; dirTerms: FieldCondition[]; driver: FieldCondition | undefined } {
+  const fileTerms = tree.terms.filter((t) => t.field.scope === 'file');
+  const dirTerms = tree.terms.filter((t) => t.field.scope === 'directory');
+  return { fileTerms, dirTerms, driver: fileDriver(fileTerms, dirTerms) };
+}
+
 /** The "by file value" page query (exposed for the plans the scale test checks). */
-export function byFileValueQuery(pg: boolean, path: string, fileTerms: FieldCondition[], dirTerms: FieldCondition[], driver: FieldCondition, after: Cursor | undefined, limit: number) {
+export function byFileValueQuery(pg: boolean, path: string, fileTerms: FieldCondition[], dirTerms: FieldCondition[], driver: FieldCondition, interval: Interval, after: FindCursor | undefined, limit: number) {
   const v = fileValue(pg, driver.field.id, driver.field.type, 'f');
-  const bounds: RawBuilder<unknown>[] = [filePresence(pg, driver.field.id, 'f'), termSql(v, driver)];
-  // An `in` list as the range it spans, so that the index is walked in order between its ends.
-  for (const p of driver.predicates) {
-    if (p.op !== 'in') continue;
-    const sorted = [...p.values].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    bounds.push(sql`${v} >= ${sorted[0]!} and ${v} <= ${sorted.at(-1)!}`);
+  const point = isPoint(interval);
+  const where: RawBuilder<unknown>[] = [filePresence(pg, driver.field.id, 'f')];
+  if (point) where.push(sql`${v} = ${interval.lower!.value}`);
+  else {
+    if (interval.lower) where.push(sql`${v} ${sql.raw(interval.lower.inclusive ? '>=' : '>')} ${interval.lower.value}`);
+    if (interval.upper) where.push(sql`${v} ${sql.raw(interval.upper.inclusive ? '<=' : '<')} ${interval.upper.value}`);
   }
-  if (after?.kind === 'f') bounds.push(sql`(${v}, f.dir_id, f.name) > (${after.value}, ${after.dir}, ${after.name})`);
-  const others = fileTerms.filter((t) => t !== driver).map((t) => fileTermSql(pg, t, false));
+  if (after?.kind === 'f') {
+    if (!point) where.push(sql`(${v}, f.dir_id, f.name) > (${after.value}, ${after.dir}, ${after.name})`);
+    else if (compareValues(interval.lower!.value, after.value) === 0) where.push(sql`(f.dir_id, f.name) > (${after.dir}, ${after.name})`);
+  }
+  // The interval's bounds are the only index conditions: the driver's own predicates (the interval may
+  // be wider, for a long list) and the other terms are checked on the rows walked.
+  const unindexed = pg ? (driver.field.type === 'string' ? sql`(${v} || '')` : sql`(${v} + 0)`) : sql`+${v}`;
+  where.push(termSql(unindexed, driver), ...fileTerms.filter((t) => t !== driver).map((t) => fileTermSql(pg, t, false)));
+  // A point is walked in (dir_id, name) order; SQLite sorts if told to order by the constant too.
   return sql<Row>`select ${FILE_COLUMNS}, ${v} as v, d.path as dir_path, d.eff as dir_eff
     from cat_files as f join cat_directories as d on d.id = f.dir_id
-    where ${sql.join([...bounds, ...others], sql` and `)} and ${subtreeSql(path)} and ${directoryTermsSql(pg, dirTerms)}
-    order by ${v}, f.dir_id, f.name limit ${limit}`;
+    where ${sql.join(where, sql` and `)} and ${subtreeSql(pg, path)} and ${directoryTermsSql(pg, dirTerms)}
+    order by ${point ? sql`f.dir_id, f.name` : sql`${v}, f.dir_id, f.name`} limit ${limit}`;
+}
+
+/** The "by file value" walk: the driver's intervals in order, from the cursor's, until the page is full. */
+async function byFileValue(db: Db, pg: boolean, path: string, fileTerms: FieldCondition[], dirTerms: FieldCondition[], driver: FieldCondition, after: FindCursor | undefined, limit: number): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (const interval of valueIntervals(driver)) {
+    if (after?.kind === 'f' && !endsAfter(interval, after.value)) continue;
+    rows.push(...(await byFileValueQuery(pg, path, fileTerms, dirTerms, driver, interval, after, limit - rows.length).execute(db)).rows);
+    if (rows.length >= limit) break;
+  }
+  return rows;
 }
 
 /** One directory's files after `name`, by key (exposed for the plans the scale test checks). */
@@ -149,20 +178,28 @@ export function filesOfDirectoryQuery(pg: boolean, dir: { id: number; path: stri
     from cat_files as f where ${sql.join(conds, sql` and `)} order by f.name limit ${limit}`;
 }
 
-async function byDirectory(db: Db, dialect: CatalogueDialect, path: string, tree: ConditionTree, fileTerms: FieldCondition[], after: Cursor | undefined, limit: number): Promise<Row[]> {
+/** The next matching directories holding files, from id `fromDir` on (exposed for the plans the scale test checks). */
+export function directoryBatchQuery(db: Db, dialect: CatalogueDialect, path: string, dirTerms: FieldCondition[], fromDir: number) {
+  const tree: ConditionTree = { kind: 'and', terms: dirTerms };
+  const driver = drivingTerm(tree);
+  // SQLite walks an equality's (field_id, value, dir_id) index in dir_id order, but knows it only of the
+  // joined row (applyConditions names the i-th term's row c<i>): ordered by it, it does not sort.
+  const orderColumn = !dialect.pg && driver && driver.predicates.some((p) => p.op === '=') ? `c${dirTerms.indexOf(driver)}.dir_id` : 'd.id';
+  return dialect
+    .matching(db, path, tree)
+    .where('d.files', '>', 0)
+    .where(sql.ref(orderColumn), '>=', fromDir)
+    .select(['d.id', 'd.path', 'd.eff'])
+    .orderBy(sql.ref(orderColumn))
+    .limit(DIRECTORY_BATCH);
+}
+
+async function byDirectory(db: Db, dialect: CatalogueDialect, path: string, dirTerms: FieldCondition[], fileTerms: FieldCondition[], after: FindCursor | undefined, limit: number): Promise<Row[]> {
   const rows: Row[] = [];
   let fromDir = after?.dir ?? 0;
   let afterName = after?.name;
   for (;;) {
-    const dirTree: ConditionTree = { kind: 'and', terms: tree.terms.filter((t) => t.field.scope === 'directory') };
-    const dirs = await dialect
-      .matching(db, path, dirTree)
-      .where('d.files', '>', 0)
-      .where('d.id', '>=', fromDir)
-      .select(['d.id', 'd.path', 'd.eff'])
-      .orderBy('d.id')
-      .limit(DIRECTORY_BATCH)
-      .execute();
+    const dirs = await directoryBatchQuery(db, dialect, path, dirTerms, fromDir).execute();
     for (const d of dirs) {
       const dir = { id: Number(d.id), path: d.path, eff: d.eff };
       const found = await filesOfDirectoryQuery(dialect.pg, dir, fileTerms, dir.id === after?.dir ? afterName : undefined, limit - rows.length).execute(db);
@@ -190,14 +227,12 @@ function metadataOf(row: Row, byId: Map<number, Field>): Record<string, JsonValu
 
 /** A page of the files of the subtree of `path` matching `tree` (directory and file terms), after `cursor`. */
 export async function findFiles(db: Db, dialect: CatalogueDialect, path: string, tree: ConditionTree, fields: Map<string, Field>, limit: number, cursor: string | undefined): Promise<FindAnswer> {
-  const fileTerms = tree.terms.filter((t) => t.field.scope === 'file');
-  const dirTerms = tree.terms.filter((t) => t.field.scope === 'directory');
-  const driver = fileDriver(fileTerms, dirTerms);
+  const { fileTerms, dirTerms, driver } = findPlan(tree);
   const after = cursor === undefined ? undefined : decodeCursor(cursor, driver ? 'f' : 'd', driver?.field.type);
   // One row more than the page tells whether there is a next page.
   const rows = driver
-    ? (await byFileValueQuery(dialect.pg, path, fileTerms, dirTerms, driver, after, limit + 1).execute(db)).rows
-    : await byDirectory(db, dialect, path, tree, fileTerms, after, limit + 1);
+    ? await byFileValue(db, dialect.pg, path, fileTerms, dirTerms, driver, after, limit + 1)
+    : await byDirectory(db, dialect, path, dirTerms, fileTerms, after, limit + 1);
   const page = rows.slice(0, limit);
   const last = page.at(-1);
   let nextCursor: string | null = null;
