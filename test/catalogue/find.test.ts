@@ -127,6 +127,12 @@ for (const { dialect, skip } of await dialects()) {
       expectError(await get(findUrl('/', [['maxFiles', 'ten']])), 400, 'invalid_request', 'maxFiles');
       expectError(await get(findUrl('/', [['cursor', 'not a cursor']])), 400, 'invalid_request', 'cursor');
       expectError(await get(findUrl('/', [['cursor', 'bm90IGpzb24']])), 400, 'invalid_request', 'cursor');
+      for (const forged of [['f', 'good', 1, 'a\u0000b'], ['f', 'good\u0000', 1, 'a'], ['f', 7, 1.5, 'a'], ['f', 'good', 1], ['d', 1, 'a']]) {
+        const cursor = Buffer.from(JSON.stringify(forged)).toString('base64url');
+        expectError(await get(findUrl('/', [['Quality', '=|good'], ['cursor', cursor]])), 400, 'invalid_request', 'cursor');
+      }
+      const numeric = Buffer.from(JSON.stringify(['f', 'x', 1, 'a'])).toString('base64url');
+      expectError(await get(findUrl('/', [['Events', '>|1'], ['cursor', numeric]])), 400, 'invalid_request', 'cursor');
       // A cursor of a search walked by directory is not one of a search walked by file value.
       const byDir = await get(findUrl('/', [['Run', '=|1'], ['maxFiles', '1']]));
       expectError(await get(findUrl('/', [['Quality', '=|good'], ['cursor', byDir.json.nextCursor]])), 400, 'invalid_request', 'cursor');

@@ -56,7 +56,8 @@ function decodeCursor(text: string, kind: FindCursor['kind'], type: Field['type'
   } catch {
     throw bad();
   }
-  if (!Array.isArray(parsed) || parsed[0] !== kind) throw bad();
+  // A NUL (which the request's own text may not carry) would reach PostgreSQL inside a decoded cursor.
+  if (!Array.isArray(parsed) || parsed[0] !== kind || parsed.some((p) => typeof p === 'string' && p.includes('\u0000'))) throw bad();
   const [, ...rest] = parsed as unknown[];
   const dirName = (dir: unknown, name: unknown) => {
     if (typeof dir !== 'number' || !Number.isSafeInteger(dir) || typeof name !== 'string') throw bad();
