@@ -20,6 +20,9 @@ commands:
   stat PATH                    attributes of a file or directory
   meta PATH                    metadata of a file or directory (own and inherited)
   search PATH COND...          directories under PATH matching every condition, with file counts and sizes
+  find PATH COND... [-l] [--max N]
+                               files under PATH matching every condition on directory and file fields
+                               (as dirac-dms-find-lfns): one path a line (-l: size, date, checksum)
   fields [COND...]             metadata fields, their type and values (compatible with the conditions)
   define NAME TYPE SCOPE       define a field: TYPE int|float|string|date, SCOPE directory|file (administrators)
   mkdir PATH [--mode M] [--meta K=V ...]
@@ -33,6 +36,7 @@ options: --url URL --ca FILE (--cert FILE --key FILE [--group G] [--setup S] | -
 
 examples:
   dirigo catalogue search /lhc 'Run>=1' 'Run<5' 'Site=in|CERN,PIC'
+  dirigo catalogue find /lhc 'Run>=1' 'Run<5' Quality=good
   dirigo catalogue register /lhc/2026/run1/a.root --size 2147483648 --checksum 1a2b3c4d --meta Quality=good
   dirigo catalogue import run.ndjson
 `;
@@ -48,6 +52,7 @@ const OPTIONS = {
   checksum: { type: 'string' },
   'checksum-type': { type: 'string' },
   guid: { type: 'string' },
+  max: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -72,9 +77,19 @@ export function conditionParam(text: string): [string, string] {
   return [m[1]!, `${m[2]}|${m[3]}`];
 }
 
-function conditionQuery(conds: string[]): string {
-  return conds.map((c) => conditionParam(c).map(encodeURIComponent).join('=')).join('&');
+/** The conditions as the typed `conditions` parameter: a repeated field (a range) gives a list. */
+export function conditionsParameter(conds: string[]): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const c of conds) {
+    const [key, value] = conditionParam(c);
+    const held = out[key];
+    out[key] = held === undefined ? value : [...(Array.isArray(held) ? held : [held]), value];
+  }
+  return out;
 }
+
+/** Files per request of `find`: the service's largest page. */
+const FIND_PAGE = 1000;
 
 function print(values: Values, data: unknown, text: () => string): void {
   process.stdout.write(values.json ? `${JSON.stringify(data, null, 2)}\n` : text());
@@ -228,9 +243,8 @@ export async function catalogueCommand(argv: string[]): Promise<number> {
     }
     case 'search': {
       const path = catalogPath(args[0]);
-      const query = conditionQuery(args.slice(1));
-      // Conditions (`field=op|value`) are free-form query parameters: sent as the user wrote them.
-      const found = await answer(conn, client.GET('/filecatalogue/directory/{path}/search', { params: at(path), querySerializer: () => query }));
+      const conditions = conditionsParameter(args.slice(1));
+      const found = await answer(conn, client.GET('/filecatalogue/directory/{path}/search', { params: { ...at(path), query: { conditions } } }));
       print(values, found, () => {
         const width = Math.max(4, ...found.Directories.map((d) => String(d.Files).length));
         const lines = found.Directories.map((d) => `${String(d.Files).padStart(width)} ${humanSize(d.Size).padStart(10)}  ${d.Path}\n`);
@@ -238,9 +252,28 @@ export async function catalogueCommand(argv: string[]): Promise<number> {
       });
       return 0;
     }
+    case 'find': {
+      const path = catalogPath(args[0]);
+      const conditions = conditionsParameter(args.slice(1));
+      const max = values.max === undefined ? Infinity : Number(values.max);
+      if (!(Number.isSafeInteger(max) && max > 0) && max !== Infinity) throw new CliError('--max: a positive number of files', 2);
+      // Every page in turn (as dirac-dms-find-lfns prints every file), printed as it comes.
+      const files: unknown[] = [];
+      let printed = 0;
+      let cursor: string | undefined;
+      do {
+        const maxFiles = Math.min(FIND_PAGE, max - printed);
+        const page = await answer(conn, client.GET('/filecatalogue/directory/{path}/find', { params: { ...at(path), query: { conditions, maxFiles, ...(cursor ? { cursor } : {}) } } }));
+        if (values.json) files.push(...page.Files);
+        else process.stdout.write(page.Files.map((f) => (values.long ? `${modeString(f.Mode, false)} ${f.Owner} ${f.OwnerGroup} ${String(f.Size).padStart(12)} ${f.ModificationDate.slice(0, 19)} ${f.ChecksumType}:${f.Checksum} ${f.Path}\n` : `${f.Path}\n`)).join(''));
+        printed += page.Files.length;
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor && printed < max);
+      if (values.json) process.stdout.write(`${JSON.stringify({ Path: path, Files: files }, null, 2)}\n`);
+      return 0;
+    }
     case 'fields': {
-      const query = conditionQuery(args);
-      const fields = (await answer(conn, client.GET('/filecatalogue/metadata', { querySerializer: () => query }))) as Record<string, FieldInfo>;
+      const fields = (await answer(conn, client.GET('/filecatalogue/metadata', { params: { query: { conditions: conditionsParameter(args) } } }))) as Record<string, FieldInfo>;
       print(values, fields, () =>
         formatTable(
           ['Field', 'Type', 'Scope', 'Values'],

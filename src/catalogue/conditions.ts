@@ -45,8 +45,10 @@ export interface ConditionTree {
 }
 
 export interface ParseOptions {
-  /** Only fields of this scope may be used. */
-  scope: Field['scope'];
+  /** Only fields of this scope may be used; 'any': directory and file fields (the file search). */
+  scope: Field['scope'] | 'any';
+  /** Query parameters of the operation itself (paging), not conditions. */
+  parameters?: ReadonlySet<string>;
 }
 
 /**
@@ -58,12 +60,13 @@ export function parseConditions(rawQuery: string, fields: ReadonlyMap<string, Fi
   const byField = new Map<string, FieldCondition>();
   let count = 0;
   for (const [key, raw] of new URLSearchParams(rawQuery)) {
-    if (NOT_CONDITIONS.has(key)) continue;
+    if (NOT_CONDITIONS.has(key) || options.parameters?.has(key)) continue;
     if (++count > MAX_CONDITIONS) throw new InvalidRequest(`more than ${MAX_CONDITIONS} metadata conditions`);
     const field = fields.get(key);
     if (!field) throw new InvalidRequest(`condition ${JSON.stringify(key)}: no such metadata field`);
-    if (field.scope !== options.scope) {
-      throw new InvalidRequest(`condition ${key}: ${key} is a ${field.scope} field; only ${options.scope} fields select here`);
+    if (options.scope !== 'any' && field.scope !== options.scope) {
+      const hint = field.scope === 'file' ? ' (the file search, GET /filecatalogue/directory/<d>/find, selects by file fields too)' : '';
+      throw new InvalidRequest(`condition ${key}: ${key} is a ${field.scope} field; only ${options.scope} fields select here${hint}`);
     }
     const bar = raw.indexOf('|');
     if (bar === -1) throw new InvalidRequest(`condition ${key}: the value must have the form operator|value (for example >=|5)`);

@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import { isPostgres, withAutoId } from '../kernel/db/portable.ts';
 import { createFieldIndex } from './effective.ts';
+import { createFileFieldIndex } from './file-index.ts';
 import type { FieldType } from './values.ts';
 import { parseSummary } from './file-values.ts';
 
@@ -277,6 +278,18 @@ export const catalogueMigrations: Record<string, Migration> = {
       for (let i = 0; i < all.length; i += 300) {
         await db.insertInto('cat_file_values' as never).values(all.slice(i, i + 300).map(([field_id, key, dirs]) => ({ field_id, key, dirs })) as never).execute();
       }
+    },
+  },
+  '2026_11_26_1800_catalogue_file_value_indexes': {
+    /**
+     * File search (issue 31): each file field gets a partial expression index on its value in the file
+     * rows (file-index.ts), so that a search by file metadata walks that index a page at a time. Existing
+     * file fields get theirs here; new ones when they are defined.
+     */
+    async up(db: Kysely<unknown>) {
+      const pg = isPostgres(db);
+      const fields = await sql<{ id: number; type: string }>`select id, type from cat_fields where scope = 'file'`.execute(db);
+      for (const f of fields.rows) await createFileFieldIndex(db, pg, Number(f.id), f.type as FieldType);
     },
   },
 };

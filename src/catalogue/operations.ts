@@ -99,6 +99,16 @@ export const searchDirectories = {
   response: { 200: S.SearchAnswer, ...readErrors },
 };
 
+export const findFiles = {
+  ...common,
+  operationId: 'findFiles',
+  summary: 'Files under a directory matching directory and file metadata conditions, a page at a time (as DIRAC findFilesByMetadata)',
+  description: `${R.CONDITIONS_HELP} ${R.FIND_HELP}`,
+  params: R.PathParams,
+  querystring: R.FindQuery,
+  response: { 200: S.FindAnswer, ...readErrors },
+};
+
 export const getFileAttributes = {
   ...common,
   operationId: 'getFileAttributes',

@@ -52,28 +52,39 @@ export const CONDITIONS_HELP =
   'int/float/date fields: `<` `>` `=` `<=` `>=` `!=`; string fields: `in` `nin` (comma-separated) `=` `!=`. ' +
   `Every condition requires the field to be present. At most ${MAX_CONDITIONS} conditions; \`access_token\` and \`verbose\` are not conditions.`;
 
+// At most what a request line can hold (server.maxHeaderSize, 16 KiB by default).
+const Condition = Type.String({ pattern: '^(<=?|>=?|!?=|n?in)\\|', maxLength: 16_384, description: 'operator|value, e.g. `>=|5` or `in|CERN,PIC`' });
+
 /**
  * The conditions as one query parameter object. A query parameter's default serialization is form,
  * exploded (OpenAPI 3.1 §4.8.12.4): each property is a query parameter of its own, `{"Run": ">=|5"}` giving
- * `Run=>=|5`, so that a client generator can send free-form keys. The name `conditions` never appears in
- * the URL.
+ * `Run=>=|5`, so that a client generator can send free-form keys. A list value is the key repeated (a
+ * range: `{"Run": [">=|5", "<|10"]}` gives `Run=>=|5&Run=<|10`), as a form-exploded array is; the typed
+ * client (packages/client) serializes it so. The name `conditions` never appears in the URL.
  */
-export const ConditionsQuery = Type.Object(
-  {
-    conditions: Type.Optional(
-      Type.Record(
-        Type.String(),
-        Type.String({ pattern: '^(<=?|>=?|!?=|n?in)\\|', description: 'operator|value, e.g. `>=|5` or `in|CERN,PIC`' }),
-        {
-          description:
-            'Metadata conditions, each a query parameter of its own: the key is a directory field name, the value `operator|value` ' +
-            `(see the operation's description); an \`in\`/\`nin\` list holds at most ${MAX_LIST_VALUES} values.`,
-          examples: [{ Run: '>=|5', Site: 'in|CERN,PIC' }],
-        },
-      ),
-    ),
-  },
-);
+const conditionsParameter = (fields: string) =>
+  Type.Optional(
+    Type.Record(Type.String(), Type.Union([Condition, Type.Array(Condition, { minItems: 1, maxItems: MAX_CONDITIONS, description: 'the key repeated: a range (`[">=|5", "<|10"]`)' })]), {
+      description:
+        `Metadata conditions, each a query parameter of its own: the key is a ${fields} field name, the value \`operator|value\` ` +
+        `(see the operation's description), or a list of them for a range (the key repeated); an \`in\`/\`nin\` list holds at most ${MAX_LIST_VALUES} values.`,
+      examples: [{ Run: ['>=|5', '<|10'], Site: 'in|CERN,PIC' }],
+    }),
+  );
+
+export const ConditionsQuery = Type.Object({ conditions: conditionsParameter('directory') });
+
+export const FIND_HELP =
+  'Directory and file fields both select: a file matches when its own metadata meets the conditions on file fields and its directory\'s (own and inherited) ' +
+  'metadata those on directory fields. Files come a page at a time (`maxFiles`, default 100, at most 1000), in the order of the index walked ' +
+  '(by the value of the most selective file condition, else directory by directory); `nextCursor` continues with the same path and conditions. ' +
+  '`maxFiles` and `cursor` are not conditions.';
+
+export const FindQuery = Type.Object({
+  conditions: conditionsParameter('directory or file'),
+  maxFiles: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'files per page' })),
+  cursor: Type.Optional(Type.String({ maxLength: 4096, description: "the previous page's nextCursor: the page after it, at the same cost however deep" })),
+});
 
 // ---- bodies (checked by hand in requests.ts and bulk.ts: Ajv's type coercion would turn the string "5"
 // into a number and blur the type check of metadata values) ----

@@ -14,6 +14,7 @@ import { directoryBody, isObject, newFile, REST_FILE_KEYS } from './requests.ts'
 import { CatalogueStore, directoryRecord, fileRecord } from './store.ts';
 import * as OP from './operations.ts';
 import { handlerChecks } from './request-schemas.ts';
+import { FIND_PARAMETERS, findPaging } from './find-query.ts';
 
 function rawQuery(request: FastifyRequest): string {
   const q = request.url.indexOf('?');
@@ -196,6 +197,19 @@ export async function catalogueRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
       const dir = await readableDirectory(request, (request.params as { path: string }).path);
       const tree = parseConditions(rawQuery(request), await store.fields(), { scope: 'directory' });
       return store.search(dir.path, tree);
+    },
+  );
+
+  app.get(
+    '/filecatalogue/directory/:path/find',
+    { ...conditionRoute, schema: OP.findFiles },
+    async (request) => {
+      const dir = await readableDirectory(request, (request.params as { path: string }).path);
+      const raw = rawQuery(request);
+      const page = findPaging(raw);
+      const fields = await store.fields();
+      const tree = parseConditions(raw, fields, { scope: 'any', parameters: FIND_PARAMETERS });
+      return store.find(dir.path, tree, fields, page.maxFiles, page.cursor);
     },
   );
 

@@ -68,6 +68,18 @@ export const SearchAnswer = Type.Object(
   { description: 'The matching directories, each with the files and bytes of its subtree, and the totals' },
 );
 
+export const FindAnswer = Type.Object(
+  {
+    Path: Type.String({ description: 'the directory searched' }),
+    Files: Type.Array(
+      Type.Object({ ...FileRecord.properties, Metadata: Type.Record(Type.String(), Value, { description: "the file's own metadata and its directory's (own and inherited)" }) }),
+      { description: 'the matching files of this page' },
+    ),
+    nextCursor: Type.Unsafe<string | null>({ type: ['string', 'null'], description: 'pass as cursor for the page after this one (same path and conditions); null on the last page' }),
+  },
+  { description: 'A page of the matching files, with their attributes and metadata' },
+);
+
 export const FieldAnswer = Type.Object(FieldDefinition.properties, { description: 'The field defined' });
 
 export const Removed = Type.Object({ removed: Type.String() }, { description: 'The field removed' });

@@ -19,6 +19,7 @@ import { defineFieldIn, removeField } from './store/fields.ts';
 import { directoryAt, fieldsIn, fileAt, requireDirectoryAt, requireFileAt } from './store/lookups.ts';
 import { FILE_RECORD_COLUMNS, type DirRow, type FileRow, type Q } from './store/rows.ts';
 import { compatibleValues, search, searchQuery, type SearchAnswer } from './store/search.ts';
+import { findFiles, type FindAnswer } from './store/find.ts';
 import { WriteSession } from './store/write-session.ts';
 
 export { AtLine, BatchedWriteFailed, directoryRecord, fileRecord, FIELD_NAME } from './store/rows.ts';
@@ -114,6 +115,11 @@ export class CatalogueStore {
 
   search(path: string, tree: ConditionTree): Promise<SearchAnswer> {
     return search(this.db, this.dialect, path, tree);
+  }
+
+  /** A page of the files under `path` matching directory and file conditions (store/find.ts). */
+  find(path: string, tree: ConditionTree, fields: Map<string, Field>, limit: number, cursor: string | undefined): Promise<FindAnswer> {
+    return findFiles(this.db, this.dialect, path, tree, fields, limit, cursor);
   }
 
   compatibleValues(path: string, tree: ConditionTree, fields: Map<string, Field>, withFileFields = true): Promise<Map<Field, JsonValue[]>> {

@@ -128,5 +128,33 @@ for (const { dialect, skip } of await dialects()) {
       assert.match(b.stderr, /applied 1 operations/);
       assert.match(b.stderr, /line 2: invalid_request: .*size/);
     });
+
+    it('finds files by directory and file metadata together, every page, as dirac-dms-find-lfns', async () => {
+      // The import above: /imp/d<k> with Stream s<k % 4>, files f<i> in d<i % 100>, Quality good for odd
+      // i: every file of the s1 and s3 directories is good, none of s0 and s2.
+      let r = await alice('find', '/imp', 'Stream=s1', 'Quality=good');
+      assert.equal(r.code, 0, r.stderr);
+      const paths = r.stdout.trim().split('\n');
+      // 25 pages of 1,000: every file once.
+      assert.equal(paths.length, 24_975);
+      assert.equal(new Set(paths).size, paths.length);
+      assert.ok(paths.every((p) => /^\/imp\/d(\d+)\/f(\d+)$/.test(p) && Number(p.split('/')[2]!.slice(1)) % 4 === 1 && Number(p.split('/f')[1]) % 2 === 1), paths.find((p) => !p.startsWith('/imp/d')));
+      // A range on a file field's neighbour: the repeated key goes through the typed parameter.
+      r = await alice('find', '/imp/d1', 'Stream=s1', 'Quality!=bad', '--max', '3', '-l');
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /^-rw-r--r-- admin dirigo_admin +\d+ \S+ Adler32:c \/imp\/d1\/f\d+$/m);
+      assert.equal(r.stdout.trim().split('\n').length, 3);
+      r = await alice('find', '/imp', '--json', '--max', '2', 'Stream=in|s2,s3', 'Stream!=s3', 'Quality=in|bad');
+      const found = JSON.parse(r.stdout);
+      assert.equal(found.Files.length, 2);
+      for (const f of found.Files) assert.deepEqual([f.Metadata.Stream, f.Metadata.Quality], ['s2', 'bad']);
+      r = await alice('find', '/imp', 'Quality>good');
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /400 invalid_request: condition Quality: operator > is not valid for string fields/);
+      r = await alice('find', '/imp', '--max', 'none');
+      assert.equal(r.code, 2);
+      r = await alice('search', '/imp', 'Quality=good');
+      assert.match(r.stderr, /only directory fields select here \(the file search, .*\/find, selects by file fields too\)/);
+    });
   });
 }

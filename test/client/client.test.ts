@@ -254,6 +254,8 @@ for (const { dialect, skip } of await dialects()) {
         assert.equal(unwrap(await admin.GET('/filecatalogue/directory/{path}', { params: { ...dir, query: { verbose: true } } })).Files.length, 1);
         assert.deepEqual(unwrap(await admin.GET('/filecatalogue/directory/{path}/metadata', { params: dir })).ClientRun, [2]);
         assert.equal(unwrap(await admin.GET('/filecatalogue/directory/{path}/search', { params: { path: { path: cataloguePath(`/client-${dialect}`) } } })).Files, 1);
+        const ranged = { path: { path: cataloguePath(`/client-${dialect}`) }, query: { conditions: { ClientRun: ['>=|2', '<|3'] }, maxFiles: 10 } };
+        assert.deepEqual(unwrap(await admin.GET('/filecatalogue/directory/{path}/find', { params: ranged })).Files.map((f) => f.Path), [`/client-${dialect}/run1/a.root`]);
         assert.ok('ClientRun' in unwrap(await admin.GET('/filecatalogue/metadata')));
         const bulk = await admin.POST('/filecatalogue/bulk', {
           body: `{"dir": "/client-${dialect}/bulk"}\n{"file": "/client-${dialect}/bulk/b.root", "size": 1, "checksum": "01"}\n` as never,

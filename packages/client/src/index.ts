@@ -15,7 +15,7 @@ import { createWriteStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import createClient, { type Client } from 'openapi-fetch';
+import createClient, { createQuerySerializer, type Client } from 'openapi-fetch';
 import { Agent, type Dispatcher } from 'undici';
 import type { components, paths } from './schema.ts';
 
@@ -65,6 +65,30 @@ export class DirigoApiError extends Error {
   }
 }
 
+const serializeOthers = createQuerySerializer({ object: { style: 'form', explode: true } });
+
+/**
+ * The query string. Objects (the catalogue's metadata conditions) are one parameter per key (form,
+ * explode), and a list value is its key repeated, as a form-exploded array is: `{conditions: {Run:
+ * ['>=|5', '<|10']}}` gives `Run=%3E%3D%7C5&Run=%3C%7C10`, a range. (openapi-fetch would join the list
+ * with commas, which the service reads as one value.)
+ */
+export function serializeQuery(query: Record<string, unknown>): string {
+  const parts: string[] = [];
+  const rest: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(query ?? {})) {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      rest[name] = value;
+      continue;
+    }
+    for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+      for (const item of Array.isArray(v) ? v : [v]) if (item !== undefined && item !== null) parts.push(`${encodeURIComponent(key)}=${encodeURIComponent(String(item))}`);
+    }
+  }
+  const others = serializeOthers(rest);
+  return [...parts, ...(others ? [others] : [])].join('&');
+}
+
 /**
  * Creates a client. Requests go through undici with the given trust and identity.
  * @example
@@ -78,8 +102,7 @@ export function createDirigoClient(options: DirigoClientOptions): DirigoClient {
   const dispatcher = options.dispatcher ?? new Agent({ connect: { ca: options.ca, cert: options.cert, key: options.key } });
   // openapi-fetch passes a Request; Node's fetch takes the undici dispatcher beside it.
   const fetchWith = (request: Request) => fetch(request, { dispatcher } as RequestInit);
-  // Objects in the query (the catalogue's metadata conditions) are one parameter per key (form, explode).
-  const client = createClient<paths>({ baseUrl: url, fetch: fetchWith, querySerializer: { object: { style: 'form', explode: true } } });
+  const client = createClient<paths>({ baseUrl: url, fetch: fetchWith, querySerializer: serializeQuery });
   const { token } = options;
   if (token !== undefined) {
     client.use({

@@ -921,6 +921,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/filecatalogue/directory/{path}/find": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Files under a directory matching directory and file metadata conditions, a page at a time (as DIRAC findFilesByMetadata)
+         * @description Metadata conditions are query parameters `field=op|value`, ANDed; repeat a key for a range (`Run=>=|5&Run=<|10`). int/float/date fields: `<` `>` `=` `<=` `>=` `!=`; string fields: `in` `nin` (comma-separated) `=` `!=`. Every condition requires the field to be present. At most 32 conditions; `access_token` and `verbose` are not conditions. Directory and file fields both select: a file matches when its own metadata meets the conditions on file fields and its directory's (own and inherited) metadata those on directory fields. Files come a page at a time (`maxFiles`, default 100, at most 1000), in the order of the index walked (by the value of the most selective file condition, else directory by directory); `nextCursor` continues with the same path and conditions. `maxFiles` and `cursor` are not conditions.
+         */
+        get: operations["findFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/filecatalogue/file/{path}/attributes": {
         parameters: {
             query?: never;
@@ -5950,14 +5970,17 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Metadata conditions, each a query parameter of its own: the key is a directory field name, the value `operator|value` (see the operation's description); an `in`/`nin` list holds at most 1000 values.
+                 * @description Metadata conditions, each a query parameter of its own: the key is a directory field name, the value `operator|value` (see the operation's description), or a list of them for a range (the key repeated); an `in`/`nin` list holds at most 1000 values.
                  * @example {
-                 *       "Run": ">=|5",
+                 *       "Run": [
+                 *         ">=|5",
+                 *         "<|10"
+                 *       ],
                  *       "Site": "in|CERN,PIC"
                  *     }
                  */
                 conditions?: {
-                    [key: string]: string;
+                    [key: string]: string | string[];
                 };
             };
             header?: never;
@@ -6590,14 +6613,17 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Metadata conditions, each a query parameter of its own: the key is a directory field name, the value `operator|value` (see the operation's description); an `in`/`nin` list holds at most 1000 values.
+                 * @description Metadata conditions, each a query parameter of its own: the key is a directory field name, the value `operator|value` (see the operation's description), or a list of them for a range (the key repeated); an `in`/`nin` list holds at most 1000 values.
                  * @example {
-                 *       "Run": ">=|5",
+                 *       "Run": [
+                 *         ">=|5",
+                 *         "<|10"
+                 *       ],
                  *       "Site": "in|CERN,PIC"
                  *     }
                  */
                 conditions?: {
-                    [key: string]: string;
+                    [key: string]: string | string[];
                 };
             };
             header?: never;
@@ -6798,14 +6824,17 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Metadata conditions, each a query parameter of its own: the key is a directory field name, the value `operator|value` (see the operation's description); an `in`/`nin` list holds at most 1000 values.
+                 * @description Metadata conditions, each a query parameter of its own: the key is a directory field name, the value `operator|value` (see the operation's description), or a list of them for a range (the key repeated); an `in`/`nin` list holds at most 1000 values.
                  * @example {
-                 *       "Run": ">=|5",
+                 *       "Run": [
+                 *         ">=|5",
+                 *         "<|10"
+                 *       ],
                  *       "Site": "in|CERN,PIC"
                  *     }
                  */
                 conditions?: {
-                    [key: string]: string;
+                    [key: string]: string | string[];
                 };
             };
             header?: never;
@@ -6836,6 +6865,130 @@ export interface operations {
                         /** @description files directly in the matching directories (each counted once) */
                         Files: number;
                         Size: number;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    findFiles: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Metadata conditions, each a query parameter of its own: the key is a directory or file field name, the value `operator|value` (see the operation's description), or a list of them for a range (the key repeated); an `in`/`nin` list holds at most 1000 values.
+                 * @example {
+                 *       "Run": [
+                 *         ">=|5",
+                 *         "<|10"
+                 *       ],
+                 *       "Site": "in|CERN,PIC"
+                 *     }
+                 */
+                conditions?: {
+                    [key: string]: string | string[];
+                };
+                /** @description files per page */
+                maxFiles?: number;
+                /** @description the previous page's nextCursor: the page after it, at the same cost however deep */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The catalogue path, base64url-encoded (URL-safe base 64, RFC 4648 §5: `-` and `_` instead of `+` and `/`), padded or not. For example `/lhc/run1` is `L2xoYy9ydW4x`. The path is absolute and canonical (no `.`, `..`, empty segment or trailing `/`), at most 4096 bytes.
+                 * @example L2xoYy9ydW4x
+                 */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the matching files, with their attributes and metadata */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the directory searched */
+                        Path: string;
+                        /** @description the matching files of this page */
+                        Files: {
+                            Path: string;
+                            Name: string;
+                            Owner: string;
+                            OwnerGroup: string;
+                            /** @description permission bits (420 is 0644) */
+                            Mode: number;
+                            CreationDate: string;
+                            ModificationDate: string;
+                            /** @description bytes */
+                            Size: number;
+                            Checksum: string;
+                            ChecksumType: string;
+                            GUID: string;
+                            Status: string;
+                            /** @description the file's own metadata and its directory's (own and inherited) */
+                            Metadata: {
+                                [key: string]: number | string;
+                            };
+                        }[];
+                        /** @description pass as cursor for the page after this one (same path and conditions); null on the last page */
+                        nextCursor: string | null;
                     };
                 };
             };

@@ -14,6 +14,7 @@ import { Conflict, NotFound } from '../../kernel/errors.ts';
 import { applyConditions, matchingIdsEverywhere, type ConditionTree } from '../conditions.ts';
 import { createFieldIndex, documentConditions, dropFieldIndex, mergeIntoDocument } from '../effective.ts';
 import { insertRows } from '../fast-insert.ts';
+import { createFileFieldIndex, dropFileFieldIndex } from '../file-index.ts';
 import { ancestorsOf, baseName } from '../paths.ts';
 import { valuesById, type Field, type StoredValue } from '../values.ts';
 import { BULK_CHUNK, chunks, DIR_EFF_COLUMNS, DIR_META_COLUMNS, FILE_COLUMN_TYPES, INSERT_CHUNK, PG_FILE_SLICE, subtree, type DirRow, type SessionState } from './rows.ts';
@@ -59,7 +60,7 @@ export interface CatalogueDialect {
   directoryValues(db: Db, path: string, tree: ConditionTree): Promise<ValueRow[]>;
   /** The distinct (field, value key) pairs of the file-value summaries of `dirIds` (every directory without). */
   fileValueKeys(db: Db, dirIds: Expression<unknown> | undefined): Promise<{ field_id: number; key: string }[]>;
-  /** Indexes what searches on a new directory field need; drops them with the field. */
+  /** Indexes what searches on a new field need (file fields: file-index.ts); drops them with the field. */
   fieldAdded(trx: Trx, field: Field): Promise<void>;
   fieldRemoved(trx: Trx, field: Field): Promise<void>;
 }
@@ -199,8 +200,12 @@ const sqlite: CatalogueDialect = {
     const where = dirIds ? sql`where s.dir_id in (${dirIds})` : sql``;
     return (await sql<{ field_id: number; key: string }>`select distinct s.field_id, k.key from cat_dir_file_summary as s cross join json_each(s.vals) as k ${where}`.execute(db)).rows;
   },
-  async fieldAdded() {},
-  async fieldRemoved() {},
+  async fieldAdded(trx, field) {
+    if (field.scope === 'file') await createFileFieldIndex(trx as unknown as Kysely<unknown>, false, field.id, field.type);
+  },
+  async fieldRemoved(trx, field) {
+    if (field.scope === 'file') await dropFileFieldIndex(trx as unknown as Kysely<unknown>, field.id);
+  },
 };
 
 function effectiveValuesQuery(db: Db, path: string, tree: ConditionTree) {
@@ -335,9 +340,11 @@ const postgres: CatalogueDialect = {
   },
   async fieldAdded(trx, field) {
     if (field.scope === 'directory') await createFieldIndex(trx as unknown as Kysely<unknown>, field.id, field.type);
+    else await createFileFieldIndex(trx as unknown as Kysely<unknown>, true, field.id, field.type);
   },
   async fieldRemoved(trx, field) {
     if (field.scope === 'directory') await dropFieldIndex(trx as unknown as Kysely<unknown>, field.id);
+    else await dropFileFieldIndex(trx as unknown as Kysely<unknown>, field.id);
   },
 };
 

@@ -17,7 +17,7 @@ export type FileRow = Database['cat_files'] extends infer T ? { [K in keyof T]: 
 
 export const FIELD_NAME = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
 /** Names that would collide with query parameters that are not conditions. */
-export const RESERVED_FIELD_NAMES = new Set(['access_token', 'verbose']);
+export const RESERVED_FIELD_NAMES = new Set(['access_token', 'verbose', 'maxFiles', 'cursor']);
 export const DEFAULT_STATUS = 'AprioriGood';
 export const DEFAULT_CHECKSUM_TYPE = 'Adler32';
 export const INSERT_CHUNK = 500;

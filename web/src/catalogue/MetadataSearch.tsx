@@ -1,13 +1,16 @@
 /**
  * The metadata search form, built from the fields the catalogue defines (GET /filecatalogue/metadata):
  * each condition has the operators of its field's type and offers the values present among the
- * directories compatible with the other conditions. Conditions live in the address (`c=Run|>=|1`).
+ * directories compatible with the other conditions. It searches directories (with their counts) or files
+ * (by directory and file fields together, FileResults.tsx). Conditions and the choice live in the address
+ * (`c=Run|>=|1`, `find=files`).
  */
 import { useEffect, useMemo, useState } from 'react';
-import { ActionIcon, Alert, Anchor, Button, Group, NumberInput, Select, Stack, Table, Text, TextInput, MultiSelect } from '@mantine/core';
+import { ActionIcon, Alert, Anchor, Button, Group, NumberInput, SegmentedControl, Select, Stack, Table, Text, TextInput, MultiSelect } from '@mantine/core';
 import { authorizedFetch, cataloguePath } from '../api.ts';
 import { updateParams } from '../url-state.ts';
 import { formatSize } from './format.ts';
+import { FileResults } from './FileResults.tsx';
 import type { operations } from '@dirigo/client/schema';
 
 type Fields = operations['getCompatibleMetadata']['responses'][200]['content']['application/json'];
@@ -56,14 +59,16 @@ function ValueInput({ type, condition, values, onChange }: { type: string; condi
 
 export function MetadataSearch({ params }: { params: URLSearchParams }) {
   const under = params.get('under') ?? '/';
+  const findFiles = params.get('find') === 'files';
   const applied = useMemo(() => readConditions(params), [params]);
   const [conditions, setConditions] = useState<Condition[]>(applied.length ? applied : [{ field: '', op: '=', value: '' }]);
   const [fields, setFields] = useState<Fields>({});
   const [result, setResult] = useState<SearchAnswer>();
   const [error, setError] = useState<string>();
 
-  // Values offered: those compatible with the conditions already complete.
-  const compatibleKey = conditionQuery(conditions).toString();
+  // Values offered: those compatible with the directory conditions already complete (file fields offer
+  // every value they hold: the service's compatible values select by directory fields only).
+  const compatibleKey = conditionQuery(conditions.filter((c) => fields[c.field]?.Scope === 'directory')).toString();
   useEffect(() => {
     void getJson<Fields>(`/filecatalogue/metadata?${compatibleKey}`)
       .then((f) => setFields((old) => ({ ...old, ...f })))
@@ -71,16 +76,18 @@ export function MetadataSearch({ params }: { params: URLSearchParams }) {
   }, [compatibleKey]);
 
   useEffect(() => {
-    if (!applied.length) return;
+    if (!applied.length || findFiles) return;
     void getJson<SearchAnswer>(`/filecatalogue/directory/${cataloguePath(under)}/search?${conditionQuery(applied).toString()}`)
       .then((r) => {
         setResult(r);
         setError(undefined);
       })
       .catch((e: Error) => setError(e.message));
-  }, [applied, under]);
+  }, [applied, under, findFiles]);
 
-  const directoryFields = Object.entries(fields).filter(([, f]) => f.Scope === 'directory');
+  // Files are selected by directory and file fields, directories by directory fields only.
+  const usable = Object.entries(fields).filter(([, f]) => findFiles || f.Scope === 'directory');
+  const appliedQuery = useMemo(() => conditionQuery(applied), [applied]);
   const set = (i: number, change: Partial<Condition>) => setConditions(conditions.map((c, j) => (j === i ? { ...c, ...change } : c)));
 
   return (
@@ -93,7 +100,23 @@ export function MetadataSearch({ params }: { params: URLSearchParams }) {
         aria-label="Metadata search"
       >
         <Stack gap="xs">
-          <TextInput label="Under" value={under} onChange={(e) => updateParams({ under: e.currentTarget.value || undefined })} w={300} />
+          <Group gap="md" align="flex-end">
+            <TextInput label="Under" value={under} onChange={(e) => updateParams({ under: e.currentTarget.value || undefined })} w={300} />
+            <Stack gap={4}>
+              <Text size="sm" fw={500} id="search-for">
+                Search for
+              </Text>
+              <SegmentedControl
+                aria-labelledby="search-for"
+                data={[
+                  { value: 'directories', label: 'Directories' },
+                  { value: 'files', label: 'Files' },
+                ]}
+                value={findFiles ? 'files' : 'directories'}
+                onChange={(v) => updateParams({ find: v === 'files' ? 'files' : undefined }, false)}
+              />
+            </Stack>
+          </Group>
           {conditions.map((c, i) => {
             const type = fields[c.field]?.Type ?? 'string';
             const ops = type === 'string' ? STRING_OPS : ORDERED_OPS;
@@ -102,7 +125,7 @@ export function MetadataSearch({ params }: { params: URLSearchParams }) {
                 <Select
                   label={i === 0 ? 'Field' : undefined}
                   aria-label="Field"
-                  data={directoryFields.map(([name, f]) => ({ value: name, label: `${name} (${f.Type})` }))}
+                  data={usable.map(([name, f]) => ({ value: name, label: f.Scope === 'file' ? `${name} (${f.Type}, file)` : `${name} (${f.Type})` }))}
                   value={c.field || null}
                   onChange={(v) => set(i, { field: v ?? '', op: fields[v ?? '']?.Type === 'string' ? 'in' : '=', value: '' })}
                   searchable
@@ -129,7 +152,8 @@ export function MetadataSearch({ params }: { params: URLSearchParams }) {
           {error}
         </Alert>
       )}
-      {result && (
+      {findFiles && applied.length > 0 && <FileResults under={under} query={appliedQuery} />}
+      {result && !findFiles && (
         <Stack gap="xs" data-testid="search-results">
           <Text size="sm" fw={600} role="status">
             {result.Directories.length} directories, {result.Files} files, {formatSize(result.Size)} (each file counted once)
