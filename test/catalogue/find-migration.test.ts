@@ -15,7 +15,7 @@ import { parseConditions } from '../../src/catalogue/conditions.ts';
 import { POSTGRES_URL, createPostgresSchema, dialects } from '../helpers/dialects.ts';
 
 const INDEXES = '2026_11_26_1800_catalogue_file_value_indexes';
-const config = { bulkBodyLimit: 1 << 20, bulkBatchSize: 100, rootOwner: 'root', rootGroup: 'dirigo_admin', rootMode: 0o777, defaultDirectoryMode: 0o755, defaultFileMode: 0o644 };
+const config = { bulkBodyLimit: 1 << 20, bulkLineLimit: 1 << 20, bulkBatchSize: 100, rootOwner: 'root', rootGroup: 'dirigo_admin', rootMode: 0o777, defaultDirectoryMode: 0o755, defaultFileMode: 0o644 };
 const admin = { username: 'admin', group: 'dirigo_admin', properties: ['CatalogueAdministrator'], scopes: ['wlcg.groups'] } as unknown as Parameters<CatalogueStore['write']>[0];
 
 for (const { dialect, skip } of await dialects()) {
