@@ -4,15 +4,13 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Migrator, sql, type Kysely, type Migration } from 'kysely';
-import { migrate, openDatabase, type Db } from '../../src/kernel/db/database.ts';
+import { sql, type Kysely } from 'kysely';
+import { migrate, type Db } from '../../src/kernel/db/database.ts';
 import { migrations } from '../../src/app/migrations.ts';
 import { CatalogueStore } from '../../src/catalogue/store.ts';
 import { parseConditions } from '../../src/catalogue/conditions.ts';
-import { POSTGRES_URL, createPostgresSchema, dialects } from '../helpers/dialects.ts';
+import { dialects } from '../helpers/dialects.ts';
+import { migrateBefore, scratchDatabase, type ScratchDb } from '../helpers/upgrade-db.ts';
 
 const INDEXES = '2026_11_26_1800_catalogue_file_value_indexes';
 const config = { bulkBodyLimit: 1 << 20, bulkLineLimit: 1 << 20, bulkBatchSize: 100, rootOwner: 'root', rootGroup: 'dirigo_admin', rootMode: 0o777, defaultDirectoryMode: 0o755, defaultFileMode: 0o644 };
@@ -20,39 +18,16 @@ const admin = { username: 'admin', group: 'dirigo_admin', properties: ['Catalogu
 
 for (const { dialect, skip } of await dialects()) {
   describe(`catalogue migration to file value indexes (${dialect})`, { skip }, () => {
+    let scratch: ScratchDb;
     let db: Db;
-    let cleanup: () => Promise<void>;
-
     before(async () => {
-      if (dialect === 'postgres') {
-        const schema = await createPostgresSchema();
-        db = openDatabase(POSTGRES_URL, { schema: schema.schema }).db;
-        cleanup = async () => {
-          await db.destroy();
-          await schema.drop();
-        };
-      } else {
-        const dir = mkdtempSync(join(tmpdir(), 'dirigo-migration-'));
-        db = openDatabase(`sqlite:${join(dir, 'db.sqlite')}`).db;
-        cleanup = async () => {
-          await db.destroy();
-          rmSync(dir, { recursive: true, force: true });
-        };
-      }
+      scratch = await scratchDatabase(dialect);
+      db = scratch.db;
     });
-    after(() => cleanup?.());
+    after(() => scratch?.close());
 
     it('indexes the existing file fields, and the files are found by their values', async () => {
-      const schema = dialect === 'postgres' ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]!.s : undefined;
-      const earlier = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < INDEXES));
-      const migrator = new Migrator({
-        db: db as unknown as Kysely<unknown>,
-        provider: { getMigrations: async (): Promise<Record<string, Migration>> => earlier },
-        allowUnorderedMigrations: true,
-        ...(schema ? { migrationTableSchema: schema } : {}),
-      });
-      const { error } = await migrator.migrateToLatest();
-      assert.equal(error, undefined);
+      await migrateBefore(db, INDEXES);
 
       // The previous release's layout, written as its store wrote it: values in the file rows' meta.
       const now = '2026-11-25T10:00:00.000Z';

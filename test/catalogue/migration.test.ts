@@ -5,54 +5,29 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Migrator, sql, type Kysely, type Migration } from 'kysely';
-import { migrate, openDatabase, type Db } from '../../src/kernel/db/database.ts';
+import type { Kysely } from 'kysely';
+import { migrate, type Db } from '../../src/kernel/db/database.ts';
 import { migrations } from '../../src/app/migrations.ts';
 import { CatalogueStore } from '../../src/catalogue/store.ts';
 import { parseConditions } from '../../src/catalogue/conditions.ts';
-import { POSTGRES_URL, createPostgresSchema, dialects } from '../helpers/dialects.ts';
+import { dialects } from '../helpers/dialects.ts';
+import { migrateBefore, scratchDatabase, type ScratchDb } from '../helpers/upgrade-db.ts';
 
 const CONVERSION = '2026_11_22_0402_catalogue_file_meta_in_row';
 const config = { bulkBodyLimit: 1 << 20, bulkLineLimit: 1 << 20, bulkBatchSize: 100, rootOwner: 'root', rootGroup: 'dirigo_admin', rootMode: 0o777, defaultDirectoryMode: 0o755, defaultFileMode: 0o644 };
 
 for (const { dialect, skip } of await dialects()) {
   describe(`catalogue migration to file metadata in the file row (${dialect})`, { skip }, () => {
+    let scratch: ScratchDb;
     let db: Db;
-    let cleanup: () => Promise<void>;
-
     before(async () => {
-      if (dialect === 'postgres') {
-        const schema = await createPostgresSchema();
-        db = openDatabase(POSTGRES_URL, { schema: schema.schema }).db;
-        cleanup = async () => {
-          await db.destroy();
-          await schema.drop();
-        };
-      } else {
-        const dir = mkdtempSync(join(tmpdir(), 'dirigo-migration-'));
-        db = openDatabase(`sqlite:${join(dir, 'db.sqlite')}`).db;
-        cleanup = async () => {
-          await db.destroy();
-          rmSync(dir, { recursive: true, force: true });
-        };
-      }
+      scratch = await scratchDatabase(dialect);
+      db = scratch.db;
     });
-    after(() => cleanup?.());
+    after(() => scratch?.close());
 
     it('moves file values into the file rows and rebuilds the per-directory summaries', async () => {
-      const schema = dialect === 'postgres' ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]!.s : undefined;
-      const earlier = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < CONVERSION));
-      const migrator = new Migrator({
-        db: db as unknown as Kysely<unknown>,
-        provider: { getMigrations: async (): Promise<Record<string, Migration>> => earlier },
-        allowUnorderedMigrations: true,
-        ...(schema ? { migrationTableSchema: schema } : {}),
-      });
-      const { error } = await migrator.migrateToLatest();
-      assert.equal(error, undefined);
+      await migrateBefore(db, CONVERSION);
 
       // The earlier layout, written as its store wrote it.
       const now = '2026-11-22T10:00:00.000Z';
