@@ -21,7 +21,7 @@ const commands: Record<string, { run: Command; summary: string }> = {
   admin: { run: adminCommand, summary: 'administration: keys rotate, client add|list|remove' },
   jobs: { run: jobsCommand, summary: 'submit (JSON or JDL), list, summarise, show, kill, wait for jobs; fetch manifests and sandboxes' },
   job: { run: jobCommand, summary: "inside a job: report its ApplicationStatus, parameters and heartbeat with the job's token; otherwise as jobs" },
-  catalogue: { run: catalogueCommand, summary: 'file catalogue: ls, stat, meta, search, fields, mkdir, register, setmeta, rm, import' },
+  catalogue: { run: catalogueCommand, summary: 'file catalogue: ls, stat, meta, search, find, fields, mkdir, register, setmeta, rm, import' },
   agent: { run: agentCommand, summary: 'pull-mode job agent for a worker node (takes and runs jobs of an agents site)' },
   login: { run: loginCommand, summary: 'sign in with the device flow and cache the token (OAuth 2.0)' },
   logout: { run: logoutCommand, summary: 'revoke and forget the cached token' },
