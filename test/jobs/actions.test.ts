@@ -149,7 +149,8 @@ for (const { dialect, skip } of await dialects()) {
       const deleted = await dirigo(['delete', String(a), '99999999']);
       assert.equal(deleted.code, 4, 'not found');
       assert.equal(deleted.stdout, `job ${a}: Deleted\n`);
-      assert.match(deleted.stderr, /job 99999999: job 99999999 does not exist/);
+      // Named once: a refusal that names its job is not prefixed with it again.
+      assert.match(deleted.stderr, /^dirigo jobs: job 99999999 does not exist$/m);
     });
   });
 }
