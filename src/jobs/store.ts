@@ -342,24 +342,6 @@ export async function countJobs(db: Db): Promise<number> {
   return Number(r.rows[0]?.n ?? 0);
 }
 
-/**
- * Waiting jobs that may run on `site`, in matching order: highest priority first, then oldest. On
- * PostgreSQL the rows are locked `FOR UPDATE SKIP LOCKED`, so concurrent matchers (any instance) neither
- * wait for each other nor take the same job; SQLite has one writer at a time anyway.
- */
-export async function waitingJobIdsFor(trx: Db, dialect: 'sqlite' | 'postgres', site: string, n: number): Promise<number[]> {
-  let q = trx
-    .selectFrom('jobs')
-    .select('job_id')
-    .where('status', '=', JobStatus.Waiting)
-    .where((eb) => eb.or([eb('site', '=', 'ANY'), eb('site', '=', site), eb.and([eb('site', '=', 'Multiple'), eb('sites', 'like', `%,${site},%`)])]))
-    .orderBy('user_priority', 'desc')
-    .orderBy('job_id', 'asc')
-    .limit(n);
-  if (dialect === 'postgres') q = q.forUpdate().skipLocked();
-  return (await q.execute()).map((r) => Number(r.job_id));
-}
-
 /** Deleted jobs, last changed before `before`, stop referencing their sandboxes. @returns how many jobs */
 export async function purgeDeletedSandboxes(db: Db, before: string): Promise<number> {
   const result = await db
