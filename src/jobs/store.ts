@@ -9,7 +9,8 @@ import { ATTRIBUTE_NAMES, ATTRIBUTES, JobStatus, type AttributeName, type Status
 import type { CheckedManifest, Manifest } from './manifest.ts';
 import { fillJobId } from './parametric.ts';
 import type { Visibility } from './privileges.ts';
-import { canTransition, jobsChanged } from './state-machine.ts';
+import { canTransition } from './state-machine.ts';
+import { jobEvents } from './lifecycle/job-events.ts';
 import { transitions } from './metrics.ts';
 import { InvalidTransition } from '../kernel/errors.ts';
 import { after, cursorOf, fullSort, matching, sorted, visible, type Condition, type SortKey } from './search.ts';
@@ -101,7 +102,7 @@ async function insertBatch(db: Db, batch: readonly Submission[], committing: () 
   const oneStatement = db.getExecutor().adapter instanceof PostgresAdapter && all.length <= 200 && !all.some((row) => row.manifest.includes('%j'));
   const ids = oneStatement ? await insertOneStatement(db, all, now, committing) : await insertInTransaction(db, all, now, committing);
   transitions.inc({ to: JobStatus.Waiting }, ids.length);
-  jobsChanged();
+  jobEvents(db).changed();
   // Each submission's jobs are consecutive rows: its ids are the same slice.
   let at = 0;
   return batch.map(({ jobs }) => ids.slice(at, (at += jobs.length)));

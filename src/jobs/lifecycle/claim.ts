@@ -11,7 +11,8 @@ import { InvalidTransition } from '../../kernel/errors.ts';
 import type { Manifest } from '../manifest.ts';
 import { JobStatus } from '../model.ts';
 import { transitions } from '../metrics.ts';
-import { canTransition, changeStatus, fitMinorStatus, jobsChanged } from '../state-machine.ts';
+import { canTransition, changeStatus, fitMinorStatus } from '../state-machine.ts';
+import { jobEvents } from './job-events.ts';
 
 /** Who takes the jobs, as the claim records it. */
 export interface Claimant {
@@ -124,7 +125,7 @@ async function claimInOneStatement(db: Db, site: string, n: number, c: Claimant)
   `.execute(db);
   if (rows.length > 0) {
     transitions.inc({ to: JobStatus.Matched }, rows.length);
-    jobsChanged();
+    jobEvents(db).changed();
   }
   return rows.map(toClaimed);
 }
