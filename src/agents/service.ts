@@ -83,7 +83,7 @@ export class AgentsService {
   /** The job if this agent holds it. @throws NotFound (no such job), InsufficientPrivileges (not its own), InvalidTransition (its own, but no longer active). */
   async held(agent: AgentIdentity, jobId: number): Promise<PulledRun> {
     const row = await pulledRun(this.#ctx.db, jobId, holderOf(agent));
-    if (row && (AGENT_HELD as readonly string[]).includes(row.status)) return row;
+    if (row && AGENT_HELD.some((status) => status === row.status)) return row;
     // Its own job, but killed or rescheduled meanwhile: the agent must stop it.
     if (row) throw new InvalidTransition(`job ${jobId} is ${row.status} now; the report was not applied`);
     if ((await statusOf(this.#ctx.db, jobId)) === undefined) throw new NotFound(`job ${jobId} does not exist`);

@@ -16,7 +16,7 @@ import { JobStatus } from '../jobs/index.ts';
 import { changeStatus, confirmKill, handOver } from '../jobs/index.ts';
 import { splitArguments } from '../jobs/index.ts';
 import { claimWaiting, runnableJobs, type ClaimedJob } from '../jobs/index.ts';
-import { EXECUTOR_HELD, heldByOthers, jobsHeldAt, keepOutputOfEndedRun, noLongerHeld, recordRunRef, renewLeases, takeOver, unconfirmedKills, type HeldJob } from '../jobs/index.ts';
+import { EXECUTOR_HELD as HELD, heldByOthers, jobsHeldAt, keepOutputOfEndedRun, noLongerHeld, recordRunRef, renewLeases, takeOver, unconfirmedKills, type HeldJob } from '../jobs/index.ts';
 import { RescheduleLimit, requeueHeld } from '../jobs/index.ts';
 import { jobTokens } from '../jobs/index.ts';
 import { readTail } from './output-tail.ts';
@@ -26,7 +26,6 @@ import { cycleDuration, siteSlots } from './metrics.ts';
 import { secondsSince } from '../kernel/observability.ts';
 import { Conflict } from '../kernel/errors.ts';
 
-const HELD = EXECUTOR_HELD;
 /** Jobs one site claims in one cycle at most. */
 const CLAIMS_PER_CYCLE = 32;
 /** The loops that are not a site's: lease renewal, and recovery with kill delivery. */
