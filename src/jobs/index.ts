@@ -1,6 +1,8 @@
 /**
  * Jobs: manifests, the status state machine, the job store, sandboxes, the /jobs routes and the jobs
- * command. How jobs run is the executors' business; they reach it through {@link JobRunner}.
+ * command. Where jobs run is the executors' and the agents' business (the jobs domain reaches them through
+ * {@link JobRunner}); every step of a job's life they take — claim, leases, hand-over, requeue,
+ * reschedule — is the job lifecycle's (lifecycle/), the only code besides the store that touches the jobs tables.
  */
 export { jobsRoutes } from './routes.ts';
 export { jobsCommand } from './cli.ts';
