@@ -16,7 +16,7 @@ export type { Manifest } from './manifest.ts';
 export { JobStatus } from './model.ts';
 export { JidParams } from './api-schemas.ts';
 export { canTransition, changeStatus, confirmKill, fitMinorStatus, handOver, wrapMinorStatus } from './state-machine.ts';
-export { claimWaiting, runnableJobs, type Claimant, type ClaimedJob } from './lifecycle/claim.ts';
+export { claimWaiting, runnableJobs, type ClaimedJob } from './lifecycle/claim.ts';
 export { EXECUTOR_HELD, heldByOthers, jobsHeldAt, keepOutputOfEndedRun, noLongerHeld, recordRunRef, renewLeases, takeOver, unconfirmedKills, type HeldJob } from './lifecycle/holding.ts';
 export { RescheduleLimit, requeueHeld } from './lifecycle/reschedule.ts';
 export { AGENT_HELD, endPulledRun, pulledRun, recordHeartbeats, recordOutputSandbox, reportPulledRun, statusOf, type PulledRun, type PullHolder } from './lifecycle/pulled-runs.ts';
