@@ -2,6 +2,7 @@
  * Shapes of the /agents bodies and answers: what `dirigo agent` sends and reads (agent.ts), and what the
  * OpenAPI document shows of the pull protocol.
  */
+import type { Readable } from 'node:stream';
 import { Type } from 'typebox';
 import { Binary } from '../kernel/openapi.ts';
 
@@ -85,6 +86,12 @@ export const Uploaded = Type.Object({ sha256: Type.String({ pattern: '^[0-9a-f]{
 
 /** The output sandbox is sent as the raw archive, under either media type. */
 export const UploadBodies = { 'application/gzip': Binary, 'application/octet-stream': Binary };
+
+/**
+ * The input sandbox as the handler answers it: the stored archive's stream, which Fastify sends as it is,
+ * never serialized. Its document is InputSandboxAnswer's.
+ */
+export const InputSandboxStream = Type.Unsafe<Readable>({ type: 'string', contentMediaType: 'application/gzip' });
 
 export const InputSandboxAnswer = {
   description: 'The input sandbox',

@@ -7,22 +7,8 @@ import type { Db } from '../kernel/db/database.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import { Gauge, type Observability, type SiteReadiness } from '../kernel/observability.ts';
 import type { AgentSiteConfig } from '../jobs/index.ts';
-import type { AgentIdentity } from './store.ts';
-
-export interface AgentPresenceTable {
-  /** The pilot user (token subject). */
-  pilot: string;
-  agent_id: string;
-  /** The site it last asked jobs for; empty until its first match. */
-  site: string;
-  last_seen: string;
-}
-
-declare module '../kernel/db/schema.ts' {
-  interface Database {
-    agent_presence: AgentPresenceTable;
-  }
-}
+import type { AgentIdentity } from './identity.ts';
+import './tables.ts';
 
 export const agentsMigrations: Record<string, Migration> = {
   '2026_11_25_0100_agent_presence': {

@@ -12,11 +12,12 @@ import { hostname } from 'node:os';
 import type { Db } from '../kernel/db/database.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import type { JobsConfig } from '../jobs/index.ts';
-import type { Manifest } from '../jobs/index.ts';
 import { JobStatus } from '../jobs/index.ts';
-import { changeStatus, confirmKill, fitMinorStatus, handOver } from '../jobs/index.ts';
+import { changeStatus, confirmKill, handOver } from '../jobs/index.ts';
 import { splitArguments } from '../jobs/index.ts';
-import { waitingJobIdsFor } from '../jobs/index.ts';
+import { claimWaiting, runnableJobs, type ClaimedJob } from '../jobs/index.ts';
+import { EXECUTOR_HELD as HELD, heldByOthers, jobsHeldAt, keepOutputOfEndedRun, noLongerHeld, recordRunRef, renewLeases, takeOver, unconfirmedKills, type HeldJob } from '../jobs/index.ts';
+import { RescheduleLimit, requeueHeld } from '../jobs/index.ts';
 import { jobTokens } from '../jobs/index.ts';
 import { readTail } from './output-tail.ts';
 import type { Executor, ExecutorEvent, JobToRun } from './executor.ts';
@@ -25,7 +26,6 @@ import { cycleDuration, siteSlots } from './metrics.ts';
 import { secondsSince } from '../kernel/observability.ts';
 import { Conflict } from '../kernel/errors.ts';
 
-const HELD: JobStatus[] = [JobStatus.Matched, JobStatus.Running, JobStatus.Completing];
 /** Jobs one site claims in one cycle at most. */
 const CLAIMS_PER_CYCLE = 32;
 /** The loops that are not a site's: lease renewal, and recovery with kill delivery. */
@@ -51,6 +51,7 @@ export class Scheduler {
   readonly #config: JobsConfig['scheduler'];
   readonly #executors: Map<string, Executor>;
   readonly #log: SchedulerLog;
+  readonly #limit: RescheduleLimit;
   #stopped = true;
   /** One per site loop, and one for the housekeeping loop. */
   readonly #wakers = new Map<string, Waker>();
@@ -70,6 +71,7 @@ export class Scheduler {
     this.#db = db;
     this.#dialect = dialect;
     this.#config = config;
+    this.#limit = new RescheduleLimit(config.maxReschedules);
     this.#executors = new Map(executors.map((e) => [e.site, e]));
     this.#log = log;
   }
@@ -158,24 +160,17 @@ export class Scheduler {
     const sites = this.sites;
     if (sites.length === 0) return;
     const now = nowIso();
-    const rows = await this.#db
-      .selectFrom('jobs')
-      .select(['job_id', 'executor_id', 'executor_ref', 'lease_until', 'site'])
-      .where('status', '=', JobStatus.Killed)
-      .where('executor_id', 'is not', null)
-      .where('site', 'in', sites)
-      .execute();
-    for (const row of rows) {
-      const holder = row.executor_id as string;
+    for (const job of await unconfirmedKills(this.#db, sites)) {
+      const holder = job.executorId as string;
       const mine = holder === this.instanceId;
-      const orphaned = !mine && ((row.lease_until !== null && row.lease_until < now) || (atStart && holderIsDeadHere(holder)));
+      const orphaned = !mine && ((job.leaseUntil !== null && job.leaseUntil < now) || (atStart && holderIsDeadHere(holder)));
       if (!mine && !orphaned) continue;
-      const executor = this.#executors.get(row.site);
+      const executor = this.#executors.get(job.site);
       try {
-        const stopped = mine ? await executor?.kill(Number(row.job_id), row.executor_ref) : row.executor_ref ? await executor?.reap(row.executor_ref) : true;
-        if (stopped) await confirmKill(this.#db, Number(row.job_id), holder, executor ? sourceOf(executor) : 'Scheduler');
+        const stopped = mine ? await executor?.kill(job.jobId, job.executorRef) : job.executorRef ? await executor?.reap(job.executorRef) : true;
+        if (stopped) await confirmKill(this.#db, job.jobId, holder, executor ? sourceOf(executor) : 'Scheduler');
       } catch (err) {
-        this.#log.warn({ err, jobId: Number(row.job_id) }, 'kill not delivered yet; tried again');
+        this.#log.warn({ err, jobId: job.jobId }, 'kill not delivered yet; tried again');
       }
     }
   }
@@ -189,7 +184,7 @@ export class Scheduler {
   /** One site: follow what it runs, stop what was killed elsewhere, and fill its free slots. */
   async #siteCycle(executor: Executor): Promise<void> {
     await this.#sweepKills(executor);
-    const held = await this.#heldBy(executor.site);
+    const held = await jobsHeldAt(this.#db, this.instanceId, executor.site);
     for (const event of await executor.poll(held)) await this.#apply(executor, event);
     const free = executor.freeSlots();
     siteSlots.set({ site: executor.site, state: 'used' }, executor.activeJobs().length);
@@ -208,52 +203,37 @@ export class Scheduler {
     if (claimed.length === CLAIMS_PER_CYCLE && free > CLAIMS_PER_CYCLE) this.#wakers.get(executor.site)?.wake();
   }
 
-  async #heldBy(site: string): Promise<{ jobId: number; ref: string | null }[]> {
-    const rows = await this.#db
-      .selectFrom('jobs')
-      .select(['job_id', 'executor_ref'])
-      .where('executor_id', '=', this.instanceId)
-      .where('site', '=', site)
-      .where('status', 'in', HELD)
-      .execute();
-    return rows.map((r) => ({ jobId: Number(r.job_id), ref: r.executor_ref }));
-  }
-
   /** Waiting → Matched for up to `n` jobs that may run on `site`, highest priority first, then oldest. */
   async #claim(site: string, n: number): Promise<JobToRun[]> {
-    const lease = new Date(Date.now() + this.#config.leaseMs).toISOString();
-    const rows = await this.#db.transaction().execute(async (trx) => {
-      const ids = await waitingJobIdsFor(trx, this.#dialect, site, n);
-      const won = await changeStatus(trx, ids, {
-        from: JobStatus.Waiting,
-        to: JobStatus.Matched,
-        minorStatus: `Assigned to site ${site}`,
-        source: 'Scheduler',
-        set: { site, executor_id: this.instanceId, executor_ref: null, lease_until: lease },
-      });
-      return won;
+    const claimed = await claimWaiting(this.#db, this.#dialect, site, n, {
+      executorId: this.instanceId,
+      executorRef: null,
+      leaseUntil: this.#leaseUntil(),
+      heartbeat: false,
+      minorStatus: `Assigned to site ${site}`,
+      source: 'Scheduler',
     });
-    return rows.length === 0 ? [] : this.#jobsToRun(rows);
+    return claimed.length === 0 ? [] : this.#jobsToRun(claimed);
   }
 
-  /** What an executor needs to run (or follow) these jobs, highest priority first, then oldest. */
-  async #jobsToRun(ids: readonly number[]): Promise<JobToRun[]> {
-    const rows = await this.#db.selectFrom('jobs').select(['job_id', 'manifest', 'input_sandbox', 'owner', 'owner_group', 'reschedule_counter']).where('job_id', 'in', [...ids]).orderBy('user_priority', 'desc').orderBy('job_id').execute();
+  #leaseUntil(): string {
+    return new Date(Date.now() + this.#config.leaseMs).toISOString();
+  }
+
+  /** What an executor needs to run (or follow) these jobs: each with its own token. */
+  async #jobsToRun(jobs: readonly ClaimedJob[]): Promise<JobToRun[]> {
     const tokens = await jobTokens(this.#db);
     const service = this.#jobEnvironment();
-    return rows.map((r) => {
-      const manifest = JSON.parse(r.manifest) as Manifest;
-      return {
-        jobId: Number(r.job_id),
-        manifest,
-        argv: manifest.Arguments ? splitArguments(manifest.Arguments) : [],
-        inputSandbox: r.input_sandbox,
-        owner: r.owner,
-        ownerGroup: r.owner_group,
-        rescheduleCounter: r.reschedule_counter,
-        environment: { ...service, DIRIGO_JOB_TOKEN: tokens.sign(Number(r.job_id), r.reschedule_counter) },
-      };
-    });
+    return jobs.map((job) => ({
+      jobId: job.jobId,
+      manifest: job.manifest,
+      argv: job.manifest.Arguments ? splitArguments(job.manifest.Arguments) : [],
+      inputSandbox: job.inputSandbox,
+      owner: job.owner,
+      ownerGroup: job.ownerGroup,
+      rescheduleCounter: job.rescheduleCounter,
+      environment: { ...service, DIRIGO_JOB_TOKEN: tokens.sign(job.jobId, job.rescheduleCounter) },
+    }));
   }
 
   /** Applies an executor's event, in order per job. */
@@ -292,14 +272,7 @@ export class Scheduler {
     switch (event.kind) {
       case 'staging':
       case 'queued': {
-        const won = await this.#db
-          .updateTable('jobs')
-          .set({ executor_ref: event.ref, ...(event.kind === 'queued' ? { minor_status: fitMinorStatus(event.minorStatus), last_update_time: now } : {}) })
-          .where('job_id', '=', event.jobId)
-          .where('status', '=', JobStatus.Matched)
-          .where('executor_id', '=', this.instanceId)
-          .executeTakeFirst();
-        return Number(won.numUpdatedRows) === 1;
+        return recordRunRef(this.#db, event.jobId, this.instanceId, event.ref, event.kind === 'queued' ? event.minorStatus : undefined);
       }
       case 'running': {
         const won = await changeStatus(this.#db, [event.jobId], {
@@ -327,7 +300,7 @@ export class Scheduler {
             : await changeStatus(this.#db, [event.jobId], { ...mine, from: HELD, to: JobStatus.Failed, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set });
         if (won.length === 0 && event.outputSandbox) {
           // Killed meanwhile: the status stays, the output is still worth keeping.
-          await this.#db.updateTable('jobs').set({ ...sandbox, exit_code: event.exitCode, end_exec_time: now }).where('job_id', '=', event.jobId).where('output_sandbox', 'is', null).execute();
+          await keepOutputOfEndedRun(this.#db, event.jobId, { outputSandbox: event.outputSandbox, exitCode: event.exitCode, endedAt: now });
         }
         return won.length === 1;
       }
@@ -336,35 +309,23 @@ export class Scheduler {
 
   /** Held jobs, and Killed ones whose kill this instance has not confirmed yet: it is alive to deliver it. */
   async #renewLeases(): Promise<void> {
-    const now = nowIso();
-    await this.#db
-      .updateTable('jobs')
-      .set({ lease_until: new Date(Date.now() + this.#config.leaseMs).toISOString(), heartbeat_time: now })
-      .where('executor_id', '=', this.instanceId)
-      .where('status', 'in', [...HELD, JobStatus.Killed])
-      .execute();
+    await renewLeases(this.#db, this.instanceId, this.#leaseUntil());
   }
 
   /** Jobs this site runs for this instance whose status changed elsewhere (a kill through another instance). */
   async #sweepKills(executor: Executor): Promise<void> {
     const active = executor.activeJobs();
     if (active.length === 0) return;
-    const gone = await this.#db
-      .selectFrom('jobs')
-      .select(['job_id', 'status', 'executor_id', 'executor_ref'])
-      .where('job_id', 'in', active)
-      .where((eb) => eb.or([eb('status', 'not in', HELD), eb('executor_id', 'is', null), eb('executor_id', '!=', this.instanceId)]))
-      .execute();
-    for (const g of gone) {
-      const jobId = Number(g.job_id);
+    for (const g of await noLongerHeld(this.#db, this.instanceId, active)) {
+      const jobId = g.jobId;
       // Held elsewhere with the same run: adopted after this instance's lease lapsed (a stall, not a death).
       // The run is the new holder's now; stopping it would undo the adoption.
-      const adopted = HELD.includes(g.status as JobStatus) && g.executor_id !== null && g.executor_ref !== null;
-      if (adopted && executor.release?.(jobId, g.executor_ref!)) {
-        this.#log.warn({ jobId, holder: g.executor_id }, 'another instance adopted this job while this instance was stalled; it follows the run now');
+      const adopted = HELD.includes(g.status) && g.executorId !== null && g.executorRef !== null;
+      if (adopted && executor.release?.(jobId, g.executorRef!)) {
+        this.#log.warn({ jobId, holder: g.executorId }, 'another instance adopted this job while this instance was stalled; it follows the run now');
         continue;
       }
-      await executor.kill(jobId, g.executor_ref).catch((err: unknown) => this.#log.warn({ err, jobId }, 'kill not delivered yet; tried again'));
+      await executor.kill(jobId, g.executorRef).catch((err: unknown) => this.#log.warn({ err, jobId }, 'kill not delivered yet; tried again'));
     }
   }
 
@@ -376,38 +337,31 @@ export class Scheduler {
     const sites = this.sites;
     if (sites.length === 0) return 0;
     const now = nowIso();
-    const rows = await this.#db
-      .selectFrom('jobs')
-      .select(['job_id', 'executor_id', 'executor_ref', 'lease_until', 'heartbeat_time', 'site'])
-      .where('status', 'in', [...HELD, JobStatus.Stalled])
-      .where('site', 'in', sites)
-      .where((eb) => eb.or([eb('executor_id', 'is', null), eb('executor_id', '!=', this.instanceId)]))
-      .execute();
     let n = 0;
     const waiting = new Set<number>();
-    for (const row of rows) {
-      const expired = row.lease_until === null || row.lease_until < now;
-      const deadHere = atStart && row.executor_id !== null && holderIsDeadHere(row.executor_id);
+    for (const job of await heldByOthers(this.#db, this.instanceId, sites)) {
+      const expired = job.leaseUntil === null || job.leaseUntil < now;
+      const deadHere = atStart && job.executorId !== null && holderIsDeadHere(job.executorId);
       if (!expired && !deadHere) continue;
       let why = deadHere ? 'the server running it stopped' : 'its executor stopped renewing its lease';
-      const jobId = Number(row.job_id);
-      if (this.#executors.get(row.site)?.canJudge?.(row.executor_ref) === false) {
+      const jobId = job.jobId;
+      if (this.#executors.get(job.site)?.canJudge?.(job.executorRef) === false) {
         // No evidence here that the run is dead: the holder's successor (its host, its directory) adopts it.
-        if (!this.#graceOver(row)) {
-          if (!this.#leftToSuccessor.has(jobId)) this.#log.info({ jobId, holder: row.executor_id }, "left to the holder's successor to adopt: only it can tell whether the run ended");
+        if (!this.#graceOver(job)) {
+          if (!this.#leftToSuccessor.has(jobId)) this.#log.info({ jobId, holder: job.executorId }, "left to the holder's successor to adopt: only it can tell whether the run ended");
           waiting.add(jobId);
           continue;
         }
-        why = `${why}: its holder ${row.executor_id ?? '(none)'} has been gone for over ${Math.round((this.#config.leaseMs + this.#config.adoptionGraceMs) / 1000)} s (scheduler.leaseMs + scheduler.adoptionGraceMs) and no restart of it adopted the run`;
+        why = `${why}: its holder ${job.executorId ?? '(none)'} has been gone for over ${Math.round((this.#config.leaseMs + this.#config.adoptionGraceMs) / 1000)} s (scheduler.leaseMs + scheduler.adoptionGraceMs) and no restart of it adopted the run`;
       } else {
-        const adopted = await this.#adopt(row, why);
+        const adopted = await this.#adopt(job, why);
         if (adopted === true) continue;
         if (adopted) why += `, and ${adopted}`;
       }
       // Another instance recovering at the same moment may have adopted the run: only the one that takes
       // the job over may stop what is left of it, and requeue it.
-      if (!(await this.#takeOver(jobId, row.executor_id))) continue;
-      if (row.executor_ref) await this.#executors.get(row.site)?.reap(row.executor_ref).catch(() => {});
+      if (!(await takeOver(this.#db, jobId, job.executorId, this.instanceId, this.#leaseUntil()))) continue;
+      if (job.executorRef) await this.#executors.get(job.site)?.reap(job.executorRef).catch(() => {});
       if (await this.#requeue(jobId, why, true)) n++;
     }
     this.#leftToSuccessor = waiting;
@@ -419,8 +373,8 @@ export class Scheduler {
    * Whether a dead holder's successor had its chance: the holder's lease (else its last renewal, plus a
    * lease) ran out more than adoptionGraceMs ago. A holder that is alive keeps renewing, so it never gets here.
    */
-  #graceOver(row: { lease_until: string | null; heartbeat_time: string | null }): boolean {
-    const leaseEnd = row.lease_until !== null ? Date.parse(row.lease_until) : row.heartbeat_time !== null ? Date.parse(row.heartbeat_time) + this.#config.leaseMs : Number.NaN;
+  #graceOver(job: Pick<HeldJob, 'leaseUntil' | 'heartbeatTime'>): boolean {
+    const leaseEnd = job.leaseUntil !== null ? Date.parse(job.leaseUntil) : job.heartbeatTime !== null ? Date.parse(job.heartbeatTime) + this.#config.leaseMs : Number.NaN;
     return Number.isNaN(leaseEnd) || Date.now() > leaseEnd + this.#config.adoptionGraceMs;
   }
 
@@ -429,70 +383,29 @@ export class Scheduler {
    * still running or with its exit record): the job keeps its status and run, and its history says why it
    * changed hands. @returns true when adopted, otherwise the evidence that the run is dead (when known).
    */
-  async #adopt(row: { job_id: number | string; executor_id: string | null; executor_ref: string | null; site: string }, why: string): Promise<true | string | undefined> {
-    const executor = this.#executors.get(row.site);
-    if (!executor?.adopt || !row.executor_ref) return row.executor_ref ? undefined : 'it left no reference to its run';
-    const evidence = await executor.whyNotAdoptable?.(row.executor_ref);
+  async #adopt(held: HeldJob, why: string): Promise<true | string | undefined> {
+    const executor = this.#executors.get(held.site);
+    if (!executor?.adopt || !held.executorRef) return held.executorRef ? undefined : 'it left no reference to its run';
+    const evidence = await executor.whyNotAdoptable?.(held.executorRef);
     if (evidence) return evidence;
-    const jobId = Number(row.job_id);
-    const [job] = await this.#jobsToRun([jobId]);
+    const jobId = held.jobId;
+    const [job] = await this.#jobsToRun(await runnableJobs(this.#db, [jobId]));
     if (!job) return undefined;
     const status = await handOver(this.#db, jobId, {
-      from: row.executor_id, to: this.instanceId, leaseUntil: new Date(Date.now() + this.#config.leaseMs).toISOString(), statuses: HELD,
+      from: held.executorId, to: this.instanceId, leaseUntil: this.#leaseUntil(), statuses: HELD,
       minorStatus: `Adopted (${why}): its run goes on and is followed to its end, not run again`, source: 'Scheduler',
     });
     if (status === undefined) return undefined;
-    if (executor.adopt(job, row.executor_ref, status !== JobStatus.Matched)) {
-      this.#log.info({ jobId, site: row.site }, 'adopted the job of a dead executor');
+    if (executor.adopt(job, held.executorRef, status !== JobStatus.Matched)) {
+      this.#log.info({ jobId, site: held.site }, 'adopted the job of a dead executor');
       return true;
     }
     return undefined;
   }
 
-  /** Makes this instance the holder of a dead holder's job (compare-and-set), so that nobody else recovers it too. */
-  async #takeOver(jobId: number, from: string | null): Promise<boolean> {
-    const result = await this.#db
-      .updateTable('jobs')
-      .set({ executor_id: this.instanceId, lease_until: new Date(Date.now() + this.#config.leaseMs).toISOString() })
-      .where('job_id', '=', jobId)
-      .where((eb) => (from === null ? eb('executor_id', 'is', null) : eb('executor_id', '=', from)))
-      .where('status', 'in', [...HELD, JobStatus.Stalled])
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
-  }
-
-  /** Rescheduled → Waiting (counting, when `count`), or Failed past the limit; one transaction. */
-  async #requeue(jobId: number, why: string, count: boolean, holder: string | null = this.instanceId): Promise<boolean> {
-    return this.#db.transaction().execute(async (trx) => {
-      const row = await trx.selectFrom('jobs').select(['status', 'reschedule_counter', 'executor_id']).where('job_id', '=', jobId).executeTakeFirst();
-      if (!row || row.executor_id !== holder || !([...HELD, JobStatus.Stalled] as string[]).includes(row.status)) return false;
-      const status = row.status as JobStatus;
-      const release = { executor_id: null, executor_ref: null, lease_until: null };
-      const max = this.#config.maxReschedules;
-      // A Completing job ran, but its output sandbox was never stored: it runs again like the others (at
-      // least once), within the same limit. Stalled jobs belong to agents, whose stall rules decide.
-      if ((count && row.reschedule_counter >= max) || status === JobStatus.Stalled) {
-        const won = await changeStatus(trx, [jobId], {
-          from: status,
-          to: JobStatus.Failed,
-          minorStatus: `Job lost: ${why}${status === JobStatus.Stalled ? '' : `; not rescheduled (already rescheduled ${row.reschedule_counter} of ${max} times)`}`,
-          source: 'Scheduler',
-          set: { ...release, end_exec_time: nowIso() },
-        });
-        return won.length === 1;
-      }
-      const won = await changeStatus(trx, [jobId], {
-        from: status,
-        to: JobStatus.Rescheduled,
-        // Only a run that died with its holder is "lost"; a job sent back (refused submission, shutdown) is not.
-        minorStatus: count ? `Job lost: ${why}; rescheduled` : `Sent back: ${why}`,
-        source: 'Scheduler',
-        set: { ...release, reschedule_counter: row.reschedule_counter + (count ? 1 : 0), start_exec_time: null },
-      });
-      if (won.length === 0) return false;
-      await changeStatus(trx, [jobId], { from: JobStatus.Rescheduled, to: JobStatus.Waiting, minorStatus: `Rescheduled (${why}); waiting for a free slot`, source: 'Scheduler' });
-      return true;
-    });
+  /** Rescheduled → Waiting (counting, when `count`), or Failed past the limit (jobs domain: requeueHeld). */
+  async #requeue(jobId: number, why: string, count: boolean): Promise<boolean> {
+    return requeueHeld(this.#db, jobId, { holder: this.instanceId, why, counts: count, limit: this.#limit, source: 'Scheduler' });
   }
 }
 

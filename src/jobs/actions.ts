@@ -9,6 +9,7 @@ import { Conflict, DirigoError, InvalidTransition } from '../kernel/errors.ts';
 import { JobStatus } from './model.ts';
 import { checkMayAct } from './privileges.ts';
 import { changeStatus } from './state-machine.ts';
+import { RescheduleLimit, rescheduleToWaiting } from './lifecycle/reschedule.ts';
 import { getJob, type JobRow } from './store.ts';
 
 export const JOB_ACTIONS = ['kill', 'reschedule', 'delete'] as const;
@@ -39,32 +40,18 @@ export async function rescheduleJob(db: Db, principal: Principal, jobId: number,
   const row = await ownJob(db, principal, jobId, 'reschedule');
   if (!ENDED.includes(row.status as JobStatus)) throw new InvalidTransition(`job ${jobId} is ${row.status}: only Done, Failed or Killed jobs can be rescheduled (kill it first)`);
   refuseWhileStopping(row, 'reschedule');
-  if (row.reschedule_counter >= maxReschedules) {
+  if (new RescheduleLimit(maxReschedules).reached(row.reschedule_counter)) {
     throw new Conflict(`job ${jobId} was already rescheduled ${row.reschedule_counter} times, the most allowed (jobs.scheduler.maxReschedules is ${maxReschedules})`);
   }
-  const done = await db.transaction().execute(async (trx) => {
-    const won = await changeStatus(trx, [jobId], {
-      from: row.status as JobStatus,
-      to: JobStatus.Rescheduled,
-      minorStatus: `Rescheduled by ${principal.username}`,
-      source: principal.username,
-      // A new run: the previous one's times, exit code and output go (the sandbox sweep frees its file).
-      set: {
-        reschedule_counter: row.reschedule_counter + 1,
-        start_exec_time: null,
-        end_exec_time: null,
-        heartbeat_time: null,
-        exit_code: null,
-        output_sandbox: null,
-        output_sandbox_size: null,
-        executor_id: null,
-        executor_ref: null,
-        lease_until: null,
-      },
-    });
-    if (won.length === 0) return false;
-    await changeStatus(trx, [jobId], { from: JobStatus.Rescheduled, to: JobStatus.Waiting, minorStatus: 'Rescheduled; waiting for a free slot', source: principal.username });
-    return true;
+  const done = await rescheduleToWaiting(db, jobId, {
+    from: row.status as JobStatus,
+    counter: row.reschedule_counter,
+    counts: true,
+    source: principal.username,
+    minorStatus: `Rescheduled by ${principal.username}`,
+    waitingMinorStatus: 'Rescheduled; waiting for a free slot',
+    // A new run: the previous one's times, exit code and output go (the sandbox sweep frees its file).
+    set: { end_exec_time: null, heartbeat_time: null, exit_code: null, output_sandbox: null, output_sandbox_size: null },
   });
   if (!done) throw new Conflict(`job ${jobId} changed status while being rescheduled; try again`);
 }

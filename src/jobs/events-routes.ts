@@ -20,7 +20,7 @@ import type { JobsConfig } from './config-schema.ts';
 import { EventHub, formatEventId, parseEventId, type JobEvent, type Subscriber } from './events.ts';
 import { parseListQuery } from './list-query.ts';
 import { listVisibility } from './privileges.ts';
-import { onJobsChanged } from './state-machine.ts';
+import { jobEvents } from './lifecycle/job-events.ts';
 
 /** A stream whose client reads slower than this much is ended: it reconnects and resumes. */
 const MAX_BUFFERED = 4 * 1024 * 1024;
@@ -52,7 +52,7 @@ export function jobEventsRoute(app: FastifyInstance, ctx: AppContext, auth: Retu
   const hub = new EventHub(ctx.db, { pollMs: config.pollMs });
   const open = new Set<OpenStream>();
   const perUser = new Map<string, number>();
-  const unlisten = onJobsChanged(() => hub.wake());
+  const unlisten = jobEvents(ctx.db).onChanged(() => hub.wake());
   // One timer for every stream's token (revocations, membership); expiry has a timer of its own per stream.
   const recheck = setInterval(() => {
     const now = Date.now();

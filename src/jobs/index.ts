@@ -1,6 +1,8 @@
 /**
  * Jobs: manifests, the status state machine, the job store, sandboxes, the /jobs routes and the jobs
- * command. How jobs run is the executors' business; they reach it through {@link JobRunner}.
+ * command. Where jobs run is the executors' and the agents' business (the jobs domain reaches them through
+ * {@link JobRunner}); every step of a job's life they take — claim, leases, hand-over, requeue,
+ * reschedule — is the job lifecycle's (lifecycle/), the only code besides the store that touches the jobs tables.
  */
 export { jobsRoutes } from './routes.ts';
 export { jobsCommand } from './cli.ts';
@@ -14,7 +16,11 @@ export type { Manifest } from './manifest.ts';
 export { JobStatus } from './model.ts';
 export { JidParams } from './api-schemas.ts';
 export { canTransition, changeStatus, confirmKill, fitMinorStatus, handOver, wrapMinorStatus } from './state-machine.ts';
-export { waitingJobIdsFor } from './store.ts';
+export { claimWaiting, runnableJobs, type ClaimedJob } from './lifecycle/claim.ts';
+export { EXECUTOR_HELD, heldByOthers, jobsHeldAt, keepOutputOfEndedRun, noLongerHeld, recordRunRef, renewLeases, takeOver, unconfirmedKills, type HeldJob } from './lifecycle/holding.ts';
+export { RescheduleLimit, requeueHeld } from './lifecycle/reschedule.ts';
+export { AGENT_HELD, endPulledRun, pulledRun, recordHeartbeats, recordOutputSandbox, reportPulledRun, statusOf, type PulledRun, type PullHolder } from './lifecycle/pulled-runs.ts';
+export { detectStalls } from './lifecycle/stalls.ts';
 export { splitArguments } from './arguments.ts';
 export { describeSkipped, packFiles, unpackArchive, type ArchiveFile, type SkippedFile } from './sandbox-archive.ts';
 export { listConfined, openConfined, readConfined } from './confined-files.ts';

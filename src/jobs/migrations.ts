@@ -52,6 +52,16 @@ export const jobsMigrations: Record<string, Migration> = {
       await db.schema.createIndex('job_status_history_job').on('job_status_history').columns(['job_id', 'id']).execute();
     },
   },
+  // Matching (lifecycle/claim.ts, for schedulers and agents) reads Waiting jobs `order by user_priority desc, job_id asc`:
+  // an index in that exact order lets PostgreSQL stop at the first unlocked rows instead of sorting every
+  // Waiting job on each claim (the mixed directions defeat the (status, user_priority, job_id) index).
+  // Written by the cluster domain first; the jobs domain owns the table. The name stays: databases record
+  // the migrations they ran by name.
+  '2026_11_22_0701_cluster_jobs_match_order': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.createIndex('jobs_match_order').on('jobs').columns(['status', 'user_priority desc', 'job_id']).execute();
+    },
+  },
   // Kills became intents that keep their holder until delivered: the kills made before were delivered at once.
   '2026_11_24_0700_jobs_kills_delivered': {
     async up(db: Kysely<unknown>) {

@@ -12,7 +12,7 @@ import { AuthenticationRequired, Conflict, InvalidToken } from '../kernel/errors
 import type { JobsConfig } from './config-schema.ts';
 import { jobTokens } from './job-tokens.ts';
 import { JobStatus } from './model.ts';
-import { jobsChanged } from './state-machine.ts';
+import { jobEvents } from './lifecycle/job-events.ts';
 
 /** The statuses in which a job's token is honoured: it was handed to an executor and has not ended. */
 const ACTIVE: readonly string[] = [JobStatus.Matched, JobStatus.Running, JobStatus.Completing, JobStatus.Stalled];
@@ -84,7 +84,7 @@ export async function applyReport(db: Db, jobId: number, report: JobReport, limi
       await trx.insertInto('job_parameters').values(parameters.map(([name, value]) => ({ job_id: jobId, name, value, time: now }))).execute();
     }
   });
-  jobsChanged();
+  jobEvents(db).changed();
 }
 
 /** Throws Conflict when the job's parameters, with `parameters` set (a name set again replaces its value), would pass a limit. */

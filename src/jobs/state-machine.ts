@@ -12,6 +12,7 @@ import { InvalidTransition } from '../kernel/errors.ts';
 import { JobStatus } from './model.ts';
 import { transitions } from './metrics.ts';
 import type { JobTable } from './tables.ts';
+import { jobEvents } from './lifecycle/job-events.ts';
 
 const S = JobStatus;
 
@@ -131,7 +132,7 @@ export async function changeStatus(db: Db | Transaction<Database>, jobIds: reado
   const changed = await (db.isTransaction ? run(db as Transaction<Database>) : db.transaction().execute(run));
   if (changed.length > 0) {
     transitions.inc({ to: change.to }, changed.length);
-    jobsChanged();
+    jobEvents(db).changed();
   }
   return changed;
 }
@@ -162,21 +163,8 @@ export async function confirmKill(db: Db, jobId: number, holder: string, source:
       .execute();
     return true;
   });
-  if (confirmed) jobsChanged();
+  if (confirmed) jobEvents(db).changed();
   return confirmed;
-}
-
-const changeListeners = new Set<() => void>();
-
-/** Calls `listener` after jobs change in this process (the events stream reads them at once). @returns unsubscribe */
-export function onJobsChanged(listener: () => void): () => void {
-  changeListeners.add(listener);
-  return () => changeListeners.delete(listener);
-}
-
-/** Tells the listeners that jobs changed here (a status, an application status, a parameter). */
-export function jobsChanged(): void {
-  for (const listener of changeListeners) listener();
 }
 
 /**

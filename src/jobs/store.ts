@@ -9,7 +9,8 @@ import { ATTRIBUTE_NAMES, ATTRIBUTES, JobStatus, type AttributeName, type Status
 import type { CheckedManifest, Manifest } from './manifest.ts';
 import { fillJobId } from './parametric.ts';
 import type { Visibility } from './privileges.ts';
-import { canTransition, jobsChanged } from './state-machine.ts';
+import { canTransition } from './state-machine.ts';
+import { jobEvents } from './lifecycle/job-events.ts';
 import { transitions } from './metrics.ts';
 import { InvalidTransition } from '../kernel/errors.ts';
 import { after, cursorOf, fullSort, matching, sorted, visible, type Condition, type SortKey } from './search.ts';
@@ -101,7 +102,7 @@ async function insertBatch(db: Db, batch: readonly Submission[], committing: () 
   const oneStatement = db.getExecutor().adapter instanceof PostgresAdapter && all.length <= 200 && !all.some((row) => row.manifest.includes('%j'));
   const ids = oneStatement ? await insertOneStatement(db, all, now, committing) : await insertInTransaction(db, all, now, committing);
   transitions.inc({ to: JobStatus.Waiting }, ids.length);
-  jobsChanged();
+  jobEvents(db).changed();
   // Each submission's jobs are consecutive rows: its ids are the same slice.
   let at = 0;
   return batch.map(({ jobs }) => ids.slice(at, (at += jobs.length)));
@@ -340,24 +341,6 @@ export async function statusHistory(db: Db, jobId: number): Promise<StatusHistor
 export async function countJobs(db: Db): Promise<number> {
   const r = await sql<{ n: number }>`select count(*) as n from jobs`.execute(db);
   return Number(r.rows[0]?.n ?? 0);
-}
-
-/**
- * Waiting jobs that may run on `site`, in matching order: highest priority first, then oldest. On
- * PostgreSQL the rows are locked `FOR UPDATE SKIP LOCKED`, so concurrent matchers (any instance) neither
- * wait for each other nor take the same job; SQLite has one writer at a time anyway.
- */
-export async function waitingJobIdsFor(trx: Db, dialect: 'sqlite' | 'postgres', site: string, n: number): Promise<number[]> {
-  let q = trx
-    .selectFrom('jobs')
-    .select('job_id')
-    .where('status', '=', JobStatus.Waiting)
-    .where((eb) => eb.or([eb('site', '=', 'ANY'), eb('site', '=', site), eb.and([eb('site', '=', 'Multiple'), eb('sites', 'like', `%,${site},%`)])]))
-    .orderBy('user_priority', 'desc')
-    .orderBy('job_id', 'asc')
-    .limit(n);
-  if (dialect === 'postgres') q = q.forUpdate().skipLocked();
-  return (await q.execute()).map((r) => Number(r.job_id));
 }
 
 /** Deleted jobs, last changed before `before`, stop referencing their sandboxes. @returns how many jobs */

@@ -1,0 +1,146 @@
+/**
+ * The agents' side of the pull-mode interface (DIRAC's pilot model): what an agent may ask and report,
+ * checked against what it holds. The jobs it takes, runs and gives back are the jobs domain's: every read
+ * and change goes through its lifecycle functions, each a compare-and-set on the agent's claim.
+ */
+import type { Readable } from 'node:stream';
+import type { AppContext } from '../kernel/context.ts';
+import { InsufficientPrivileges, InvalidRequest, InvalidTransition, NotFound } from '../kernel/errors.ts';
+import type { AgentSiteConfig, Manifest, PulledRun, SandboxStore, StoredObject } from '../jobs/index.ts';
+import { AGENT_HELD, claimWaiting, endPulledRun, jobTokens, JobStatus, pulledRun, recordHeartbeats, recordOutputSandbox, reportPulledRun, RescheduleLimit, splitArguments, statusOf, storeOutputTail } from '../jobs/index.ts';
+import { holderOf, type AgentIdentity } from './identity.ts';
+import { seen } from './presence.ts';
+
+export interface MatchedJob {
+  JobID: number;
+  Manifest: Manifest;
+  /** `Arguments` split into words, so the agent needs no parser of its own. */
+  Argv: string[];
+  /** Whether there is an input sandbox to download. */
+  InputSandbox: boolean;
+  RescheduleCounter: number;
+  JobToken: string;
+}
+
+export class AgentsService {
+  readonly #ctx: AppContext;
+  readonly #store: SandboxStore;
+  readonly sites: ReadonlyMap<string, AgentSiteConfig>;
+  /** How often agents are asked to send heartbeats: the tightest site's interval, at most 30 s. */
+  readonly heartbeatIntervalMs: number;
+
+  constructor(ctx: AppContext, store: SandboxStore) {
+    this.#ctx = ctx;
+    this.#store = store;
+    this.sites = new Map(ctx.config.jobs.sites.filter((s): s is AgentSiteConfig => s.type === 'agents').map((s) => [s.name, s]));
+    this.heartbeatIntervalMs = Math.min(...[...this.sites.values()].map((s) => s.heartbeatIntervalMs), 30000);
+  }
+
+  /** Waiting → Matched for up to `slots` jobs of `siteName` (at most the site's maxJobsPerMatch), each with its job token. */
+  async match(agent: AgentIdentity, siteName: string, slots: number): Promise<{ jobs: MatchedJob[]; heartbeatIntervalMs: number }> {
+    const site = this.sites.get(siteName);
+    if (!site) {
+      const known = [...this.sites.keys()];
+      throw new InvalidRequest(`site: '${siteName}' is not an agents site${known.length ? ` (agents sites: ${known.join(', ')})` : ' (none is configured)'}`);
+    }
+    await seen(this.#ctx.db, agent, site.name);
+    const holder = holderOf(agent);
+    const claimed = await claimWaiting(this.#ctx.db, this.#ctx.dialect, site.name, Math.min(slots, site.maxJobsPerMatch), {
+      ...holder,
+      leaseUntil: null,
+      heartbeat: true,
+      minorStatus: `Pilot agent ${agent.agentId} (${agent.user}) at site ${site.name}`,
+      source: `Agent@${site.name}`,
+    });
+    const tokens = await jobTokens(this.#ctx.db);
+    const jobs = claimed.map((job) => ({
+      JobID: job.jobId,
+      Manifest: job.manifest,
+      Argv: job.manifest.Arguments ? splitArguments(job.manifest.Arguments) : [],
+      InputSandbox: job.inputSandbox !== null,
+      RescheduleCounter: job.rescheduleCounter,
+      JobToken: tokens.sign(job.jobId, job.rescheduleCounter),
+    }));
+    return { jobs, heartbeatIntervalMs: site.heartbeatIntervalMs };
+  }
+
+  /**
+   * Records the agent's heartbeat for `jobIds`, and the output tails it sent for those it still holds.
+   * @returns the jobs it must stop
+   */
+  async heartbeat(agent: AgentIdentity, jobIds: readonly number[], outputs: readonly { jid: number; tail: string; size: number }[]): Promise<number[]> {
+    await seen(this.#ctx.db, agent);
+    const jobs = [...new Set(jobIds)];
+    const kill = await recordHeartbeats(this.#ctx.db, holderOf(agent), jobs, { minorStatus: `Heartbeats from agent ${agent.agentId} resumed`, source: 'AgentHeartbeat' });
+    // Only the output of jobs the agent still holds is kept, cut to what peek serves.
+    const held = new Set(jobs.filter((jid) => !kill.includes(jid)));
+    for (const { jid, tail, size } of outputs) {
+      if (held.has(jid)) await storeOutputTail(this.#ctx.db, jid, tail.slice(-this.#ctx.config.jobs.peekBytes), size);
+    }
+    return kill;
+  }
+
+  /** The job if this agent holds it. @throws NotFound (no such job), InsufficientPrivileges (not its own), InvalidTransition (its own, but no longer active). */
+  async held(agent: AgentIdentity, jobId: number): Promise<PulledRun> {
+    const row = await pulledRun(this.#ctx.db, jobId, holderOf(agent));
+    if (row && AGENT_HELD.some((status) => status === row.status)) return row;
+    // Its own job, but killed or rescheduled meanwhile: the agent must stop it.
+    if (row) throw new InvalidTransition(`job ${jobId} is ${row.status} now; the report was not applied`);
+    if ((await statusOf(this.#ctx.db, jobId)) === undefined) throw new NotFound(`job ${jobId} does not exist`);
+    throw new InsufficientPrivileges(`agent ${agent.agentId} of ${agent.user} does not hold job ${jobId}`);
+  }
+
+  /** The input sandbox of a job the agent holds. @throws NotFound when it has none */
+  async inputSandbox(agent: AgentIdentity, jobId: number): Promise<Readable> {
+    const row = await this.held(agent, jobId);
+    if (!row.input_sandbox) throw new NotFound(`job ${row.job_id} has no input sandbox`);
+    return this.#store.get(row.input_sandbox);
+  }
+
+  /** The agent's job runs, or packs its output. A report sent again (its answer was lost) changes nothing. */
+  async reportStatus(agent: AgentIdentity, jobId: number, status: 'Running' | 'Completing', applicationStatus: string | undefined): Promise<{ JobID: number; Status: string }> {
+    const row = await this.held(agent, jobId);
+    if (row.status === status) return { JobID: row.job_id, Status: status };
+    if (!(await reportPulledRun(this.#ctx.db, row.job_id, holderOf(agent), { status, applicationStatus, source: `Agent@${row.site}` }))) throw await this.#lostRace(row.job_id);
+    return { JobID: row.job_id, Status: status };
+  }
+
+  /** Stores the output sandbox of the agent's job (counted against jobs.sandbox.maxSandboxSize) and records it. */
+  async uploadOutputSandbox(agent: AgentIdentity, jobId: number, body: unknown): Promise<StoredObject> {
+    const row = await this.held(agent, jobId);
+    if (!isReadable(body)) throw new InvalidRequest('the body must be the output sandbox as application/gzip');
+    const limit = this.#ctx.config.jobs.sandbox.maxSandboxSize;
+    const stored = await this.#store.put(body, { bytes: limit, setting: 'jobs.sandbox.maxSandboxSize' });
+    if (!(await recordOutputSandbox(this.#ctx.db, row.job_id, holderOf(agent), stored))) throw await this.#lostRace(row.job_id);
+    return stored;
+  }
+
+  /** The final report of the agent on its job: done, failed, or given back to wait again within the reschedule limit. */
+  async finish(
+    agent: AgentIdentity,
+    jobId: number,
+    report: { outcome: 'done' | 'failed' | 'rescheduled'; exitCode: number | null; minorStatus: string; applicationStatus?: string | undefined },
+  ): Promise<{ JobID: number; Status: string }> {
+    // The same outcome reported again by the agent that ran the job (its answer was lost): already applied.
+    const replayed = await pulledRun(this.#ctx.db, jobId, holderOf(agent));
+    const already = { done: JobStatus.Done, failed: JobStatus.Failed, rescheduled: undefined }[report.outcome];
+    if (replayed && already !== undefined && replayed.status === already) return { JobID: replayed.job_id, Status: already };
+    const row = await this.held(agent, jobId);
+    const status = await endPulledRun(this.#ctx.db, row.job_id, holderOf(agent), {
+      ...report,
+      source: `Agent@${row.site}`,
+      limit: new RescheduleLimit(this.#ctx.config.jobs.scheduler.maxReschedules),
+    });
+    if (status === undefined) throw await this.#lostRace(row.job_id);
+    return { JobID: row.job_id, Status: status };
+  }
+
+  /** 409 naming the status that won (a kill, a stall) when an agent's report lost the compare-and-set. */
+  async #lostRace(jobId: number): Promise<InvalidTransition> {
+    return new InvalidTransition(`job ${jobId} is ${(await statusOf(this.#ctx.db, jobId)) ?? 'gone'} now; the report was not applied`);
+  }
+}
+
+function isReadable(body: unknown): body is Readable {
+  return typeof body === 'object' && body !== null && typeof (body as { pipe?: unknown }).pipe === 'function';
+}
