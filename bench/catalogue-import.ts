@@ -9,6 +9,7 @@ import { Readable } from 'node:stream';
 import { Agent, request } from 'undici';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
 import { startTestService } from '../test/helpers/service.ts';
+import type { Dialect } from '../src/kernel/db/dialect.ts';
 
 const { values } = parseArgs({ options: { full: { type: 'boolean' }, files: { type: 'string' }, dialect: { type: 'string', default: 'both' }, 'batch-size': { type: 'string' } } });
 if (!['sqlite', 'postgres', 'both'].includes(values.dialect)) throw new Error('--dialect: sqlite, postgres or both');
@@ -31,7 +32,7 @@ function ndjson(): Buffer[] {
   return chunks;
 }
 
-async function run(dialect: 'sqlite' | 'postgres', body: Buffer[]): Promise<void> {
+async function run(dialect: Dialect, body: Buffer[]): Promise<void> {
   const svc = await startTestService({ dialect, logLevel: 'silent', config: { catalogue: { bulkBodyLimit: 1024 * 1024 * 1024, ...(values['batch-size'] ? { bulkBatchSize: Number(values['batch-size']) } : {}) } } });
   try {
     const admin = await svc.token('admin', 'dirigo_admin');

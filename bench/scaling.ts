@@ -22,6 +22,7 @@ import { postgresUnavailable } from '../test/helpers/dialects.ts';
 import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
 import { fillJobsTo } from './lib/fill-jobs.ts';
 import { CAMPAIGNS, FIELDS, generateCatalogue, type Fields } from './lib/fill-catalogue.ts';
+import type { Dialect } from '../src/kernel/db/dialect.ts';
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.
 const { values } = parseArgs({
@@ -77,7 +78,7 @@ function report(title: string, unit: string, curves: Map<string, Curve>): void {
   }
 }
 
-async function jobs(dialect: 'sqlite' | 'postgres'): Promise<void> {
+async function jobs(dialect: Dialect): Promise<void> {
   const setup = await prepareServe(dialect, { scheduler: { enabled: false } });
   const curves = new Map<string, Curve>();
   try {
@@ -131,7 +132,7 @@ async function jobs(dialect: 'sqlite' | 'postgres'): Promise<void> {
   report(`jobs (${dialect}; median of ${REQUESTS} keep-alive HTTPS requests; k: t ∝ n^k)`, 'jobs', curves);
 }
 
-async function catalogue(dialect: 'sqlite' | 'postgres'): Promise<void> {
+async function catalogue(dialect: Dialect): Promise<void> {
   const curves = new Map<string, Curve>();
   for (const files of FILES) {
     const setup = await prepareServe(dialect, { scheduler: { enabled: false } });

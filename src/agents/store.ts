@@ -5,6 +5,7 @@
  * machine's compare-and-set, so a kill racing an agent's report ends in one valid state.
  */
 import type { Db } from '../kernel/db/database.ts';
+import type { Dialect } from '../kernel/db/dialect.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import type { Manifest } from '../jobs/index.ts';
 import { JobStatus } from '../jobs/index.ts';
@@ -47,7 +48,7 @@ export interface MatchedJob {
  * PostgreSQL the candidates are locked `FOR UPDATE SKIP LOCKED`, so concurrent matches (any instance)
  * never wait for each other nor take the same job (SQLite has one writer at a time anyway).
  */
-export async function matchJobs(db: Db, dialect: 'sqlite' | 'postgres', site: string, agent: AgentIdentity, n: number): Promise<MatchedJob[]> {
+export async function matchJobs(db: Db, dialect: Dialect, site: string, agent: AgentIdentity, n: number): Promise<MatchedJob[]> {
   const minorStatus = `Pilot agent ${agent.agentId} (${agent.user}) at site ${site}`;
   const source = `Agent@${site}`;
   if (dialect === 'postgres') return matchJobsPostgres(db, site, agent, n, minorStatus, source);

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Migration } from 'kysely';
-import { isPostgres, withAutoId } from '../kernel/db/portable.ts';
+import { withAutoId } from '../kernel/db/portable.ts';
+import { dialectOf } from '../kernel/db/dialect.ts';
 import { createJobCounts } from './counts.ts';
 
 export const jobsMigrations: Record<string, Migration> = {
@@ -114,7 +115,7 @@ export const jobsMigrations: Record<string, Migration> = {
   // rewriting the table; SQLite does not enforce the width.
   '2026_11_25_1900_jobs_history_source_width': {
     async up(db: Kysely<unknown>) {
-      if (!isPostgres(db)) return;
+      if (dialectOf(db) !== 'postgres') return;
       await sql`alter table job_status_history alter column source type varchar(128)`.execute(db);
     },
   },
@@ -123,7 +124,7 @@ export const jobsMigrations: Record<string, Migration> = {
   // than about 46 on PostgreSQL (no job could be claimed). 128, like cluster_duties.holder for the same id.
   '2026_11_25_1901_jobs_executor_id_width': {
     async up(db: Kysely<unknown>) {
-      if (!isPostgres(db)) return;
+      if (dialectOf(db) !== 'postgres') return;
       await sql`alter table jobs alter column executor_id type varchar(128)`.execute(db);
     },
   },

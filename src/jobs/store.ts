@@ -2,8 +2,9 @@
  * The jobs tables: inserting submissions (concurrent ones share a transaction: group-commit.ts), listing
  * with restrictions, reading one job with its history.
  */
-import { PostgresAdapter, sql, type Insertable, type Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Db } from '../kernel/db/database.ts';
+import { dialectOf, type Dialect } from '../kernel/db/dialect.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import { ATTRIBUTE_NAMES, ATTRIBUTES, JobStatus, type AttributeName, type StatusHistoryEntry } from './model.ts';
 import type { CheckedManifest, Manifest } from './manifest.ts';
@@ -98,7 +99,7 @@ async function insertBatch(db: Db, batch: readonly Submission[], committing: () 
       input_sandbox_size: sandbox?.size ?? null,
     })),
   );
-  const oneStatement = db.getExecutor().adapter instanceof PostgresAdapter && all.length <= 200 && !all.some((row) => row.manifest.includes('%j'));
+  const oneStatement = dialectOf(db) === 'postgres' && all.length <= 200 && !all.some((row) => row.manifest.includes('%j'));
   const ids = oneStatement ? await insertOneStatement(db, all, now, committing) : await insertInTransaction(db, all, now, committing);
   transitions.inc({ to: JobStatus.Waiting }, ids.length);
   jobsChanged();
@@ -282,7 +283,7 @@ type RecordRow = { record: string } & Record<string, unknown>;
 
 /** The columns of a RecordRow: the sort keys are read beside the record to make the next page's cursor. */
 function recordColumns(db: Db, keys: readonly Required<SortKey>[]) {
-  return [recordJson(db.getExecutor().adapter instanceof PostgresAdapter), ...keys.map((k) => `${ATTRIBUTES[k.parameter].column} as ${k.parameter}` as never)];
+  return [recordJson(dialectOf(db) === 'postgres'), ...keys.map((k) => `${ATTRIBUTES[k.parameter].column} as ${k.parameter}` as never)];
 }
 
 /**
@@ -347,7 +348,7 @@ export async function countJobs(db: Db): Promise<number> {
  * PostgreSQL the rows are locked `FOR UPDATE SKIP LOCKED`, so concurrent matchers (any instance) neither
  * wait for each other nor take the same job; SQLite has one writer at a time anyway.
  */
-export async function waitingJobIdsFor(trx: Db, dialect: 'sqlite' | 'postgres', site: string, n: number): Promise<number[]> {
+export async function waitingJobIdsFor(trx: Db, dialect: Dialect, site: string, n: number): Promise<number[]> {
   let q = trx
     .selectFrom('jobs')
     .select('job_id')
