@@ -22,8 +22,8 @@ import { compatibleValues, search, searchQuery, type SearchAnswer } from './stor
 import { findFiles, type FindAnswer } from './store/find.ts';
 import { WriteSession } from './store/write-session.ts';
 
-export { AtLine, BatchedWriteFailed, directoryRecord, fileRecord, FIELD_NAME } from './store/rows.ts';
-export type { DirectoryRecord, DirRow, FileRecord, FileRow, NewFile, PreparedDirectory } from './store/rows.ts';
+export { AtLine, BatchedWriteFailed, directoryRecord, fileRecord } from './store/rows.ts';
+export type { DirRow, FileRow, NewFile, PreparedDirectory } from './store/rows.ts';
 export { WriteSession };
 
 export class CatalogueStore {

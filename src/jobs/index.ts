@@ -1,11 +1,11 @@
 /**
  * Jobs: manifests, the status state machine, the job store, sandboxes, the /jobs routes and the jobs
- * command. How jobs run is the executors' business; they reach it through {@link JobRunner}.
+ * command. How jobs run is the executors' business; the composition root hands the routes a runner
+ * (`JobRunner`, service.ts) that the executors' scheduler implements.
  */
 export { jobsRoutes } from './routes.ts';
 export { jobsCommand } from './cli.ts';
 export { jobCommand } from './job-cli.ts';
-export type { JobRunner } from './service.ts';
 export { JobsConfigSchema, type JobsConfig, type LocalSiteConfig } from './config-schema.ts';
 export type { AgentSiteConfig } from './agent-site-schema.ts';
 export type { SlurmSiteConfig } from './slurm-site-schema.ts';

@@ -337,12 +337,6 @@ export async function statusHistory(db: Db, jobId: number): Promise<StatusHistor
   return rows.map((r) => ({ Status: r.status, MinorStatus: r.minor_status, ApplicationStatus: r.application_status, StatusTime: r.status_time, Source: r.source }));
 }
 
-/** Used by tests and benches that need to know the schema's live row count cheaply. */
-export async function countJobs(db: Db): Promise<number> {
-  const r = await sql<{ n: number }>`select count(*) as n from jobs`.execute(db);
-  return Number(r.rows[0]?.n ?? 0);
-}
-
 /**
  * Waiting jobs that may run on `site`, in matching order: highest priority first, then oldest. On
  * PostgreSQL the rows are locked `FOR UPDATE SKIP LOCKED`, so concurrent matchers (any instance) neither
