@@ -1,5 +1,5 @@
 /**
- * Figure (issue 4): bulk import through the real `POST /filecatalogue/bulk` endpoint over HTTPS, at least
+ * Figure: bulk import through the real `POST /filecatalogue/bulk` endpoint over HTTPS, at least
  * 50,000 files/s, on SQLite and PostgreSQL. Each file line carries 3 file-metadata values; one directory
  * line (with 2 directory fields) precedes every 100 files. Default 200,000 files; `--full` 1,000,000.
  * Usage: node bench/catalogue-import.ts [--full] [--files N] [--dialect sqlite|postgres|both] [--batch-size N (default: the configuration's)]

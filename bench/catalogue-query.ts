@@ -1,5 +1,5 @@
 /**
- * Figures (issue 4), over real HTTPS with keep-alive against an in-process service, on SQLite and PostgreSQL:
+ * Figures, over real HTTPS with keep-alive against an in-process service, on SQLite and PostgreSQL:
  * - directory search with 3 conditions: median < 20 ms, p99 < 100 ms;
  * - compatible metadata (GET /filecatalogue/metadata with 2 conditions): median < 50 ms;
  * - listing a directory of 10,000 files with verbose=true: < 100 ms.

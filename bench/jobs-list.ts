@@ -76,7 +76,7 @@ async function run(dialect: Dialect): Promise<void> {
         await res.body.dump();
         adminTimes.push(Number(process.hrtime.bigint() - t0) / 1e6);
       }
-      // The job monitor's reads (issue 20): counts per status and site, and searches, as the administrator.
+      // The job monitor's reads: counts per status and site, and searches, as the administrator.
       const timed = async (n: number, send: () => Promise<{ statusCode: number; body: { dump(): Promise<void> } }>) => {
         const ms: number[] = [];
         for (let i = 0; i < n; i++) {

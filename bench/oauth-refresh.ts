@@ -1,5 +1,5 @@
 /**
- * Refresh-token rotations per second over real HTTPS keep-alive (issue 5 target: at least 1,000/s).
+ * Refresh-token rotations per second over real HTTPS keep-alive (target: at least 1,000/s).
  * `dirigo serve` runs in its own process on a fresh embedded-default data dir (SQLite); many independent
  * refresh-token chains rotate concurrently, each request using the token the previous answer returned.
  *

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- scaling` (issue 22): how everyday reads grow with the data. One job table grows through
+ * `npm run bench -- scaling`: how everyday reads grow with the data. One job table grows through
  * the job sizes (bulk SQL inserts, bench/lib/fill-jobs.ts) and a fresh catalogue is generated for each file
  * size (bench/lib/fill-catalogue.ts, one directory per ten files); at each size every request is timed over
  * keep-alive HTTPS (median of N sequential requests after a warm-up), and each curve's slope is printed:

@@ -1,5 +1,5 @@
 /**
- * The account endpoints (issue 21), for an application's "Account" page: who the bearer of the token is,
+ * The account endpoints, for an application's "Account" page: who the bearer of the token is,
  * the grants issued to them (refresh-token families and the authorization grants behind them) with
  * revocation, and their signed-in browser sessions with sign-out. Each user sees and ends only their own:
  * another user's grant or session is answered 404, as one that does not exist.

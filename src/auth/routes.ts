@@ -76,7 +76,7 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
   await app.register(registrationRoutes, { ctx });
   await app.register(accountRoutes, { ctx });
 
-  // Flow A (SPEC): the certificate of the TLS handshake says who asks.
+  // Flow A (README "Tokens from a certificate"): the certificate of the TLS handshake says who asks.
   const certificateRefused = oauthError('invalid_client: no client certificate, a rejected one, or one of no registered user');
   const listOf = (name: string) => Type.Object({ [name]: Type.Array(Type.String()) });
   app.get(

@@ -233,7 +233,7 @@ export const catalogueMigrations: Record<string, Migration> = {
     /**
      * Every value of every field (GET /filecatalogue/metadata without a condition) read every directory's
      * summary of file values and every directory value: 0.8 s (SQLite) and 1.9 s (PostgreSQL) at 1,000,000
-     * files, growing with them (issue 22). File values get their own set, `cat_file_values` (how many
+     * files, growing with them. File values get their own set, `cat_file_values` (how many
      * directories hold each value, with appended deltas on PostgreSQL: file-values.ts), and directory
      * values are read a distinct value at a time through new (field, value) indexes on cat_dir_meta.
      */
@@ -283,7 +283,7 @@ export const catalogueMigrations: Record<string, Migration> = {
   },
   '2026_11_26_1800_catalogue_file_value_indexes': {
     /**
-     * File search (issue 31): each file field gets a partial expression index on its value in the file
+     * File search: each file field gets a partial expression index on its value in the file
      * rows (file-index.ts), so that a search by file metadata walks that index a page at a time. Existing
      * file fields get theirs here; new ones when they are defined.
      */

@@ -3,7 +3,7 @@
  * format): `event: status` or `event: parameter`, an `id` to resume from with Last-Event-ID, and comment
  * heartbeats. Restrictions and visibility are those of GET /jobs.
  *
- * Limits (issue 30): open streams per user (429) and per instance (503), both refused before the stream
+ * Limits: open streams per user (429) and per instance (503), both refused before the stream
  * starts and freed when it closes; a stream ends (event `end`) when its access token expires, exactly,
  * and within jobs.events.tokenRecheckMs (plus the revocation list's second) of a revocation anywhere.
  */
