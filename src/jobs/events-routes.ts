@@ -90,7 +90,7 @@ export function jobEventsRoute(app: FastifyInstance, ctx: AppContext, auth: Retu
           responses: {
             200: {
               description:
-                'A text/event-stream, open while the access token is valid: `event: status` data {JobID, Status, MinorStatus, ApplicationStatus, Time, Source}; `event: parameter` data {JobID, Name, Value, Time}; `event: ready` and `event: reset`; `event: end` data {reason} when the token expires or is revoked; comment lines as heartbeats',
+                'A text/event-stream, open while the access token is valid: `event: status` data a JobStatusEvent (components.schemas); `event: parameter` data a JobParameterEvent; `event: ready` and `event: reset`; `event: end` data {reason} when the token expires or is revoked; comment lines as heartbeats',
               content: { 'text/event-stream': Type.String() },
             },
             429: {

@@ -13,6 +13,7 @@ export { jobsMigrations } from './migrations.ts';
 export type { Manifest } from './manifest.ts';
 export { JobStatus } from './model.ts';
 export { JidParams } from './api-schemas.ts';
+export { JobParameterEvent, JobStatusEvent } from './event-schemas.ts';
 export { canTransition, changeStatus, confirmKill, fitMinorStatus, handOver, wrapMinorStatus } from './state-machine.ts';
 export { waitingJobIdsFor } from './store.ts';
 export { splitArguments } from './arguments.ts';
