@@ -1,5 +1,5 @@
 /**
- * The resource-exhaustion mode of `npm run fuzz` (issue 30): each attack an authenticated user could make
+ * The resource-exhaustion mode of `npm run fuzz`: each attack an authenticated user could make
  * on the newer surfaces runs against a real `dirigo serve` process while another connection asks /healthz
  * every 25 ms. It prints, per attack, the slowest /healthz answer and the server's resident memory before
  * and after, and fails when /healthz waited more than a second or the server stopped answering.

@@ -1,5 +1,5 @@
 /**
- * Fault injection (issue 14): two instances on one PostgreSQL schema with a local, a Slurm and an agents
+ * Fault injection: two instances on one PostgreSQL schema with a local, a Slurm and an agents
  * site take submissions while faults hit them: kill -9 of an instance (restarted), kill -9 of the agent
  * (restarted in its work directory), slurmctld stopped and started again, kills through the API, and
  * kill -9 of both instances at once (both restarted).
