@@ -136,7 +136,7 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
       schema: {
         ...token,
         operationId: 'getToken',
-        summary: 'Token endpoint with query parameters: flow A (the user certificate) or an authorization code (SPEC)',
+        summary: 'Token endpoint with query parameters: flow A (the user certificate) or an authorization code',
         querystring: TokenQuery(grantTypes),
         documented: { responses: tokenAnswers },
       },

@@ -386,7 +386,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Token endpoint with query parameters: flow A (the user certificate) or an authorization code (SPEC) */
+        /** Token endpoint with query parameters: flow A (the user certificate) or an authorization code */
         get: operations["getToken"];
         put?: never;
         /** Token endpoint (RFC 6749 §3.2), form-encoded */
