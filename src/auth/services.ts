@@ -1,7 +1,7 @@
 /**
  * The authorization server's per-service state, built once by the composition root and reached as
- * `ctx.oauth` (auth/context.ts): client registry, shared revocation list, grant store, browser sessions
- * and the login rate limiter. Background duties (revocation polling, purging) start with the routes and
+ * `ctx.oauth` (auth/context.ts): client registry, shared revocation list, grant store, browser sessions,
+ * the login rate limiter and providers, and the memory of used client assertions. Background duties (revocation polling, purging) start with the routes and
  * stop with ctx.close().
  */
 import type { AppConfig } from '../kernel/config.ts';
@@ -11,7 +11,7 @@ import { ClientRegistry } from '../registry/index.ts';
 import { RevocationList } from './revocation.ts';
 import { OAuthStore } from './store.ts';
 import { SessionStore } from './sessions.ts';
-import { LoginLimiter } from './login.ts';
+import { LoginLimiter, type LoginProvider } from './login.ts';
 import { runDuty } from '../cluster/index.ts';
 
 const PURGE_MS = 10 * 60_000;
@@ -22,6 +22,14 @@ export class OAuthServices {
   readonly store: OAuthStore;
   readonly sessions: SessionStore;
   readonly limiter: LoginLimiter;
+  /** Upstream providers on the login page (src/federation registers them when its routes start). */
+  readonly loginProviders: LoginProvider[] = [];
+  /**
+   * `client jti` → expiry (s) of client assertions already used on this instance (RFC 7523 §3 item 7
+   * lets the server refuse replays). Memory only: an assertion replayed to another instance within its
+   * minutes of life is not caught, which the short lifetime bounds (client-assertion.ts).
+   */
+  readonly usedAssertions = new Map<string, number>();
   #started = false;
 
   constructor(db: Db, config: AppConfig) {
