@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { rmSync } from 'node:fs';
 import { Agent, request } from 'undici';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
 import type { Dialect } from '../src/kernel/db/dialect.ts';
 
 const { values } = parseArgs({ options: { subscribers: { type: 'string', default: '1000' }, rounds: { type: 'string', default: '5' }, postgres: { type: 'boolean' } }, strict: false });

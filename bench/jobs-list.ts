@@ -13,7 +13,7 @@ import { migrate, openDatabase } from '../src/kernel/db/database.ts';
 import { migrations } from '../src/app/migrations.ts';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
 import { fillJobsTo } from './lib/fill-jobs.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
 import type { Dialect } from '../src/kernel/db/dialect.ts';
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.

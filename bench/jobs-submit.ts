@@ -8,7 +8,7 @@
 import { parseArgs } from 'node:util';
 import { rmSync } from 'node:fs';
 import { request, type Agent } from 'undici';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
 import type { Dialect } from '../src/kernel/db/dialect.ts';
 

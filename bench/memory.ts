@@ -30,7 +30,7 @@ import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { runLoad } from './lib/load.ts';
 import { rssMb } from './lib/peers.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.
 const { values } = parseArgs({

@@ -19,7 +19,7 @@ import { migrate, openDatabase } from '../src/kernel/db/database.ts';
 import { migrations } from '../src/app/migrations.ts';
 import { foldJobCounts } from '../src/jobs/counts.ts';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
 import { fillJobsTo } from './lib/fill-jobs.ts';
 import { CAMPAIGNS, FIELDS, generateCatalogue, type Fields } from './lib/fill-catalogue.ts';
 import type { Dialect } from '../src/kernel/db/dialect.ts';

@@ -14,7 +14,7 @@ import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { request } from 'undici';
 import { postMultipart, startJobsService, untar, waitForStatus } from './helpers.ts';
-import { flowAToken, prepareServe, startServe, userAgent, type ServeProcess } from './serve-process.ts';
+import { flowAToken, prepareServe, startServe, userAgent, type ServeProcess } from '../helpers/serve-process.ts';
 
 const SECRET = 'TOP-SECRET-service-configuration\n';
 

@@ -10,7 +10,7 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { request, type Agent } from 'undici';
 import { openDatabase, type Db } from '../../src/kernel/db/database.ts';
 import { dialects, POSTGRES_URL } from '../helpers/dialects.ts';
-import { flowAToken, prepareServe, startServe, userAgent, type ServeProcess, type ServeSetup } from './serve-process.ts';
+import { flowAToken, prepareServe, startServe, userAgent, type ServeProcess, type ServeSetup } from '../helpers/serve-process.ts';
 import { processAlive } from './helpers.ts';
 
 /** The host pid of the process whose command line ends with `arg`. */

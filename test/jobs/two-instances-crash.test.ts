@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { request, type Agent } from 'undici';
 import { parse, stringify } from 'yaml';
 import { dialects } from '../helpers/dialects.ts';
-import { flowAToken, prepareServe, startServe, userAgent, type ServeProcess, type ServeSetup } from './serve-process.ts';
+import { flowAToken, prepareServe, startServe, userAgent, type ServeProcess, type ServeSetup } from '../helpers/serve-process.ts';
 import type { Dialect } from '../../src/kernel/db/dialect.ts';
 
 interface Job {

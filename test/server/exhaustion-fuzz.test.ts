@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'undici';
 import { dialects } from '../helpers/dialects.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent, type ServeProcess, type ServeSetup } from '../jobs/serve-process.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent, type ServeProcess, type ServeSetup } from '../helpers/serve-process.ts';
 
 const ENABLED = process.env.DIRIGO_FUZZ_EXHAUSTION === '1';
 /** The goal: no attack makes /healthz wait longer than this. */

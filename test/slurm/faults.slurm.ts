@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startCluster, type Cluster, type Instance } from '../scale/cluster.ts';
+import { startCluster, type Cluster, type Instance } from '../helpers/cluster.ts';
 import { startAgent, type AgentProcess } from '../agents/agent-process.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 import { dialects } from '../helpers/dialects.ts';

@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { stringify } from 'yaml';
-import { createPostgresSchema, POSTGRES_URL } from '../helpers/dialects.ts';
-import { testRegistry, TEST_SETUP } from '../helpers/service.ts';
-import { testPki, type TestPki } from '../helpers/pki.ts';
+import { createPostgresSchema, POSTGRES_URL } from './dialects.ts';
+import { testRegistry, TEST_SETUP } from './service.ts';
+import { testPki, type TestPki } from './pki.ts';
 import type { Dialect } from '../../src/kernel/db/dialect.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
