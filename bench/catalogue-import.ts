@@ -1,5 +1,5 @@
 /**
- * Figure (issue 4): bulk import through the real `POST /filecatalogue/bulk` endpoint over HTTPS, at least
+ * Figure: bulk import through the real `POST /filecatalogue/bulk` endpoint over HTTPS, at least
  * 50,000 files/s, on SQLite and PostgreSQL. Each file line carries 3 file-metadata values; one directory
  * line (with 2 directory fields) precedes every 100 files. Default 200,000 files; `--full` 1,000,000.
  * Usage: node bench/catalogue-import.ts [--full] [--files N] [--dialect sqlite|postgres|both] [--batch-size N (default: the configuration's)]
@@ -9,6 +9,7 @@ import { Readable } from 'node:stream';
 import { Agent, request } from 'undici';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
 import { startTestService } from '../test/helpers/service.ts';
+import type { Dialect } from '../src/kernel/db/dialect.ts';
 
 const { values } = parseArgs({ options: { full: { type: 'boolean' }, files: { type: 'string' }, dialect: { type: 'string', default: 'both' }, 'batch-size': { type: 'string' } } });
 if (!['sqlite', 'postgres', 'both'].includes(values.dialect)) throw new Error('--dialect: sqlite, postgres or both');
@@ -31,7 +32,7 @@ function ndjson(): Buffer[] {
   return chunks;
 }
 
-async function run(dialect: 'sqlite' | 'postgres', body: Buffer[]): Promise<void> {
+async function run(dialect: Dialect, body: Buffer[]): Promise<void> {
   const svc = await startTestService({ dialect, logLevel: 'silent', config: { catalogue: { bulkBodyLimit: 1024 * 1024 * 1024, ...(values['batch-size'] ? { bulkBatchSize: Number(values['batch-size']) } : {}) } } });
   try {
     const admin = await svc.token('admin', 'dirigo_admin');

@@ -1,5 +1,5 @@
 /**
- * Figures (issue 4), over real HTTPS with keep-alive against an in-process service, on SQLite and PostgreSQL:
+ * Figures, over real HTTPS with keep-alive against an in-process service, on SQLite and PostgreSQL:
  * - directory search with 3 conditions: median < 20 ms, p99 < 100 ms;
  * - compatible metadata (GET /filecatalogue/metadata with 2 conditions): median < 50 ms;
  * - listing a directory of 10,000 files with verbose=true: < 100 ms.
@@ -18,6 +18,7 @@ import { CatalogueStore } from '../src/catalogue/store.ts';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
 import { startTestService, type TestService } from '../test/helpers/service.ts';
 import { CAMPAIGNS, FIELDS, generateCatalogue, rng, STREAMS, type Fields } from './lib/fill-catalogue.ts';
+import type { Dialect } from '../src/kernel/db/dialect.ts';
 
 const { values } = parseArgs({
   options: { full: { type: 'boolean' }, explain: { type: 'boolean' }, dirs: { type: 'string' }, files: { type: 'string' }, requests: { type: 'string', default: '200' }, dialect: { type: 'string', default: 'both' } },
@@ -50,7 +51,7 @@ async function time(agent: Agent, url: string, token: string, n: number, path: (
 const b64 = (p: string) => Buffer.from(p).toString('base64url');
 const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
 
-async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
+async function run(dialect: Dialect): Promise<void> {
   process.stderr.write(`\n[${dialect}] generating ${DIRS} directories / ${FILES} files\n`);
   const svc: TestService = await startTestService({ dialect, logLevel: 'silent' });
   try {

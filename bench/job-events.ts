@@ -10,7 +10,8 @@ import { parseArgs } from 'node:util';
 import { rmSync } from 'node:fs';
 import { Agent, request } from 'undici';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
+import type { Dialect } from '../src/kernel/db/dialect.ts';
 
 const { values } = parseArgs({ options: { subscribers: { type: 'string', default: '1000' }, rounds: { type: 'string', default: '5' }, postgres: { type: 'boolean' } }, strict: false });
 const subscribers = Number(values.subscribers);
@@ -20,7 +21,7 @@ function quantile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
 
-async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
+async function run(dialect: Dialect): Promise<void> {
   // Nothing runs: the only changes are the kills.
   const setup = await prepareServe(dialect, { scheduler: { enabled: false }, events: { maxSubscribers: subscribers + 10, maxStreamsPerUser: subscribers + 10 } });
   const server = await startServe(setup);

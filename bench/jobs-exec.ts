@@ -9,14 +9,15 @@ import { rmSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { request } from 'undici';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
+import type { Dialect } from '../src/kernel/db/dialect.ts';
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.
 const { values } = parseArgs({ options: { jobs: { type: 'string' }, slots: { type: 'string', default: '0' }, postgres: { type: 'boolean' }, full: { type: 'boolean' } }, strict: false });
 const total = Number(values.jobs ?? (values.full ? 2000 : 300));
 const slots = Number(values.slots);
 
-async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
+async function run(dialect: Dialect): Promise<void> {
   const setup = await prepareServe(dialect, { scheduler: { pollIntervalMs: 1000 }, sites: [{ name: 'Local', type: 'local', slots }] });
   const server = await startServe(setup);
   const agent = userAgent(setup.pki, 'alice', 4);

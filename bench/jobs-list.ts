@@ -13,7 +13,8 @@ import { migrate, openDatabase } from '../src/kernel/db/database.ts';
 import { migrations } from '../src/app/migrations.ts';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
 import { fillJobsTo } from './lib/fill-jobs.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
+import type { Dialect } from '../src/kernel/db/dialect.ts';
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.
 const { values } = parseArgs({ options: { full: { type: 'boolean' }, jobs: { type: 'string' }, requests: { type: 'string', default: '400' }, dialect: { type: 'string', default: 'both' } }, strict: false });
@@ -41,7 +42,7 @@ function rssMb(pid: number): { rss: number; peak: number } {
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 }
 
-async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
+async function run(dialect: Dialect): Promise<void> {
   const setup = await prepareServe(dialect, { scheduler: { enabled: false } });
   try {
     const fillSeconds = await fill(setup.databaseUrl, setup.schema, total);
@@ -75,7 +76,7 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
         await res.body.dump();
         adminTimes.push(Number(process.hrtime.bigint() - t0) / 1e6);
       }
-      // The job monitor's reads (issue 20): counts per status and site, and searches, as the administrator.
+      // The job monitor's reads: counts per status and site, and searches, as the administrator.
       const timed = async (n: number, send: () => Promise<{ statusCode: number; body: { dump(): Promise<void> } }>) => {
         const ms: number[] = [];
         for (let i = 0; i < n; i++) {

@@ -8,15 +8,16 @@
 import { parseArgs } from 'node:util';
 import { rmSync } from 'node:fs';
 import { request, type Agent } from 'undici';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
+import type { Dialect } from '../src/kernel/db/dialect.ts';
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.
 const { values } = parseArgs({ options: { seconds: { type: 'string' }, postgres: { type: 'boolean' }, full: { type: 'boolean' } }, strict: false });
 const seconds = Number(values.seconds ?? (values.full ? 30 : 8));
 const CLIENTS = 16;
 
-async function run(dialect: 'sqlite' | 'postgres'): Promise<void> {
+async function run(dialect: Dialect): Promise<void> {
   const setup = await prepareServe(dialect, { scheduler: { enabled: false }, maxBulk: 1000 });
   const server = await startServe(setup);
   const agent: Agent = userAgent(setup.pki, 'alice', CLIENTS);

@@ -4,7 +4,7 @@
  * duties of both on a shared one), one logging at `info` (one access line per
  * request, to a file) and one at `warn` (none), in interleaved rounds so that both see the same machine.
  * The figure is the server CPU each request costs, which does not depend on how fast the load generator is.
- * Target (issue 19): info costs at most 5% of the throughput of warn.
+ * Target: info costs at most 5% of the throughput of warn.
  *
  *   node_modules/.bin/node bench/logging.ts [--rounds N] [--seconds N] [--concurrency N]
  */

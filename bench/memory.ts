@@ -1,12 +1,12 @@
 /**
- * Memory of a running server (issue 22): `dirigo serve` in its own process (SQLite, scheduler off, 1,000
+ * Memory of a running server: `dirigo serve` in its own process (SQLite, scheduler off, 1,000
  * jobs of alice's), its resident set size read from /proc/<pid>/status and its V8 heap from its own
  * /metrics (dirigo_nodejs_heap_size_used_bytes; another process's process.memoryUsage() is out of reach,
  * and without --expose-gc no collection can be forced first, so the heap figure includes garbage not yet
  * collected: RSS is the figure to judge), after a warm-up and then at `--samples` points through N requests
  * of each kind in turn: GET /healthz, GET /oauth2/userinfo with a bearer token, GET /jobs?maxJobs=100.
  * Prints each reading, its growth in percent over the reading after the warm-up, and a verdict per kind:
- * flat when every reading is within ± 5 % of the reading after the warm-up (issue 22's goal).
+ * flat when every reading is within ± 5 % of the reading after the warm-up (the goal).
  *
  * The warm-up is long (20,000 of each kind) because the server's RSS rises for the first 10,000–20,000
  * listings and then levels off: V8 grows its young generation to its maximum (128 MB committed) and lets
@@ -30,7 +30,7 @@ import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { runLoad } from './lib/load.ts';
 import { rssMb } from './lib/peers.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.
 const { values } = parseArgs({

@@ -1,5 +1,5 @@
 /**
- * Token introspections per second (RFC 7662) over real HTTPS keep-alive (issue 5 target: at least 8,000/s,
+ * Token introspections per second (RFC 7662) over real HTTPS keep-alive (target: at least 8,000/s,
  * ORY Hydra's published 7,934/s on 2 CPUs). `dirigo serve` runs in its own process on a fresh
  * embedded-default data dir; the demo confidential client introspects a rotating set of access tokens.
  *

@@ -1,5 +1,5 @@
 /**
- * Refresh-token rotations per second over real HTTPS keep-alive (issue 5 target: at least 1,000/s).
+ * Refresh-token rotations per second over real HTTPS keep-alive (target: at least 1,000/s).
  * `dirigo serve` runs in its own process on a fresh embedded-default data dir (SQLite); many independent
  * refresh-token chains rotate concurrently, each request using the token the previous answer returned.
  *
@@ -13,7 +13,6 @@ import { Pool } from 'undici';
 import { bootstrapDataDir, DEMO_PUBLIC_CLIENT, DEMO_SETUP } from '../src/app/bootstrap.ts';
 import { loadConfig } from '../src/app/config.ts';
 import { createContext } from '../src/app/context.ts';
-import { oauth } from '../src/auth/services.ts';
 import { percentile, report } from './lib/load.ts';
 import { cpuSeconds, startBenchServer } from './lib/server.ts';
 
@@ -26,7 +25,7 @@ try {
   // One chain per worker, started the way a code redemption starts it.
   const { configFile } = await bootstrapDataDir(dataDir);
   const ctx = await createContext(loadConfig({ dataDir, file: configFile, env: {} }));
-  const { store } = oauth(ctx);
+  const { store } = ctx.oauth;
   const chains: string[] = [];
   for (let i = 0; i < concurrency; i++) {
     const code = await store.createCode({ clientId: DEMO_PUBLIC_CLIENT, username: 'alice', group: 'dirigo_user', setup: DEMO_SETUP, scope: 'compute.read', redirectUri: null, codeChallenge: null, codeChallengeMethod: null });

@@ -30,7 +30,8 @@ import { sql } from 'kysely';
 import { DEMO_CONFIDENTIAL_CLIENT, DEMO_SETUP } from '../src/app/bootstrap.ts';
 import { openDatabase } from '../src/kernel/db/database.ts';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
+import type { Dialect } from '../src/kernel/db/dialect.ts';
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.
 const { values } = parseArgs({
@@ -149,7 +150,7 @@ if ([1, 2, 3, 4].some((r) => rows.has(r))) {
 }
 
 if (rows.has(5)) {
-  const dialects: ('sqlite' | 'postgres')[] = ['sqlite'];
+  const dialects: Dialect[] = ['sqlite'];
   if (!values['no-postgres']) {
     const why = await postgresUnavailable();
     if (why) process.stdout.write(`SKIP  5. PostgreSQL: skipped: ${why}\n`);

@@ -10,7 +10,7 @@
 import { parseArgs } from 'node:util';
 import { Agent } from 'undici';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { startCluster, type Instance } from '../test/scale/cluster.ts';
+import { startCluster, type Instance } from '../test/helpers/cluster.ts';
 import { report } from './lib/load.ts';
 import { cpuSeconds } from './lib/server.ts';
 import { drive, postgresCpuMeter, selfCpuSeconds } from './lib/scale.ts';

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { startCluster } from '../test/scale/cluster.ts';
+import { startCluster } from '../test/helpers/cluster.ts';
 
 const { values } = parseArgs({ options: { jobs: { type: 'string' }, full: { type: 'boolean' } } });
 const N = values.full ? 200 : Number(values.jobs ?? 200);

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- scaling` (issue 22): how everyday reads grow with the data. One job table grows through
+ * `npm run bench -- scaling`: how everyday reads grow with the data. One job table grows through
  * the job sizes (bulk SQL inserts, bench/lib/fill-jobs.ts) and a fresh catalogue is generated for each file
  * size (bench/lib/fill-catalogue.ts, one directory per ten files); at each size every request is timed over
  * keep-alive HTTPS (median of N sequential requests after a warm-up), and each curve's slope is printed:
@@ -19,9 +19,10 @@ import { migrate, openDatabase } from '../src/kernel/db/database.ts';
 import { migrations } from '../src/app/migrations.ts';
 import { foldJobCounts } from '../src/jobs/counts.ts';
 import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/jobs/serve-process.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
 import { fillJobsTo } from './lib/fill-jobs.ts';
 import { CAMPAIGNS, FIELDS, generateCatalogue, type Fields } from './lib/fill-catalogue.ts';
+import type { Dialect } from '../src/kernel/db/dialect.ts';
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.
 const { values } = parseArgs({
@@ -77,7 +78,7 @@ function report(title: string, unit: string, curves: Map<string, Curve>): void {
   }
 }
 
-async function jobs(dialect: 'sqlite' | 'postgres'): Promise<void> {
+async function jobs(dialect: Dialect): Promise<void> {
   const setup = await prepareServe(dialect, { scheduler: { enabled: false } });
   const curves = new Map<string, Curve>();
   try {
@@ -131,7 +132,7 @@ async function jobs(dialect: 'sqlite' | 'postgres'): Promise<void> {
   report(`jobs (${dialect}; median of ${REQUESTS} keep-alive HTTPS requests; k: t ∝ n^k)`, 'jobs', curves);
 }
 
-async function catalogue(dialect: 'sqlite' | 'postgres'): Promise<void> {
+async function catalogue(dialect: Dialect): Promise<void> {
   const curves = new Map<string, Curve>();
   for (const files of FILES) {
     const setup = await prepareServe(dialect, { scheduler: { enabled: false } });

@@ -5,11 +5,12 @@
  */
 import { sql } from 'kysely';
 import type { Db } from '../../src/kernel/db/database.ts';
+import type { Dialect } from '../../src/kernel/db/dialect.ts';
 
 const STATUSES = ['Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Done', 'Failed', 'Failed', 'Killed', 'Running', 'Matched', 'Done', 'Done', 'Done', 'Waiting', 'Done'];
 
 /** Inserts jobs numbered from+1 … to (one statement per 100,000), then refreshes the planner's statistics. */
-export async function fillJobsTo(db: Db, dialect: 'sqlite' | 'postgres', to: number, progress = true): Promise<void> {
+export async function fillJobsTo(db: Db, dialect: Dialect, to: number, progress = true): Promise<void> {
   const have = Number((await sql<{ n: number }>`select count(*) as n from jobs`.execute(db)).rows[0]?.n ?? 0);
   const statusCase = `case (i % ${STATUSES.length}) ${STATUSES.map((s, k) => `when ${k} then '${s}'`).join(' ')} end`;
   const owner = `case when i % 3 = 0 then 'alice' else 'user' || (i % 29) end`;

@@ -10,7 +10,7 @@ import pg from 'pg';
 import type { LoadResult } from './load.ts';
 import { percentile } from './load.ts';
 import { cpuSeconds } from './server.ts';
-import { benchNodeFlags } from '../../test/jobs/serve-process.ts';
+import { benchNodeFlags } from '../../test/helpers/serve-process.ts';
 
 export interface PeerProcess {
   url: string;

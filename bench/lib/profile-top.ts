@@ -1,6 +1,6 @@
 /**
  * Summarises a V8 CPU profile (`.cpuprofile`, written by `--cpu-prof`; see DIRIGO_BENCH_CPU_PROF,
- * benchNodeFlags in test/jobs/serve-process.ts) as text for the notes under bench/profiles/: the
+ * benchNodeFlags in test/helpers/serve-process.ts) as text for the notes under bench/profiles/: the
  * functions with the most self time, and the share of samples spent under each package or source
  * folder (inclusive, each sample counted once per folder). The profile itself opens as a flame graph in Chrome DevTools (Performance,
  * "Load profile") or speedscope.

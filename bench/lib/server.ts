@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { benchNodeFlags } from '../../test/jobs/serve-process.ts';
+import { benchNodeFlags } from '../../test/helpers/serve-process.ts';
 
 export interface BenchServer {
   url: string;

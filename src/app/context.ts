@@ -1,10 +1,11 @@
 /**
  * Builds the context every domain receives (src/kernel/context.ts describes it): the database, migrated
- * with every domain's migrations, the registry, the trusted CAs, the signing keys and the token service.
+ * with every domain's migrations, the registry, the trusted CAs, the signing keys, the token service and
+ * the authorization server's state.
  */
 import { TrustStore } from '../pki/index.ts';
 import { Registry } from '../registry/index.ts';
-import { KeyStore, TokenService } from '../auth/index.ts';
+import { KeyStore, OAuthServices, TokenService } from '../auth/index.ts';
 import { migrate, openDatabase, pingDatabase, type OpenDatabaseOptions } from '../kernel/db/database.ts';
 import { Observability } from '../kernel/observability.ts';
 import { databaseMetrics } from './database-metrics.ts';
@@ -53,6 +54,7 @@ export async function createContext(config: Config, dbOptions: OpenDatabaseOptio
       () => config.tokens.audience ?? config.tokens.issuer ?? ctx.publicUrl,
       config.tokens.accessTokenLifetime,
     ),
+    oauth: new OAuthServices(db, config),
     get publicUrl() {
       if (!publicUrl) throw new Error('the public URL is not known before the server listens');
       return publicUrl;

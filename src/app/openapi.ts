@@ -10,10 +10,13 @@ import fp from 'fastify-plugin';
 import { DOCUMENTED, type DocumentedExtras } from '../kernel/openapi.ts';
 import { ErrorBody } from '../kernel/schemas.ts';
 import { API_VERSION } from '../kernel/version.ts';
+import { JobParameterEvent, JobStatusEvent } from '../jobs/index.ts';
 
 type Json = Record<string, unknown>;
 
 const ERROR_REF = { $ref: '#/components/schemas/Error' };
+/** The data of the job events stream's events, which its text/event-stream answer cannot carry itself. */
+const EVENT_SCHEMAS: Record<string, unknown> = { JobStatusEvent, JobParameterEvent };
 
 /** The security schemes the operations' requirements name (kernel/openapi.ts SECURITY). */
 function securitySchemes(base: string): Json {
@@ -94,7 +97,7 @@ async function plugin(app: FastifyInstance, { publicUrl, description }: { public
         { name: 'Agents', description: 'Pull-mode job agents on worker nodes' },
         { name: 'Operations', description: 'Probes and metrics' },
       ],
-      components: { securitySchemes: securitySchemes('') as never, schemas: { Error: ErrorBody as never } },
+      components: { securitySchemes: securitySchemes('') as never, schemas: { Error: ErrorBody as never, ...(EVENT_SCHEMAS as Record<string, never>) } },
     },
     transform: ({ schema, url }) => ({ schema: withExtras(schema as Json | undefined) as never, url }),
     transformObject: (documentObject) => {
@@ -104,7 +107,7 @@ async function plugin(app: FastifyInstance, { publicUrl, description }: { public
       return {
         ...(referenceErrors(rest) as Json),
         servers: [{ url: base, description: 'this service' }],
-        components: { ...components, securitySchemes: securitySchemes(base), schemas: { ...components.schemas, Error: ErrorBody } },
+        components: { ...components, securitySchemes: securitySchemes(base), schemas: { ...components.schemas, Error: ErrorBody, ...EVENT_SCHEMAS } },
       } as never;
     },
   });

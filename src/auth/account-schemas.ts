@@ -1,6 +1,6 @@
 /**
  * Wire shapes of the account endpoints (account.ts): who the caller is, their grants and their browser
- * sessions, for an application's "Account" page (issue 21). Times are ISO 8601 instants in UTC.
+ * sessions, for an application's "Account" page. Times are ISO 8601 instants in UTC.
  */
 import { Type } from 'typebox';
 

@@ -1,5 +1,5 @@
 /**
- * The account endpoints (issue 21), for an application's "Account" page: who the bearer of the token is,
+ * The account endpoints, for an application's "Account" page: who the bearer of the token is,
  * the grants issued to them (refresh-token families and the authorization grants behind them) with
  * revocation, and their signed-in browser sessions with sign-out. Each user sees and ends only their own:
  * another user's grant or session is answered 404, as one that does not exist.
@@ -14,7 +14,6 @@ import { NotFound } from '../kernel/errors.ts';
 import { SECURITY } from '../kernel/openapi.ts';
 import { requireGroupRights, requireToken, type Principal } from './authenticate.ts';
 import { parseAuthContext } from './auth-context.ts';
-import { oauth } from './services.ts';
 import { Account, AccountGrants, AccountSessions, GrantParams, SessionParams } from './account-schemas.ts';
 import { json, NO_STORE, oauthError, WwwAuthenticate, type Answers } from './api-answers.ts';
 
@@ -28,7 +27,7 @@ function owner(request: FastifyRequest): Principal {
 export async function accountRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   const tags = ['Account'];
   const security = SECURITY.token;
-  const { store, sessions, clients } = oauth(ctx);
+  const { store, sessions, clients } = ctx.oauth;
   // onRequest: the caller is known before the parameters are validated.
   const onRequest = requireToken(ctx);
   const refusals: Answers = {

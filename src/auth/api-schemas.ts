@@ -1,6 +1,6 @@
 /**
  * Wire shapes of the OAuth 2.0 and OpenID Connect endpoints, shared by the routes that validate or
- * serialize them and by the OpenAPI document (issue 16): the form-encoded requests (RFC 6749 §3.2,
+ * serialize them and by the OpenAPI document: the form-encoded requests (RFC 6749 §3.2,
  * RFC 7009 §2.1, RFC 7662 §2.1, RFC 8628 §3.1) and the JSON answers. Answers keep unknown members
  * (`additionalProperties`): fast-json-stringify would otherwise drop what a schema does not name.
  */
@@ -64,7 +64,7 @@ export const TokenForm = (grants: readonly string[]) =>
   Type.Object({ ...tokenParameters(grants), ...clientAuthentication }, { description: 'Token request (RFC 6749 §4.1.3, §4.4.2, §6; RFC 8628 §3.4; RFC 8693 §2.1)' });
 
 /**
- * GET /oauth2/token: the same parameters in the query (SPEC), but never client_secret (RFC 6749 §2.3.1).
+ * GET /oauth2/token: the same parameters in the query (flow A, README), but never client_secret (RFC 6749 §2.3.1).
  * Read by the handler, not by the validator (the route sets attachValidation): a repeated parameter is
  * the endpoint's own invalid_request.
  */

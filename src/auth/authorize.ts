@@ -15,7 +15,6 @@ import { GRANT_AUTHORIZATION_CODE, matchesRedirectUri, type OAuthClient } from '
 import { errorPage } from './pages.ts';
 import { parseScope, requestedGroup, requestedScope } from './scopes.ts';
 import { checkRegisteredScope } from './scope-policy.ts';
-import { oauth } from './services.ts';
 import { promptDecision, type PromptRequest } from './prompt.ts';
 import type { BrowserSession } from './sessions.ts';
 
@@ -66,7 +65,7 @@ const untrustedRules: Rule[] = [
     if (!d.params.client_id) throw new UntrustedRequest('The request has no client_id.');
   },
   async function clientKnown(ctx, d) {
-    d.client = await oauth(ctx).clients.get(d.params.client_id!);
+    d.client = await ctx.oauth.clients.get(d.params.client_id!);
     if (!d.client) throw new UntrustedRequest(`There is no application with the client id '${d.params.client_id}'.`);
   },
   // §3.1.2.3 and RFC 9700 §4.1.3: exact match against the registered list (RFC 8252 §7.3 loopback port).
@@ -193,7 +192,7 @@ export async function authorizationEndpoint(ctx: AppContext, request: FastifyReq
     throw err;
   }
   const redirectUri = d.redirectUri!;
-  const { sessions } = oauth(ctx);
+  const { sessions } = ctx.oauth;
   const current = await sessions.current(request);
   let prompt: PromptRequest;
   try {

@@ -17,12 +17,6 @@ const MAX_ASSERTION_LIFETIME_S = 600;
 const CLOCK_TOLERANCE_S = 30;
 
 const keySets = new WeakMap<OAuthClient, ReturnType<typeof createLocalJWKSet>>();
-/**
- * Per service, `client jti` → expiry (s) of assertions already used on this instance (RFC 7523 §3 item 7
- * lets the server refuse replays). Memory only: an assertion replayed to another instance within its
- * minutes of life is not caught, which the short lifetime bounds.
- */
-const usedAssertions = new WeakMap<AppContext, Map<string, number>>();
 
 function keySet(client: OAuthClient): ReturnType<typeof createLocalJWKSet> {
   let set = keySets.get(client);
@@ -35,8 +29,8 @@ function keySet(client: OAuthClient): ReturnType<typeof createLocalJWKSet> {
 }
 
 function rememberOnce(ctx: AppContext, key: string, exp: number): boolean {
-  let used = usedAssertions.get(ctx);
-  if (!used) usedAssertions.set(ctx, (used = new Map()));
+  // Per service (ctx.oauth.usedAssertions says why memory only).
+  const used = ctx.oauth.usedAssertions;
   const now = Date.now() / 1000;
   if (used.size > 10_000) for (const [k, e] of used) if (e + CLOCK_TOLERANCE_S < now) used.delete(k);
   if (used.has(key)) return false;

@@ -9,7 +9,6 @@ import type { FastifyRequest } from 'fastify';
 import { InvalidClient, InvalidRequest } from '../kernel/errors.ts';
 import type { AppContext } from '../kernel/context.ts';
 import type { OAuthClient } from '../registry/index.ts';
-import { oauth } from './services.ts';
 import { verifyClientAssertion, CLIENT_ASSERTION_TYPE } from './client-assertion.ts';
 
 export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt' | 'client_secret_jwt' | 'none';
@@ -84,7 +83,7 @@ export async function authenticateClient(ctx: AppContext, request: FastifyReques
   const p = presented(request, params);
   const challenge = p.method === 'client_secret_basic' ? BASIC_CHALLENGE : undefined;
   if (!p.clientId) throw new InvalidClient('client authentication failed: client_id is required', challenge);
-  const client = await oauth(ctx).clients.get(p.clientId);
+  const client = await ctx.oauth.clients.get(p.clientId);
   if (!client) throw new InvalidClient('client authentication failed: unknown client', challenge);
   if (p.method === 'none') {
     if (client.type === 'confidential') throw new InvalidClient(`client ${client.clientId} is confidential and must authenticate`, BASIC_CHALLENGE);
@@ -92,6 +91,6 @@ export async function authenticateClient(ctx: AppContext, request: FastifyReques
   }
   if (client.type === 'public') throw new InvalidClient(`client ${client.clientId} is public and has no secret`, challenge);
   if (p.method === 'private_key_jwt') return { client, method: await verifyClientAssertion(ctx, client, p.assertion as string) };
-  if (!(await oauth(ctx).clients.verifySecret(client, p.secret ?? ''))) throw new InvalidClient('client authentication failed: wrong secret', challenge);
+  if (!(await ctx.oauth.clients.verifySecret(client, p.secret ?? ''))) throw new InvalidClient('client authentication failed: wrong secret', challenge);
   return { client, method: p.method };
 }

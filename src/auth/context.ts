@@ -1,6 +1,10 @@
-/** The services auth adds to every domain's context: signing keys, access tokens and the trusted CAs. */
+/**
+ * The services auth adds to every domain's context: signing keys, access tokens, the trusted CAs and the
+ * authorization server's state (clients, grants, sessions).
+ */
 import type { TrustStore } from '../pki/index.ts';
 import type { KeyStore } from './keys.ts';
+import type { OAuthServices } from './services.ts';
 import type { TokenService } from './tokens.ts';
 
 declare module '../kernel/context.ts' {
@@ -8,5 +12,6 @@ declare module '../kernel/context.ts' {
     readonly trustStore: TrustStore;
     readonly keys: KeyStore;
     readonly tokens: TokenService;
+    readonly oauth: OAuthServices;
   }
 }

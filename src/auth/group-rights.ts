@@ -1,6 +1,7 @@
 /**
  * What the group scope (`wlcg.groups`, scopes.ts) lets an application do, in the consent page's words:
- * the rights every member has, then those the group's properties add (DESIGN "Privileges").
+ * the rights every member has, then those the group's properties add (as src/jobs/privileges.ts and
+ * src/catalogue/permissions.ts enforce them).
  */
 import type { AppContext } from '../kernel/context.ts';
 import { Property } from '../registry/index.ts';

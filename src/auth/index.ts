@@ -18,6 +18,6 @@ export { completeLogin } from './interaction-routes.ts';
 export { errorPage } from './pages.ts';
 // How pages, redirects and page-or-JSON errors appear in the OpenAPI document.
 export { page, pageOrError, redirect } from './api-answers.ts';
-export { oauth } from './services.ts';
+export { OAuthServices } from './services.ts';
 export type { BrowserSession } from './sessions.ts';
 export { hashToken } from './store.ts';

@@ -14,7 +14,6 @@ import { groupRights } from './group-rights.ts';
 import { grantableScope } from './scope-policy.ts';
 import { csrfMatches, type BrowserSession } from './sessions.ts';
 import { authContextOf } from './id-tokens.ts';
-import { oauth } from './services.ts';
 import type { OAuthClient } from '../registry/index.ts';
 import { normaliseUserCode } from './store.ts';
 import { CERTIFICATE_LOGIN, CONSENT, DEVICE_VERIFICATION, PASSWORD_LOGIN, PROVIDER_LOGIN, SHOW_INTERACTION, USER_CODE } from './page-schemas.ts';
@@ -42,7 +41,7 @@ const EXPIRED = 'This sign-in request has expired or was started in another brow
 
 /** A POSTed form's session, if its CSRF token is right; otherwise answers 403 and returns undefined. */
 async function checkedSession(ctx: AppContext, request: FastifyRequest, reply: FastifyReply): Promise<BrowserSession | undefined> {
-  const session = await oauth(ctx).sessions.current(request);
+  const session = await ctx.oauth.sessions.current(request);
   if (!session || !csrfMatches(session, field(request.body, 'csrf'))) {
     errorPage(reply, 403, 'Request refused', 'The form was missing its security token or the token was wrong. Reload the page and try again.');
     return undefined;
@@ -67,10 +66,10 @@ function mustSignInAgain(session: BrowserSession, pending: AuthorizeRequest | De
 }
 
 async function showInteraction(ctx: AppContext, reply: FastifyReply, request: FastifyRequest, session: BrowserSession, id: string, error?: { message: string; status: number; username?: string }) {
-  const interaction = await oauth(ctx).sessions.interaction<AuthorizeRequest | DeviceInteraction>(session, id);
+  const interaction = await ctx.oauth.sessions.interaction<AuthorizeRequest | DeviceInteraction>(session, id);
   if (!interaction) return errorPage(reply, 400, 'Sign-in expired', EXPIRED);
   const clientId = interaction.payload.clientId;
-  const client = await oauth(ctx).clients.get(clientId);
+  const client = await ctx.oauth.clients.get(clientId);
   const name = client?.name ?? clientId;
   const pending = interaction.payload;
   const user = session.username ? ctx.registry.user(session.username) : undefined;
@@ -108,7 +107,7 @@ async function showInteraction(ctx: AppContext, reply: FastifyReply, request: Fa
   // The user's default group (registry.users[].defaultGroup) is the choice when the application names none.
   const defaultGroup = user.defaultGroup !== undefined && groups.includes(user.defaultGroup) ? user.defaultGroup : undefined;
   const chosen = preferred && firstPartyChoice(ctx, client, preferred, groups, defaultGroup);
-  if (preferred && chosen && (await oauth(ctx).sessions.finishInteraction(id))) {
+  if (preferred && chosen && (await ctx.oauth.sessions.finishInteraction(id))) {
     return redirectWithCode(ctx, reply, session, preferred, user.name, chosen.group, chosen.setup);
   }
   const limited = pending.scope.some(isCapability);
@@ -135,7 +134,7 @@ async function showInteraction(ctx: AppContext, reply: FastifyReply, request: Fa
 
 /** Ends an approved authorization request: a single-use code, sent back to the client. */
 async function redirectWithCode(ctx: AppContext, reply: FastifyReply, session: BrowserSession, p: AuthorizeRequest, username: string, group: string, setup: string): Promise<FastifyReply> {
-  const code = await oauth(ctx).store.createCode({
+  const code = await ctx.oauth.store.createCode({
     clientId: p.clientId,
     username,
     group,
@@ -179,7 +178,7 @@ export async function completeLogin(
   method: string,
   signedIn?: (session: BrowserSession) => Promise<void>,
 ): Promise<FastifyReply> {
-  const { sessions } = oauth(ctx);
+  const { sessions } = ctx.oauth;
   const session = await sessions.ensure(request, reply);
   const fresh = await sessions.signIn(reply, session, username, method);
   await signedIn?.(fresh);
@@ -187,7 +186,7 @@ export async function completeLogin(
 }
 
 export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
-  const { sessions, limiter, store } = oauth(ctx);
+  const { sessions, limiter, store } = ctx.oauth;
   const formRoute = routeBodyLimit(ctx.config.server.formBodyLimit, 'server.formBodyLimit');
 
   app.get<{ Params: { id: string } }>(

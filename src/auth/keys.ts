@@ -9,8 +9,9 @@
  */
 import { createPrivateKey, randomUUID, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
-import { PostgresAdapter, sql } from 'kysely';
+import { sql } from 'kysely';
 import type { Db } from '../kernel/db/database.ts';
+import { dialectOf } from '../kernel/db/dialect.ts';
 import { nowIso } from '../kernel/db/database.ts';
 
 /** Advisory lock id serialising the first key's creation across instances (any constant unique to Dirigo). */
@@ -72,7 +73,7 @@ export class KeyStore {
     // Several instances starting together on a fresh database must agree on one first key: the check and
     // the insert run under a PostgreSQL advisory lock (SQLite has one instance, and serialises writers).
     await this.#db.transaction().execute(async (trx) => {
-      if (trx.getExecutor().adapter instanceof PostgresAdapter) await sql`select pg_advisory_xact_lock(${FIRST_KEY_LOCK})`.execute(trx);
+      if (dialectOf(trx) === 'postgres') await sql`select pg_advisory_xact_lock(${FIRST_KEY_LOCK})`.execute(trx);
       // The first key of an algorithm signs at once: no resource server can know an earlier one.
       for (const alg of this.#algorithms) {
         const active = await trx.selectFrom('signing_keys').select('kid').where('alg', '=', alg).where('retired_at', 'is', null).executeTakeFirst();

@@ -32,15 +32,13 @@ export interface LoginProvider {
   origins?(): string[];
 }
 
-const providers = new WeakMap<AppContext, LoginProvider[]>();
-
 /** Adds an upstream provider to the login page of this service. */
 export function registerLoginProvider(ctx: AppContext, provider: LoginProvider): void {
-  providers.set(ctx, [...(providers.get(ctx) ?? []), provider]);
+  ctx.oauth.loginProviders.push(provider);
 }
 
 export function loginProviders(ctx: AppContext): readonly LoginProvider[] {
-  return providers.get(ctx) ?? [];
+  return ctx.oauth.loginProviders;
 }
 
 /** Groups the signed-in `session` may choose: the user's registry groups, narrowed by its login provider. */

@@ -16,7 +16,6 @@ import type { OAuthClient } from '../registry/index.ts';
 import { withParams } from './authorize.ts';
 import { authContextOf, readIdTokenHint } from './id-tokens.ts';
 import { errorPage, esc, sendPage } from './pages.ts';
-import { oauth } from './services.ts';
 import { csrfMatches, type BrowserSession } from './sessions.ts';
 import { SECURITY } from '../kernel/openapi.ts';
 import { routeBodyLimit } from '../kernel/body-limits.ts';
@@ -33,7 +32,7 @@ function params(request: FastifyRequest): Record<string, string> {
 const hidden = (name: string, value: string | undefined) => (value === undefined ? '' : `<input type="hidden" name="${esc(name)}" value="${esc(value)}">`);
 
 async function endSignIn(ctx: AppContext, reply: FastifyReply, session: BrowserSession, client: OAuthClient | undefined): Promise<void> {
-  const { sessions, store } = oauth(ctx);
+  const { sessions, store } = ctx.oauth;
   if (client?.revokeOnLogout && session.username) {
     for (const id of await store.grantsOfSignIn(client.clientId, authContextOf(session).sid)) await store.revokeGrant(id);
   }
@@ -53,14 +52,14 @@ export async function logoutRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
     if (p.id_token_hint !== undefined && !hint) return errorPage(reply, 400, 'Sign-out refused', 'The id_token_hint is not an ID token of this server.');
     if (hint && p.client_id !== undefined && p.client_id !== hint.aud) return errorPage(reply, 400, 'Sign-out refused', 'client_id is not the audience of the id_token_hint.');
     const clientId = p.client_id ?? hint?.aud;
-    const client = clientId !== undefined ? await oauth(ctx).clients.get(clientId) : undefined;
+    const client = clientId !== undefined ? await ctx.oauth.clients.get(clientId) : undefined;
     if (clientId !== undefined && !client) return errorPage(reply, 400, 'Sign-out refused', `There is no application with the client id '${clientId}'.`);
     const redirect = p.post_logout_redirect_uri;
     // §3: exact match against the client's registered URIs, never an open redirect.
     if (redirect !== undefined && !client?.postLogoutRedirectUris.includes(redirect)) {
       return errorPage(reply, 400, 'Sign-out refused', 'The post_logout_redirect_uri is not registered for this application.');
     }
-    const session = await oauth(ctx).sessions.current(request);
+    const session = await ctx.oauth.sessions.current(request);
     // §2, §3 and RFC 9700 §4.11.2: with no sign-in to end, nothing shows that the user came from the
     // client (an ID token proves nothing: anyone may register a client and get one for it), so the browser
     // goes only to the deployment's own clients' URIs, which the operator configured.

@@ -122,7 +122,7 @@ export const authMigrations: Record<string, Migration> = {
     },
   },
   '2026_11_26_0001_auth_grants_group_scope': {
-    // Scopes now mean what they say (issue 30): the group's rights come only with the group scope. Grants
+    // Scopes now mean what they say: the group's rights come only with the group scope. Grants
     // made before held them without it — those asked for no scope, and those of the built-in web
     // application (client id 'dirigo-web'), which asked for `openid` alone — so they get it written in
     // once, here, and the refresh grant needs no exception for them.

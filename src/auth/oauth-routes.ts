@@ -1,30 +1,20 @@
 /**
  * Routes of the authorization server beyond flow A: the authorization endpoint, the pages, the device
- * authorization endpoint, revocation and introspection. Token grants plug into `grantHandlers`.
+ * authorization endpoint, revocation and introspection. The token endpoint and its grants are in routes.ts.
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
 import { SECURITY } from '../kernel/openapi.ts';
 import { routeBodyLimit } from '../kernel/body-limits.ts';
-import { GRANT_AUTHORIZATION_CODE, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_TOKEN_EXCHANGE } from '../registry/index.ts';
 import { authorizationEndpoint } from './authorize.ts';
 import { interactionRoutes } from './interaction-routes.ts';
 import { logoutRoutes } from './logout.ts';
-import { authorizationCodeGrant } from './grants/authorization-code.ts';
-import { deviceAuthorization, deviceCodeGrant } from './grants/device-code.ts';
-import { refreshTokenGrant } from './grants/refresh-token.ts';
-import { tokenExchangeGrant } from './grants/token-exchange.ts';
+import { deviceAuthorization } from './grants/device-code.ts';
 import { introspectToken, revokeToken } from './revoke-introspect.ts';
-import { startOAuth } from './services.ts';
-import { grantHandlers, tokenParameters } from './token-endpoint.ts';
+import { tokenParameters } from './token-endpoint.ts';
 import { AuthorizeQuery, DeviceAuthorizationForm, DeviceAuthorizationResponse, IntrospectionForm, IntrospectionResponse, RevocationForm, RevocationResponse } from './api-schemas.ts';
 import { BODY_ERRORS, json, NO_STORE, oauthError, pageOrError, redirect, WwwAuthenticate, type Answers } from './api-answers.ts';
-
-grantHandlers.set(GRANT_AUTHORIZATION_CODE, authorizationCodeGrant);
-grantHandlers.set(GRANT_REFRESH_TOKEN, refreshTokenGrant);
-grantHandlers.set(GRANT_DEVICE_CODE, deviceCodeGrant);
-grantHandlers.set(GRANT_TOKEN_EXCHANGE, tokenExchangeGrant);
 
 // Accepts any object: the endpoints read their parameters themselves (tokenParameters), so that the
 // errors are their own OAuth errors; api-schemas.ts documents the fields.
@@ -44,7 +34,7 @@ const clientErrors = (invalidRequest: string): Answers => ({
 const CLIENT_NO_CERTIFICATE = SECURITY.client.filter((requirement) => !('mutualTLS' in requirement));
 
 export async function oauthRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
-  await startOAuth(ctx);
+  await ctx.oauth.start(ctx);
   const tags = ['OAuth 2.0'];
 
   app.get(

@@ -1,5 +1,5 @@
 /**
- * The pages' routes as the OpenAPI document shows them (issue 16): the form bodies
+ * The pages' routes as the OpenAPI document shows them: the form bodies
  * (application/x-www-form-urlencoded) the pages of pages.ts post, and the route schemas of the
  * interaction pages. The routes read the fields themselves, so that a missing or wrong one is answered
  * with a page a person can read; every form carries the session's CSRF token.

@@ -11,7 +11,6 @@ import type { AppContext } from '../kernel/context.ts';
 import { SECURITY } from '../kernel/openapi.ts';
 import { hashSecret, redirectUriProblem, verifySecret, type NewClient, type OAuthClient, type RegisteredMetadata } from '../registry/index.ts';
 import { parseScope } from './scopes.ts';
-import { oauth } from './services.ts';
 import { BODY_ERRORS, json, oauthError, WwwAuthenticate, type Answers } from './api-answers.ts';
 
 const AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'none'];
@@ -122,7 +121,7 @@ export async function registrationRoutes(app: FastifyInstance, { ctx }: { ctx: A
   /** RFC 7592 §3: the registration access token of this client, or 401 without saying whether it exists. */
   async function managedClient(request: FastifyRequest<{ Params: { clientId: string } }>): Promise<OAuthClient> {
     const token = bearer(request);
-    const client = await oauth(ctx).clients.get(request.params.clientId);
+    const client = await ctx.oauth.clients.get(request.params.clientId);
     if (!client?.registration || !(await verifySecret(token, client.registration.tokenHash))) throw new InvalidToken('the registration access token is not valid for this client');
     return client;
   }
@@ -156,7 +155,7 @@ export async function registrationRoutes(app: FastifyInstance, { ctx }: { ctx: A
       const metadata = registeredMetadata(ctx, request.body);
       const clientId = `dyn-${randomBytes(12).toString('base64url')}`;
       const registrationToken = randomBytes(32).toString('base64url');
-      const { client, secret } = await oauth(ctx).clients.add(asNewClient(clientId, metadata), { metadata, tokenHash: await hashSecret(registrationToken) });
+      const { client, secret } = await ctx.oauth.clients.add(asNewClient(clientId, metadata), { metadata, tokenHash: await hashSecret(registrationToken) });
       reply.code(201).header('cache-control', 'no-store');
       return information(ctx, client, {
         ...(secret ? { client_secret: secret, client_secret_expires_at: 0 } : {}),
@@ -214,7 +213,7 @@ export async function registrationRoutes(app: FastifyInstance, { ctx }: { ctx: A
       const metadata = registeredMetadata(ctx, request.body);
       // §2.2: a public client cannot become confidential here, nor the reverse: its secret would not match.
       if ((metadata.token_endpoint_auth_method === 'none') !== (client.type === 'public')) throw new InvalidClientMetadata('token_endpoint_auth_method cannot change between none and a secret; register a new client');
-      const updated = await oauth(ctx).clients.update(asNewClient(client.clientId, metadata), metadata);
+      const updated = await ctx.oauth.clients.update(asNewClient(client.clientId, metadata), metadata);
       reply.header('cache-control', 'no-store');
       return information(ctx, updated, {});
     },
@@ -233,7 +232,7 @@ export async function registrationRoutes(app: FastifyInstance, { ctx }: { ctx: A
     },
     async (request: FastifyRequest<{ Params: { clientId: string } }>, reply: FastifyReply) => {
       const client = await managedClient(request);
-      await oauth(ctx).clients.remove(client.clientId).catch((err: unknown) => {
+      await ctx.oauth.clients.remove(client.clientId).catch((err: unknown) => {
         if (!(err instanceof NotFound)) throw err;
       });
       reply.code(204);

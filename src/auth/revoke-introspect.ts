@@ -6,7 +6,6 @@ import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../kernel/context.ts';
 import { InvalidClient, InvalidRequest, UnauthorizedClient } from '../kernel/errors.ts';
 import { authenticateClient } from './client-auth.ts';
-import { oauth } from './services.ts';
 import type { AccessTokenClaims } from './tokens.ts';
 import type { TokenParameters } from './grants/grant.ts';
 
@@ -32,7 +31,7 @@ export async function revokeToken(ctx: AppContext, params: TokenParameters, requ
   if (!token) throw new InvalidRequest('token is required');
   // §2.1: the hint only speeds up the lookup; an unknown hint is ignored.
   const order = params.token_type_hint === 'refresh_token' ? ['refresh', 'access'] : ['access', 'refresh'];
-  const { store, revocations } = oauth(ctx);
+  const { store, revocations } = ctx.oauth;
   for (const kind of order) {
     if (kind === 'access') {
       const claims = await ownAccessToken(ctx, token);
@@ -85,11 +84,11 @@ export async function introspectToken(ctx: AppContext, params: TokenParameters, 
         'wlcg.groups': claims['wlcg.groups'],
       };
     }
-    const row = await oauth(ctx).store.findRefresh(token);
+    const row = await ctx.oauth.store.findRefresh(token);
     // A refresh token is only described to the client it belongs to.
     if (!row || row.client_id !== client.clientId) continue;
     if (row.used_at !== null || row.revoked_at !== null || row.expires_at < new Date().toISOString()) return { active: false };
-    const grant = await oauth(ctx).store.grant(row.grant_id);
+    const grant = await ctx.oauth.store.grant(row.grant_id);
     if (!grant || grant.revoked_at !== null) return { active: false };
     return {
       active: true,

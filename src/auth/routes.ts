@@ -8,7 +8,8 @@ import type { AppContext } from '../kernel/context.ts';
 import { SECURITY } from '../kernel/openapi.ts';
 import { certificateUser } from './client-certificate.ts';
 import { requireToken } from './authenticate.ts';
-import { grantHandlers, tokenEndpoint } from './token-endpoint.ts';
+import { tokenEndpoint } from './token-endpoint.ts';
+import { supportedGrants, type Grants } from './grants/supported.ts';
 import { oauthRoutes } from './oauth-routes.ts';
 import { CLIENT_AUTH_METHODS } from './client-auth.ts';
 import { SCOPES_SUPPORTED } from './scopes.ts';
@@ -21,7 +22,7 @@ import { Jwks, ServerMetadata, TokenForm, TokenQuery, TokenResponse, UserInfo, U
 import { BAD_URL, BODY_ERRORS, json, NO_STORE, oauthError, WwwAuthenticate, type Answers } from './api-answers.ts';
 
 /** RFC 8414 §2 metadata, listing only what this server implements. */
-export function authorizationServerMetadata(ctx: AppContext): Record<string, unknown> {
+export function authorizationServerMetadata(ctx: AppContext, grants: Grants): Record<string, unknown> {
   const base = ctx.publicUrl;
   const secretMethods = CLIENT_AUTH_METHODS.filter((m) => m !== 'none');
   return {
@@ -37,7 +38,7 @@ export function authorizationServerMetadata(ctx: AppContext): Record<string, unk
     jwks_uri: `${base}/oauth2/jwks`,
     // RFC 7591 §3: only while registration is enabled.
     ...(ctx.config.oauth.registration.enabled ? { registration_endpoint: `${base}/oauth2/register` } : {}),
-    grant_types_supported: [...grantHandlers.keys()],
+    grant_types_supported: [...grants.keys()],
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
     code_challenge_methods_supported: ['S256'],
@@ -68,12 +69,14 @@ export function authorizationServerMetadata(ctx: AppContext): Record<string, unk
 
 export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   ctx.observability.register(...authMetrics);
+  // One list: the token endpoint dispatches on it, the metadata and the OpenAPI document announce it.
+  const grants = supportedGrants;
   const tags = ['OAuth 2.0'];
   await app.register(oauthRoutes, { ctx });
   await app.register(registrationRoutes, { ctx });
   await app.register(accountRoutes, { ctx });
 
-  // Flow A (SPEC): the certificate of the TLS handshake says who asks.
+  // Flow A (README "Tokens from a certificate"): the certificate of the TLS handshake says who asks.
   const certificateRefused = oauthError('invalid_client: no client certificate, a rejected one, or one of no registered user');
   const listOf = (name: string) => Type.Object({ [name]: Type.Array(Type.String()) });
   app.get(
@@ -110,7 +113,7 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
   );
 
   // RFC 6749 §5.1-5.2; the grants' own errors (RFC 8628 §3.5 while a device code waits).
-  const grants = [...grantHandlers.keys()];
+  const grantTypes = [...grants.keys()];
   const tokenAnswers: Answers = {
     200: json('The token (RFC 6749 §5.1)', TokenResponse, NO_STORE),
     400: oauthError(
@@ -133,12 +136,12 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
       schema: {
         ...token,
         operationId: 'getToken',
-        summary: 'Token endpoint with query parameters: flow A (the user certificate) or an authorization code (SPEC)',
-        querystring: TokenQuery(grants),
+        summary: 'Token endpoint with query parameters: flow A (the user certificate) or an authorization code',
+        querystring: TokenQuery(grantTypes),
         documented: { responses: tokenAnswers },
       },
     },
-    (request, reply) => tokenEndpoint(ctx, request, reply),
+    (request, reply) => tokenEndpoint(ctx, grants, request, reply),
   );
   app.post(
     '/oauth2/token',
@@ -147,10 +150,10 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
         ...token,
         operationId: 'requestToken',
         summary: 'Token endpoint (RFC 6749 §3.2), form-encoded',
-        documented: { body: { 'application/x-www-form-urlencoded': TokenForm(grants) }, responses: { ...tokenAnswers, ...BODY_ERRORS } },
+        documented: { body: { 'application/x-www-form-urlencoded': TokenForm(grantTypes) }, responses: { ...tokenAnswers, ...BODY_ERRORS } },
       },
     },
-    (request, reply) => tokenEndpoint(ctx, request, reply),
+    (request, reply) => tokenEndpoint(ctx, grants, request, reply),
   );
 
   app.get(
@@ -219,11 +222,11 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
   app.get(
     '/.well-known/oauth-authorization-server',
     { schema: { ...discovery, operationId: 'getAuthorizationServerMetadata', summary: 'Authorization server metadata (RFC 8414 §3)' } },
-    async () => authorizationServerMetadata(ctx),
+    async () => authorizationServerMetadata(ctx, grants),
   );
   app.get(
     '/.well-known/openid-configuration',
     { schema: { ...discovery, operationId: 'getOpenIdConfiguration', summary: 'OpenID Provider metadata (OpenID Connect Discovery 1.0 §4)' } },
-    async () => authorizationServerMetadata(ctx),
+    async () => authorizationServerMetadata(ctx, grants),
   );
 }

@@ -1,16 +1,15 @@
 /**
- * `GET|POST /oauth2/token` (RFC 6749 §3.2; SPEC also allows GET with query parameters). Each grant type is
- * a handler in one table; the endpoint parses parameters, picks the handler and answers per §5.1/§5.2.
+ * `GET|POST /oauth2/token` (RFC 6749 §3.2; flow A also allows GET with query parameters, README). Each
+ * grant type is a handler in the list it is given (grants/supported.ts); the endpoint parses parameters,
+ * picks the handler and answers per §5.1/§5.2.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { InvalidRequest, UnsupportedGrantType } from '../kernel/errors.ts';
 import type { AppContext } from '../kernel/context.ts';
-import { clientCredentialsGrant } from './grants/client-credentials.ts';
-import type { GrantHandler, TokenResponse } from './grants/grant.ts';
+import type { TokenResponse } from './grants/grant.ts';
+import type { Grants } from './grants/supported.ts';
 import { toDirigoError } from '../kernel/error-handler.ts';
 import { tokensIssued, tokenRefusals } from './metrics.ts';
-
-export const grantHandlers = new Map<string, GrantHandler>([['client_credentials', clientCredentialsGrant]]);
 
 /**
  * Token-request parameters from the query (GET) or the form body (POST). A parameter may appear once
@@ -36,14 +35,14 @@ export function tokenParameters(request: FastifyRequest): Record<string, string>
   return out;
 }
 
-export async function tokenEndpoint(ctx: AppContext, request: FastifyRequest, reply: FastifyReply): Promise<TokenResponse> {
+export async function tokenEndpoint(ctx: AppContext, grants: Grants, request: FastifyRequest, reply: FastifyReply): Promise<TokenResponse> {
   // RFC 6749 §5.1: token responses must not be cached.
   reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
   try {
     const params = tokenParameters(request);
     const grantType = params.grant_type;
     if (!grantType) throw new UnsupportedGrantType('grant_type is required');
-    const handler = grantHandlers.get(grantType);
+    const handler = grants.get(grantType);
     if (!handler) throw new UnsupportedGrantType(`grant_type ${grantType} is not supported`);
     const response = await handler(ctx, params, request);
     tokensIssued.inc({ grant: grantType });

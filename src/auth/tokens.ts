@@ -1,5 +1,5 @@
 /**
- * JWT access tokens (RFC 9068): signed with the active key, `typ: at+jwt`, carrying the claims DESIGN lists
+ * JWT access tokens (RFC 9068): signed with the active key, `typ: at+jwt`, carrying the claims README "Scopes" lists
  * and the WLCG token profile's `wlcg.ver` and `wlcg.groups`.
  */
 import { KeyObject, randomUUID, sign } from 'node:crypto';

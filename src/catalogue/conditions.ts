@@ -1,5 +1,5 @@
 /**
- * Metadata conditions (DESIGN "File catalogue"): query parameters `key=op|value`, ANDed; a repeated key
+ * Metadata conditions (README "File catalogue"): query parameters `key=op|value`, ANDed; a repeated key
  * gives a range. Parsed into a typed tree first (field names checked against the defined fields, operators
  * against the field's type, values parsed as the field's type), then compiled to SQL with every value as a
  * bound parameter, so no user text ever becomes SQL: here for SQLite (joins through cat_dir_meta_eff), in

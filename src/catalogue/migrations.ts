@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Migration } from 'kysely';
-import { isPostgres, withAutoId } from '../kernel/db/portable.ts';
+import { withAutoId } from '../kernel/db/portable.ts';
+import { dialectOf } from '../kernel/db/dialect.ts';
 import { createFieldIndex } from './effective.ts';
 import { createFileFieldIndex } from './file-index.ts';
 import type { FieldType } from './values.ts';
@@ -15,7 +16,7 @@ const clusterOnKey =
 export const catalogueMigrations: Record<string, Migration> = {
   '2026_11_22_0400_catalogue_tables': {
     async up(db: Kysely<unknown>) {
-      const pg = isPostgres(db);
+      const pg = dialectOf(db) === 'postgres';
       // Subtree ranges need bytewise ordering of paths: SQLite's BINARY is; PostgreSQL needs "C".
       const pathType = pg ? sql`text collate "C"` : sql`text`;
       const double = sql`double precision`;
@@ -117,7 +118,7 @@ export const catalogueMigrations: Record<string, Migration> = {
       // value: on PostgreSQL the primary key alone costs a heap fetch per candidate directory, an index
       // holding the values answers from the index. (SQLite stores the table in its primary key's b-tree,
       // so the key lookup already has the values.) One row per directory and field: imports barely notice.
-      if (!isPostgres(db)) return;
+      if (dialectOf(db) !== 'postgres') return;
       await db.schema.createIndex('cat_dir_meta_eff_values').on('cat_dir_meta_eff').columns(['dir_id', 'field_id', 'num', 'str']).execute();
     },
   },
@@ -134,7 +135,7 @@ export const catalogueMigrations: Record<string, Migration> = {
      *   the directory and how many hold each (numbers as their shortest decimal text).
      */
     async up(db: Kysely<unknown>) {
-      const pg = isPostgres(db);
+      const pg = dialectOf(db) === 'postgres';
       await db.schema.alterTable('cat_files').addColumn('meta', 'text').execute();
       await db.schema
         .createTable('cat_dir_file_summary')
@@ -203,7 +204,7 @@ export const catalogueMigrations: Record<string, Migration> = {
      * SQLite keeps searching through cat_dir_meta_eff, where its clustered keys make the joins cheap.
      */
     async up(db: Kysely<unknown>) {
-      const pg = isPostgres(db);
+      const pg = dialectOf(db) === 'postgres';
       await db.schema
         .alterTable('cat_directories')
         .addColumn('eff', pg ? 'jsonb' : 'text', (c) => c.notNull().defaultTo('{}'))
@@ -232,12 +233,12 @@ export const catalogueMigrations: Record<string, Migration> = {
     /**
      * Every value of every field (GET /filecatalogue/metadata without a condition) read every directory's
      * summary of file values and every directory value: 0.8 s (SQLite) and 1.9 s (PostgreSQL) at 1,000,000
-     * files, growing with them (issue 22). File values get their own set, `cat_file_values` (how many
+     * files, growing with them. File values get their own set, `cat_file_values` (how many
      * directories hold each value, with appended deltas on PostgreSQL: file-values.ts), and directory
      * values are read a distinct value at a time through new (field, value) indexes on cat_dir_meta.
      */
     async up(db: Kysely<unknown>) {
-      const pg = isPostgres(db);
+      const pg = dialectOf(db) === 'postgres';
       await db.schema
         .createTable('cat_file_values')
         .addColumn('field_id', 'bigint', (c) => c.notNull())
@@ -282,12 +283,12 @@ export const catalogueMigrations: Record<string, Migration> = {
   },
   '2026_11_26_1800_catalogue_file_value_indexes': {
     /**
-     * File search (issue 31): each file field gets a partial expression index on its value in the file
+     * File search: each file field gets a partial expression index on its value in the file
      * rows (file-index.ts), so that a search by file metadata walks that index a page at a time. Existing
      * file fields get theirs here; new ones when they are defined.
      */
     async up(db: Kysely<unknown>) {
-      const pg = isPostgres(db);
+      const pg = dialectOf(db) === 'postgres';
       const fields = await sql<{ id: number; type: string }>`select id, type from cat_fields where scope = 'file'`.execute(db);
       for (const f of fields.rows) await createFileFieldIndex(db, pg, Number(f.id), f.type as FieldType);
     },

@@ -1,5 +1,5 @@
 /**
- * The route schemas of the catalogue's operations (issue 16): operationId, security, parameters, bodies
+ * The route schemas of the catalogue's operations: operationId, security, parameters, bodies
  * and every answer, for Fastify and the OpenAPI document alike. routes.ts and bulk.ts hold the handlers.
  */
 import { errors, SECURITY } from '../kernel/openapi.ts';

@@ -40,7 +40,7 @@ export function fileMetadata(metadata: Record<string, unknown>, fields: Readonly
   return out;
 }
 
-/** Keys of a file registration: REST bodies use DESIGN's record names, bulk lines lower camel case. */
+/** Keys of a file registration: REST bodies use the API's record names (schemas.ts), bulk lines lower camel case. */
 export const REST_FILE_KEYS = { size: 'Size', checksum: 'Checksum', checksumType: 'ChecksumType', guid: 'GUID', status: 'Status', mode: 'Mode', metadata: 'Metadata' } as const;
 export const BULK_FILE_KEYS = { size: 'size', checksum: 'checksum', checksumType: 'checksumType', guid: 'guid', status: 'status', mode: 'mode', metadata: 'metadata' } as const;
 

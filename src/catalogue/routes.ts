@@ -1,5 +1,5 @@
 /**
- * File catalogue routes (SPEC "File catalogue", DESIGN "File catalogue"): the six reads, the writes beside
+ * File catalogue routes (README "File catalogue"): the six reads, the writes beside
  * them, and the bulk endpoint. Paths in URLs are URL-safe base 64 (paths.ts); every route needs a token.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';

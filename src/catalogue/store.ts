@@ -4,9 +4,9 @@
  * (rows.ts), the SQL that differs between SQLite and PostgreSQL (dialect.ts), the namespace, directory
  * values, files, fields and search.
  */
-import type { Kysely, Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import type { Principal } from '../auth/index.ts';
-import { isPostgres } from '../kernel/db/portable.ts';
+import { dialectOf } from '../kernel/db/dialect.ts';
 import { nowIso, type Db } from '../kernel/db/database.ts';
 import type { Database } from '../kernel/db/schema.ts';
 import type { CatalogueConfig } from './config-schema.ts';
@@ -14,7 +14,7 @@ import type { ConditionTree } from './conditions.ts';
 import { decodeFileMeta } from './file-values.ts';
 import { ancestorsOf } from './paths.ts';
 import { fieldsById, fromStored, type Field, type JsonValue } from './values.ts';
-import { catalogueDialect, type CatalogueDialect } from './store/dialect.ts';
+import { catalogueSql, type CatalogueSql } from './store/dialect.ts';
 import { defineFieldIn, removeField } from './store/fields.ts';
 import { directoryAt, fieldsIn, fileAt, requireDirectoryAt, requireFileAt } from './store/lookups.ts';
 import { FILE_RECORD_COLUMNS, type DirRow, type FileRow, type Q } from './store/rows.ts';
@@ -22,19 +22,19 @@ import { compatibleValues, search, searchQuery, type SearchAnswer } from './stor
 import { findFiles, type FindAnswer } from './store/find.ts';
 import { WriteSession } from './store/write-session.ts';
 
-export { AtLine, BatchedWriteFailed, directoryRecord, fileRecord, FIELD_NAME } from './store/rows.ts';
-export type { DirectoryRecord, DirRow, FileRecord, FileRow, NewFile, PreparedDirectory } from './store/rows.ts';
+export { AtLine, BatchedWriteFailed, directoryRecord, fileRecord } from './store/rows.ts';
+export type { DirRow, FileRow, NewFile, PreparedDirectory } from './store/rows.ts';
 export { WriteSession };
 
 export class CatalogueStore {
   readonly db: Db;
   readonly config: CatalogueConfig;
-  readonly dialect: CatalogueDialect;
+  readonly dialect: CatalogueSql;
 
   constructor(db: Db, config: CatalogueConfig) {
     this.db = db;
     this.config = config;
-    this.dialect = catalogueDialect(isPostgres(db as unknown as Kysely<unknown>));
+    this.dialect = catalogueSql(dialectOf(db));
   }
 
   /** Creates the root directory on first use. */

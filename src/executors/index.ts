@@ -2,4 +2,4 @@
 export { startScheduling } from './scheduling.ts';
 export { LocalExecutor } from './local.ts';
 export type { ExecutorEvent, JobToRun } from './executor.ts';
-export { readTail, type OutputLocation } from './output-tail.ts';
+export { readTail } from './output-tail.ts';

@@ -59,7 +59,7 @@ export interface LocalRef {
 const WRAPPER = '"$@"; code=$?; echo "$code" > .dirigo-exit.tmp && mv -f .dirigo-exit.tmp .dirigo-exit; exit "$code"';
 const EXIT_RECORD = '.dirigo-exit';
 
-/** A run this executor took over from a server that died (issue 14: adopt instead of rerun). */
+/** A run this executor took over from a server that died (adopted instead of run again). */
 interface Adopted {
   job: JobToRun;
   pid: number;

@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Db } from '../kernel/db/database.ts';
+import type { Dialect } from '../kernel/db/dialect.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import type { JobsConfig } from '../jobs/index.ts';
 import { JobStatus } from '../jobs/index.ts';
@@ -47,7 +48,7 @@ export class Scheduler {
   readonly instanceId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   readonly #db: Db;
   readonly #jobEnvironment: () => Record<string, string>;
-  readonly #dialect: 'sqlite' | 'postgres';
+  readonly #dialect: Dialect;
   readonly #config: JobsConfig['scheduler'];
   readonly #executors: Map<string, Executor>;
   readonly #log: SchedulerLog;
@@ -66,7 +67,7 @@ export class Scheduler {
    * @param jobEnvironment what every payload is told about the service (DIRIGO_URL, DIRIGO_CA), known once
    *   the server listens; each job's own token is added to it.
    */
-  constructor(db: Db, dialect: 'sqlite' | 'postgres', config: JobsConfig['scheduler'], executors: Executor[], log: SchedulerLog, jobEnvironment: () => Record<string, string> = () => ({})) {
+  constructor(db: Db, dialect: Dialect, config: JobsConfig['scheduler'], executors: Executor[], log: SchedulerLog, jobEnvironment: () => Record<string, string> = () => ({})) {
     this.#jobEnvironment = jobEnvironment;
     this.#db = db;
     this.#dialect = dialect;

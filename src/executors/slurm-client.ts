@@ -9,33 +9,6 @@ import { environment } from '../kernel/config.ts';
 import { secondsSince } from '../kernel/observability.ts';
 import { batchCommandDuration, batchCommandFailures } from './metrics.ts';
 
-/** Slurm job states (squeue `%T`), as documented in squeue(1) "JOB STATE CODES". */
-export type SlurmState =
-  | 'PENDING'
-  | 'CONFIGURING'
-  | 'RUNNING'
-  | 'COMPLETING'
-  | 'COMPLETED'
-  | 'FAILED'
-  | 'TIMEOUT'
-  | 'OUT_OF_MEMORY'
-  | 'NODE_FAIL'
-  | 'BOOT_FAIL'
-  | 'DEADLINE'
-  | 'PREEMPTED'
-  | 'CANCELLED'
-  | 'SUSPENDED'
-  | 'STOPPED'
-  | 'REQUEUED'
-  | 'REQUEUE_FED'
-  | 'REQUEUE_HOLD'
-  | 'RESIZING'
-  | 'REVOKED'
-  | 'SIGNALING'
-  | 'SPECIAL_EXIT'
-  | 'STAGE_OUT'
-  | 'RESV_DEL_HOLD';
-
 export interface SlurmJobInfo {
   id: string;
   state: string;

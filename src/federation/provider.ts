@@ -16,7 +16,6 @@ import type { RegistryUser } from '../registry/index.ts';
 import type { LoginProvider } from '../auth/index.ts';
 import { completeLogin } from '../auth/index.ts';
 import { errorPage } from '../auth/index.ts';
-import { oauth } from '../auth/index.ts';
 import type { BrowserSession } from '../auth/index.ts';
 import { hashToken } from '../auth/index.ts';
 import type { IdentityProviderConfig } from './config-schema.ts';
@@ -84,7 +83,7 @@ export class FederatedProvider implements LoginProvider {
 
   /** POST /oauth2/login/<name>: sends the browser to the provider's authorization endpoint. */
   async start(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, interactionId: string): Promise<unknown> {
-    const session = await oauth(ctx).sessions.current(request);
+    const session = await ctx.oauth.sessions.current(request);
     if (!session) return errorPage(reply, 400, 'Sign-in expired', `This sign-in request has expired. ${RESTART}`);
     const started = await this.idp.submitNewSession();
     if (!started.OK) {
@@ -123,7 +122,7 @@ export class FederatedProvider implements LoginProvider {
   /** GET /oauth2/federation/<name>/callback (RFC 6749 §4.1.2, OIDC Core §3.1.2.5). */
   async callback(request: FastifyRequest<{ Querystring: Record<string, string | undefined> }>, reply: FastifyReply): Promise<FastifyReply> {
     const ctx = this.#ctx;
-    const { sessions } = oauth(ctx);
+    const { sessions } = ctx.oauth;
     const q = request.query;
     const session = await sessions.current(request);
     if (!session) return errorPage(reply, 400, 'Sign-in expired', `This browser has no sign-in in progress (its session expired or cookies are blocked). ${RESTART}`);

@@ -98,7 +98,7 @@ export const JidParams = Type.Object({ jid: Type.Integer({ minimum: 1, maximum: 
 const FileName = (description: string) => Type.String({ minLength: 1, maxLength: 255, pattern: '^[^/\\\\]+$', description });
 
 /**
- * SPEC "Job management": the keys Dirigo reads, with the rules manifest.ts checks (its 400s name the bad
+ * The manifest keys Dirigo reads (README "Jobs"), with the rules manifest.ts checks (its 400s name the bad
  * key; limits that depend on the configuration are given in words); any other key is kept as given.
  */
 export const JobManifest = Type.Object(

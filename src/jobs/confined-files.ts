@@ -2,7 +2,7 @@
  * Files a payload may have tampered with (whatever lies in its working directory), opened without being
  * led anywhere: below a trusted root (a site's workDir or stagingDir, the administrator's), no path
  * component is followed when it is a link, only a regular file with a single hard link is opened, and no
- * open can block (a FIFO opened without O_NONBLOCK holds a libuv thread until a writer comes: issue 30).
+ * open can block (a FIFO opened without O_NONBLOCK holds a libuv thread until a writer comes).
  *
  * On Linux the directories are opened one by one and each next name is looked up through the open
  * directory (`/proc/self/fd/N/name`, as openat(2) would), so a directory swapped for a link meanwhile is

@@ -9,7 +9,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Db } from '../kernel/db/database.ts';
-import { isPostgres } from '../kernel/db/portable.ts';
+import { dialectOf, type Dialect } from '../kernel/db/dialect.ts';
 import { ATTRIBUTES, type AttributeName } from './model.ts';
 import { summaryAnswer, SUMMARY_TOTAL, type Condition, type JobSummaryAnswer } from './search.ts';
 import type { Visibility } from './privileges.ts';
@@ -24,11 +24,11 @@ export async function createJobCounts(db: Kysely<unknown>): Promise<void> {
   await keyed('job_counts').addColumn('n', 'bigint', (c) => c.notNull()).execute();
   await db.schema.createIndex('job_counts_key').on('job_counts').columns([...COLUMNS]).unique().execute();
   const deltas = keyed('job_count_deltas').addColumn('n', 'integer', (c) => c.notNull());
-  await (isPostgres(db) ? deltas.addColumn('id', 'bigserial', (c) => c.primaryKey()) : deltas.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())).execute();
+  await (dialectOf(db) === 'postgres' ? deltas.addColumn('id', 'bigserial', (c) => c.primaryKey()) : deltas.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())).execute();
   const cols = COLUMNS.join(', ');
   const of = (row: string) => COLUMNS.map((c) => `${row}.${c}`).join(', ');
-  const changed = COLUMNS.map((c) => (isPostgres(db) ? `OLD.${c} IS DISTINCT FROM NEW.${c}` : `OLD.${c} IS NOT NEW.${c}`)).join(' OR ');
-  if (isPostgres(db)) {
+  const changed = COLUMNS.map((c) => (dialectOf(db) === 'postgres' ? `OLD.${c} IS DISTINCT FROM NEW.${c}` : `OLD.${c} IS NOT NEW.${c}`)).join(' OR ');
+  if (dialectOf(db) === 'postgres') {
     // Statement-level with transition tables: one grouped insert per statement, however many rows it touched.
     await sql
       .raw(
@@ -73,7 +73,7 @@ export async function createJobCounts(db: Kysely<unknown>): Promise<void> {
 }
 
 /** Folds the deltas into the counts; what is deleted is exactly what is added. @returns deltas folded */
-export async function foldJobCounts(db: Db, dialect: 'sqlite' | 'postgres'): Promise<number> {
+export async function foldJobCounts(db: Db, dialect: Dialect): Promise<number> {
   const cols = COLUMNS.join(', ');
   const key = COLUMNS.join(', ');
   if (dialect === 'postgres') {

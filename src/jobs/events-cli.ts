@@ -3,20 +3,14 @@
  * otherwise) and `dirigo jobs wait` (until the jobs end, without polling). The stream is resumed with its
  * last event id when the connection drops (a restarting instance, a proxy timeout).
  */
+// The event data as the API document describes it (packages/client generates the type).
+import type { JobStatusEvent } from '@dirigo/client';
 import { createParser } from 'eventsource-parser';
 import { api, reach, refusal, type Connection } from '../kernel/cli/http.ts';
 import { CliError, EXIT, progress } from '../kernel/cli/output.ts';
 import { formatTable, paint, terminalWidth } from '../kernel/cli/terminal.ts';
 import { FINAL_STATUSES, type JobStatus } from './model.ts';
 import { statusColour } from './status-colour.ts';
-
-export interface StatusEvent {
-  JobID: number;
-  Status: string;
-  MinorStatus: string;
-  ApplicationStatus: string;
-  Time: string;
-}
 
 type Query = Record<string, string | string[] | undefined>;
 
@@ -98,7 +92,7 @@ export async function watchJobs(conn: Connection, bearer: Bearer, query: Query, 
   process.once('SIGINT', stop);
   const timer = Number.isFinite(options.timeoutMs) ? setTimeout(stop, options.timeoutMs) : undefined;
   const live = process.stdout.isTTY && !options.json;
-  const jobs = new Map<number, StatusEvent>();
+  const jobs = new Map<number, JobStatusEvent>();
   let redraw: NodeJS.Timeout | undefined;
   const draw = () => {
     redraw = undefined;
@@ -123,7 +117,7 @@ export async function watchJobs(conn: Connection, bearer: Bearer, query: Query, 
         onEvent: (type, data) => {
           if (options.json) process.stdout.write(`${JSON.stringify({ event: type, ...data })}\n`);
           else if (type === 'status') {
-            const e = data as unknown as StatusEvent;
+            const e = data as unknown as JobStatusEvent;
             if (live) {
               jobs.set(e.JobID, e);
               redraw ??= setTimeout(draw, 100);
@@ -148,10 +142,10 @@ export async function watchJobs(conn: Connection, bearer: Bearer, query: Query, 
 export async function waitForJobs(conn: Connection, bearer: Bearer, ids: readonly number[], options: { json: boolean; timeoutMs: number }): Promise<number> {
   const started = Date.now();
   const pending = new Set(ids);
-  const results = new Map<number, StatusEvent>();
+  const results = new Map<number, JobStatusEvent>();
   const p = progress();
   const seconds = () => Math.round((Date.now() - started) / 1000);
-  const settle = (job: StatusEvent) => {
+  const settle = (job: JobStatusEvent) => {
     if (!pending.has(job.JobID) || !FINAL_STATUSES.has(job.Status as JobStatus)) return;
     pending.delete(job.JobID);
     results.set(job.JobID, job);
@@ -171,13 +165,13 @@ export async function waitForJobs(conn: Connection, bearer: Bearer, ids: readonl
           for (const jid of ids) {
             const res = await reach(conn, client.GET('/jobs/{jid}', { params: { path: { jid } } }));
             if (!res.response.ok) throw refusal(res.response.status, res.error);
-            settle(res.data as unknown as StatusEvent);
+            settle(res.data as unknown as JobStatusEvent);
           }
           if (pending.size === 0) controller.abort();
         },
         onEvent: (type, data) => {
           if (type === 'status') {
-            const e = data as unknown as StatusEvent;
+            const e = data as unknown as JobStatusEvent;
             if (pending.has(e.JobID)) p.update(`job ${e.JobID}: ${e.Status} — ${e.MinorStatus} (${seconds()} s)`);
             settle(e);
           }

@@ -3,7 +3,7 @@
  * format): `event: status` or `event: parameter`, an `id` to resume from with Last-Event-ID, and comment
  * heartbeats. Restrictions and visibility are those of GET /jobs.
  *
- * Limits (issue 30): open streams per user (429) and per instance (503), both refused before the stream
+ * Limits: open streams per user (429) and per instance (503), both refused before the stream
  * starts and freed when it closes; a stream ends (event `end`) when its access token expires, exactly,
  * and within jobs.events.tokenRecheckMs (plus the revocation list's second) of a revocation anywhere.
  */
@@ -90,7 +90,7 @@ export function jobEventsRoute(app: FastifyInstance, ctx: AppContext, auth: Retu
           responses: {
             200: {
               description:
-                'A text/event-stream, open while the access token is valid: `event: status` data {JobID, Status, MinorStatus, ApplicationStatus, Time, Source}; `event: parameter` data {JobID, Name, Value, Time}; `event: ready` and `event: reset`; `event: end` data {reason} when the token expires or is revoked; comment lines as heartbeats',
+                'A text/event-stream, open while the access token is valid: `event: status` data a JobStatusEvent (components.schemas); `event: parameter` data a JobParameterEvent; `event: ready` and `event: reset`; `event: end` data {reason} when the token expires or is revoked; comment lines as heartbeats',
               content: { 'text/event-stream': Type.String() },
             },
             429: {

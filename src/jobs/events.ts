@@ -8,7 +8,7 @@
  * tables are shared); a change made here wakes the poller at once. Each event's id holds both tables'
  * positions, so a client that reconnects with Last-Event-ID gets what it missed (within the replay window).
  *
- * Fan-out (issue 30): subscribers are indexed by the owner and group they may see, so an event costs only
+ * Fan-out: subscribers are indexed by the owner and group they may see, so an event costs only
  * the streams that may see its job; each stream gets what one read found for it in one write (flush).
  * A replay reads, in SQL, only the changes of jobs its subscriber may see (the owner or owner group
  * condition, through jobs_owner_id and jobs_group_id), at most maxReplay + 1 rows of each table.

@@ -1,5 +1,5 @@
 /**
- * Group commit for job submissions (issue 22). With one transaction per submission, every submission pays
+ * Group commit for job submissions. With one transaction per submission, every submission pays
  * a COMMIT of its own: on PostgreSQL with `synchronous_commit` on, a COMMIT returns once its WAL is
  * flushed to disk, and BEGIN, the inserts and COMMIT are each a round trip to a backend; on SQLite, the
  * write lock and a WAL commit each. Here submissions that arrive while a transaction is in flight wait in

@@ -65,8 +65,3 @@ export function jobTokens(db: Db): Promise<JobTokens> {
   }
   return tokens;
 }
-
-/** A token-looking string: told apart from OAuth access tokens before any JWT parsing. */
-export function isJobToken(token: string): boolean {
-  return token.startsWith(`${PREFIX}.`);
-}

@@ -1,5 +1,5 @@
 /**
- * Job manifests (DESIGN "Jobs"): validation with messages that name the bad key, defaults, and the values
+ * Job manifests (README "Jobs"): validation with messages that name the bad key, defaults, and the values
  * the store and executors need. Unknown keys are kept as they are.
  */
 import { InvalidRequest } from '../kernel/errors.ts';

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Migration } from 'kysely';
-import { isPostgres, withAutoId } from '../kernel/db/portable.ts';
+import { withAutoId } from '../kernel/db/portable.ts';
+import { dialectOf } from '../kernel/db/dialect.ts';
 import { createJobCounts } from './counts.ts';
 
 export const jobsMigrations: Record<string, Migration> = {
@@ -75,7 +76,7 @@ export const jobsMigrations: Record<string, Migration> = {
       await db.schema.createIndex('jobs_status_site').on('jobs').columns(['status', 'site']).execute();
     },
   },
-  // Reports from running jobs (issue 20): their parameters, and the key of their job tokens.
+  // Reports from running jobs: their parameters, and the key of their job tokens.
   '2026_11_25_1200_jobs_reports': {
     async up(db: Kysely<unknown>) {
       await withAutoId(db, db.schema.createTable('job_parameters'), 'id')
@@ -97,11 +98,11 @@ export const jobsMigrations: Record<string, Migration> = {
       await db.schema.createIndex('job_status_history_time').on('job_status_history').columns(['status_time']).execute();
     },
   },
-  // Job counts kept by triggers, for summaries that do not grow with the table (issue 20).
+  // Job counts kept by triggers, for summaries that do not grow with the table.
   '2026_11_25_1300_job_counts': {
     up: createJobCounts,
   },
-  // Searches and the job monitor's filters (issue 20): by site, by group (a parametric bulk), by submission time.
+  // Searches and the job monitor's filters: by site, by group (a parametric bulk), by submission time.
   '2026_11_25_1100_jobs_search_indexes': {
     async up(db: Kysely<unknown>) {
       await db.schema.createIndex('jobs_site_id').on('jobs').columns(['site', 'job_id']).execute();
@@ -109,7 +110,7 @@ export const jobsMigrations: Record<string, Migration> = {
       await db.schema.createIndex('jobs_submission_time').on('jobs').columns(['submission_time', 'job_id']).execute();
     },
   },
-  // GET /jobs without restrictions, one's own jobs newest first (issue 22): (owner, status, job_id) made
+  // GET /jobs without restrictions, one's own jobs newest first: (owner, status, job_id) made
   // both databases read and sort every job of the owner for the first page. With (owner, job_id) a page is
   // the next rows of one index range; status rides along so that hiding Deleted jobs, and the rows a
   // startJob offset skips, need no table row.
@@ -124,7 +125,7 @@ export const jobsMigrations: Record<string, Migration> = {
   // rewriting the table; SQLite does not enforce the width.
   '2026_11_25_1900_jobs_history_source_width': {
     async up(db: Kysely<unknown>) {
-      if (!isPostgres(db)) return;
+      if (dialectOf(db) !== 'postgres') return;
       await sql`alter table job_status_history alter column source type varchar(128)`.execute(db);
     },
   },
@@ -133,7 +134,7 @@ export const jobsMigrations: Record<string, Migration> = {
   // than about 46 on PostgreSQL (no job could be claimed). 128, like cluster_duties.holder for the same id.
   '2026_11_25_1901_jobs_executor_id_width': {
     async up(db: Kysely<unknown>) {
-      if (!isPostgres(db)) return;
+      if (dialectOf(db) !== 'postgres') return;
       await sql`alter table jobs alter column executor_id type varchar(128)`.execute(db);
     },
   },

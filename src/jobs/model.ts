@@ -1,5 +1,5 @@
 /**
- * The job model of DESIGN "Jobs": status values, attribute names and how a row becomes a JSON record.
+ * The job model (README "Jobs"): status values, attribute names and how a row becomes a JSON record.
  */
 import type { Selectable } from 'kysely';
 import type { JobTable } from './tables.ts';

@@ -1,5 +1,5 @@
 /**
- * Who may see and kill which job (DESIGN "Privileges"): the owner; members of the owner's group when the
+ * Who may see and kill which job: the owner; members of the owner's group when the
  * group has JobSharing; JobAdministrator everything; JobMonitor sees everything but kills nothing.
  *
  * A job the caller may not see is answered exactly as a job that does not exist: the same 404 and words,

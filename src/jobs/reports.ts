@@ -4,10 +4,10 @@
  * job token (job-tokens.ts), valid only for itself and only while it is active.
  */
 import type { FastifyRequest } from 'fastify';
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import type { Db } from '../kernel/db/database.ts';
 import { nowIso } from '../kernel/db/database.ts';
-import { isPostgres } from '../kernel/db/portable.ts';
+import { dialectOf } from '../kernel/db/dialect.ts';
 import { AuthenticationRequired, Conflict, InvalidToken } from '../kernel/errors.ts';
 import type { JobsConfig } from './config-schema.ts';
 import { jobTokens } from './job-tokens.ts';
@@ -89,7 +89,7 @@ export async function applyReport(db: Db, jobId: number, report: JobReport, limi
 
 /** Throws Conflict when the job's parameters, with `parameters` set (a name set again replaces its value), would pass a limit. */
 async function checkParameterLimits(trx: Db, jobId: number, parameters: [string, string][], limits: JobsConfig['reports']): Promise<void> {
-  const bytes = isPostgres(trx as Kysely<unknown>) ? sql<number | string | null>`sum(octet_length(name) + octet_length(value))` : sql<number | string | null>`sum(length(cast(name as blob)) + length(cast(value as blob)))`;
+  const bytes = dialectOf(trx) === 'postgres' ? sql<number | string | null>`sum(octet_length(name) + octet_length(value))` : sql<number | string | null>`sum(length(cast(name as blob)) + length(cast(value as blob)))`;
   const kept = await trx
     .selectFrom('job_parameters')
     .select((eb) => [eb.fn.countAll<number | string>().as('n'), bytes.as('bytes')])

@@ -1,5 +1,5 @@
 /**
- * The /jobs interface (SPEC "Job management", DESIGN "Jobs"). The scheduler that runs the jobs belongs to
+ * The /jobs interface (README "Jobs"). The scheduler that runs the jobs belongs to
  * the executors domain; the composition root hands it in as the JobRunner.
  */
 import { join } from 'node:path';

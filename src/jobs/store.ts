@@ -2,8 +2,9 @@
  * The jobs tables: inserting submissions (concurrent ones share a transaction: group-commit.ts), listing
  * with restrictions, reading one job with its history.
  */
-import { PostgresAdapter, sql, type Insertable, type Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Db } from '../kernel/db/database.ts';
+import { dialectOf } from '../kernel/db/dialect.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import { ATTRIBUTE_NAMES, ATTRIBUTES, JobStatus, type AttributeName, type StatusHistoryEntry } from './model.ts';
 import type { CheckedManifest, Manifest } from './manifest.ts';
@@ -99,7 +100,7 @@ async function insertBatch(db: Db, batch: readonly Submission[], committing: () 
       input_sandbox_size: sandbox?.size ?? null,
     })),
   );
-  const oneStatement = db.getExecutor().adapter instanceof PostgresAdapter && all.length <= 200 && !all.some((row) => row.manifest.includes('%j'));
+  const oneStatement = dialectOf(db) === 'postgres' && all.length <= 200 && !all.some((row) => row.manifest.includes('%j'));
   const ids = oneStatement ? await insertOneStatement(db, all, now, committing) : await insertInTransaction(db, all, now, committing);
   transitions.inc({ to: JobStatus.Waiting }, ids.length);
   jobEvents(db).changed();
@@ -283,7 +284,7 @@ type RecordRow = { record: string } & Record<string, unknown>;
 
 /** The columns of a RecordRow: the sort keys are read beside the record to make the next page's cursor. */
 function recordColumns(db: Db, keys: readonly Required<SortKey>[]) {
-  return [recordJson(db.getExecutor().adapter instanceof PostgresAdapter), ...keys.map((k) => `${ATTRIBUTES[k.parameter].column} as ${k.parameter}` as never)];
+  return [recordJson(dialectOf(db) === 'postgres'), ...keys.map((k) => `${ATTRIBUTES[k.parameter].column} as ${k.parameter}` as never)];
 }
 
 /**
@@ -335,12 +336,6 @@ export async function statusHistory(db: Db, jobId: number): Promise<StatusHistor
     .orderBy('id')
     .execute();
   return rows.map((r) => ({ Status: r.status, MinorStatus: r.minor_status, ApplicationStatus: r.application_status, StatusTime: r.status_time, Source: r.source }));
-}
-
-/** Used by tests and benches that need to know the schema's live row count cheaply. */
-export async function countJobs(db: Db): Promise<number> {
-  const r = await sql<{ n: number }>`select count(*) as n from jobs`.execute(db);
-  return Number(r.rows[0]?.n ?? 0);
 }
 
 /** Deleted jobs, last changed before `before`, stop referencing their sandboxes. @returns how many jobs */

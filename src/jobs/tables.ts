@@ -1,6 +1,6 @@
 import type { Generated } from 'kysely';
 
-/** One row per job: the DESIGN attributes, the manifest, sandboxes and the executor's claim. */
+/** One row per job: the job attributes (model.ts), the manifest, sandboxes and the executor's claim. */
 export interface JobTable {
   job_id: Generated<number>;
   job_name: string;

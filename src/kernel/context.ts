@@ -5,7 +5,8 @@
  * builds the object once at start; domains receive it through their plugin options.
  */
 import type { AppConfig } from './config.ts';
-import type { Db, Dialect } from './db/database.ts';
+import type { Db } from './db/database.ts';
+import type { Dialect } from './db/dialect.ts';
 import type { Observability } from './observability.ts';
 
 export interface AppContext {

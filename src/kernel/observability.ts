@@ -5,7 +5,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export { Counter, Gauge, Histogram };
-export type MetricsRegistry = Registry;
 
 /** A readiness check resolves when its dependency is ready and throws a message saying why not. */
 export type ReadinessCheck = () => Promise<void>;

@@ -12,7 +12,7 @@ export const LimitBody = Type.Object(
   { description: 'payload_too_large only: the limit, and the configuration key that sets it' },
 );
 
-/** The one error shape (DESIGN "HTTP conventions"). */
+/** The one error shape, OAuth 2.0's (RFC 6749 §5.2), for every error answer. */
 export const ErrorBody = Type.Object(
   {
     error: Type.String(),

@@ -2,6 +2,6 @@
 export { Property, Registry, type RegistryUser } from './registry.ts';
 export { ClientRegistry, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_TOKEN_EXCHANGE, issuesRefreshToken, matchesRedirectUri, redirectUriProblem, type NewClient, type OAuthClient, type RegisteredMetadata } from './clients.ts';
 export { generateSecret, hashSecret, verifySecret } from './passwords.ts';
-export { checkClients, checkRegistry, ClientsConfigSchema, RegistryConfigSchema, type ClientConfig, type GroupConfig, type UserConfig } from './config-schema.ts';
-export { clientAdminCommand, type ScopeCheck } from './client-admin.ts';
+export { checkClients, checkRegistry, ClientsConfigSchema, RegistryConfigSchema } from './config-schema.ts';
+export { clientAdminCommand } from './client-admin.ts';
 export { registryMigrations } from './migrations.ts';

@@ -5,7 +5,7 @@
 import type { AppConfig } from '../kernel/config.ts';
 import type { GroupConfig, UserConfig } from './config-schema.ts';
 
-/** Group properties that grant privileges (DESIGN "Identity and tokens"). */
+/** Group properties that grant privileges (README "Configuration"). */
 export const Property = {
   JobAdministrator: 'JobAdministrator',
   JobMonitor: 'JobMonitor',

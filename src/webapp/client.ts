@@ -4,7 +4,6 @@
  * config.yaml because its redirect URI follows the public URL, which is known only once the server listens.
  */
 import type { AppContext } from '../kernel/context.ts';
-import { oauth } from '../auth/index.ts';
 import { GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN } from '../registry/index.ts';
 
 export const WEB_CLIENT_ID = 'dirigo-web';
@@ -15,7 +14,7 @@ export function webRedirectUri(publicUrl: string, path: string): string {
 }
 
 export function registerWebClient(ctx: AppContext, path: string): void {
-  oauth(ctx).clients.addBuiltIn(WEB_CLIENT_ID, () => ({
+  ctx.oauth.clients.addBuiltIn(WEB_CLIENT_ID, () => ({
     name: 'Dirigo web application',
     type: 'public',
     secretHash: undefined,

@@ -1,4 +1,3 @@
 /** The web application: the browser pages served beside the API, and the OAuth client they sign in as. */
-export { webAppRoutes, webAppDir } from './routes.ts';
+export { webAppRoutes } from './routes.ts';
 export { WebAppConfigSchema } from './config-schema.ts';
-export { WEB_CLIENT_ID } from './client.ts';

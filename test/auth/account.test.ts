@@ -1,5 +1,5 @@
 /**
- * The account endpoints (issue 21), driven with curl over real TLS on both dialects: who I am; my grants
+ * The account endpoints, driven with curl over real TLS on both dialects: who I am; my grants
  * after an authorization-code and a device sign-in, one revoked (its refresh token refused at the token
  * endpoint, its access token at /oauth2/userinfo); my browser sessions, one ended (that browser must sign
  * in again). Another user sees neither and cannot end them: 404, as for what does not exist.

@@ -153,7 +153,7 @@ for (const { dialect, skip } of await dialects()) {
         const stored = await svc.ctx.db.selectFrom('oauth_clients').select('secret_hash').where('client_id', '=', 'new-portal').executeTakeFirst();
         assert.match(stored!.secret_hash!, /^scrypt\$/);
 
-        // A confidential client of its own tokens (README "A client's own tokens"), with its scopes (issue 31).
+        // A confidential client of its own tokens (README "A client's own tokens"), with its scopes.
         r = await admin('add', 'transfer-service', '--grant', 'client_credentials', '--scope', 'storage.read:/data/', '--scope', 'storage.create:/data/in compute.read', '--json');
         assert.equal(r.code, 0, r.stderr);
         const transfer = JSON.parse(r.stdout) as { client_id: string; client_secret: string };

@@ -1,5 +1,5 @@
 /**
- * Discovery tells the truth (issue 18): every value the metadata advertises works, and what an ID token
+ * Discovery tells the truth: every value the metadata advertises works, and what an ID token
  * and UserInfo carry is advertised. Checked against the running server, not against a list in the test.
  */
 import { after, before, describe, it } from 'node:test';

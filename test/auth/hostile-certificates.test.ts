@@ -1,5 +1,5 @@
 /**
- * Client certificates the DER reader cannot read (issue 13): a proxy whose ProxyCertInfo is malformed used
+ * Client certificates the DER reader cannot read: a proxy whose ProxyCertInfo is malformed used
  * to make every request on its connection a 500. Now it is a 401 that says the certificate cannot be read,
  * on every request of the connection. (curl's OpenSSL refuses to load such a certificate at all; undici
  * sends it as it is.)

@@ -1,5 +1,5 @@
 /**
- * Limited proxies (issue 13), as the grid middleware treats them: RFC 3820's limited policy (Globus's
+ * Limited proxies, as the grid middleware treats them: RFC 3820's limited policy (Globus's
  * 1.3.6.1.4.1.3536.1.1.1.9) or a proxy named `CN=limited proxy` may read but not act — no tokens, so no
  * job submission — and a proxy made from a limited proxy stays limited. Made by OpenSSL, sent by curl.
  */

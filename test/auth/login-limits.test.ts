@@ -1,5 +1,5 @@
 /**
- * Password-login rate limits are counted where every instance sees them (issue 13): two instances on one
+ * Password-login rate limits are counted where every instance sees them: two instances on one
  * database, an attacker alternating between them, gets the configured number of tries, not twice as many.
  */
 import { after, before, describe, it } from 'node:test';

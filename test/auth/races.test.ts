@@ -2,7 +2,6 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { oauth } from '../../src/auth/services.ts';
 import { authorize, Browser, pkcePair, postForm, startOAuthService } from './oauth-kit.ts';
 
 for (const { dialect, skip } of await dialects()) {
@@ -53,7 +52,7 @@ for (const { dialect, skip } of await dialects()) {
 
     it('purges expired state without touching live grants', async () => {
       const t = (await redeem(await code())).json;
-      await Promise.all([oauth(svc.ctx).store.purge(), oauth(svc.ctx).sessions.purge(), oauth(svc.ctx).revocations.purge()]);
+      await Promise.all([svc.ctx.oauth.store.purge(), svc.ctx.oauth.sessions.purge(), svc.ctx.oauth.revocations.purge()]);
       const res = await postForm(svc, '/oauth2/token', { grant_type: 'refresh_token', refresh_token: t.refresh_token, client_id: 'test-public' });
       assert.equal(res.status, 200, res.text);
     });

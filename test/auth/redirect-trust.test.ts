@@ -1,5 +1,5 @@
 /**
- * The authorization server is no open redirector (RFC 9700 §4.11.2, issue 30 case 12): with registration
+ * The authorization server is no open redirector (RFC 9700 §4.11.2): with registration
  * open, anyone can register a redirect URI, so before the user signs in the errors of a dynamically
  * registered client's authorization request are shown here (a page, or JSON when asked), not sent to its
  * URI; once signed in they go back as before (access_denied, prompt=none). The deployment's own clients

@@ -1,5 +1,5 @@
 /**
- * RFC 3820 proxies and TLS session resumption (issue 13): a resumed session exposes only the leaf, not
+ * RFC 3820 proxies and TLS session resumption: a resumed session exposes only the leaf, not
  * the chain a proxy needs. The server does not resume sessions (src/app/server.ts), so every connection
  * verifies the chain of its own full handshake: exactly that identity, never more. Driven by clients that
  * try to resume by default: curl with two URLs, `openssl s_client -reconnect`, and Node's https agent with

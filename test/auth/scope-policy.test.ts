@@ -1,7 +1,7 @@
 /**
  * Every grant validates scope through one function (scope-policy.ts): flow A no longer copies any scope
- * into the token (issue 13), and storage/compute capabilities are granted only by the issuer's policy
- * (issue 18), since a WLCG storage service trusts the token's capabilities alone.
+ * into the token, and storage/compute capabilities are granted only by the issuer's policy, since a
+ * WLCG storage service trusts the token's capabilities alone.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';

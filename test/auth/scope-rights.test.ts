@@ -1,5 +1,5 @@
 /**
- * Scopes mean what the consent page says (issue 30, cases 8, 10, 11): a sign-in token (OpenID scopes only)
+ * Scopes mean what the consent page says: a sign-in token (OpenID scopes only)
  * reads the user info and nothing else; the group scope carries the group's rights and the consent page
  * lists them; a CatalogueAdministrator's compute.read token defines no metadata field; token exchange
  * never turns a client's own token into a user's, even when the client id is a user name.

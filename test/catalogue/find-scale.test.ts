@@ -1,5 +1,5 @@
 /**
- * The file search is flat in cost (issue 31, point 9): a page reads about as many rows with 100,000 files
+ * The file search is flat in cost: a page reads about as many rows with 100,000 files
  * as with 10. No timings (the machine is shared): on SQLite the plans are asserted to walk an index in the
  * page's order (no scan of the files, no sort, so the LIMIT stops the walk) and to be the same at both
  * sizes; on PostgreSQL, EXPLAIN ANALYZE counts the rows every plan node read, which must stay within a

@@ -1,5 +1,5 @@
 /**
- * File search (issue 31, point 9) through HTTPS on every dialect: GET /filecatalogue/directory/<d>/find
+ * File search through HTTPS on every dialect: GET /filecatalogue/directory/<d>/find
  * selects files by their own metadata and their directory's together, with every operator, pages by
  * cursor whichever index drives, answers files with attributes and metadata, and names bad input.
  */

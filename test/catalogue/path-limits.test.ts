@@ -1,5 +1,5 @@
 /**
- * URLs at the edges (issue 13): catalogue paths up to the documented 4,096 bytes are addressable; a longer
+ * URLs at the edges: catalogue paths up to the documented 4,096 bytes are addressable; a longer
  * path parameter is the project's 414 (the framework's answer echoed the URL); a '/' inside a base-64
  * segment is a 400 that says why, not a 404; an unknown job status in a listing is a 400 naming the valid ones.
  */

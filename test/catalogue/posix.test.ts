@@ -1,5 +1,5 @@
 /**
- * POSIX semantics in the catalogue, as DIRAC's file catalogue has them (issue 13): the root is sticky, so
+ * POSIX semantics in the catalogue, as DIRAC's file catalogue has them: the root is sticky, so
  * bob cannot remove alice's top directory or her files there; and reaching an entry needs x on every
  * directory above it, for reading, searching and writing alike.
  */

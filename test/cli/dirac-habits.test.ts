@@ -1,5 +1,5 @@
 /**
- * What a DIRAC user types, against a real service with the real CLI as a child process (issue 31): the
+ * What a DIRAC user types, against a real service with the real CLI as a child process: the
  * singular `dirigo job submit`, statuses in any case, `jobs show` as dirac-wms-job-parameters and
  * dirac-wms-job-logging-info print, a refused kill said once, typos answered with a suggestion, the
  * README's exit code 5 when nobody is signed in, and the group `dirigo proxy init --group` remembers.

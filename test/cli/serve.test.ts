@@ -1,5 +1,5 @@
 /**
- * The command-line contract (DESIGN "Command line"): `dirigo serve` bootstraps the embedded default and
+ * The command-line contract (README "Quickstart"): `dirigo serve` bootstraps the embedded default and
  * prints a working curl line; a second start reuses everything; `dirigo token` and `dirigo admin keys
  * rotate` work beside a running server; an invalid config stops the process with the key named.
  */

@@ -4,8 +4,9 @@
  */
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
+import type { Dialect } from '../../src/kernel/db/dialect.ts';
 
-export type TestDialect = 'sqlite' | 'postgres';
+export type TestDialect = Dialect;
 
 export const POSTGRES_URL = process.env.DIRIGO_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 

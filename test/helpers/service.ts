@@ -86,7 +86,7 @@ export async function startTestService(options: TestServiceOptions): Promise<Tes
     },
   });
   const ctx = await createContext(config, schemaName ? { schema: schemaName, poolSize: 5 } : {});
-  // Every answer is checked against the OpenAPI document (issue 16); violations fail request() or close().
+  // Every answer is checked against the OpenAPI document; violations fail request() or close().
   const validator = responseValidator();
   const thrown = new Set<number>();
   const server = await startServer(ctx, { logStream: options.logStream, plugins: [validator.plugin] });

@@ -5,10 +5,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Migrator, PostgresAdapter, sql, type Kysely, type Migration } from 'kysely';
+import { Migrator, sql, type Kysely, type Migration } from 'kysely';
 import { openDatabase, type Db } from '../../src/kernel/db/database.ts';
 import { migrations } from '../../src/app/migrations.ts';
 import { POSTGRES_URL, createPostgresSchema } from './dialects.ts';
+import { dialectOf, type Dialect } from '../../src/kernel/db/dialect.ts';
 
 export interface ScratchDb {
   db: Db;
@@ -16,7 +17,7 @@ export interface ScratchDb {
 }
 
 /** An empty database of `dialect` (a fresh PostgreSQL schema, or a SQLite file in a temporary folder). */
-export async function scratchDatabase(dialect: 'sqlite' | 'postgres'): Promise<ScratchDb> {
+export async function scratchDatabase(dialect: Dialect): Promise<ScratchDb> {
   if (dialect === 'postgres') {
     const schema = await createPostgresSchema();
     const db = openDatabase(POSTGRES_URL, { schema: schema.schema }).db;
@@ -30,7 +31,7 @@ export async function scratchDatabase(dialect: 'sqlite' | 'postgres'): Promise<S
 /** Applies every migration whose name sorts before `first`: the schema of the release before it. */
 export async function migrateBefore(db: Db, first: string): Promise<void> {
   if (!(first in migrations)) throw new Error(`no migration named ${first}`);
-  const schema = db.getExecutor().adapter instanceof PostgresAdapter ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]!.s : undefined;
+  const schema = dialectOf(db) === 'postgres' ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]!.s : undefined;
   const earlier = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < first));
   const migrator = new Migrator({
     db: db as unknown as Kysely<unknown>,

@@ -1,5 +1,5 @@
 /**
- * Bodies that cost the server far more than their size (issue 30): a parametric manifest that expands to
+ * Bodies that cost the server far more than their size: a parametric manifest that expands to
  * gigabytes, a placeholder pattern that made the expansion quadratic, a search naming one attribute
  * 50,000 times, a summary of 100,000 groups. Each is answered with a 4xx naming the limit (or, for the
  * summary, a bounded answer that says it is cut), and the server keeps answering.

@@ -80,7 +80,7 @@ for (const { dialect, skip } of await dialects()) {
       const jid = (await dirigo(['submit', 'sleep.json'])).stdout.trim();
       const bob = await dirigo(['kill', jid], 'bob');
       assert.equal(bob.code, 4, 'another user\'s job is answered as no job (issue 30): not found');
-      // The refusal names its job once (issue 31: not 'job 2: job 2 does not exist').
+      // The refusal names its job once (not 'job 2: job 2 does not exist').
       assert.match(bob.stderr, new RegExp(`^dirigo jobs: job ${jid} does not exist$`, 'm'));
       const kill = await dirigo(['kill', jid]);
       assert.equal(kill.code, 0, kill.stderr);

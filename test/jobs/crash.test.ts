@@ -13,7 +13,7 @@ import { request, type Agent } from 'undici';
 import pg from 'pg';
 import { dialects } from '../helpers/dialects.ts';
 import { multipart, processAlive, untar } from './helpers.ts';
-import { prepareServe, startServe, userAgent, type ServeProcess, type ServeSetup } from './serve-process.ts';
+import { prepareServe, startServe, userAgent, type ServeProcess, type ServeSetup } from '../helpers/serve-process.ts';
 
 for (const { dialect, skip } of await dialects()) {
   describe(`crash test: kill -9 during a submission burst (${dialect})`, { skip }, () => {

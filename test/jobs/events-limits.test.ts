@@ -1,5 +1,5 @@
 /**
- * GET /jobs/events under load and over time (issue 30): open streams are limited per user (429) and per
+ * GET /jobs/events under load and over time: open streams are limited per user (429) and per
  * instance (503) before a stream starts, and freed when it closes; a replay reads only the history of jobs
  * its caller may see, in SQL, through the owner index; a stream ends when its access token is revoked
  * (RFC 7009 revocation, or the grant revoked from the account) or expires.

@@ -1,5 +1,5 @@
 /**
- * Hostile inputs an outside attack suite sent (issue 30, cases 5 and 7), each answered with a 4xx naming
+ * Hostile inputs an outside attack suite sent, each answered with a 4xx naming
  * the limit or the problem on both databases: a job token posting reports without end, JSON nested
  * thousands deep (in a JSON body, a multipart manifest part and an NDJSON line), integers beyond a 32-bit
  * column in list, search and summary conditions, forged keyset cursors, and `like` patterns ending in an

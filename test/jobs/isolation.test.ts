@@ -1,5 +1,5 @@
 /**
- * Local payloads run in a sandbox (issue 30, case 15): on the embedded default — its data dir written by
+ * Local payloads run in a sandbox: on the embedded default — its data dir written by
  * the first start, inside the repository as `npm start` puts it, its config.yaml, development PKI and
  * database — a payload cannot read the administrator's key, the config, the database or another running
  * job's working directory, while an ordinary job still runs with its sandboxes, reports with `dirigo job

@@ -1,5 +1,5 @@
 /**
- * Another user's job is answered as if it did not exist (issue 30 case 13): bob's requests on alice's job
+ * Another user's job is answered as if it did not exist: bob's requests on alice's job
  * get exactly the answer a job id that was never used gets (status, error code, words; only the id
  * differs), so that neither the job nor its owner shows through. A JobMonitor, who sees the job but may
  * not act on it, is refused without the owner's name.

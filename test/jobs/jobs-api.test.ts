@@ -176,7 +176,7 @@ for (const { dialect, skip } of await dialects()) {
       assert.ok(!bobList.json.jobs.some((j: { JobID: number }) => j.JobID === jid));
       const bobAll = await svc.request('/jobs?allOwners=true', { token: bob });
       assert.ok(!bobAll.json.jobs.some((j: { JobID: number }) => j.JobID === jid));
-      // As if the job did not exist (issue 30): neither it nor its owner shows through.
+      // As if the job did not exist: neither it nor its owner shows through.
       for (const path of [`/jobs/${jid}`, `/jobs/${jid}/manifest`, `/jobs/${jid}/inputsandbox`]) {
         const r = await svc.request(path, { token: bob });
         assert.equal(r.status, 404, path);

@@ -1,5 +1,5 @@
 /**
- * Output packing and peek against payloads that tamper with their own output (issue 30): a FIFO in
+ * Output packing and peek against payloads that tamper with their own output: a FIFO in
  * StdOutput's place, a hard or symbolic link to a file of the service, the working directory swapped for
  * a link, a sparse file too large to pack in time. Real local site, real shell scripts, through the API.
  * The sites run without the payload sandbox (isolation: none), which would hide the service's files from
@@ -14,7 +14,7 @@ import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { request } from 'undici';
 import { postMultipart, startJobsService, untar, waitForStatus } from './helpers.ts';
-import { flowAToken, prepareServe, startServe, userAgent, type ServeProcess } from './serve-process.ts';
+import { flowAToken, prepareServe, startServe, userAgent, type ServeProcess } from '../helpers/serve-process.ts';
 
 const SECRET = 'TOP-SECRET-service-configuration\n';
 

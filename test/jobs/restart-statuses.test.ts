@@ -1,5 +1,5 @@
 /**
- * What a restart does with each non-final status (issue 13; docs/deployment.md, "After a crash"): the real
+ * What a restart does with each non-final status (docs/deployment.md, "After a crash"): the real
  * server is killed with SIGKILL holding jobs Matched, Running and Completing, with more Waiting; after
  * the restart every one of them runs to Done — none ends Failed "Job lost". Matched and Completing are
  * the rows a crash leaves (written as the dead server would have), Running is a real payload.
@@ -10,7 +10,7 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { request, type Agent } from 'undici';
 import { openDatabase, type Db } from '../../src/kernel/db/database.ts';
 import { dialects, POSTGRES_URL } from '../helpers/dialects.ts';
-import { flowAToken, prepareServe, startServe, userAgent, type ServeProcess, type ServeSetup } from './serve-process.ts';
+import { flowAToken, prepareServe, startServe, userAgent, type ServeProcess, type ServeSetup } from '../helpers/serve-process.ts';
 import { processAlive } from './helpers.ts';
 
 /** The host pid of the process whose command line ends with `arg`. */

@@ -15,7 +15,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { request, type Agent } from 'undici';
 import { parse, stringify } from 'yaml';
 import { dialects } from '../helpers/dialects.ts';
-import { flowAToken, prepareServe, startServe, userAgent, type ServeProcess, type ServeSetup } from './serve-process.ts';
+import { flowAToken, prepareServe, startServe, userAgent, type ServeProcess, type ServeSetup } from '../helpers/serve-process.ts';
+import type { Dialect } from '../../src/kernel/db/dialect.ts';
 
 interface Job {
   Status: string;
@@ -25,7 +26,7 @@ interface Job {
 }
 
 /** Instance A's setup, and B's: B's own data directory and config, on A's database. */
-async function twoInstances(dialect: 'sqlite' | 'postgres', adoptionGraceMs: number): Promise<{ a: ServeSetup; b: ServeSetup }> {
+async function twoInstances(dialect: Dialect, adoptionGraceMs: number): Promise<{ a: ServeSetup; b: ServeSetup }> {
   const a = await prepareServe(dialect, {
     scheduler: { pollIntervalMs: 100, leaseMs: 2000, adoptionGraceMs, maxReschedules: 3 },
     // The payload counts its runs in a file outside its working directory, which the sandbox would hide

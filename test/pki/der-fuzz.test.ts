@@ -1,5 +1,5 @@
 /**
- * The certificate reader is fed hostile DER (issue 13): random bytes, truncations, wrong and huge
+ * The certificate reader is fed hostile DER: random bytes, truncations, wrong and huge
  * lengths, wrong tags, deep nesting and byte flips of real certificates. It may only ever return or throw
  * DerError, which the verifier turns into a rejection (401), never an unexpected error (500).
  * `DIRIGO_FUZZ_RUNS` and `DIRIGO_FUZZ_SEED` (printed on failure by fast-check) set the run; `npm run fuzz`

@@ -13,7 +13,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { dialects } from '../helpers/dialects.ts';
-import { startCluster, type Cluster, type Instance } from './cluster.ts';
+import { startCluster, type Cluster, type Instance } from '../helpers/cluster.ts';
 
 const FINAL = ['Done', 'Failed', 'Killed'];
 

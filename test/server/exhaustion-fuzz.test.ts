@@ -1,5 +1,5 @@
 /**
- * The resource-exhaustion mode of `npm run fuzz` (issue 30): each attack an authenticated user could make
+ * The resource-exhaustion mode of `npm run fuzz`: each attack an authenticated user could make
  * on the newer surfaces runs against a real `dirigo serve` process while another connection asks /healthz
  * every 25 ms. It prints, per attack, the slowest /healthz answer and the server's resident memory before
  * and after, and fails when /healthz waited more than a second or the server stopped answering.
@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'undici';
 import { dialects } from '../helpers/dialects.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent, type ServeProcess, type ServeSetup } from '../jobs/serve-process.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent, type ServeProcess, type ServeSetup } from '../helpers/serve-process.ts';
 
 const ENABLED = process.env.DIRIGO_FUZZ_EXHAUSTION === '1';
 /** The goal: no attack makes /healthz wait longer than this. */

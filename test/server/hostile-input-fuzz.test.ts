@@ -1,5 +1,5 @@
 /**
- * The project's hostile-input suite (issue 13): every operation of the OpenAPI document gets hostile
+ * The project's hostile-input suite: every operation of the OpenAPI document gets hostile
  * values in every parameter and body — NUL and control characters, invalid and overlong UTF-8, 100k
  * characters, deep JSON, wrong types, huge, negative and fractional numbers, malformed JSON, multipart and
  * form bodies, duplicated parameters, path traversal — unauthenticated and with tokens and certificates.

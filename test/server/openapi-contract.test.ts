@@ -1,5 +1,5 @@
 /**
- * The API contract (issue 16): /openapi.json describes exactly the routes the server registers, with the
+ * The API contract: /openapi.json describes exactly the routes the server registers, with the
  * same methods and path parameters; every operation has a client-method operationId, security, a 2xx and
  * a 4xx, and its errors (4xx, 5XX; /readyz's 503 lists its checks) refer to the one Error schema; Redocly CLI's recommended rules (redocly.yaml)
  * find no error; /docs is Dirigo's own page and loads nothing from another host.

@@ -1,5 +1,5 @@
 /**
- * Generators for the surfaces added after the first hostile-input suite (issue 30): JDL and parametric
+ * Generators for the surfaces added after the first hostile-input suite: JDL and parametric
  * submissions, search bodies and cursors, summaries, event streams resumed with Last-Event-ID, job-token
  * reports and dynamic-registration metadata. Each answer must be a 2xx or a JSON 4xx, nothing may be logged
  * as an error, and the service must still answer /healthz after every case.

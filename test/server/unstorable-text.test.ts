@@ -1,5 +1,5 @@
 /**
- * NUL in any string of any request (issue 13): PostgreSQL cannot store it, so it was a 500 there and stored
+ * NUL in any string of any request: PostgreSQL cannot store it, so it was a 500 there and stored
  * on SQLite. Now it is refused up front, identically on both databases, with a 400 naming the field:
  * unauthenticated (client_id on the OAuth endpoints, the interaction id) and authenticated (job fields,
  * list restrictions, catalogue values and conditions, bulk lines, multipart manifests). Also: every

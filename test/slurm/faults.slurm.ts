@@ -1,5 +1,5 @@
 /**
- * Fault injection (issue 14): two instances on one PostgreSQL schema with a local, a Slurm and an agents
+ * Fault injection: two instances on one PostgreSQL schema with a local, a Slurm and an agents
  * site take submissions while faults hit them: kill -9 of an instance (restarted), kill -9 of the agent
  * (restarted in its work directory), slurmctld stopped and started again, kills through the API, and
  * kill -9 of both instances at once (both restarted).
@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startCluster, type Cluster, type Instance } from '../scale/cluster.ts';
+import { startCluster, type Cluster, type Instance } from '../helpers/cluster.ts';
 import { startAgent, type AgentProcess } from '../agents/agent-process.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 import { dialects } from '../helpers/dialects.ts';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { dialects } from '../helpers/dialects.ts';
-import { startCluster, type Cluster, type Instance } from '../scale/cluster.ts';
+import { startCluster, type Cluster, type Instance } from '../helpers/cluster.ts';
 import { slurmUnavailable } from './slurm-available.ts';
 
 const noSlurm = slurmUnavailable();

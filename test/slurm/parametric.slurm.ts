@@ -1,7 +1,7 @@
 /**
  * A DIRAC-style parametric JDL of 1,000 jobs on the Slurm site, against the real daemons of
  * scripts/slurm-dev.sh: one submission, one shared input sandbox, every job a Slurm batch job that
- * reaches Done with its own output (issue 20).
+ * reaches Done with its own output.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

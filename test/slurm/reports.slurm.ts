@@ -1,6 +1,6 @@
 /**
  * A Slurm batch job reports with its job token (dirigo job report) and can be peeked at while it runs,
- * against the real daemons of scripts/slurm-dev.sh (issue 20).
+ * against the real daemons of scripts/slurm-dev.sh.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * The catalogue's file search in Debian's headless Chromium (issue 31, point 9), on each dialect: the
+ * The catalogue's file search in Debian's headless Chromium, on each dialect: the
  * metadata search switched to files selects by a directory range and a file field together, answers
  * files (path, size, metadata) a page at a time with "More files", and a path opens the file panel.
  * Scanned with axe-core and photographed at desktop and phone widths (test-artifacts/web/).

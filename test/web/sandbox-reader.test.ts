@@ -1,5 +1,5 @@
 /**
- * The web application reads a finished job's output sandbox in the browser (issue 31 point 7): the
+ * The web application reads a finished job's output sandbox in the browser: the
  * archive the service writes (tar-stream, gzip) gives back its regular files, long names included.
  */
 import { describe, it } from 'node:test';

@@ -24,6 +24,9 @@ export type { components, operations, paths } from './schema.ts';
 /** The shared error answer of every operation (`components.schemas.Error`). */
 export type ErrorAnswer = components['schemas']['Error'];
 
+/** The data of an `event: status` of GET /jobs/events (`components.schemas.JobStatusEvent`). */
+export type JobStatusEvent = components['schemas']['JobStatusEvent'];
+
 /** A job manifest as POST /jobs takes it. */
 export type JobManifest = Extract<NonNullable<paths['/jobs']['post']['requestBody']>['content']['application/json'], { Executable: string }>;
 

@@ -386,7 +386,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Token endpoint with query parameters: flow A (the user certificate) or an authorization code (SPEC) */
+        /** Token endpoint with query parameters: flow A (the user certificate) or an authorization code */
         get: operations["getToken"];
         put?: never;
         /** Token endpoint (RFC 6749 §3.2), form-encoded */
@@ -1044,6 +1044,22 @@ export interface components {
                 /** @description the configuration key that sets it: 'server.bodyLimit', 'jobs.sandbox.maxFileSize' */
                 setting: string;
             };
+        };
+        /** @description The data of an `event: status` of GET /jobs/events: one entry of the job's status history */
+        JobStatusEvent: {
+            JobID: number;
+            Status: string;
+            MinorStatus: string;
+            ApplicationStatus: string;
+            Time: string;
+            Source: string;
+        };
+        /** @description The data of an `event: parameter` of GET /jobs/events: a parameter the running job reported */
+        JobParameterEvent: {
+            JobID: number;
+            Name: string;
+            Value: string;
+            Time: string;
         };
     };
     responses: never;
@@ -4367,7 +4383,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A text/event-stream, open while the access token is valid: `event: status` data {JobID, Status, MinorStatus, ApplicationStatus, Time, Source}; `event: parameter` data {JobID, Name, Value, Time}; `event: ready` and `event: reset`; `event: end` data {reason} when the token expires or is revoked; comment lines as heartbeats */
+            /** @description A text/event-stream, open while the access token is valid: `event: status` data a JobStatusEvent (components.schemas); `event: parameter` data a JobParameterEvent; `event: ready` and `event: reset`; `event: end` data {reason} when the token expires or is revoked; comment lines as heartbeats */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -1,4 +1,4 @@
-/** SPEC "Identity-provider client: constants". Rates are in seconds. */
+/** The constants of the README's table. Rates are in seconds. */
 
 /** Provider metadata every new provider starts from (an empty mapping). */
 export const DEFAULT_METADATA: Readonly<Record<string, unknown>> = Object.freeze({});
@@ -17,7 +17,7 @@ export const SESSION_REQUEST_PARAMS: readonly string[] = Object.freeze([
   'allow_redirects', 'timeout', 'cookies', 'files', 'proxies', 'hooks', 'stream', 'verify', 'cert', 'json',
 ]);
 
-/** Redirects followed before TooManyRedirects (SPEC "Limits"). */
+/** Redirects followed before TooManyRedirects (README). */
 export const DEFAULT_MAX_REDIRECTS = 30;
 
 /** Statuses that carry a Location worth following. */

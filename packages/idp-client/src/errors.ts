@@ -45,7 +45,7 @@ export class InvalidSchema extends RequestException { override name = 'InvalidSc
 /** A URL that cannot be parsed. */
 export class InvalidURL extends RequestException { override name = 'InvalidURL'; }
 
-/** More redirects than `max_redirects` (SPEC "Errors" 1). */
+/** More redirects than `max_redirects`. */
 export class TooManyRedirects extends RequestException { override name = 'TooManyRedirects'; }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * @dirigo/idp-client — an OAuth 2.0 / OpenID Connect identity-provider client with a requests-grade
- * HTTP session. Every operation and constant of the SPEC's "Identity-provider client" tables exists
- * under its SPEC name.
+ * HTTP session. Every operation and constant in the tables of this package's README exists
+ * under its name there.
  *
  * @example
  * import { OAuth2IdProvider } from '@dirigo/idp-client';

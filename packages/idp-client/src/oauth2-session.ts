@@ -11,7 +11,7 @@ import type { AuthBase, AuthLike, BodyLike, PreparedRequest, RequestOptions, Res
 export type TokenPlacement = 'header' | 'body' | 'uri';
 export type UpdateTokenCallback = (token: OAuth2TokenData, context: { refresh_token?: string; access_token?: string }) => void | Promise<void>;
 
-/** Construction parameters (SPEC "session construction") plus session attributes; other keys are provider metadata. */
+/** Construction parameters (README) plus session attributes; other keys are provider metadata. */
 export interface OAuth2SessionOptions extends SessionOptions, ClientAssertionOptions {
   client_id?: string | null;
   client_secret?: string | null;

@@ -11,7 +11,7 @@ import { environCaBundle, getEnvironProxies, shouldBypassProxies } from './envir
 import {
   PreparedRequest, Request, Response, basicAuthHeader, encodeParams,
   type AuthLike, type BodyLike, type Cert, type Hooks, type HeadersLike, type ParamsLike,
-  type Proxies, type RequestOptions, type SendOptions, type TimeoutLike, type Verify,
+  type Proxies, type RequestOptions, type SendOptions, type Verify,
 } from './models.ts';
 
 /** Session attributes that may be given at construction. */
@@ -395,4 +395,3 @@ async function dispatchHooks(hooks: Hooks, r: Response, extra: Record<string, un
   return r;
 }
 
-export type { TimeoutLike };

@@ -18,8 +18,6 @@ import { agentGuards } from './guards.ts';
 import { matchRoutes } from './match.ts';
 import { heldJobRoutes } from './held-jobs.ts';
 
-export { PILOT_PROPERTY } from './guards.ts';
-
 export const agentsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   const service = new AgentsService(ctx, sandboxStore(ctx.config));
   const sites = [...service.sites.values()];

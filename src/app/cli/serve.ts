@@ -1,4 +1,4 @@
-/** `dirigo serve` and `dirigo init` (DESIGN "Command line"). */
+/** `dirigo serve` and `dirigo init` (README "Quickstart"). */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';

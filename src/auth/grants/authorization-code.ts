@@ -8,7 +8,6 @@ import type { AppContext } from '../../kernel/context.ts';
 import { InvalidGrant, InvalidRequest, UnauthorizedClient } from '../../kernel/errors.ts';
 import { GRANT_AUTHORIZATION_CODE, issuesRefreshToken, matchesRedirectUri } from '../../registry/index.ts';
 import { authenticateClient, type AuthenticatedClient } from '../client-auth.ts';
-import { oauth } from '../services.ts';
 import type { CodeRow } from '../store.ts';
 import type { TokenParameters, TokenResponse } from './grant.ts';
 import { grantTokenResponse } from './issue.ts';
@@ -39,13 +38,13 @@ const rules: Rule[] = [
     if (v !== undefined && !VERIFIER.test(v)) throw new InvalidRequest('code_verifier must be 43-128 characters of A-Z a-z 0-9 - . _ ~ (RFC 7636 §4.1)');
   },
   async function codeKnown(ctx, s) {
-    s.row = await oauth(ctx).store.findCode(s.params.code!);
+    s.row = await ctx.oauth.store.findCode(s.params.code!);
     if (!s.row) throw new InvalidGrant('the code is invalid');
   },
   // §4.1.2: a used code means it leaked; revoke what it produced.
   async function notReplayed(ctx, s) {
     if (s.row!.used_at !== null) {
-      if (s.row!.grant_id) await oauth(ctx).store.revokeGrant(s.row!.grant_id);
+      if (s.row!.grant_id) await ctx.oauth.store.revokeGrant(s.row!.grant_id);
       throw new InvalidGrant('the code was already used; the tokens issued from it are revoked');
     }
   },
@@ -85,7 +84,7 @@ export async function authorizationCodeGrant(ctx: AppContext, params: TokenParam
   const s: State = { params, auth: await authenticateClient(ctx, request, params) };
   for (const rule of rules) await rule(ctx, s);
   const row = s.row!;
-  const store = oauth(ctx).store;
+  const store = ctx.oauth.store;
   const redeemed = await store.redeemCode(row, issuesRefreshToken(s.auth.client, row.scope.split(' ')));
   if (!redeemed) {
     // Lost the race against another redemption: the same replay rule applies.

@@ -1,7 +1,7 @@
 /**
  * The client_credentials grant (RFC 6749 §4.4), in two forms told apart by client authentication:
  * - flow A: the application holds the user's certificate and asks for a token for one of the user's groups
- *   and a setup (SPEC "Authentication" 2); the TLS client certificate stands in for client authentication;
+ *   and a setup (README "Tokens from a certificate"); the TLS client certificate stands in for client authentication;
  * - a confidential OAuth client authenticating itself (secret or private_key_jwt) gets a token whose
  *   subject is the client, with scopes from its registration.
  */

@@ -9,7 +9,6 @@ import { GRANT_DEVICE_CODE, issuesRefreshToken } from '../../registry/index.ts';
 import { authenticateClient, type AuthenticatedClient } from '../client-auth.ts';
 import { checkRegisteredScope } from '../scope-policy.ts';
 import { requestedGroup, requestedScope } from '../scopes.ts';
-import { oauth } from '../services.ts';
 import { formatUserCode, type DeviceRow } from '../store.ts';
 import type { TokenParameters, TokenResponse } from './grant.ts';
 import { grantTokenResponse } from './issue.ts';
@@ -32,7 +31,7 @@ export async function deviceAuthorization(ctx: AppContext, params: TokenParamete
   const group = requestedGroup(scopes);
   if (group !== undefined && !ctx.registry.group(group)) throw new InvalidScope(`unknown group '${group}'`);
   const scope = scopes.join(' ');
-  const { deviceCode, userCode } = await oauth(ctx).store.createDeviceCode(client.clientId, scope, ctx.config.oauth.deviceInterval);
+  const { deviceCode, userCode } = await ctx.oauth.store.createDeviceCode(client.clientId, scope, ctx.config.oauth.deviceInterval);
   const verificationUri = `${ctx.publicUrl}/oauth2/device`;
   const shown = formatUserCode(userCode);
   return {
@@ -61,7 +60,7 @@ const rules: Rule[] = [
     if (!s.params.device_code) throw new InvalidRequest('device_code is required');
   },
   async function codeKnown(ctx, s) {
-    s.row = await oauth(ctx).store.findDeviceCode(s.params.device_code!);
+    s.row = await ctx.oauth.store.findDeviceCode(s.params.device_code!);
     if (!s.row) throw new InvalidGrant('the device code is invalid');
   },
   function sameClient(_ctx, s) {
@@ -78,7 +77,7 @@ const rules: Rule[] = [
   async function pollingInterval(ctx, s) {
     const row = s.row!;
     const tooFast = row.last_polled_at !== null && Date.now() - Date.parse(row.last_polled_at) < row.interval_seconds * 1000;
-    await oauth(ctx).store.recordPoll(row, tooFast);
+    await ctx.oauth.store.recordPoll(row, tooFast);
     if (tooFast) throw new SlowDown(`polling too fast; wait at least ${row.interval_seconds + 5} seconds between requests`);
   },
   function decided(_ctx, s) {
@@ -90,7 +89,7 @@ const rules: Rule[] = [
 export async function deviceCodeGrant(ctx: AppContext, params: TokenParameters, request: FastifyRequest): Promise<TokenResponse> {
   const s: State = { params, auth: await authenticateClient(ctx, request, params) };
   for (const rule of rules) await rule(ctx, s);
-  const redeemed = await oauth(ctx).store.redeemDeviceCode(s.row!, issuesRefreshToken(s.auth.client, s.row!.scope.split(' ')));
+  const redeemed = await ctx.oauth.store.redeemDeviceCode(s.row!, issuesRefreshToken(s.auth.client, s.row!.scope.split(' ')));
   if (!redeemed) throw new InvalidGrant('the device code was already used');
   return grantTokenResponse(ctx, redeemed.grant, s.row!.scope, redeemed.refreshToken);
 }

@@ -10,7 +10,6 @@ import { GRANT_REFRESH_TOKEN } from '../../registry/index.ts';
 import { authenticateClient, type AuthenticatedClient } from '../client-auth.ts';
 import { isWithin, parseScope, requestedGroup } from '../scopes.ts';
 import { grantableScope } from '../scope-policy.ts';
-import { oauth } from '../services.ts';
 import type { Grant, RefreshRow } from '../store.ts';
 import type { TokenParameters, TokenResponse } from './grant.ts';
 import { grantTokenResponse } from './issue.ts';
@@ -33,7 +32,7 @@ const rules: Rule[] = [
     if (!s.params.refresh_token) throw new InvalidRequest('refresh_token is required');
   },
   async function tokenKnown(ctx, s) {
-    s.row = await oauth(ctx).store.findRefresh(s.params.refresh_token!);
+    s.row = await ctx.oauth.store.findRefresh(s.params.refresh_token!);
     if (!s.row) throw new InvalidGrant('the refresh token is invalid');
   },
   // §6: the refresh token is bound to the client it was issued to.
@@ -45,7 +44,7 @@ const rules: Rule[] = [
   },
   async function notReused(ctx, s) {
     if (s.row!.used_at !== null) {
-      await oauth(ctx).store.revokeGrant(s.row!.grant_id);
+      await ctx.oauth.store.revokeGrant(s.row!.grant_id);
       throw new InvalidGrant('the refresh token was already used; the grant is revoked');
     }
   },
@@ -53,7 +52,7 @@ const rules: Rule[] = [
     if (s.row!.expires_at < new Date().toISOString()) throw new InvalidGrant('the refresh token has expired');
   },
   async function grantLive(ctx, s) {
-    s.grant = await oauth(ctx).store.grant(s.row!.grant_id);
+    s.grant = await ctx.oauth.store.grant(s.row!.grant_id);
     if (!s.grant || s.grant.revoked_at !== null) throw new InvalidGrant('the grant has been revoked');
   },
   // The user may have left the group since; the token would be refused anyway.
@@ -88,7 +87,7 @@ const rules: Rule[] = [
 export async function refreshTokenGrant(ctx: AppContext, params: TokenParameters, request: FastifyRequest): Promise<TokenResponse> {
   const s: State = { params, auth: await authenticateClient(ctx, request, params) };
   for (const rule of rules) await rule(ctx, s);
-  const store = oauth(ctx).store;
+  const store = ctx.oauth.store;
   const next = await store.rotateRefresh(s.row!, s.grant!);
   if (!next) {
     // Another request rotated it first: that is reuse too.

@@ -9,6 +9,7 @@
  */
 import { CompiledQuery, sql, type Expression, type Kysely, type Transaction } from 'kysely';
 import type { Db } from '../../kernel/db/database.ts';
+import type { Dialect } from '../../kernel/db/dialect.ts';
 import type { Database } from '../../kernel/db/schema.ts';
 import { Conflict, NotFound } from '../../kernel/errors.ts';
 import { applyConditions, matchingIdsEverywhere, type ConditionTree } from '../conditions.ts';
@@ -23,8 +24,8 @@ type Trx = Transaction<Database>;
 type Counters = Map<number, { files: number; size: number; treeFiles: number; treeSize: number }>;
 type ValueRow = { field_id: number; num: number | null; str: string | null };
 
-export interface CatalogueDialect {
-  /** For the helper modules (fast-insert, effective, file-values) that take the dialect as a flag. */
+export interface CatalogueSql {
+  /** For the helper modules (fast-insert, effective, file-values) that take `dialect === 'postgres'` as a flag. */
   readonly pg: boolean;
   /**
    * Row locks that order metadata writes against directory creation along a path: a transaction creating
@@ -99,7 +100,7 @@ function rememberCreated(s: SessionState, parent: DirRow, row: DirRow): DirRow {
 
 const COUNTERS_UPDATE = 'update cat_directories set files = files + x.f, size = size + x.s, tree_files = tree_files + x.tf, tree_size = tree_size + x.ts';
 
-const sqlite: CatalogueDialect = {
+const sqlite: CatalogueSql = {
   pg: false,
   // One writer at a time: nothing to order.
   async lockForChildren() {},
@@ -217,7 +218,7 @@ function documentsQuery(db: Db, path: string, tree: ConditionTree) {
   return postgres.matching(db, path, tree).select(sql<string | null>`string_agg(d.eff::text, ',')`.as('docs'));
 }
 
-const postgres: CatalogueDialect = {
+const postgres: CatalogueSql = {
   pg: true,
 
   async lockForChildren(s, paths) {
@@ -348,7 +349,7 @@ const postgres: CatalogueDialect = {
   },
 };
 
-/** The dialect of `db`. */
-export function catalogueDialect(pg: boolean): CatalogueDialect {
-  return pg ? postgres : sqlite;
+/** The catalogue's statements for `dialect`. */
+export function catalogueSql(dialect: Dialect): CatalogueSql {
+  return dialect === 'postgres' ? postgres : sqlite;
 }

@@ -9,11 +9,11 @@ import type { Database } from '../../kernel/db/schema.ts';
 import { Conflict, InvalidRequest, NotFound } from '../../kernel/errors.ts';
 import { requireAdmin } from '../permissions.ts';
 import { FIELD_SCOPES, FIELD_TYPES, type Field, type FieldScope, type FieldType } from '../values.ts';
-import type { CatalogueDialect } from './dialect.ts';
+import type { CatalogueSql } from './dialect.ts';
 import { fieldsIn } from './lookups.ts';
 import { FIELD_NAME, RESERVED_FIELD_NAMES, toField } from './rows.ts';
 
-export async function defineFieldIn(trx: Transaction<Database>, dialect: CatalogueDialect, principal: Principal, name: unknown, type: unknown, scope: unknown): Promise<Field> {
+export async function defineFieldIn(trx: Transaction<Database>, dialect: CatalogueSql, principal: Principal, name: unknown, type: unknown, scope: unknown): Promise<Field> {
   requireCapability(principal, 'storage.modify', '/');
   requireAdmin(principal, 'define metadata fields');
   if (typeof name !== 'string' || !FIELD_NAME.test(name)) throw new InvalidRequest(`field name ${JSON.stringify(name)}: must match ${FIELD_NAME.source}`);
@@ -28,7 +28,7 @@ export async function defineFieldIn(trx: Transaction<Database>, dialect: Catalog
   return field;
 }
 
-export async function removeField(db: Db, dialect: CatalogueDialect, principal: Principal, name: string): Promise<void> {
+export async function removeField(db: Db, dialect: CatalogueSql, principal: Principal, name: string): Promise<void> {
   requireCapability(principal, 'storage.modify', '/');
   requireAdmin(principal, 'remove metadata fields');
   await db.transaction().execute(async (trx) => {

@@ -18,7 +18,7 @@ import { filePresence, fileValue } from '../file-index.ts';
 import { descendantRange } from '../paths.ts';
 import { compareValues, endsAfter, isPoint, valueIntervals, type Interval } from '../value-intervals.ts';
 import { fieldsById, fromStored, type Field, type JsonValue } from '../values.ts';
-import type { CatalogueDialect } from './dialect.ts';
+import type { CatalogueSql } from './dialect.ts';
 import { fileRecord, type FileRecord, type FileRow } from './rows.ts';
 
 export const DEFAULT_PAGE = 100;
@@ -180,7 +180,7 @@ export function filesOfDirectoryQuery(pg: boolean, dir: { id: number; path: stri
 }
 
 /** The next matching directories holding files, from id `fromDir` on (exposed for the plans the scale test checks). */
-export function directoryBatchQuery(db: Db, dialect: CatalogueDialect, path: string, dirTerms: FieldCondition[], fromDir: number) {
+export function directoryBatchQuery(db: Db, dialect: CatalogueSql, path: string, dirTerms: FieldCondition[], fromDir: number) {
   const tree: ConditionTree = { kind: 'and', terms: dirTerms };
   const driver = drivingTerm(tree);
   // SQLite walks an equality's (field_id, value, dir_id) index in dir_id order, but knows it only of the
@@ -195,7 +195,7 @@ export function directoryBatchQuery(db: Db, dialect: CatalogueDialect, path: str
     .limit(DIRECTORY_BATCH);
 }
 
-async function byDirectory(db: Db, dialect: CatalogueDialect, path: string, dirTerms: FieldCondition[], fileTerms: FieldCondition[], after: FindCursor | undefined, limit: number): Promise<Row[]> {
+async function byDirectory(db: Db, dialect: CatalogueSql, path: string, dirTerms: FieldCondition[], fileTerms: FieldCondition[], after: FindCursor | undefined, limit: number): Promise<Row[]> {
   const rows: Row[] = [];
   let fromDir = after?.dir ?? 0;
   let afterName = after?.name;
@@ -227,7 +227,7 @@ function metadataOf(row: Row, byId: Map<number, Field>): Record<string, JsonValu
 }
 
 /** A page of the files of the subtree of `path` matching `tree` (directory and file terms), after `cursor`. */
-export async function findFiles(db: Db, dialect: CatalogueDialect, path: string, tree: ConditionTree, fields: Map<string, Field>, limit: number, cursor: string | undefined): Promise<FindAnswer> {
+export async function findFiles(db: Db, dialect: CatalogueSql, path: string, tree: ConditionTree, fields: Map<string, Field>, limit: number, cursor: string | undefined): Promise<FindAnswer> {
   const { fileTerms, dirTerms, driver } = findPlan(tree);
   const after = cursor === undefined ? undefined : decodeCursor(cursor, driver ? 'f' : 'd', driver?.field.type);
   // One row more than the page tells whether there is a next page.

@@ -7,7 +7,7 @@ import type { Db } from '../../kernel/db/database.ts';
 import type { ConditionTree } from '../conditions.ts';
 import { fromSummaryKey, presentFileValues } from '../file-values.ts';
 import { compareValues, fieldsById, fromStored, type Field, type JsonValue } from '../values.ts';
-import type { CatalogueDialect } from './dialect.ts';
+import type { CatalogueSql } from './dialect.ts';
 
 export interface SearchAnswer {
   Path: string;
@@ -17,12 +17,12 @@ export interface SearchAnswer {
 }
 
 /** The search's query (exposed so that the benchmark can show both dialects' plans). */
-export function searchQuery(db: Db, dialect: CatalogueDialect, path: string, tree: ConditionTree) {
+export function searchQuery(db: Db, dialect: CatalogueSql, path: string, tree: ConditionTree) {
   return dialect.matching(db, path, tree).select(['d.path', 'd.files', 'd.size', 'd.tree_files', 'd.tree_size']).orderBy('d.path');
 }
 
 /** Directories in the subtree of `path` (itself included) matching `tree`, with recursive counts. */
-export async function search(db: Db, dialect: CatalogueDialect, path: string, tree: ConditionTree): Promise<SearchAnswer> {
+export async function search(db: Db, dialect: CatalogueSql, path: string, tree: ConditionTree): Promise<SearchAnswer> {
   const rows = await searchQuery(db, dialect, path, tree).execute();
   let files = 0;
   let size = 0;
@@ -39,7 +39,7 @@ export async function search(db: Db, dialect: CatalogueDialect, path: string, tr
  * Values of every field among the directories of the subtree of `path` that match `tree`: directory
  * fields from their effective metadata, file fields from the files directly in them.
  */
-export async function compatibleValues(db: Db, dialect: CatalogueDialect, path: string, tree: ConditionTree, fields: Map<string, Field>, withFileFields = true): Promise<Map<Field, JsonValue[]>> {
+export async function compatibleValues(db: Db, dialect: CatalogueSql, path: string, tree: ConditionTree, fields: Map<string, Field>, withFileFields = true): Promise<Map<Field, JsonValue[]>> {
   const byId = fieldsById(fields);
   const everything = path === '/' && tree.terms.length === 0;
   // Everything: each effective value originates from an own value, read one distinct value at a time;

@@ -9,7 +9,7 @@ import type { CatalogueConfig } from '../config-schema.ts';
 import { ancestorsOf } from '../paths.ts';
 import { requireTraversable } from '../permissions.ts';
 import type { Field } from '../values.ts';
-import type { CatalogueDialect } from './dialect.ts';
+import type { CatalogueSql } from './dialect.ts';
 import { defineFieldIn } from './fields.ts';
 import { fieldsIn } from './lookups.ts';
 import { chunks, INSERT_CHUNK, type DirRow, type SessionState } from './rows.ts';
@@ -18,14 +18,14 @@ export class Session implements SessionState {
   readonly trx: Transaction<Database>;
   readonly principal: Principal;
   readonly config: CatalogueConfig;
-  readonly dialect: CatalogueDialect;
+  readonly dialect: CatalogueSql;
   readonly dirs = new Map<string, DirRow>();
   readonly created = new Set<number>();
   readonly freshLeaves = new Set<number>();
   readonly keyShared = new Set<string>();
   fieldsCache: Map<string, Field> | undefined;
 
-  constructor(trx: Transaction<Database>, principal: Principal, config: CatalogueConfig, dialect: CatalogueDialect) {
+  constructor(trx: Transaction<Database>, principal: Principal, config: CatalogueConfig, dialect: CatalogueSql) {
     this.trx = trx;
     this.principal = principal;
     this.config = config;

@@ -5,7 +5,8 @@
  * concurrent claims neither wait for each other nor take the same job; SQLite has one writer at a time.
  */
 import { sql } from 'kysely';
-import type { Db, Dialect } from '../../kernel/db/database.ts';
+import type { Db } from '../../kernel/db/database.ts';
+import type { Dialect } from '../../kernel/db/dialect.ts';
 import { nowIso } from '../../kernel/db/database.ts';
 import { InvalidTransition } from '../../kernel/errors.ts';
 import type { Manifest } from '../manifest.ts';

@@ -2,12 +2,12 @@
  * One Kysely instance per process, on SQLite (node:sqlite, the embedded default) or PostgreSQL.
  * The migration set is shared by both dialects and applied at start.
  */
-import { Kysely, Migrator, PostgresAdapter, PostgresDialect, sql, type LogEvent, type Migration } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql, type LogEvent, type Migration } from 'kysely';
 import pg from 'pg';
 import { nodeSqliteDialect } from './node-sqlite.ts';
+import { dialectOf, type Dialect } from './dialect.ts';
 import type { Database } from './schema.ts';
 
-export type Dialect = 'sqlite' | 'postgres';
 export type Db = Kysely<Database>;
 
 // int8 (count(*), bigserial) as JavaScript numbers: job ids and counts stay far below 2^53.
@@ -53,7 +53,7 @@ export function openDatabase(url: string, options: OpenDatabaseOptions = {}): Op
 export async function migrate(db: Db, migrations: Readonly<Record<string, Migration>>): Promise<void> {
   // On PostgreSQL, name the schema: Kysely otherwise finds its bookkeeping tables in *any* schema of the
   // database (another instance's, another test's) and skips creating them in ours.
-  const schema = db.getExecutor().adapter instanceof PostgresAdapter ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema : undefined;
+  const schema = dialectOf(db) === 'postgres' ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema : undefined;
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async (): Promise<Record<string, Migration>> => migrations },

@@ -1,9 +1,6 @@
 /** Schema pieces that differ between SQLite and PostgreSQL, for use inside migrations. */
-import { PostgresAdapter, type CreateTableBuilder, type Kysely } from 'kysely';
-
-export function isPostgres(db: Kysely<unknown>): boolean {
-  return db.getExecutor().adapter instanceof PostgresAdapter;
-}
+import type { CreateTableBuilder, Kysely } from 'kysely';
+import { dialectOf } from './dialect.ts';
 
 /** Adds an auto-incrementing integer primary key named `name`. */
 export function withAutoId<T extends string>(
@@ -11,7 +8,7 @@ export function withAutoId<T extends string>(
   table: CreateTableBuilder<T, never>,
   name: string,
 ): CreateTableBuilder<T, string> {
-  return isPostgres(db)
+  return dialectOf(db) === 'postgres'
     ? table.addColumn(name, 'bigserial', (c) => c.primaryKey())
     : table.addColumn(name, 'integer', (c) => c.primaryKey().autoIncrement());
 }

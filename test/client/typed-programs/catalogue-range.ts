@@ -1,5 +1,5 @@
 /**
- * A user's program against the generated client (issue 31, point 13): a directory search over a metadata
+ * A user's program against the generated client: a directory search over a metadata
  * range (the key repeated: `Run=>=|5&Run=<|10`) and a file search by directory and file metadata, page by
  * page, every request written through the client's types, without a cast. test/client/typed-catalogue.test.ts
  * type-checks it with tsc and runs it against a real service; it prints what it found as JSON.

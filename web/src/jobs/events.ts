@@ -3,22 +3,13 @@
  * so that the token travels in the Authorization header and never in a URL. Reconnects with
  * Last-Event-ID after a break, as EventSource would.
  */
+import type { components } from '@dirigo/client/schema';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { authorizedFetch } from '../api.ts';
 
-export interface StatusEvent {
-  JobID: number;
-  Status: string;
-  MinorStatus: string;
-  ApplicationStatus: string;
-  Time: string;
-}
-
-export interface ParameterEvent {
-  JobID: number;
-  Name: string;
-  Value: string;
-}
+// The event data as the API document describes it (packages/client generates the types).
+export type StatusEvent = components['schemas']['JobStatusEvent'];
+export type ParameterEvent = components['schemas']['JobParameterEvent'];
 
 export interface JobEventHandlers {
   status(event: StatusEvent): void;

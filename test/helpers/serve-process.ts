@@ -8,9 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { stringify } from 'yaml';
-import { createPostgresSchema, POSTGRES_URL } from '../helpers/dialects.ts';
-import { testRegistry, TEST_SETUP } from '../helpers/service.ts';
-import { testPki, type TestPki } from '../helpers/pki.ts';
+import { createPostgresSchema, POSTGRES_URL } from './dialects.ts';
+import { testRegistry, TEST_SETUP } from './service.ts';
+import { testPki, type TestPki } from './pki.ts';
+import type { Dialect } from '../../src/kernel/db/dialect.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -32,7 +33,7 @@ export interface ServeSetup {
 }
 
 /** Writes a data dir and config for `dirigo serve`; `jobs` is the config's jobs section. */
-export async function prepareServe(dialect: 'sqlite' | 'postgres', jobs: Record<string, unknown>, serverExtra: Record<string, unknown> = {}): Promise<ServeSetup> {
+export async function prepareServe(dialect: Dialect, jobs: Record<string, unknown>, serverExtra: Record<string, unknown> = {}): Promise<ServeSetup> {
   const pki = await testPki();
   const dataDir = mkdtempSync(join(tmpdir(), 'dirigo-serve-'));
   let databaseUrl = 'sqlite:dirigo.db';

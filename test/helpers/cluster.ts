@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { Agent } from 'undici';
 import { stringify } from 'yaml';
-import { createPostgresSchema, POSTGRES_URL } from '../helpers/dialects.ts';
-import { testPki, type TestPki } from '../helpers/pki.ts';
-import { send, type HttpResponse } from '../helpers/http.ts';
-import { testRegistry, TEST_SETUP } from '../helpers/service.ts';
+import { createPostgresSchema, POSTGRES_URL } from './dialects.ts';
+import { testPki, type TestPki } from './pki.ts';
+import { send, type HttpResponse } from './http.ts';
+import { testRegistry, TEST_SETUP } from './service.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
