@@ -8,7 +8,7 @@
  * and within jobs.events.tokenRecheckMs (plus the revocation list's second) of a revocation anywhere.
  */
 import type { ServerResponse } from 'node:http';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { noLongerAuthenticated, requireCapability, requireToken, type Principal } from '../auth/index.ts';
 import type { AppContext } from '../kernel/context.ts';
@@ -47,7 +47,12 @@ interface OpenStream {
   end(reason: string): void;
 }
 
-export function jobEventsRoute(app: FastifyInstance, ctx: AppContext, auth: ReturnType<typeof requireToken>): void {
+export interface JobEventsOptions {
+  ctx: AppContext;
+  auth: ReturnType<typeof requireToken>;
+}
+
+export const jobEventsRoute: FastifyPluginAsyncTypebox<JobEventsOptions> = async (app, { ctx, auth }) => {
   const config: JobsConfig['events'] = ctx.config.jobs.events;
   const hub = new EventHub(ctx.db, { pollMs: config.pollMs });
   const open = new Set<OpenStream>();
@@ -206,4 +211,4 @@ export function jobEventsRoute(app: FastifyInstance, ctx: AppContext, auth: Retu
       }
     },
   );
-}
+};

@@ -3,6 +3,7 @@
  * command. How jobs run is the executors' business; they reach it through {@link JobRunner}.
  */
 export { jobsRoutes } from './routes.ts';
+export { removeStaleUploads, startJobDuties } from './duties.ts';
 export { jobsCommand } from './cli.ts';
 export { jobCommand } from './job-cli.ts';
 export type { JobRunner } from './service.ts';
