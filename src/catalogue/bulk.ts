@@ -10,11 +10,10 @@
  * failed why. The body limit is `catalogue.bulkBodyLimit`, counted here because the stream bypasses
  * Fastify's own limit.
  */
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../kernel/context.ts';
-import { allowsCapability, requireCapability } from '../auth/index.ts';
 import { toDirigoError } from '../kernel/error-handler.ts';
 import { InvalidRequest, PayloadTooLarge, UnsupportedMediaType } from '../kernel/errors.ts';
 import { refuseUnstorableText } from '../kernel/storable-text.ts';
@@ -24,7 +23,8 @@ import { parseMode } from './permissions.ts';
 import { BULK_FILE_KEYS, isObject, metadataObject, newFile } from './requests.ts';
 import { bulkImport } from './operations.ts';
 import type { Field } from './values.ts';
-import { AtLine, BatchedWriteFailed, type CatalogueStore, type NewFile, type PreparedDirectory, type WriteSession } from './store.ts';
+import type { CatalogueRouteOptions } from './route-options.ts';
+import { AtLine, BatchedWriteFailed, type NewFile, type PreparedDirectory, type WriteSession } from './store.ts';
 
 /** A batch also ends at this much line text, so that long lines cannot make one transaction hold much memory. */
 const MAX_BATCH_CHARS = 16 * 1024 * 1024;
@@ -188,25 +188,19 @@ async function runOps(s: WriteSession, ops: Op[], batched: boolean, checkedWith:
   await flushFiles();
 }
 
-export async function bulkRoute(
-  app: FastifyInstance,
-  ctx: AppContext,
-  store: CatalogueStore,
-  preHandler: (request: FastifyRequest, reply: FastifyReply) => Promise<void>,
-): Promise<void> {
+export const bulkRoute: FastifyPluginAsyncTypebox<CatalogueRouteOptions & { ctx: AppContext }> = async (app, { ctx, service, auth }) => {
   const { bulkBodyLimit, bulkLineLimit, bulkBatchSize } = ctx.config.catalogue;
-  // The raw stream becomes the body: lines are applied while the request is still arriving.
-  app.addContentTypeParser('application/x-ndjson', (_request, payload, done) => done(null, payload));
+  const store = service.store;
 
   app.post(
     '/filecatalogue/bulk',
-    { preHandler, schema: bulkImport },
+    { preHandler: auth, schema: bulkImport },
     async (request, reply) => {
-      const stream = request.body as Readable | undefined;
-      if (!stream || typeof (stream as Readable).pipe !== 'function') throw new UnsupportedMediaType('send the operations as application/x-ndjson');
+      // The NDJSON parser (routes.ts) hands the raw stream on; any other media type is parsed whole.
+      const stream = request.body;
+      if (!(stream instanceof Readable)) throw new UnsupportedMediaType('send the operations as application/x-ndjson');
       const principal = request.principal!;
-      // Every line writes: a token that may write nowhere (a sign-in one, a read-only one) is refused whole.
-      if (!allowsCapability(principal, 'storage.create') && !allowsCapability(principal, 'storage.modify')) requireCapability(principal, 'storage.create');
+      service.requireImporter(principal);
       const fields = await store.fields();
       let applied = 0;
       /** The first failing line of an applied batch (the earliest failure: batches run in order). */
@@ -284,4 +278,4 @@ export async function bulkRoute(
       return { applied, error: { line: failure.line, ...mapped.toJSON() } };
     },
   );
-}
+};

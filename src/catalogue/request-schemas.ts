@@ -4,7 +4,7 @@
  * the problem; these schemas are then the document's account of those checks (see `handlerChecks`).
  */
 import type { FastifyRequest } from 'fastify';
-import { Type, type TObject } from 'typebox';
+import { Type, type TObject, type TProperties, type TString } from 'typebox';
 import { MAX_PATH_PARAM_CHARS } from './paths.ts';
 import { FIELD_NAME } from './store/rows.ts';
 import { FIELD_SCOPES, FIELD_TYPES, MAX_STRING_VALUE, type FieldScope, type FieldType } from './values.ts';
@@ -107,8 +107,9 @@ export const FieldDefinition = Type.Object({
 });
 
 /** The same keys as plain strings: what Fastify checks of a field definition (the store names a bad name, type or scope itself). */
-export function asStrings(schema: TObject): TObject {
-  return Type.Object(Object.fromEntries(Object.keys(schema.properties).map((key) => [key, Type.String()])));
+export function asStrings<P extends TProperties>(schema: TObject<P>): TObject<{ [K in keyof P]: TString }> {
+  const strings: TProperties = Object.fromEntries(Object.keys(schema.properties).map((key) => [key, Type.String()]));
+  return Type.Object(strings) as TObject<{ [K in keyof P]: TString }>;
 }
 
 export const DirectoryBody = Type.Object({ Mode: Type.Optional(Mode), Metadata: Type.Optional(WritableMetadata) }, { additionalProperties: false });

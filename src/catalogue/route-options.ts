@@ -1,0 +1,27 @@
+/** What every catalogue route plugin shares: the service, the token check, and how parameters are checked. */
+import type { FastifyRequest } from 'fastify';
+import type { requireToken } from '../auth/index.ts';
+import { handlerChecks } from './request-schemas.ts';
+import type { CatalogueService } from './service.ts';
+
+export interface CatalogueRouteOptions {
+  service: CatalogueService;
+  /** Authenticates the bearer token. */
+  auth: ReturnType<typeof requireToken>;
+}
+
+/** Routes whose path parameter the handler checks itself, in its own words (request-schemas.ts). */
+export function pathRoute(auth: CatalogueRouteOptions['auth']) {
+  return { attachValidation: true, preHandler: [handlerChecks('params'), auth] };
+}
+
+/** Routes whose path parameter and metadata conditions the handler checks itself. */
+export function conditionRoute(auth: CatalogueRouteOptions['auth']) {
+  return { attachValidation: true, preHandler: [handlerChecks('params', 'querystring'), auth] };
+}
+
+/** The query as sent: conditions repeat keys and carry operators, which only parseConditions reads. */
+export function rawQuery(request: FastifyRequest): string {
+  const q = request.url.indexOf('?');
+  return q === -1 ? '' : request.url.slice(q + 1);
+}
