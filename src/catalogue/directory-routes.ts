@@ -2,14 +2,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import * as OP from './operations.ts';
 import { decodePathParam } from './paths.ts';
-import { conditionRoute, pathRoute, rawQuery, type CatalogueRouteOptions } from './route-options.ts';
+import { DirectoryBodyOrNone, MetadataBody } from './request-schemas.ts';
+import { bodyRoute, conditionRoute, pathRoute, rawQuery, type CatalogueRouteOptions } from './route-options.ts';
 
 export const directoryRoutes: FastifyPluginAsyncTypebox<CatalogueRouteOptions> = async (app, { service, auth }) => {
   app.get('/filecatalogue/directory/:path', { ...pathRoute(auth), schema: OP.listDirectory }, async (request) =>
     service.listDirectory(request.principal!, decodePathParam(request.params.path), request.query.verbose === true),
   );
 
-  app.put('/filecatalogue/directory/:path', { ...pathRoute(auth), schema: OP.createDirectory }, async (request, reply) => {
+  app.put('/filecatalogue/directory/:path', { ...bodyRoute(auth, DirectoryBodyOrNone, '{"Mode", "Metadata"}'), schema: OP.createDirectory }, async (request, reply) => {
     const { record, created } = await service.createDirectory(request.principal!, decodePathParam(request.params.path), request.body);
     reply.code(created ? 201 : 200);
     return record;
@@ -23,7 +24,7 @@ export const directoryRoutes: FastifyPluginAsyncTypebox<CatalogueRouteOptions> =
     service.directoryValues(request.principal!, decodePathParam(request.params.path), rawQuery(request)),
   );
 
-  app.put('/filecatalogue/directory/:path/metadata', { ...pathRoute(auth), schema: OP.setDirectoryMetadata }, async (request) =>
+  app.put('/filecatalogue/directory/:path/metadata', { ...bodyRoute(auth, MetadataBody, '{"field": value}'), schema: OP.setDirectoryMetadata }, async (request) =>
     service.setDirectoryMetadata(request.principal!, decodePathParam(request.params.path), request.body),
   );
 };

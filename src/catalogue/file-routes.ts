@@ -2,7 +2,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import * as OP from './operations.ts';
 import { decodePathParam } from './paths.ts';
-import { pathRoute, type CatalogueRouteOptions } from './route-options.ts';
+import { FileBody, MetadataBody } from './request-schemas.ts';
+import { bodyRoute, pathRoute, type CatalogueRouteOptions } from './route-options.ts';
 
 export const fileRoutes: FastifyPluginAsyncTypebox<CatalogueRouteOptions> = async (app, { service, auth }) => {
   app.get('/filecatalogue/file/:path/attributes', { ...pathRoute(auth), schema: OP.getFileAttributes }, async (request) =>
@@ -13,11 +14,11 @@ export const fileRoutes: FastifyPluginAsyncTypebox<CatalogueRouteOptions> = asyn
     service.fileMetadata(request.principal!, decodePathParam(request.params.path)),
   );
 
-  app.put('/filecatalogue/file/:path/metadata', { ...pathRoute(auth), schema: OP.setFileMetadata }, async (request) =>
+  app.put('/filecatalogue/file/:path/metadata', { ...bodyRoute(auth, MetadataBody, '{"field": value}'), schema: OP.setFileMetadata }, async (request) =>
     service.setFileMetadata(request.principal!, decodePathParam(request.params.path), request.body),
   );
 
-  app.put('/filecatalogue/file/:path', { ...pathRoute(auth), schema: OP.registerFile }, async (request, reply) => {
+  app.put('/filecatalogue/file/:path', { ...bodyRoute(auth, FileBody, '{"Size", "Checksum", ...}'), schema: OP.registerFile }, async (request, reply) => {
     const record = await service.registerFile(request.principal!, decodePathParam(request.params.path), request.body);
     reply.code(201);
     return record;

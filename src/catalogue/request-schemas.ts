@@ -1,7 +1,10 @@
 /**
  * What a catalogue request carries, as TypeBox schemas: path and query parameters, and the JSON bodies.
- * The handlers check most of it themselves (paths.ts, conditions.ts, requests.ts), with messages that name
- * the problem; these schemas are then the document's account of those checks (see `handlerChecks`).
+ * The JSON bodies are checked by these schemas (with TypeBox's own compiler, which coerces nothing, and
+ * the catalogue's words for a refusal: schema-errors.ts). The path parameter and the metadata conditions
+ * are checked by paths.ts and conditions.ts, which refuse at least as much and name the problem; these
+ * schemas are then the document's account of those checks (see `handlerChecks`). Bulk lines are read
+ * from a stream, line by line, by bulk.ts and requests.ts.
  */
 import type { FastifyRequest } from 'fastify';
 import { Type, type TObject, type TProperties, type TString } from 'typebox';
@@ -86,8 +89,8 @@ export const FindQuery = Type.Object({
   cursor: Type.Optional(Type.String({ maxLength: 4096, description: "the previous page's nextCursor: the page after it, at the same cost however deep" })),
 });
 
-// ---- bodies (checked by hand in requests.ts and bulk.ts: Ajv's type coercion would turn the string "5"
-// into a number and blur the type check of metadata values) ----
+// ---- bodies (checked with TypeBox's compiler, not Fastify's Ajv: its type coercion would turn the string
+// "5" into a number and blur the type check of metadata values) ----
 
 export const METADATA_BODY_HELP = 'Body: {"field": value, ...}; values must match the field type (int/float: JSON numbers, date: ISO 8601 string, string: string); null removes the value.';
 export const FILE_BODY_HELP =
@@ -113,10 +116,12 @@ export function asStrings<P extends TProperties>(schema: TObject<P>): TObject<{ 
 }
 
 export const DirectoryBody = Type.Object({ Mode: Type.Optional(Mode), Metadata: Type.Optional(WritableMetadata) }, { additionalProperties: false });
+/** What Fastify checks of PUT /filecatalogue/directory/{path}: the body may be left out (checked as null). */
+export const DirectoryBodyOrNone = Type.Union([DirectoryBody, Type.Null()]);
 
 export const FileBody = Type.Object(
   {
-    Size: Type.Integer({ minimum: 0, description: 'bytes' }),
+    Size: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'bytes' }),
     Checksum: Type.String({ minLength: 1, maxLength: 128 }),
     ChecksumType: Type.Optional(Type.String({ minLength: 1, maxLength: 32, default: 'Adler32' })),
     GUID: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'default: a random UUID' })),

@@ -1,4 +1,7 @@
-/** Validation of write bodies shared by the REST writes and the bulk endpoint; messages name the key. */
+/**
+ * Checks of bulk lines (a stream, read line by line: no route schema sees them), and of file metadata
+ * against the defined fields, which REST writes share; messages name the key.
+ */
 import { InvalidRequest } from '../kernel/errors.ts';
 import type { NewFile } from './store.ts';
 import { parseMode } from './permissions.ts';
@@ -40,15 +43,14 @@ export function fileMetadata(metadata: Record<string, unknown>, fields: Readonly
   return out;
 }
 
-/** Keys of a file registration: REST bodies use DESIGN's record names, bulk lines lower camel case. */
-export const REST_FILE_KEYS = { size: 'Size', checksum: 'Checksum', checksumType: 'ChecksumType', guid: 'GUID', status: 'Status', mode: 'Mode', metadata: 'Metadata' } as const;
+/** Keys of a bulk file line (lower camel case; REST bodies, checked by their schema, use DESIGN's record names). */
 export const BULK_FILE_KEYS = { size: 'size', checksum: 'checksum', checksumType: 'checksumType', guid: 'guid', status: 'status', mode: 'mode', metadata: 'metadata' } as const;
 
 export function newFile(
   path: string,
   body: Record<string, unknown>,
   fields: ReadonlyMap<string, Field>,
-  keys: typeof REST_FILE_KEYS | typeof BULK_FILE_KEYS,
+  keys: typeof BULK_FILE_KEYS,
   extraKeys: readonly string[],
   what: string,
 ): NewFile {
@@ -67,12 +69,4 @@ export function newFile(
     mode: parseMode(body[keys.mode], `${what}: ${keys.mode}`),
     metadata: fileMetadata(metadataObject(body[keys.metadata], what), fields, what),
   };
-}
-
-/** PUT /filecatalogue/directory/<d> body: optional `{Mode, Metadata}`. */
-export function directoryBody(body: unknown): { mode: number | undefined; metadata: Record<string, unknown> } {
-  if (body === undefined || body === null || body === '') return { mode: undefined, metadata: {} };
-  if (!isObject(body)) throw new InvalidRequest('body must be a JSON object {"Mode", "Metadata"}');
-  checkKeys(body, ['Mode', 'Metadata'], 'body');
-  return { mode: parseMode(body.Mode, 'body.Mode'), metadata: metadataObject(body.Metadata, 'body.Metadata') };
 }

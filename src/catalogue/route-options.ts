@@ -1,7 +1,10 @@
 /** What every catalogue route plugin shares: the service, the token check, and how parameters are checked. */
+import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
+import type { TSchema } from 'typebox';
 import type { requireToken } from '../auth/index.ts';
 import { handlerChecks } from './request-schemas.ts';
+import { bodyErrors } from './schema-errors.ts';
 import type { CatalogueService } from './service.ts';
 
 export interface CatalogueRouteOptions {
@@ -13,6 +16,15 @@ export interface CatalogueRouteOptions {
 /** Routes whose path parameter the handler checks itself, in its own words (request-schemas.ts). */
 export function pathRoute(auth: CatalogueRouteOptions['auth']) {
   return { attachValidation: true, preHandler: [handlerChecks('params'), auth] };
+}
+
+/**
+ * Routes with a path parameter and a JSON body: the body is checked by its schema with TypeBox's compiler
+ * (no coercion: "5" is not a number), its refusals worded by schema-errors.ts; `hint` says what a body
+ * must look like.
+ */
+export function bodyRoute(auth: CatalogueRouteOptions['auth'], body: TSchema, hint: string) {
+  return { ...pathRoute(auth), validatorCompiler: TypeBoxValidatorCompiler, schemaErrorFormatter: bodyErrors(body, hint) };
 }
 
 /** Routes whose path parameter and metadata conditions the handler checks itself. */

@@ -6,13 +6,15 @@
  */
 import { allowsCapability, requireCapability, type Principal } from '../auth/index.ts';
 import type { Db } from '../kernel/db/database.ts';
-import { InvalidRequest, NotFound } from '../kernel/errors.ts';
+import type { Static } from 'typebox';
+import { NotFound } from '../kernel/errors.ts';
 import { parseConditions } from './conditions.ts';
 import type { CatalogueConfig } from './config-schema.ts';
 import { FIND_PARAMETERS, findPaging } from './find-query.ts';
 import { baseName, parentOf } from './paths.ts';
-import { READ, requireAllowed, requireTraversable } from './permissions.ts';
-import { directoryBody, isObject, newFile, REST_FILE_KEYS } from './requests.ts';
+import { parseMode, READ, requireAllowed, requireTraversable } from './permissions.ts';
+import type { DirectoryBodyOrNone, FileBody, MetadataBody } from './request-schemas.ts';
+import { fileMetadata } from './requests.ts';
 import { CatalogueStore, directoryRecord, fileRecord, type DirRow } from './store.ts';
 import type { FieldScope, FieldType } from './values.ts';
 
@@ -104,8 +106,9 @@ export class CatalogueService {
   }
 
   /** mkdir -p, then the body's Mode and Metadata; `created` tells a new directory from an existing one. */
-  async createDirectory(principal: Principal, path: string, body: unknown) {
-    const { mode, metadata } = directoryBody(body);
+  async createDirectory(principal: Principal, path: string, body: Static<typeof DirectoryBodyOrNone>) {
+    const mode = parseMode(body?.Mode, 'body.Mode');
+    const metadata = body?.Metadata ?? {};
     return this.store.write(principal, async (s) => {
       const { dir, created } = await s.mkdirs(path, mode);
       // An existing directory is answered as it is: a token that may neither create nor read there
@@ -133,8 +136,7 @@ export class CatalogueService {
     return out;
   }
 
-  setDirectoryMetadata(principal: Principal, path: string, body: unknown) {
-    if (!isObject(body)) throw new InvalidRequest('body must be a JSON object {"field": value}');
+  setDirectoryMetadata(principal: Principal, path: string, body: Static<typeof MetadataBody>) {
     return this.store.write(principal, async (s) => {
       const dir = await s.directory(path);
       if (!dir) throw new NotFound(`no directory ${path}`);
@@ -169,8 +171,7 @@ export class CatalogueService {
     return this.store.fileMetadata(dir.id, file.meta, await this.store.fields());
   }
 
-  setFileMetadata(principal: Principal, path: string, body: unknown) {
-    if (!isObject(body)) throw new InvalidRequest('body must be a JSON object {"field": value}');
+  setFileMetadata(principal: Principal, path: string, body: Static<typeof MetadataBody>) {
     return this.store.write(principal, async (s) => {
       const { dir, file } = await this.store.requireFile(path, s.trx);
       const meta = await s.setFileMetadata(dir, file, body);
@@ -178,11 +179,12 @@ export class CatalogueService {
     });
   }
 
-  registerFile(principal: Principal, path: string, body: unknown) {
-    if (!isObject(body)) throw new InvalidRequest('body must be a JSON object {"Size", "Checksum", ...}');
+  registerFile(principal: Principal, path: string, body: Static<typeof FileBody>) {
     return this.store.write(principal, async (s) => {
-      const item = newFile(path, body, await s.fields(), REST_FILE_KEYS, [], 'body');
-      await s.registerFiles([item]);
+      // Checked by the schema already; the metadata against the fields defined now, in this transaction.
+      const metadata = fileMetadata(body.Metadata ?? {}, await s.fields(), 'body');
+      const { Size: size, Checksum: checksum, ChecksumType: checksumType, GUID: guid, Status: status } = body;
+      await s.registerFiles([{ path, size, checksum, checksumType, guid, status, mode: parseMode(body.Mode, 'body.Mode'), metadata }]);
       const { dir, file } = await this.store.requireFile(path, s.trx);
       return fileRecord(dir.path, file);
     });
