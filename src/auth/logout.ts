@@ -24,9 +24,10 @@ import { BODY_ERRORS, page, pageOrError, redirect, type Answers } from './api-an
 import { LogoutConfirmForm, LogoutForm, LogoutParameters } from './page-schemas.ts';
 
 function params(request: FastifyRequest): Record<string, string> {
-  const source = (request.method === 'POST' ? request.body : request.query) as Record<string, unknown> | undefined;
+  const source: unknown = request.method === 'POST' ? request.body : request.query;
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(source ?? {})) if (typeof v === 'string' && v !== '') out[k] = v;
+  if (typeof source !== 'object' || source === null) return out;
+  for (const [k, v] of Object.entries(source)) if (typeof v === 'string' && v !== '') out[k] = v;
   return out;
 }
 
