@@ -7,7 +7,8 @@
  * Only a token with the rights of its group (the group scope and no capability, scopes.ts) may see or
  * manage the account: not one limited by capabilities (a job's, a storage transfer's), nor a sign-in one.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
 import { NotFound } from '../kernel/errors.ts';
@@ -25,7 +26,7 @@ function owner(request: FastifyRequest): Principal {
   return p;
 }
 
-export async function accountRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+export const accountRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   const tags = ['Account'];
   const security = SECURITY.token;
   const { store, sessions, clients } = oauth(ctx);
@@ -182,4 +183,4 @@ export async function accountRoutes(app: FastifyInstance, { ctx }: { ctx: AppCon
       reply.code(204);
     },
   );
-}
+};

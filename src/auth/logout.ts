@@ -9,7 +9,8 @@
  * register (RFC 7591). Clients with `revokeOnLogout` lose the grants (refresh tokens)
  * of the ended sign-in.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
 import type { OAuthClient } from '../registry/index.ts';
@@ -46,7 +47,7 @@ function finish(reply: FastifyReply, redirect: string | undefined, state: string
   return sendPage(reply, 'Signed out', '<p role="status">You are signed out of Dirigo.</p>');
 }
 
-export async function logoutRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+export const logoutRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   const tags = ['OAuth 2.0 pages'];
   const handle = async (request: FastifyRequest, reply: FastifyReply, confirmed: boolean) => {
     const p = params(request);
@@ -120,4 +121,4 @@ export async function logoutRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
     },
     (request, reply) => handle(request, reply, true),
   );
-}
+};
