@@ -129,7 +129,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
         },
       },
     },
-    async (request: FastifyRequest<{ Params: { grantId: string } }>, reply) => {
+    async (request, reply) => {
       const p = owner(request);
       if (!(await store.revokeGrantOf(p.username, request.params.grantId))) throw new NotFound(`no grant ${request.params.grantId} of yours`);
       reply.code(204);
@@ -177,7 +177,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
         },
       },
     },
-    async (request: FastifyRequest<{ Params: { sessionId: string } }>, reply) => {
+    async (request, reply) => {
       const p = owner(request);
       if (!(await sessions.endSessionOf(p.username, request.params.sessionId))) throw new NotFound(`no session ${request.params.sessionId} of yours`);
       reply.code(204);
