@@ -4,6 +4,7 @@
  */
 export { jobsRoutes } from './routes.ts';
 export { removeStaleUploads, startJobDuties } from './duties.ts';
+export { startEventStreams } from './event-streams.ts';
 export { jobsCommand } from './cli.ts';
 export { jobCommand } from './job-cli.ts';
 export type { JobRunner } from './service.ts';

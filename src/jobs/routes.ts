@@ -1,13 +1,15 @@
 /**
  * The /jobs interface (SPEC "Job management", DESIGN "Jobs"): the parsers every /jobs route shares, then
  * one plugin per resource. The scheduler that runs the jobs belongs to the executors domain; the
- * composition root hands it in as the JobRunner, and starts the domain's background duties (duties.ts).
+ * composition root hands it in as the JobRunner, and starts the domain's background duties (duties.ts)
+ * and the live event streams (event-streams.ts).
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import multipart from '@fastify/multipart';
 import { requireToken } from '../auth/index.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { actionRoutes } from './action-routes.ts';
+import type { EventStreams } from './event-streams.ts';
 import { jobEventsRoute } from './events-routes.ts';
 import { JDL_MEDIA_TYPE } from './jdl.ts';
 import { jobRoutes } from './job-routes.ts';
@@ -26,9 +28,11 @@ export interface JobsRoutesOptions {
   sandboxes: FileSandboxStore;
   /** This instance's scheduler; absent on an API-only instance. */
   runner: JobRunner | undefined;
+  /** The live event streams, started by the composition root. */
+  events: EventStreams;
 }
 
-export const jobsRoutes: FastifyPluginAsyncTypebox<JobsRoutesOptions> = async (app, { ctx, sandboxes: store, runner }) => {
+export const jobsRoutes: FastifyPluginAsyncTypebox<JobsRoutesOptions> = async (app, { ctx, sandboxes: store, runner, events }) => {
   const config = ctx.config.jobs;
   jobMetrics(ctx.observability, ctx.db);
 
@@ -51,7 +55,7 @@ export const jobsRoutes: FastifyPluginAsyncTypebox<JobsRoutesOptions> = async (a
   const options: JobRouteOptions = { ctx, config, service: new JobsService(ctx, config, store, runner), store, auth };
   // In this order, the order of the OpenAPI document's operations.
   await app.register(listingRoutes, options);
-  await app.register(jobEventsRoute, { ctx, auth });
+  await app.register(jobEventsRoute, { ctx, auth, streams: events });
   await app.register(jobRoutes, options);
   await app.register(sandboxRoutes, options);
   await app.register(submissionRoutes, options);
