@@ -3,8 +3,8 @@
  * The JSON bodies are checked by these schemas (with TypeBox's own compiler, which coerces nothing, and
  * the catalogue's words for a refusal: schema-errors.ts). The path parameter and the metadata conditions
  * are checked by paths.ts and conditions.ts, which refuse at least as much and name the problem; these
- * schemas are then the document's account of those checks (see `handlerChecks`). Bulk lines are read
- * from a stream, line by line, by bulk.ts and requests.ts.
+ * schemas are then the document's account of those checks (see `handlerChecks`). Bulk lines, read
+ * from a stream, are checked by their schemas one by one in bulk.ts.
  */
 import type { FastifyRequest } from 'fastify';
 import { Type, type TObject, type TProperties, type TString } from 'typebox';
@@ -109,10 +109,15 @@ export const FieldDefinition = Type.Object({
   Scope: Type.Unsafe<FieldScope>({ type: 'string', enum: [...FIELD_SCOPES], description: 'directory fields are inherited by the subtree and select in searches; file fields describe one file' }),
 });
 
-/** The same keys as plain strings: what Fastify checks of a field definition (the store names a bad name, type or scope itself). */
+/**
+ * The same keys as plain strings: what is checked of a field definition (the store names a bad name,
+ * type or scope itself); no other key, when the schema allows none.
+ */
 export function asStrings<P extends TProperties>(schema: TObject<P>): TObject<{ [K in keyof P]: TString }> {
   const strings: TProperties = Object.fromEntries(Object.keys(schema.properties).map((key) => [key, Type.String()]));
-  return Type.Object(strings) as TObject<{ [K in keyof P]: TString }>;
+  const closed = 'additionalProperties' in schema && schema.additionalProperties === false;
+  const options = closed ? { additionalProperties: false } : {};
+  return Type.Object(strings, options) as TObject<{ [K in keyof P]: TString }>;
 }
 
 export const DirectoryBody = Type.Object({ Mode: Type.Optional(Mode), Metadata: Type.Optional(WritableMetadata) }, { additionalProperties: false });
@@ -134,24 +139,25 @@ export const FileBody = Type.Object(
 
 export const MetadataBody = WritableMetadata;
 
-/** One line of a bulk import (application/x-ndjson): a field, a directory or a file. */
+/** Bulk lines (application/x-ndjson), each checked by its own schema (bulk.ts): a field, a directory, a file. */
+export const FieldLine = Type.Object({ field: FieldName, type: FieldDefinition.properties.Type, scope: FieldDefinition.properties.Scope }, { additionalProperties: false });
+export const DirectoryLine = Type.Object({ dir: Type.String(), metadata: Type.Optional(WritableMetadata), mode: Type.Optional(Mode) }, { additionalProperties: false });
+export const FileLine = Type.Object(
+  {
+    file: Type.String(),
+    size: FileBody.properties.Size,
+    checksum: FileBody.properties.Checksum,
+    checksumType: FileBody.properties.ChecksumType,
+    guid: FileBody.properties.GUID,
+    status: FileBody.properties.Status,
+    mode: Type.Optional(Mode),
+    metadata: Type.Optional(WritableMetadata),
+  },
+  { additionalProperties: false },
+);
+
+/** One line of a bulk import: what the document says of the body. */
 export const BulkLine = Type.Union(
-  [
-    Type.Object({ field: FieldName, type: FieldDefinition.properties.Type, scope: FieldDefinition.properties.Scope }, { additionalProperties: false }),
-    Type.Object({ dir: Type.String(), metadata: Type.Optional(WritableMetadata), mode: Type.Optional(Mode) }, { additionalProperties: false }),
-    Type.Object(
-      {
-        file: Type.String(),
-        size: FileBody.properties.Size,
-        checksum: FileBody.properties.Checksum,
-        checksumType: FileBody.properties.ChecksumType,
-        guid: FileBody.properties.GUID,
-        status: FileBody.properties.Status,
-        mode: Type.Optional(Mode),
-        metadata: Type.Optional(WritableMetadata),
-      },
-      { additionalProperties: false },
-    ),
-  ],
+  [FieldLine, DirectoryLine, FileLine],
   { description: 'Each line of the body is one of these JSON objects; blank lines are skipped. Paths are plain absolute catalogue paths (not base 64).' },
 );

@@ -32,7 +32,10 @@ export function bodyErrors(root: TSchema, hint: string): (errors: FastifySchemaV
     const where = `${dataVar}${first.instancePath.replace(/\//g, '.')}`;
     const params = first.params as { additionalProperties?: string[]; requiredProperties?: string[] };
     if (first.keyword === 'additionalProperties') return new InvalidRequest(`${dataVar}: unknown key ${JSON.stringify(params.additionalProperties?.[0])}${first.instancePath ? ` in ${where}` : ''}`);
-    if (first.keyword === 'required') return new InvalidRequest(`${where}: ${params.requiredProperties?.join(', ')} is required`);
+    if (first.keyword === 'required') {
+      const names = params.requiredProperties ?? [];
+      return new InvalidRequest(`${where}: ${names.join(', ')} ${names.length > 1 ? 'are' : 'is'} required`);
+    }
     if (first.instancePath === '' && first.keyword === 'type') return new InvalidRequest(`${dataVar} must be a JSON object ${hint}`);
     // The branches of a union precede the union's own error, at the same instance path.
     const union = errors.find((e) => e.keyword === 'anyOf' && e.instancePath === first.instancePath);

@@ -14,7 +14,7 @@ import { FIND_PARAMETERS, findPaging } from './find-query.ts';
 import { baseName, parentOf } from './paths.ts';
 import { parseMode, READ, requireAllowed, requireTraversable } from './permissions.ts';
 import type { DirectoryBodyOrNone, FileBody, MetadataBody } from './request-schemas.ts';
-import { fileMetadata } from './requests.ts';
+import { newFile } from './requests.ts';
 import { CatalogueStore, directoryRecord, fileRecord, type DirRow } from './store.ts';
 import type { FieldScope, FieldType } from './values.ts';
 
@@ -181,10 +181,9 @@ export class CatalogueService {
 
   registerFile(principal: Principal, path: string, body: Static<typeof FileBody>) {
     return this.store.write(principal, async (s) => {
-      // Checked by the schema already; the metadata against the fields defined now, in this transaction.
-      const metadata = fileMetadata(body.Metadata ?? {}, await s.fields(), 'body');
-      const { Size: size, Checksum: checksum, ChecksumType: checksumType, GUID: guid, Status: status } = body;
-      await s.registerFiles([{ path, size, checksum, checksumType, guid, status, mode: parseMode(body.Mode, 'body.Mode'), metadata }]);
+      const { Size: size, Checksum: checksum, ChecksumType: checksumType, GUID: guid, Status: status, Mode: mode, Metadata: metadata } = body;
+      // The metadata against the fields defined now, in this transaction.
+      await s.registerFiles([newFile(path, { size, checksum, checksumType, guid, status, mode, metadata }, await s.fields(), 'body')]);
       const { dir, file } = await this.store.requireFile(path, s.trx);
       return fileRecord(dir.path, file);
     });
