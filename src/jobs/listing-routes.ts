@@ -9,7 +9,7 @@ import { JobList, JobRecord, JobSummary, ListQuery, SearchAnswer, SearchBody, St
 import { NDJSON_MEDIA_TYPE, parseListQuery } from './list-query.ts';
 import { ATTRIBUTE_NAMES } from './model.ts';
 import { security, tags, type JobRouteOptions } from './route-options.ts';
-import { fullSort, type Condition, type SortKey } from './search.ts';
+import { fullSort } from './search.ts';
 import { restrictionConditions, STREAM_CHUNK } from './store.ts';
 
 export const listingRoutes: FastifyPluginAsyncTypebox<JobRouteOptions> = async (app, { service, auth }) => {
@@ -121,9 +121,9 @@ export const listingRoutes: FastifyPluginAsyncTypebox<JobRouteOptions> = async (
       const page = body.page ?? {};
       if (page.cursor !== undefined && page.offset !== undefined) throw new InvalidRequest('page: give offset or cursor, not both');
       return service.search(request.principal!, body.allOwners ?? false, {
-        conditions: (body.search ?? []) as Condition[],
+        conditions: body.search ?? [],
         parameters: body.parameters ?? ATTRIBUTE_NAMES,
-        sort: fullSort(body.sort as SortKey[] | undefined),
+        sort: fullSort(body.sort),
         size: page.size ?? 100,
         ...(page.offset !== undefined ? { offset: page.offset } : {}),
         ...(page.cursor !== undefined ? { cursor: page.cursor } : {}),
