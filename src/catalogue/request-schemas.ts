@@ -19,10 +19,20 @@ import { MAX_CONDITIONS, MAX_LIST_VALUES } from './conditions.ts';
  * field lookup) refuses at least as much and says what is wrong in its own words. A validation error of any other part (a `verbose` that is not a boolean) is
  * answered as Fastify would have answered it, before authentication as before.
  */
-export function handlerChecks(...parts: ('params' | 'querystring')[]) {
+export function handlerChecks(...parts: ValidatedPart[]) {
   return async (request: FastifyRequest): Promise<void> => {
-    const error = request.validationError as (Error & { validationContext?: string }) | undefined;
-    if (error && !parts.includes(error.validationContext as never)) throw error;
+    const error = request.validationError;
+    if (error && !parts.includes(error.validationContext as ValidatedPart)) throw error;
+  };
+}
+
+type ValidatedPart = 'params' | 'querystring' | 'body';
+
+/** A preHandler that answers the schema's refusal of `part`, left for later by handlerChecks. */
+export function refuseInvalid(part: ValidatedPart) {
+  return async (request: FastifyRequest): Promise<void> => {
+    const error = request.validationError;
+    if (error?.validationContext === part) throw error;
   };
 }
 

@@ -3,7 +3,7 @@ import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { TSchema } from 'typebox';
 import type { requireToken } from '../auth/index.ts';
-import { handlerChecks } from './request-schemas.ts';
+import { handlerChecks, refuseInvalid } from './request-schemas.ts';
 import { bodyErrors } from './schema-errors.ts';
 import type { CatalogueService } from './service.ts';
 
@@ -21,10 +21,15 @@ export function pathRoute(auth: CatalogueRouteOptions['auth']) {
 /**
  * Routes with a path parameter and a JSON body: the body is checked by its schema with TypeBox's compiler
  * (no coercion: "5" is not a number), its refusals worded by schema-errors.ts; `hint` says what a body
- * must look like.
+ * must look like. A bad body is answered after authentication, as the handler's own check was.
  */
 export function bodyRoute(auth: CatalogueRouteOptions['auth'], body: TSchema, hint: string) {
-  return { ...pathRoute(auth), validatorCompiler: TypeBoxValidatorCompiler, schemaErrorFormatter: bodyErrors(body, hint) };
+  return {
+    attachValidation: true,
+    preHandler: [handlerChecks('params', 'body'), auth, refuseInvalid('body')],
+    validatorCompiler: TypeBoxValidatorCompiler,
+    schemaErrorFormatter: bodyErrors(body, hint),
+  };
 }
 
 /** Routes whose path parameter and metadata conditions the handler checks itself. */
