@@ -3,7 +3,8 @@
  * origins: only the configured origins, never with credentials for `*`, and never for the interactive
  * pages (login, consent, device verification, logout), which must not be driven by another site's script.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import fp from 'fastify-plugin';
 import type { AppContext } from './context.ts';
@@ -40,7 +41,7 @@ export function refusePreflight(request: FastifyRequest, reply: FastifyReply, ct
   return true;
 }
 
-async function plugin(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+const plugin: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   const { origins, credentials, maxAge } = ctx.config.server.cors;
   const anyOrigin = origins.includes('*');
   await app.register(cors, {
@@ -63,7 +64,7 @@ async function plugin(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promi
       callback(null, options);
     },
   });
-}
+};
 
 /** Not encapsulated: the hook must answer preflights for every route. */
 export const corsRoutes = fp(plugin, { name: 'dirigo-cors' });

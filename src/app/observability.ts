@@ -1,5 +1,5 @@
 /** Probes, Prometheus metrics, and the request id on every response. */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';
 import { collectDefaultMetrics, Histogram } from 'prom-client';
 import { Type } from 'typebox';
@@ -8,7 +8,7 @@ import { ServiceUnavailable } from '../kernel/errors.ts';
 import { SECURITY } from '../kernel/openapi.ts';
 import { ErrorBody } from '../kernel/schemas.ts';
 
-async function observability(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+const observability: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   const { metrics } = ctx.observability;
   collectDefaultMetrics({ register: metrics, prefix: 'dirigo_' });
   // prom-client names these sums of gauges `..._total`, which Prometheus reserves for counters (promtool
@@ -72,7 +72,7 @@ async function observability(app: FastifyInstance, { ctx }: { ctx: AppContext })
   app.get(
     '/healthz',
     { schema: { ...probe, operationId: 'getHealth', summary: 'Liveness probe', response: { 200: Type.Object({ status: Type.Literal('ok') }) } } },
-    async () => ({ status: 'ok' }),
+    async () => ({ status: 'ok' as const }),
   );
   app.get(
     '/readyz',
@@ -124,7 +124,7 @@ async function observability(app: FastifyInstance, { ctx }: { ctx: AppContext })
       return metrics.metrics();
     },
   );
-}
+};
 
 /** Not encapsulated: the metrics and logging hooks must see every route. */
 export const observabilityRoutes = fp(observability, { name: 'dirigo-observability' });

@@ -3,7 +3,7 @@
  * own TypeBox schemas. Here the routes' `documented` extras become request bodies and responses, every
  * error answer becomes a reference to the one Error schema, and every operation can answer 5XX.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import fp from 'fastify-plugin';
@@ -79,7 +79,7 @@ const ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect 
 <text x="16" y="23" text-anchor="middle" font-family="sans-serif" font-size="20" font-weight="700" fill="#ffffff">D</text></svg>`;
 
 /** `publicUrl` is read when the document is built: with port 0 it is known only once the server listens. */
-async function plugin(app: FastifyInstance, { publicUrl, description }: { publicUrl: () => string; description: string }): Promise<void> {
+const plugin: FastifyPluginAsyncTypebox<{ publicUrl: () => string; description: string }> = async (app, { publicUrl, description }) => {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -119,7 +119,7 @@ async function plugin(app: FastifyInstance, { publicUrl, description }: { public
     uiConfig: { deepLinking: true, displayOperationId: true },
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-}
+};
 
 /** Not encapsulated: the document must see the routes every domain registers beside it. */
 export const openapiRoutes = fp(plugin, { name: 'dirigo-openapi' });

@@ -7,7 +7,8 @@
  * Only a token with the rights of its group (the group scope and no capability, scopes.ts) may see or
  * manage the account: not one limited by capabilities (a job's, a storage transfer's), nor a sign-in one.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
 import { NotFound } from '../kernel/errors.ts';
@@ -24,7 +25,7 @@ function owner(request: FastifyRequest): Principal {
   return p;
 }
 
-export async function accountRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+export const accountRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   const tags = ['Account'];
   const security = SECURITY.token;
   const { store, sessions, clients } = ctx.oauth;
@@ -127,7 +128,7 @@ export async function accountRoutes(app: FastifyInstance, { ctx }: { ctx: AppCon
         },
       },
     },
-    async (request: FastifyRequest<{ Params: { grantId: string } }>, reply) => {
+    async (request, reply) => {
       const p = owner(request);
       if (!(await store.revokeGrantOf(p.username, request.params.grantId))) throw new NotFound(`no grant ${request.params.grantId} of yours`);
       reply.code(204);
@@ -175,10 +176,10 @@ export async function accountRoutes(app: FastifyInstance, { ctx }: { ctx: AppCon
         },
       },
     },
-    async (request: FastifyRequest<{ Params: { sessionId: string } }>, reply) => {
+    async (request, reply) => {
       const p = owner(request);
       if (!(await sessions.endSessionOf(p.username, request.params.sessionId))) throw new NotFound(`no session ${request.params.sessionId} of yours`);
       reply.code(204);
     },
   );
-}
+};

@@ -32,7 +32,9 @@ const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 /** §2.2: `access_token` in an application/x-www-form-urlencoded body of a request that has a body. */
 function fromFormBody(request: FastifyRequest): string | undefined {
   if (request.method === 'GET' || !String(request.headers['content-type'] ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded')) return undefined;
-  const value = (request.body as Record<string, unknown> | null | undefined)?.access_token;
+  // Any route's body, parsed or not: only a form's fields are read.
+  const body: unknown = request.body;
+  const value = typeof body === 'object' && body !== null && 'access_token' in body ? body.access_token : undefined;
   if (Array.isArray(value)) throw new InvalidRequest('access_token is given more than once');
   return typeof value === 'string' ? value : undefined;
 }

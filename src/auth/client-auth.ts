@@ -51,8 +51,8 @@ function presented(request: FastifyRequest, params: Readonly<Record<string, stri
   const header = request.headers.authorization;
   const basic = header && /^basic /i.test(header) ? header.slice(6).trim() : undefined;
   // §2.3.1: the secret must not travel in the request URI.
-  const query = request.query as Record<string, unknown> | undefined;
-  if (query && 'client_secret' in query) throw new InvalidRequest('client_secret must not be sent in the URL (RFC 6749 §2.3.1)');
+  const query: unknown = request.query;
+  if (typeof query === 'object' && query !== null && 'client_secret' in query) throw new InvalidRequest('client_secret must not be sent in the URL (RFC 6749 §2.3.1)');
   if (params.client_assertion !== undefined || params.client_assertion_type !== undefined) {
     if (basic !== undefined || params.client_secret !== undefined) throw new InvalidRequest('use one client authentication method, not a client_assertion and a secret (RFC 6749 §2.3)');
     if (params.client_assertion_type !== CLIENT_ASSERTION_TYPE) throw new InvalidClient(`client_assertion_type must be ${CLIENT_ASSERTION_TYPE} (RFC 7523 §2.2)`);

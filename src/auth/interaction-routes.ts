@@ -2,8 +2,9 @@
  * The browser side: the interaction page (login, then consent), the login and consent forms, and the
  * device verification page (RFC 8628 §3.3). Every POST checks the session's CSRF token first.
  */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { loginFailures, loginLockouts } from './metrics.ts';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../kernel/context.ts';
 import { routeBodyLimit } from '../kernel/body-limits.ts';
 import { withParams, type AuthorizeRequest } from './authorize.ts';
@@ -185,11 +186,11 @@ export async function completeLogin(
   return reply.redirect(`/oauth2/interaction/${encodeURIComponent(interactionId)}`, 303);
 }
 
-export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+export const interactionRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   const { sessions, limiter, store } = ctx.oauth;
   const formRoute = routeBodyLimit(ctx.config.server.formBodyLimit, 'server.formBodyLimit');
 
-  app.get<{ Params: { id: string } }>(
+  app.get(
     '/oauth2/interaction/:id',
     { schema: SHOW_INTERACTION },
     async (request, reply) => {
@@ -238,7 +239,7 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     return reply.redirect(`/oauth2/interaction/${encodeURIComponent(id)}`, 303);
   });
 
-  app.post<{ Params: { provider: string } }>(
+  app.post(
     '/oauth2/login/:provider',
     { ...formRoute, schema: PROVIDER_LOGIN },
     async (request, reply) => {
@@ -298,7 +299,7 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
   });
 
   // RFC 8628 §3.3: the verification URI, optionally with the code filled in (§3.3.1).
-  app.get<{ Querystring: { user_code?: string } }>(
+  app.get(
     '/oauth2/device',
     { schema: DEVICE_VERIFICATION },
     async (request, reply) => {
@@ -331,4 +332,4 @@ export async function interactionRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     return reply.redirect(`/oauth2/interaction/${id}`, 303);
   });
 
-}
+};

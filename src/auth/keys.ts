@@ -23,12 +23,15 @@ export type SigningAlgorithm = 'EdDSA' | 'ES256' | 'RS256';
 /** OpenID Connect Core §15.1: ID tokens are signed RS256, whatever signs access tokens. */
 export const ID_TOKEN_ALGORITHM: SigningAlgorithm = 'RS256';
 
+/** A stored public key: always with its key type (what exportJWK wrote). */
+type PublicJwk = JWK & { kty: string };
+
 interface LoadedKey {
   kid: string;
   alg: SigningAlgorithm;
   privateKey: KeyObject;
   publicKey: KeyObject;
-  publicJwk: JWK;
+  publicJwk: PublicJwk;
   createdAt: string;
   /** From when it signs (epoch ms). */
   activatesAt: number;
@@ -154,7 +157,7 @@ export class KeyStore {
         continue;
       }
       const alg = row.alg as SigningAlgorithm;
-      const publicJwk = JSON.parse(row.public_jwk) as JWK;
+      const publicJwk = JSON.parse(row.public_jwk) as PublicJwk;
       keys.push({
         kid: row.kid,
         alg,
@@ -206,7 +209,7 @@ export class KeyStore {
   }
 
   /** The JWKS document (RFC 7517 §5). */
-  async jwks(): Promise<{ keys: JWK[] }> {
+  async jwks(): Promise<{ keys: PublicJwk[] }> {
     await this.#fresh();
     return { keys: this.#keys.filter((k) => this.#published(k)).map((k) => k.publicJwk) };
   }

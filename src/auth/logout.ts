@@ -9,7 +9,8 @@
  * register (RFC 7591). Clients with `revokeOnLogout` lose the grants (refresh tokens)
  * of the ended sign-in.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
 import type { OAuthClient } from '../registry/index.ts';
@@ -23,9 +24,10 @@ import { BODY_ERRORS, page, pageOrError, redirect, type Answers } from './api-an
 import { LogoutConfirmForm, LogoutForm, LogoutParameters } from './page-schemas.ts';
 
 function params(request: FastifyRequest): Record<string, string> {
-  const source = (request.method === 'POST' ? request.body : request.query) as Record<string, unknown> | undefined;
+  const source: unknown = request.method === 'POST' ? request.body : request.query;
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(source ?? {})) if (typeof v === 'string' && v !== '') out[k] = v;
+  if (typeof source !== 'object' || source === null) return out;
+  for (const [k, v] of Object.entries(source)) if (typeof v === 'string' && v !== '') out[k] = v;
   return out;
 }
 
@@ -44,7 +46,7 @@ function finish(reply: FastifyReply, redirect: string | undefined, state: string
   return sendPage(reply, 'Signed out', '<p role="status">You are signed out of Dirigo.</p>');
 }
 
-export async function logoutRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+export const logoutRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   const tags = ['OAuth 2.0 pages'];
   const handle = async (request: FastifyRequest, reply: FastifyReply, confirmed: boolean) => {
     const p = params(request);
@@ -118,4 +120,4 @@ export async function logoutRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
     },
     (request, reply) => handle(request, reply, true),
   );
-}
+};

@@ -2,7 +2,7 @@
  * Routes of the authorization server beyond flow A: the authorization endpoint, the pages, the device
  * authorization endpoint, revocation and introspection. The token endpoint and its grants are in routes.ts.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
 import { SECURITY } from '../kernel/openapi.ts';
@@ -33,7 +33,7 @@ const clientErrors = (invalidRequest: string): Answers => ({
  */
 const CLIENT_NO_CERTIFICATE = SECURITY.client.filter((requirement) => !('mutualTLS' in requirement));
 
-export async function oauthRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+export const oauthRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   await ctx.oauth.start(ctx);
   const tags = ['OAuth 2.0'];
 
@@ -149,4 +149,4 @@ export async function oauthRoutes(app: FastifyInstance, { ctx }: { ctx: AppConte
       return introspectToken(ctx, tokenParameters(request), request);
     },
   );
-}
+};

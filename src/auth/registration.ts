@@ -3,8 +3,9 @@
  * `oauth.registration.enabled`; open, or gated by an initial access token. What a client may register —
  * grants, scopes, redirect URIs — is limited by `oauth.registration`. oidc-agent registers this way.
  */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { randomBytes } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { AuthenticationRequired, InvalidClientMetadata, InvalidRedirectUri, InvalidToken, NotFound } from '../kernel/errors.ts';
 import type { AppContext } from '../kernel/context.ts';
@@ -96,7 +97,9 @@ function bearer(request: FastifyRequest): string {
   return m[1] as string;
 }
 
-function information(ctx: AppContext, client: OAuthClient, extra: Record<string, unknown>): Record<string, unknown> {
+type ClientInformationAnswer = Static<typeof ClientInformation>;
+
+function information(ctx: AppContext, client: OAuthClient, extra: Partial<ClientInformationAnswer>): ClientInformationAnswer {
   return { client_id: client.clientId, ...client.registration?.metadata, registration_client_uri: `${ctx.publicUrl}/oauth2/register/${client.clientId}`, ...extra };
 }
 
@@ -110,7 +113,7 @@ const noStore = { 'Cache-Control': Type.Literal('no-store') };
 const metadataRefused = oauthError('invalid_client_metadata or invalid_redirect_uri (RFC 7591 §3.2.2)');
 const tokenRefused = (which: string) => oauthError(`invalid_token: ${which}`, { 'WWW-Authenticate': WwwAuthenticate });
 
-export async function registrationRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+export const registrationRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   const policy = ctx.config.oauth.registration;
   if (!policy.enabled) return;
   const tags = ['OAuth 2.0'];
@@ -119,9 +122,9 @@ export async function registrationRoutes(app: FastifyInstance, { ctx }: { ctx: A
   };
 
   /** RFC 7592 §3: the registration access token of this client, or 401 without saying whether it exists. */
-  async function managedClient(request: FastifyRequest<{ Params: { clientId: string } }>): Promise<OAuthClient> {
+  async function managedClient(request: FastifyRequest, clientId: string): Promise<OAuthClient> {
     const token = bearer(request);
-    const client = await ctx.oauth.clients.get(request.params.clientId);
+    const client = await ctx.oauth.clients.get(clientId);
     if (!client?.registration || !(await verifySecret(token, client.registration.tokenHash))) throw new InvalidToken('the registration access token is not valid for this client');
     return client;
   }
@@ -148,7 +151,7 @@ export async function registrationRoutes(app: FastifyInstance, { ctx }: { ctx: A
         },
       },
     },
-    async (request: FastifyRequest<{ Body: ClientMetadata }>, reply: FastifyReply) => {
+    async (request, reply) => {
       // §3: an initial access token, when the deployment requires one.
       if (policy.initialAccessTokenHash && !(await verifySecret(bearer(request), policy.initialAccessTokenHash))) throw new InvalidToken('the initial access token is not valid');
       badMetadata(request);
@@ -185,9 +188,9 @@ export async function registrationRoutes(app: FastifyInstance, { ctx }: { ctx: A
         documented: { responses: { ...managedAnswers, 200: json('The client\'s registration (RFC 7592 §3)', ClientInformation, noStore) } },
       },
     },
-    async (request: FastifyRequest<{ Params: { clientId: string } }>, reply: FastifyReply) => {
+    async (request, reply) => {
       reply.header('cache-control', 'no-store');
-      return information(ctx, await managedClient(request), {});
+      return information(ctx, await managedClient(request, request.params.clientId), {});
     },
   );
 
@@ -206,8 +209,8 @@ export async function registrationRoutes(app: FastifyInstance, { ctx }: { ctx: A
         },
       },
     },
-    async (request: FastifyRequest<{ Params: { clientId: string }; Body: ClientMetadata }>, reply: FastifyReply) => {
-      const client = await managedClient(request);
+    async (request, reply) => {
+      const client = await managedClient(request, request.params.clientId);
       badMetadata(request);
       if (request.body.client_id !== undefined && request.body.client_id !== client.clientId) throw new InvalidClientMetadata('client_id does not match the client being updated (RFC 7592 §2.2)');
       const metadata = registeredMetadata(ctx, request.body);
@@ -230,12 +233,12 @@ export async function registrationRoutes(app: FastifyInstance, { ctx }: { ctx: A
         documented: { responses: { ...managedAnswers, 204: { description: 'The client, its tokens and its registration are gone' } } },
       },
     },
-    async (request: FastifyRequest<{ Params: { clientId: string } }>, reply: FastifyReply) => {
-      const client = await managedClient(request);
+    async (request, reply) => {
+      const client = await managedClient(request, request.params.clientId);
       await ctx.oauth.clients.remove(client.clientId).catch((err: unknown) => {
         if (!(err instanceof NotFound)) throw err;
       });
       reply.code(204);
     },
   );
-}
+};

@@ -1,9 +1,9 @@
 /**
  * Authorization-server routes: flow A (groups, setups, token), JWKS, userinfo and discovery metadata.
  */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { authMetrics } from './metrics.ts';
-import type { FastifyInstance } from 'fastify';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
 import { SECURITY } from '../kernel/openapi.ts';
 import { certificateUser } from './client-certificate.ts';
@@ -22,10 +22,11 @@ import { Jwks, ServerMetadata, TokenForm, TokenQuery, TokenResponse, UserInfo, U
 import { BAD_URL, BODY_ERRORS, json, NO_STORE, oauthError, WwwAuthenticate, type Answers } from './api-answers.ts';
 
 /** RFC 8414 §2 metadata, listing only what this server implements. */
-export function authorizationServerMetadata(ctx: AppContext, grants: Grants): Record<string, unknown> {
+export function authorizationServerMetadata(ctx: AppContext, grants: Grants): Static<typeof ServerMetadata> {
   const base = ctx.publicUrl;
   const secretMethods = CLIENT_AUTH_METHODS.filter((m) => m !== 'none');
-  return {
+  // Named first: the schema lists the members every client needs and lets the others through.
+  const metadata = {
     issuer: ctx.tokens.issuer,
     authorization_endpoint: `${base}/oauth2/auth`,
     token_endpoint: `${base}/oauth2/token`,
@@ -52,7 +53,7 @@ export function authorizationServerMetadata(ctx: AppContext, grants: Grants): Re
     introspection_endpoint_auth_signing_alg_values_supported: CLIENT_ASSERTION_ALGORITHMS,
     // RFC 9207 §3: the authorization response carries iss.
     authorization_response_iss_parameter_supported: true,
-    scopes_supported: SCOPES_SUPPORTED,
+    scopes_supported: [...SCOPES_SUPPORTED],
     claims_supported: [
       ...['sub', 'iss', 'aud', 'exp', 'iat', 'nbf', 'jti', 'client_id', 'scope', 'group', 'setup', 'preferred_username', 'name', 'email', 'email_verified'],
       ...['wlcg.ver', 'wlcg.groups', 'eduperson_entitlement', 'grant_id', 'auth_time', 'nonce', 'azp', 'at_hash', 'acr', 'amr', 'sid'],
@@ -65,9 +66,10 @@ export function authorizationServerMetadata(ctx: AppContext, grants: Grants): Re
     dirigo_setups_endpoint: `${base}/oauth2/setups`,
     service_documentation: `${base}/docs`,
   };
+  return metadata;
 }
 
-export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+export const authRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   ctx.observability.register(...authMetrics);
   // One list: the token endpoint dispatches on it, the metadata and the OpenAPI document announce it.
   const grants = supportedGrants;
@@ -229,4 +231,4 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: AppContex
     { schema: { ...discovery, operationId: 'getOpenIdConfiguration', summary: 'OpenID Provider metadata (OpenID Connect Discovery 1.0 §4)' } },
     async () => authorizationServerMetadata(ctx, grants),
   );
-}
+};

@@ -23,14 +23,16 @@ export function tokenParameters(request: FastifyRequest): Record<string, string>
     if (key in out) throw new InvalidRequest(`parameter ${key} is given more than once`);
     out[key] = value;
   };
-  for (const [k, v] of Object.entries((request.query ?? {}) as Record<string, unknown>)) add(k, v);
+  const query: unknown = request.query;
+  if (typeof query === 'object' && query !== null) for (const [k, v] of Object.entries(query)) add(k, v);
   // RFC 6749 §3.2 (and RFC 7009 §2.1, RFC 7662 §2.1, RFC 8628 §3.1): parameters are form-encoded.
   const type = String(request.headers['content-type'] ?? '');
   if (request.method === 'POST' && request.body !== undefined && request.body !== null && !type.toLowerCase().startsWith('application/x-www-form-urlencoded')) {
     throw new InvalidRequest('the request body must be application/x-www-form-urlencoded');
   }
-  if (request.method === 'POST' && request.body && typeof request.body === 'object') {
-    for (const [k, v] of Object.entries(request.body as Record<string, unknown>)) add(k, v);
+  const body: unknown = request.body;
+  if (request.method === 'POST' && body && typeof body === 'object') {
+    for (const [k, v] of Object.entries(body)) add(k, v);
   }
   return out;
 }

@@ -10,29 +10,50 @@
  * failed why. The body limit is `catalogue.bulkBodyLimit`, counted here because the stream bypasses
  * Fastify's own limit.
  */
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Static, TSchema } from 'typebox';
+import { Compile } from 'typebox/compile';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../kernel/context.ts';
-import { allowsCapability, requireCapability } from '../auth/index.ts';
 import { toDirigoError } from '../kernel/error-handler.ts';
 import { InvalidRequest, PayloadTooLarge, UnsupportedMediaType } from '../kernel/errors.ts';
 import { refuseUnstorableText } from '../kernel/storable-text.ts';
 import { refuseDeepJson } from '../kernel/json-depth.ts';
 import { checkPath } from './paths.ts';
 import { parseMode } from './permissions.ts';
-import { BULK_FILE_KEYS, isObject, metadataObject, newFile } from './requests.ts';
+import { asStrings, DirectoryLine, FieldLine, FileLine } from './request-schemas.ts';
+import { isObject, newFile } from './requests.ts';
+import { bodyErrors } from './schema-errors.ts';
 import { bulkImport } from './operations.ts';
 import type { Field } from './values.ts';
-import { AtLine, BatchedWriteFailed, type CatalogueStore, type NewFile, type PreparedDirectory, type WriteSession } from './store.ts';
+import type { CatalogueRouteOptions } from './route-options.ts';
+import { AtLine, BatchedWriteFailed, type NewFile, type PreparedDirectory, type WriteSession } from './store.ts';
 
 /** A batch also ends at this much line text, so that long lines cannot make one transaction hold much memory. */
 const MAX_BATCH_CHARS = 16 * 1024 * 1024;
 
 type Op =
-  | { kind: 'field'; line: number; name: unknown; type: unknown; scope: unknown }
+  | { kind: 'field'; line: number; name: string; type: string; scope: string }
   | { kind: 'dir'; line: number; path: string; mode: number | undefined; metadata: Record<string, unknown> }
-  | { kind: 'file'; line: number; path: string; body: Record<string, unknown>; checked: NewFile | undefined };
+  | { kind: 'file'; line: number; path: string; body: Static<typeof FileLine>; checked: NewFile | undefined };
+
+/** A line's check by its schema: the line typed, or the schema's refusal in the catalogue's words. */
+function lineCheck<T extends TSchema>(schema: T, hint: string): (value: unknown) => Static<T> {
+  const validator = Compile(schema);
+  const refusal = bodyErrors(schema, hint);
+  return (value) => {
+    if (validator.Check(value)) return value;
+    throw refusal([...validator.Errors(value)], 'line');
+  };
+}
+
+const checkLine = {
+  // The store names a bad field name, type or scope itself, as for POST /filecatalogue/metadata.
+  field: lineCheck(asStrings(FieldLine), '{"field", "type", "scope"}'),
+  dir: lineCheck(DirectoryLine, '{"dir", "metadata"?, "mode"?}'),
+  file: lineCheck(FileLine, '{"file", "size", "checksum", ...}'),
+};
 
 /**
  * Parses one line's JSON and shape. A file line is also checked against `fields` (the fields defined when
@@ -54,23 +75,22 @@ export function parseLine(text: string, line: number, fields: ReadonlyMap<string
   const kinds = ['field', 'dir', 'file'].filter((k) => k in value);
   if (kinds.length !== 1) throw new InvalidRequest('a line must have exactly one of "field", "dir" or "file"');
   if ('field' in value) {
-    for (const k of Object.keys(value)) if (!['field', 'type', 'scope'].includes(k)) throw new InvalidRequest(`unknown key ${JSON.stringify(k)} in a field definition`);
-    return { kind: 'field', line, name: value.field, type: value.type, scope: value.scope };
+    const definition = checkLine.field(value);
+    return { kind: 'field', line, name: definition.field, type: definition.type, scope: definition.scope };
   }
   if ('dir' in value) {
-    for (const k of Object.keys(value)) if (!['dir', 'metadata', 'mode'].includes(k)) throw new InvalidRequest(`unknown key ${JSON.stringify(k)} in a directory line`);
-    if (typeof value.dir !== 'string') throw new InvalidRequest('"dir" must be a path string');
-    return { kind: 'dir', line, path: checkPath(value.dir, 'dir'), mode: parseMode(value.mode, 'mode'), metadata: metadataObject(value.metadata, 'metadata') };
+    const dir = checkLine.dir(value);
+    return { kind: 'dir', line, path: checkPath(dir.dir, 'dir'), mode: parseMode(dir.mode, 'mode'), metadata: dir.metadata ?? {} };
   }
-  if (typeof value.file !== 'string') throw new InvalidRequest('"file" must be a path string');
-  const path = checkPath(value.file, 'file');
+  const file = checkLine.file(value);
+  const path = checkPath(file.file, 'file');
   let checked: NewFile | undefined;
   try {
-    checked = { ...newFile(path, value, fields, BULK_FILE_KEYS, ['file'], 'file'), line };
+    checked = { ...newFile(path, file, fields, 'file'), line };
   } catch {
     checked = undefined;
   }
-  return { kind: 'file', line, path, body: value, checked };
+  return { kind: 'file', line, path, body: file, checked };
 }
 
 /** Whether every field of `before` is still defined alike in `now` (then checks made against it hold). */
@@ -146,7 +166,7 @@ async function runOps(s: WriteSession, ops: Op[], batched: boolean, checkedWith:
   for (const op of ops) {
     if (op.kind === 'file') {
       try {
-        files.push(trusted && op.checked ? op.checked : { ...newFile(op.path, op.body, await s.fields(), BULK_FILE_KEYS, ['file'], 'file'), line: op.line });
+        files.push(trusted && op.checked ? op.checked : { ...newFile(op.path, op.body, await s.fields(), 'file'), line: op.line });
       } catch (err) {
         await flushFiles();
         throw new AtLine(op.line, err);
@@ -188,25 +208,19 @@ async function runOps(s: WriteSession, ops: Op[], batched: boolean, checkedWith:
   await flushFiles();
 }
 
-export async function bulkRoute(
-  app: FastifyInstance,
-  ctx: AppContext,
-  store: CatalogueStore,
-  preHandler: (request: FastifyRequest, reply: FastifyReply) => Promise<void>,
-): Promise<void> {
+export const bulkRoute: FastifyPluginAsyncTypebox<CatalogueRouteOptions & { ctx: AppContext }> = async (app, { ctx, service, auth }) => {
   const { bulkBodyLimit, bulkLineLimit, bulkBatchSize } = ctx.config.catalogue;
-  // The raw stream becomes the body: lines are applied while the request is still arriving.
-  app.addContentTypeParser('application/x-ndjson', (_request, payload, done) => done(null, payload));
+  const store = service.store;
 
   app.post(
     '/filecatalogue/bulk',
-    { preHandler, schema: bulkImport },
+    { preHandler: auth, schema: bulkImport },
     async (request, reply) => {
-      const stream = request.body as Readable | undefined;
-      if (!stream || typeof (stream as Readable).pipe !== 'function') throw new UnsupportedMediaType('send the operations as application/x-ndjson');
+      // The NDJSON parser (routes.ts) hands the raw stream on; any other media type is parsed whole.
+      const stream = request.body;
+      if (!(stream instanceof Readable)) throw new UnsupportedMediaType('send the operations as application/x-ndjson');
       const principal = request.principal!;
-      // Every line writes: a token that may write nowhere (a sign-in one, a read-only one) is refused whole.
-      if (!allowsCapability(principal, 'storage.create') && !allowsCapability(principal, 'storage.modify')) requireCapability(principal, 'storage.create');
+      service.requireImporter(principal);
       const fields = await store.fields();
       let applied = 0;
       /** The first failing line of an applied batch (the earliest failure: batches run in order). */
@@ -284,4 +298,4 @@ export async function bulkRoute(
       return { applied, error: { line: failure.line, ...mapped.toJSON() } };
     },
   );
-}
+};

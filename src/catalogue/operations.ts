@@ -56,6 +56,7 @@ export const createDirectory = {
   summary: 'Create a directory and its missing parents',
   description: 'The body `{"Mode"?, "Metadata"?}` may be `{}` or left out. Answers 201 when the directory was created, 200 when it existed (its Mode and Metadata are then set).',
   params: R.PathParams,
+  body: R.DirectoryBodyOrNone,
   documented: { body: { 'application/json': R.DirectoryBody } },
   response: { 200: S.DirectoryRecord, 201: S.DirectoryRecord, ...writeErrors },
 };
@@ -85,6 +86,7 @@ export const setDirectoryMetadata = {
   summary: 'Set directory metadata ({"field": value}; null removes a value)',
   description: R.METADATA_BODY_HELP,
   params: R.PathParams,
+  body: R.MetadataBody,
   documented: { body: { 'application/json': R.MetadataBody } },
   response: { 200: S.MetadataMap, ...writeErrors },
 };
@@ -131,6 +133,7 @@ export const setFileMetadata = {
   summary: 'Set file metadata ({"field": value}; null removes a value)',
   description: R.METADATA_BODY_HELP,
   params: R.PathParams,
+  body: R.MetadataBody,
   documented: { body: { 'application/json': R.MetadataBody } },
   response: { 200: S.MetadataMap, ...writeErrors },
 };
@@ -141,6 +144,7 @@ export const registerFile = {
   summary: 'Register a file (missing parent directories are created)',
   description: R.FILE_BODY_HELP,
   params: R.PathParams,
+  body: R.FileBody,
   documented: { body: { 'application/json': R.FileBody } },
   response: { 201: S.FileRecord, ...writeErrors },
 };

@@ -1,10 +1,13 @@
 /**
  * What a catalogue request carries, as TypeBox schemas: path and query parameters, and the JSON bodies.
- * The handlers check most of it themselves (paths.ts, conditions.ts, requests.ts), with messages that name
- * the problem; these schemas are then the document's account of those checks (see `handlerChecks`).
+ * The JSON bodies are checked by these schemas (with TypeBox's own compiler, which coerces nothing, and
+ * the catalogue's words for a refusal: schema-errors.ts). The path parameter and the metadata conditions
+ * are checked by paths.ts and conditions.ts, which refuse at least as much and name the problem; these
+ * schemas are then the document's account of those checks (see `handlerChecks`). Bulk lines, read
+ * from a stream, are checked by their schemas one by one in bulk.ts.
  */
 import type { FastifyRequest } from 'fastify';
-import { Type, type TObject } from 'typebox';
+import { Type, type TObject, type TProperties, type TString } from 'typebox';
 import { MAX_PATH_PARAM_CHARS } from './paths.ts';
 import { FIELD_NAME } from './store/rows.ts';
 import { FIELD_SCOPES, FIELD_TYPES, MAX_STRING_VALUE, type FieldScope, type FieldType } from './values.ts';
@@ -16,10 +19,20 @@ import { MAX_CONDITIONS, MAX_LIST_VALUES } from './conditions.ts';
  * field lookup) refuses at least as much and says what is wrong in its own words. A validation error of any other part (a `verbose` that is not a boolean) is
  * answered as Fastify would have answered it, before authentication as before.
  */
-export function handlerChecks(...parts: ('params' | 'querystring')[]) {
+export function handlerChecks(...parts: ValidatedPart[]) {
   return async (request: FastifyRequest): Promise<void> => {
-    const error = request.validationError as (Error & { validationContext?: string }) | undefined;
-    if (error && !parts.includes(error.validationContext as never)) throw error;
+    const error = request.validationError;
+    if (error && !parts.includes(error.validationContext as ValidatedPart)) throw error;
+  };
+}
+
+type ValidatedPart = 'params' | 'querystring' | 'body';
+
+/** A preHandler that answers the schema's refusal of `part`, left for later by handlerChecks. */
+export function refuseInvalid(part: ValidatedPart) {
+  return async (request: FastifyRequest): Promise<void> => {
+    const error = request.validationError;
+    if (error?.validationContext === part) throw error;
   };
 }
 
@@ -86,8 +99,8 @@ export const FindQuery = Type.Object({
   cursor: Type.Optional(Type.String({ maxLength: 4096, description: "the previous page's nextCursor: the page after it, at the same cost however deep" })),
 });
 
-// ---- bodies (checked by hand in requests.ts and bulk.ts: Ajv's type coercion would turn the string "5"
-// into a number and blur the type check of metadata values) ----
+// ---- bodies (checked with TypeBox's compiler, not Fastify's Ajv: its type coercion would turn the string
+// "5" into a number and blur the type check of metadata values) ----
 
 export const METADATA_BODY_HELP = 'Body: {"field": value, ...}; values must match the field type (int/float: JSON numbers, date: ISO 8601 string, string: string); null removes the value.';
 export const FILE_BODY_HELP =
@@ -106,16 +119,24 @@ export const FieldDefinition = Type.Object({
   Scope: Type.Unsafe<FieldScope>({ type: 'string', enum: [...FIELD_SCOPES], description: 'directory fields are inherited by the subtree and select in searches; file fields describe one file' }),
 });
 
-/** The same keys as plain strings: what Fastify checks of a field definition (the store names a bad name, type or scope itself). */
-export function asStrings(schema: TObject): TObject {
-  return Type.Object(Object.fromEntries(Object.keys(schema.properties).map((key) => [key, Type.String()])));
+/**
+ * The same keys as plain strings: what is checked of a field definition (the store names a bad name,
+ * type or scope itself); no other key, when the schema allows none.
+ */
+export function asStrings<P extends TProperties>(schema: TObject<P>): TObject<{ [K in keyof P]: TString }> {
+  const strings: TProperties = Object.fromEntries(Object.keys(schema.properties).map((key) => [key, Type.String()]));
+  const closed = 'additionalProperties' in schema && schema.additionalProperties === false;
+  const options = closed ? { additionalProperties: false } : {};
+  return Type.Object(strings, options) as TObject<{ [K in keyof P]: TString }>;
 }
 
 export const DirectoryBody = Type.Object({ Mode: Type.Optional(Mode), Metadata: Type.Optional(WritableMetadata) }, { additionalProperties: false });
+/** What Fastify checks of PUT /filecatalogue/directory/{path}: the body may be left out (checked as null). */
+export const DirectoryBodyOrNone = Type.Union([DirectoryBody, Type.Null()]);
 
 export const FileBody = Type.Object(
   {
-    Size: Type.Integer({ minimum: 0, description: 'bytes' }),
+    Size: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'bytes' }),
     Checksum: Type.String({ minLength: 1, maxLength: 128 }),
     ChecksumType: Type.Optional(Type.String({ minLength: 1, maxLength: 32, default: 'Adler32' })),
     GUID: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'default: a random UUID' })),
@@ -128,24 +149,25 @@ export const FileBody = Type.Object(
 
 export const MetadataBody = WritableMetadata;
 
-/** One line of a bulk import (application/x-ndjson): a field, a directory or a file. */
+/** Bulk lines (application/x-ndjson), each checked by its own schema (bulk.ts): a field, a directory, a file. */
+export const FieldLine = Type.Object({ field: FieldName, type: FieldDefinition.properties.Type, scope: FieldDefinition.properties.Scope }, { additionalProperties: false });
+export const DirectoryLine = Type.Object({ dir: Type.String(), metadata: Type.Optional(WritableMetadata), mode: Type.Optional(Mode) }, { additionalProperties: false });
+export const FileLine = Type.Object(
+  {
+    file: Type.String(),
+    size: FileBody.properties.Size,
+    checksum: FileBody.properties.Checksum,
+    checksumType: FileBody.properties.ChecksumType,
+    guid: FileBody.properties.GUID,
+    status: FileBody.properties.Status,
+    mode: Type.Optional(Mode),
+    metadata: Type.Optional(WritableMetadata),
+  },
+  { additionalProperties: false },
+);
+
+/** One line of a bulk import: what the document says of the body. */
 export const BulkLine = Type.Union(
-  [
-    Type.Object({ field: FieldName, type: FieldDefinition.properties.Type, scope: FieldDefinition.properties.Scope }, { additionalProperties: false }),
-    Type.Object({ dir: Type.String(), metadata: Type.Optional(WritableMetadata), mode: Type.Optional(Mode) }, { additionalProperties: false }),
-    Type.Object(
-      {
-        file: Type.String(),
-        size: FileBody.properties.Size,
-        checksum: FileBody.properties.Checksum,
-        checksumType: FileBody.properties.ChecksumType,
-        guid: FileBody.properties.GUID,
-        status: FileBody.properties.Status,
-        mode: Type.Optional(Mode),
-        metadata: Type.Optional(WritableMetadata),
-      },
-      { additionalProperties: false },
-    ),
-  ],
+  [FieldLine, DirectoryLine, FileLine],
   { description: 'Each line of the body is one of these JSON objects; blank lines are skipped. Paths are plain absolute catalogue paths (not base 64).' },
 );

@@ -1,4 +1,7 @@
-/** Validation of write bodies shared by the REST writes and the bulk endpoint; messages name the key. */
+/**
+ * What a file registration becomes once its schema checked it (REST bodies and bulk lines alike), with
+ * the check of its metadata against the fields defined at that moment; messages name the key.
+ */
 import { InvalidRequest } from '../kernel/errors.ts';
 import type { NewFile } from './store.ts';
 import { parseMode } from './permissions.ts';
@@ -6,25 +9,6 @@ import { toStored, type Field } from './values.ts';
 
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function checkKeys(body: Record<string, unknown>, allowed: readonly string[], what: string): void {
-  for (const key of Object.keys(body)) {
-    if (!allowed.includes(key)) throw new InvalidRequest(`${what}: unknown key ${JSON.stringify(key)} (expected ${allowed.join(', ')})`);
-  }
-}
-
-function optionalString(value: unknown, key: string, max: number, what: string): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string' || value.length === 0 || value.length > max) throw new InvalidRequest(`${what}: ${key} must be a string of 1–${max} characters`);
-  return value;
-}
-
-/** A metadata object: `{field: value}`; with `allowNull`, null removes a value. */
-export function metadataObject(value: unknown, what: string): Record<string, unknown> {
-  if (value === undefined || value === null) return {};
-  if (!isObject(value)) throw new InvalidRequest(`${what}: metadata must be an object {"field": value}`);
-  return value;
 }
 
 /** Type-checks file metadata for registration (nulls are simply absent). */
@@ -40,39 +24,19 @@ export function fileMetadata(metadata: Record<string, unknown>, fields: Readonly
   return out;
 }
 
-/** Keys of a file registration: REST bodies use the API's record names (schemas.ts), bulk lines lower camel case. */
-export const REST_FILE_KEYS = { size: 'Size', checksum: 'Checksum', checksumType: 'ChecksumType', guid: 'GUID', status: 'Status', mode: 'Mode', metadata: 'Metadata' } as const;
-export const BULK_FILE_KEYS = { size: 'size', checksum: 'checksum', checksumType: 'checksumType', guid: 'guid', status: 'status', mode: 'mode', metadata: 'metadata' } as const;
-
-export function newFile(
-  path: string,
-  body: Record<string, unknown>,
-  fields: ReadonlyMap<string, Field>,
-  keys: typeof REST_FILE_KEYS | typeof BULK_FILE_KEYS,
-  extraKeys: readonly string[],
-  what: string,
-): NewFile {
-  checkKeys(body, [...Object.values(keys), ...extraKeys], what);
-  const size = body[keys.size];
-  if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0) throw new InvalidRequest(`${what}: ${keys.size} must be a non-negative integer`);
-  const checksum = optionalString(body[keys.checksum], keys.checksum, 128, what);
-  if (checksum === undefined) throw new InvalidRequest(`${what}: ${keys.checksum} is required`);
-  return {
-    path,
-    size,
-    checksum,
-    checksumType: optionalString(body[keys.checksumType], keys.checksumType, 32, what),
-    guid: optionalString(body[keys.guid], keys.guid, 64, what),
-    status: optionalString(body[keys.status], keys.status, 32, what),
-    mode: parseMode(body[keys.mode], `${what}: ${keys.mode}`),
-    metadata: fileMetadata(metadataObject(body[keys.metadata], what), fields, what),
-  };
+/** A file registration's parts, as a REST body or a bulk line gives them once their schema checked them. */
+export interface FileParts {
+  size: number;
+  checksum: string;
+  checksumType?: string | undefined;
+  guid?: string | undefined;
+  status?: string | undefined;
+  mode?: number | string | undefined;
+  metadata?: Record<string, unknown> | undefined;
 }
 
-/** PUT /filecatalogue/directory/<d> body: optional `{Mode, Metadata}`. */
-export function directoryBody(body: unknown): { mode: number | undefined; metadata: Record<string, unknown> } {
-  if (body === undefined || body === null || body === '') return { mode: undefined, metadata: {} };
-  if (!isObject(body)) throw new InvalidRequest('body must be a JSON object {"Mode", "Metadata"}');
-  checkKeys(body, ['Mode', 'Metadata'], 'body');
-  return { mode: parseMode(body.Mode, 'body.Mode'), metadata: metadataObject(body.Metadata, 'body.Metadata') };
+/** The file the store registers: its mode as bits, its metadata checked against the fields defined now. */
+export function newFile(path: string, parts: FileParts, fields: ReadonlyMap<string, Field>, what: string): NewFile {
+  const { size, checksum, checksumType, guid, status } = parts;
+  return { path, size, checksum, checksumType, guid, status, mode: parseMode(parts.mode, `${what}: mode`), metadata: fileMetadata(parts.metadata ?? {}, fields, what) };
 }

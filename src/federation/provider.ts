@@ -120,10 +120,10 @@ export class FederatedProvider implements LoginProvider {
   }
 
   /** GET /oauth2/federation/<name>/callback (RFC 6749 §4.1.2, OIDC Core §3.1.2.5). */
-  async callback(request: FastifyRequest<{ Querystring: Record<string, string | undefined> }>, reply: FastifyReply): Promise<FastifyReply> {
+  /** `q`: the callback's query, as the route's schema checked it. */
+  async callback(request: FastifyRequest, q: Readonly<Record<string, string | undefined>>, reply: FastifyReply): Promise<FastifyReply> {
     const ctx = this.#ctx;
     const { sessions } = ctx.oauth;
-    const q = request.query;
     const session = await sessions.current(request);
     if (!session) return errorPage(reply, 400, 'Sign-in expired', `This browser has no sign-in in progress (its session expired or cookies are blocked). ${RESTART}`);
     const pending = await this.#takeRequest(q.state, session);

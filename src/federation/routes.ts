@@ -2,7 +2,7 @@
  * Federated login: every configured identity provider becomes a "Sign in with <displayName>" button on
  * the login page and gets its callback route, `/oauth2/federation/<name>/callback`.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
 import { SECURITY } from '../kernel/openapi.ts';
@@ -40,12 +40,12 @@ export function callbackOperationId(name: string): string {
   return `completeLoginVia${pascal(name.replace(/-/g, 'Hyphen'))}`;
 }
 
-export async function federationRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+export const federationRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   for (const config of ctx.config.identityProviders) {
     const provider = new FederatedProvider(ctx, config);
     registerLoginProvider(ctx, provider);
     ctx.onClose(() => provider.close());
-    app.get<{ Querystring: Record<string, string | undefined> }>(
+    app.get(
       provider.callbackPath,
       {
         schema: {
@@ -58,7 +58,7 @@ export async function federationRoutes(app: FastifyInstance, { ctx }: { ctx: App
           documented: { responses: CALLBACK_ANSWERS },
         },
       },
-      (request, reply) => provider.callback(request, reply),
+      (request, reply) => provider.callback(request, request.query, reply),
     );
   }
-}
+};

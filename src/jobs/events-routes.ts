@@ -8,19 +8,19 @@
  * and within jobs.events.tokenRecheckMs (plus the revocation list's second) of a revocation anywhere.
  */
 import type { ServerResponse } from 'node:http';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { noLongerAuthenticated, requireCapability, requireToken, type Principal } from '../auth/index.ts';
+import { requireCapability, requireToken, type Principal } from '../auth/index.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { InvalidRequest, ServiceUnavailable, TooManyRequests } from '../kernel/errors.ts';
 import { errors, SECURITY } from '../kernel/openapi.ts';
 import { ErrorBody } from '../kernel/schemas.ts';
 import { EventsQuery } from './api-schemas.ts';
 import type { JobsConfig } from './config-schema.ts';
-import { EventHub, formatEventId, parseEventId, type JobEvent, type Subscriber } from './events.ts';
+import type { EventStreams, OpenStream } from './event-streams.ts';
+import { formatEventId, parseEventId, type JobEvent, type Subscriber } from './events.ts';
 import { parseListQuery } from './list-query.ts';
 import { listVisibility } from './privileges.ts';
-import { jobEvents } from './lifecycle/job-events.ts';
 
 /** A stream whose client reads slower than this much is ended: it reconnects and resumes. */
 const MAX_BUFFERED = 4 * 1024 * 1024;
@@ -39,35 +39,16 @@ function frame(event: JobEvent): string {
   return text;
 }
 
-/** An open stream, as the limits and the token checks see it. */
-interface OpenStream {
-  username: string;
-  principal: Principal;
-  /** Ends the stream, telling the client why (an `end` event). */
-  end(reason: string): void;
+export interface JobEventsOptions {
+  ctx: AppContext;
+  auth: ReturnType<typeof requireToken>;
+  /** Started by the composition root (event-streams.ts). */
+  streams: EventStreams;
 }
 
-export function jobEventsRoute(app: FastifyInstance, ctx: AppContext, auth: ReturnType<typeof requireToken>): void {
+export const jobEventsRoute: FastifyPluginAsyncTypebox<JobEventsOptions> = async (app, { ctx, auth, streams }) => {
   const config: JobsConfig['events'] = ctx.config.jobs.events;
-  const hub = new EventHub(ctx.db, { pollMs: config.pollMs });
-  const open = new Set<OpenStream>();
-  const perUser = new Map<string, number>();
-  const unlisten = jobEvents(ctx.db).onChanged(() => hub.wake());
-  // One timer for every stream's token (revocations, membership); expiry has a timer of its own per stream.
-  const recheck = setInterval(() => {
-    const now = Date.now();
-    for (const stream of open) {
-      const reason = noLongerAuthenticated(ctx, stream.principal, now);
-      if (reason) stream.end(reason);
-    }
-  }, config.tokenRecheckMs);
-  recheck.unref();
-  ctx.onClose(() => {
-    unlisten();
-    clearInterval(recheck);
-    hub.close();
-    for (const stream of open) stream.end('the service is stopping');
-  });
+  const { hub, open, perUser } = streams;
 
   app.get(
     '/jobs/events',
@@ -206,4 +187,4 @@ export function jobEventsRoute(app: FastifyInstance, ctx: AppContext, auth: Retu
       }
     },
   );
-}
+};

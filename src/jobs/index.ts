@@ -5,6 +5,8 @@
  * reschedule — is the job lifecycle's (lifecycle/), the only code besides the store that touches the jobs tables.
  */
 export { jobsRoutes } from './routes.ts';
+export { removeStaleUploads, startJobDuties } from './duties.ts';
+export { startEventStreams } from './event-streams.ts';
 export { jobsCommand } from './cli.ts';
 export { jobCommand } from './job-cli.ts';
 export { JobsConfigSchema, type JobsConfig, type LocalSiteConfig } from './config-schema.ts';

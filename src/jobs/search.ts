@@ -188,7 +188,8 @@ export async function searchJobs(db: Db, r: SearchRequest): Promise<{ jobs: Reco
 export interface JobSummaryAnswer {
   total: number;
   truncated: boolean;
-  summary: Record<string, unknown>[];
+  /** Each group's attribute values by name, and its count. */
+  summary: { count: number; [attribute: string]: unknown }[];
 }
 
 /**

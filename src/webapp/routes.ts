@@ -3,10 +3,11 @@
  * of time, cached for good; every other path under it answers index.html, so that the application's own
  * addresses (`/app/jobs/12`, `/app/catalogue?path=…`) survive a reload. Nothing is loaded from another host.
  */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import fastifyStatic from '@fastify/static';
 import type { AppContext } from '../kernel/context.ts';
 import { registerWebClient, WEB_CLIENT_ID } from './client.ts';
@@ -42,7 +43,7 @@ export function webAppDir(ctx: AppContext): string {
   return isAbsolute(dir) ? dir : join(ctx.config.dataDir, dir);
 }
 
-export async function webAppRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+export const webAppRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   const { enabled, path } = ctx.config.webapp;
   if (!enabled) return;
   registerWebClient(ctx, path);
@@ -89,4 +90,4 @@ export async function webAppRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
   app.get(path, { schema: { hide: true } }, shell);
   app.get(`${path}*`, { schema: { hide: true } }, shell);
   app.get(path.slice(0, -1), { schema: { hide: true } }, async (_request, reply) => reply.redirect(path, 301));
-}
+};

@@ -1,0 +1,41 @@
+/**
+ * The jobs domain's background duties, started by the composition root (app/app.ts): the sandbox sweep,
+ * the purge of deleted jobs' sandboxes and the fold of the job counts, each run by one instance at a time
+ * (cluster duties), and the removal of upload temporaries a crash left behind.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import { runDuty } from '../cluster/index.ts';
+import type { AppContext } from '../kernel/context.ts';
+import { foldJobCounts } from './counts.ts';
+import type { FileSandboxStore } from './sandbox-store.ts';
+import { purgeDeletedSandboxes, referencedSandboxes } from './store.ts';
+
+/** How often unreferenced sandboxes are swept, and how old they must be to go. */
+const SANDBOX_SWEEP_MS = 3600_000;
+
+/** Starts the periodic duties; they stop when the context closes. */
+export function startJobDuties(ctx: AppContext, store: FileSandboxStore, log: FastifyBaseLogger): void {
+  const config = ctx.config.jobs;
+  // Sandboxes a crash left without their job row: swept hourly by one instance.
+  const sweep = runDuty(ctx.db, 'sandbox-sweep', SANDBOX_SWEEP_MS, async () => {
+    const removed = await store.removeUnreferenced(SANDBOX_SWEEP_MS, (shas) => referencedSandboxes(ctx.db, shas));
+    if (removed > 0) log.info({ removed }, 'removed sandboxes no job references');
+  }, log);
+  ctx.onClose(() => sweep.stop());
+  // Deleted jobs let go of their sandboxes after the retention; the sweep above then frees the files.
+  const purge = runDuty(ctx.db, 'deleted-jobs-purge', Math.min(config.deletedRetentionMs, SANDBOX_SWEEP_MS), async () => {
+    const purged = await purgeDeletedSandboxes(ctx.db, new Date(Date.now() - config.deletedRetentionMs).toISOString());
+    if (purged > 0) log.info({ purged }, 'released the sandboxes of deleted jobs');
+  }, log);
+  ctx.onClose(() => purge.stop());
+  // The job counts' deltas folded by one instance (counts.ts).
+  const fold = runDuty(ctx.db, 'job-counts-fold', 2000, async () => {
+    await foldJobCounts(ctx.db, ctx.dialect);
+  }, log);
+  ctx.onClose(() => fold.stop());
+}
+
+/** Uploads and sandboxes a crash interrupted (temporary files only: stored objects are always whole). */
+export async function removeStaleUploads(store: FileSandboxStore, log: FastifyBaseLogger): Promise<void> {
+  await store.removeStaleTemporaries(3600_000).catch((err: Error) => log.warn({ err }, 'cannot clean the sandbox temporaries'));
+}

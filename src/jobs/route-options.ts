@@ -1,0 +1,19 @@
+/** What every /jobs route plugin is handed by jobsRoutes (routes.ts): one service, one store, one auth hook. */
+import type { requireToken } from '../auth/index.ts';
+import type { AppContext } from '../kernel/context.ts';
+import { SECURITY } from '../kernel/openapi.ts';
+import type { JobsConfig } from './config-schema.ts';
+import type { FileSandboxStore } from './sandbox-store.ts';
+import type { JobsService } from './service.ts';
+
+export interface JobRouteOptions {
+  ctx: AppContext;
+  config: JobsConfig;
+  service: JobsService;
+  store: FileSandboxStore;
+  /** Authenticates the bearer token (a preHandler or onRequest hook). */
+  auth: ReturnType<typeof requireToken>;
+}
+
+export const tags = ['Jobs'];
+export const security = SECURITY.token;
