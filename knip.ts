@@ -11,9 +11,12 @@ const config: KnipConfig = {
       entry: [
         'bin/*.js',
         'scripts/*.ts',
-        'bench/*.ts',
-        // Started as child processes by path (bench/peers.ts) or run by hand (bench/profiles/*.md).
-        'bench/lib/{bare-fastify,oidc-peer,profile-top}.ts',
+        // bench/run.ts runs the benchmarks directly under their kind's folder.
+        'bench/run.ts',
+        'bench/{load,scale,peers}/*.ts',
+        // Started as child processes by path (bench/peers/peers.ts) or run by hand (bench/profiles/*.md).
+        'bench/peers/servers/{bare-fastify,oidc-peer}.ts',
+        'bench/lib/profile-top.ts',
         'test/**/*.ts',
         'web/src/main.tsx',
         'web/vite.config.ts',
