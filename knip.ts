@@ -11,8 +11,7 @@ const config: KnipConfig = {
       entry: [
         'bin/*.js',
         'scripts/*.ts',
-        // bench/run.ts runs the benchmarks directly under their kind's folder.
-        'bench/run.ts',
+        // The benchmarks: what bench/run.ts (`npm run bench`) runs, directly under their kind's folder.
         'bench/{load,scale,peers}/*.ts',
         // Started as child processes by path (bench/peers/peers.ts) or run by hand (bench/profiles/*.md).
         'bench/peers/servers/{bare-fastify,oidc-peer}.ts',

@@ -9,7 +9,7 @@
  */
 import { parseArgs } from 'node:util';
 import { chromiumMissing, launchChromium } from '../../test/helpers/chromium.ts';
-import { buildWebApp, openApp, signInWithPassword, startWebService } from '../../test/web/web-kit.ts';
+import { buildWebApp, openApp, signInWithPassword, startWebService } from '../../test/helpers/web-kit.ts';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '5' } }, strict: false });
 const rounds = Number(values.rounds);
