@@ -11,9 +11,11 @@ const config: KnipConfig = {
       entry: [
         'bin/*.js',
         'scripts/*.ts',
-        'bench/*.ts',
-        // Started as child processes by path (bench/peers.ts) or run by hand (bench/profiles/*.md).
-        'bench/lib/{bare-fastify,oidc-peer,profile-top}.ts',
+        // The benchmarks: what bench/run.ts (`npm run bench`) runs, directly under their kind's folder.
+        'bench/{load,scale,peers}/*.ts',
+        // Started as child processes by path (bench/peers/peers.ts) or run by hand (bench/profiles/*.md).
+        'bench/peers/servers/{bare-fastify,oidc-peer}.ts',
+        'bench/lib/profile-top.ts',
         'test/**/*.ts',
         'web/src/main.tsx',
         'web/vite.config.ts',

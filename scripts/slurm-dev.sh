@@ -2,7 +2,7 @@
 # Brings up a single-node Slurm on this machine (root, Debian 12, no systemd), idempotently:
 # installs slurm-wlm and munge when missing (and slurmrestd with its auth/jwt plugin, the peers bench's
 # peer), writes /etc/slurm/slurm.conf from the node's real CPUs and memory (`slurmd -C`), starts munged,
-# slurmctld and slurmd as plain daemons, and waits until `sinfo` shows the node idle. Dirigo's Slurm suite (`npm run test:slurm`) and bench/scale-slurm.ts use it.
+# slurmctld and slurmd as plain daemons, and waits until `sinfo` shows the node idle. Dirigo's Slurm suite (`npm run test:slurm`) and bench/scale/slurm.ts use it.
 #
 # No accounting (sacct has nothing; Dirigo reads finished jobs from `squeue --states=all` while
 # MinJobAge keeps them), no cgroups (proctrack/linuxproc, task/none: works in containers and on hosts

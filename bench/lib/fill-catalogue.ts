@@ -1,5 +1,5 @@
 /**
- * A generated catalogue for the benches (bench/catalogue-query.ts, bench/scaling.ts), with bulk SQL, not
+ * A generated catalogue for the benches (bench/load/catalogue-query.ts, bench/scale/scaling.ts), with bulk SQL, not
  * HTTP: /cat/c<k>/r<n>/s<m> (campaign → run → stream leaves, 5 directory fields) plus /cat/big holding
  * BIG files; files with 3 file fields spread over the leaves; then the per-directory summaries of file
  * values, the set of file values and the counters, as the store would have written them.

@@ -18,7 +18,7 @@ export interface PeerProcess {
   stop(): Promise<void>;
 }
 
-/** Runs a bench/lib script in its own Node process and waits for its `listening <url>` line. */
+/** Runs a peer server script (bench/peers/servers/) in its own Node process and waits for its `listening <url>` line. */
 export async function startPeerScript(script: string, args: string[]): Promise<PeerProcess> {
   const child = spawn(process.execPath, [...benchNodeFlags(), script, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {

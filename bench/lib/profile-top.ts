@@ -7,8 +7,8 @@
  *
  * Usage: node bench/lib/profile-top.ts FILE.cpuprofile [--top N (25)] [--skip S (0)] [--trim OUT.cpuprofile]
  *   --skip leaves out the first S seconds (the server's start: module loading, key and schema compilation).
- *   --trim writes a copy without the per-line position ticks, gzipped when OUT ends in .gz: the form
- *   kept in the repository.
+ *   --trim writes a copy without the per-line position ticks, gzipped when OUT ends in .gz, small enough
+ *   to share. Profiles are not committed (.gitignore): the notes record what they showed.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { gunzipSync, gzipSync } from 'node:zlib';

@@ -11,7 +11,7 @@ import { curl, curlJson } from '../helpers/curl.ts';
 import { TEST_SETUP, type TestService } from '../helpers/service.ts';
 import { userDn } from '../../src/pki/dev-ca.ts';
 import type { operations } from '../../packages/client/src/index.ts';
-import { approveDevice, authorize, Browser, pkcePair, startOAuthService, WEB_SECRET } from './oauth-kit.ts';
+import { approveDevice, authorize, Browser, pkcePair, startOAuthService, WEB_SECRET } from '../helpers/oauth-kit.ts';
 
 const DEVICE = 'urn:ietf:params:oauth:grant-type:device_code';
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { dialects, POSTGRES_URL } from '../helpers/dialects.ts';
 import { TEST_SETUP, type TestService } from '../helpers/service.ts';
-import { approveDevice, authorize, Browser, pkcePair, postForm, startOAuthService } from './oauth-kit.ts';
+import { approveDevice, authorize, Browser, pkcePair, postForm, startOAuthService } from '../helpers/oauth-kit.ts';
 
 const NODE = join(process.cwd(), 'node_modules/.bin/node');
 const BIN = join(process.cwd(), 'bin/dirigo.js');

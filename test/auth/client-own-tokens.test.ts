@@ -11,7 +11,7 @@ import { Agent, fetch as undiciFetch } from 'undici';
 import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { hashSecret } from '../../src/registry/index.ts';
-import { basic, oauthConfig, postForm, WEB_SECRET } from './oauth-kit.ts';
+import { basic, oauthConfig, postForm, WEB_SECRET } from '../helpers/oauth-kit.ts';
 
 const SERVICE_SECRET = 'service-client-secret-0123456789';
 const SHARED_KEY = 'shared-hmac-key-for-client-secret-jwt-0123456789';

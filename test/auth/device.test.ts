@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { USER_CODE_ALPHABET } from '../../src/auth/store.ts';
-import { approveDevice, Browser, formOf, oauthConfig, PASSWORDS, postForm, startOAuthService } from './oauth-kit.ts';
+import { approveDevice, Browser, formOf, oauthConfig, PASSWORDS, postForm, startOAuthService } from '../helpers/oauth-kit.ts';
 
 const DEVICE = 'urn:ietf:params:oauth:grant-type:device_code';
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -8,7 +8,7 @@ import * as client from 'openid-client';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { Browser, pkcePair, postForm, startOAuthService, WEB_SECRET } from './oauth-kit.ts';
+import { Browser, pkcePair, postForm, startOAuthService, WEB_SECRET } from '../helpers/oauth-kit.ts';
 import { browserAuthorize } from './openid-kit.ts';
 
 for (const { dialect, skip } of await dialects()) {

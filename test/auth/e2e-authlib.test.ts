@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { PASSWORDS, startOAuthService, WEB_SECRET } from './oauth-kit.ts';
+import { PASSWORDS, startOAuthService, WEB_SECRET } from '../helpers/oauth-kit.ts';
 
 const PYTHON = '/usr/bin/python3';
 const probe = spawnSync(PYTHON, ['-c', 'import authlib, requests'], { encoding: 'utf8' });

@@ -12,7 +12,7 @@ import type { Browser as PwBrowser, BrowserContext } from 'playwright-core';
 import { chromiumMissing, launchChromium, startCallbackServer, type CallbackServer } from '../helpers/chromium.ts';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { PASSWORDS, pkcePair, postForm, startOAuthService } from './oauth-kit.ts';
+import { PASSWORDS, pkcePair, postForm, startOAuthService } from '../helpers/oauth-kit.ts';
 
 const missing = chromiumMissing('Chromium end-to-end suite');
 

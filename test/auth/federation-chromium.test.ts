@@ -16,7 +16,7 @@ import { dialects } from '../helpers/dialects.ts';
 import { testPki } from '../helpers/pki.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { startUpstream, type UpstreamProvider } from '../helpers/oidc-upstream.ts';
-import { pkcePair, postForm } from './oauth-kit.ts';
+import { pkcePair, postForm } from '../helpers/oauth-kit.ts';
 import { ACCOUNTS, federationConfig, upstreamClients } from './federation-kit.ts';
 
 const missing = chromiumMissing('Chromium federated-login suite');

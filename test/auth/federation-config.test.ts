@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../../src/app/config.ts';
 import { dialects } from '../helpers/dialects.ts';
 import { testRegistry } from '../helpers/service.ts';
-import { startOAuthService } from './oauth-kit.ts';
+import { startOAuthService } from '../helpers/oauth-kit.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dirigo-fed-config-'));
 writeFileSync(join(dir, 'upstream-ca.pem'), '-----BEGIN CERTIFICATE-----\n');

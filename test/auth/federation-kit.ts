@@ -4,7 +4,7 @@
  */
 import type { TestPki } from '../helpers/pki.ts';
 import type { UpstreamClient } from '../helpers/oidc-upstream.ts';
-import { oauthConfig } from './oauth-kit.ts';
+import { oauthConfig } from '../helpers/oauth-kit.ts';
 
 export const CLIENT_REDIRECT = 'https://app.example/cb';
 export const UPSTREAM_SECRETS = { identity: 'upstream-client-secret-identity-0123', email: 'upstream-client-secret-email-0123' };

@@ -13,7 +13,7 @@ import { dialects } from '../helpers/dialects.ts';
 import { testPki, type TestPki } from '../helpers/pki.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { FederationBrowser, formFields, startUpstream, type Page, type UpstreamProvider } from '../helpers/oidc-upstream.ts';
-import { WEB_SECRET, basic, pkcePair, postForm } from './oauth-kit.ts';
+import { WEB_SECRET, basic, pkcePair, postForm } from '../helpers/oauth-kit.ts';
 import { ACCOUNTS, CLIENT_REDIRECT, UPSTREAM_SECRETS, federationConfig, upstreamClients } from './federation-kit.ts';
 
 for (const { dialect, skip } of await dialects()) {

@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
-import { authorize, Browser, formOf, oauthConfig, PASSWORDS, pkcePair, postForm, startOAuthService } from './oauth-kit.ts';
+import { authorize, Browser, formOf, oauthConfig, PASSWORDS, pkcePair, postForm, startOAuthService } from '../helpers/oauth-kit.ts';
 
 for (const { dialect, skip } of await dialects()) {
   describe(`the first-party application signs in without a consent page (${dialect})`, { skip }, () => {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
 import { TEST_SETUP, type TestService } from '../helpers/service.ts';
 import { RevocationList } from '../../src/auth/revocation.ts';
-import { authorize, basic, Browser, formOf, OTHER_SECRET, PASSWORDS, pkcePair, postForm, RS_SECRET, startOAuthService, WEB_SECRET } from './oauth-kit.ts';
+import { authorize, basic, Browser, formOf, OTHER_SECRET, PASSWORDS, pkcePair, postForm, RS_SECRET, startOAuthService, WEB_SECRET } from '../helpers/oauth-kit.ts';
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
-import { Browser, oauthConfig, PASSWORDS, pkcePair } from './oauth-kit.ts';
+import { Browser, oauthConfig, PASSWORDS, pkcePair } from '../helpers/oauth-kit.ts';
 
 for (const { dialect, skip } of await dialects()) {
   describe(`login rate limits across instances (${dialect})`, { skip }, () => {

@@ -10,7 +10,7 @@ import * as client from 'openid-client';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { Browser, formOf, PASSWORDS, startOAuthService, WEB_SECRET } from './oauth-kit.ts';
+import { Browser, formOf, PASSWORDS, startOAuthService, WEB_SECRET } from '../helpers/oauth-kit.ts';
 
 for (const { dialect, skip } of await dialects()) {
   describe(`RP-initiated logout (${dialect})`, { skip }, () => {

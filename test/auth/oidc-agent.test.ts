@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TestService } from '../helpers/service.ts';
-import { approveDevice, Browser, startOAuthService } from './oauth-kit.ts';
+import { approveDevice, Browser, startOAuthService } from '../helpers/oauth-kit.ts';
 
 const run = promisify(execFile);
 const missing = spawnSync('oidc-gen', ['--version']).status === 0 ? false : 'oidc-agent-cli is not installed';

@@ -12,7 +12,7 @@ import type { Browser as PwBrowser } from 'playwright-core';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { chromiumMissing, launchChromium, startCallbackServer, type CallbackServer } from '../helpers/chromium.ts';
-import { PASSWORDS, startOAuthService } from './oauth-kit.ts';
+import { PASSWORDS, startOAuthService } from '../helpers/oauth-kit.ts';
 
 const missing = chromiumMissing('openid-client in Chromium suite');
 

@@ -12,7 +12,7 @@ import { decodeProtectedHeader } from 'jose';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { approveDevice, Browser, formOf, PASSWORDS, startOAuthService, WEB_SECRET } from './oauth-kit.ts';
+import { approveDevice, Browser, formOf, PASSWORDS, startOAuthService, WEB_SECRET } from '../helpers/oauth-kit.ts';
 import { browserAuthorize } from './openid-kit.ts';
 
 const run = promisify(execFile);

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import * as client from 'openid-client';
 import type { TestService } from '../helpers/service.ts';
-import { Browser, PASSWORDS } from './oauth-kit.ts';
+import { Browser, PASSWORDS } from '../helpers/oauth-kit.ts';
 
 export interface Authorized {
   callback: URL;

@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { authorize, Browser, pkcePair, postForm, startOAuthService } from './oauth-kit.ts';
+import { authorize, Browser, pkcePair, postForm, startOAuthService } from '../helpers/oauth-kit.ts';
 
 for (const { dialect, skip } of await dialects()) {
   describe(`concurrent redemption and rotation; housekeeping (${dialect})`, { skip }, () => {

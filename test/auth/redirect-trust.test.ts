@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { authorize, basic, Browser, pkcePair, postForm, startOAuthService } from './oauth-kit.ts';
+import { authorize, basic, Browser, pkcePair, postForm, startOAuthService } from '../helpers/oauth-kit.ts';
 
 const CB = 'https://rp.example/cb';
 const BYE = 'https://rp.example/bye';

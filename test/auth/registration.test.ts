@@ -9,7 +9,7 @@ import { Agent, fetch as undiciFetch } from 'undici';
 import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { hashSecret } from '../../src/registry/index.ts';
-import { basic, oauthConfig, postForm, startOAuthService } from './oauth-kit.ts';
+import { basic, oauthConfig, postForm, startOAuthService } from '../helpers/oauth-kit.ts';
 import { browserAuthorize } from './openid-kit.ts';
 
 const INITIAL_TOKEN = 'initial-access-token-0123456789';

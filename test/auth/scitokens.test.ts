@@ -16,7 +16,7 @@ import { KeyStore } from '../../src/auth/index.ts';
 import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { hashSecret } from '../../src/registry/index.ts';
-import { approveDevice, authorize, basic, Browser, oauthConfig, pkcePair, postForm, WEB_SECRET } from './oauth-kit.ts';
+import { approveDevice, authorize, basic, Browser, oauthConfig, pkcePair, postForm, WEB_SECRET } from '../helpers/oauth-kit.ts';
 
 const SYSTEM_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
 const OWN_SECRET = 'own-client-secret-0123456789-0123456789';

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
 import { TEST_SETUP, type TestService } from '../helpers/service.ts';
-import { authorize, basic, Browser, pkcePair, postForm, startOAuthService, WEB_SECRET } from './oauth-kit.ts';
+import { authorize, basic, Browser, pkcePair, postForm, startOAuthService, WEB_SECRET } from '../helpers/oauth-kit.ts';
 
 const scopeOf = (token: string): string => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).scope;
 

@@ -10,7 +10,7 @@ import { decodeJwt } from 'jose';
 import { dialects } from '../helpers/dialects.ts';
 import { startTestService, TEST_SETUP, type TestService } from '../helpers/service.ts';
 import { hashSecret } from '../../src/registry/index.ts';
-import { authorize, basic, Browser, oauthConfig, pkcePair, postForm, WEB_SECRET } from './oauth-kit.ts';
+import { authorize, basic, Browser, oauthConfig, pkcePair, postForm, WEB_SECRET } from '../helpers/oauth-kit.ts';
 
 const b64 = (path: string) => Buffer.from(path).toString('base64url');
 const ROBOT_SECRET = 'robot-client-secret-0123456789';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { isWithin, parseScope, requestedGroup } from '../../src/auth/scopes.ts';
-import { authorize, basic, Browser, formOf, pkcePair, postForm, startOAuthService, WEB_SECRET } from './oauth-kit.ts';
+import { authorize, basic, Browser, formOf, pkcePair, postForm, startOAuthService, WEB_SECRET } from '../helpers/oauth-kit.ts';
 
 const b64 = (path: string) => Buffer.from(path).toString('base64url');
 

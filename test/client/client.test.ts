@@ -26,7 +26,7 @@ import {
 } from '@dirigo/client';
 import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
-import { basic, oauthConfig, RS_SECRET } from '../auth/oauth-kit.ts';
+import { basic, oauthConfig, RS_SECRET } from '../helpers/oauth-kit.ts';
 import { FINAL, untar } from '../jobs/helpers.ts';
 
 type Operation = { operationId: string; responses: Record<string, unknown> };

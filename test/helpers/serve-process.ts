@@ -64,7 +64,7 @@ export async function prepareServe(dialect: Dialect, jobs: Record<string, unknow
  * Node flags for a benched server, from the environment (every bench's server and peer takes them):
  * - `DIRIGO_BENCH_CPU_PROF=<dir>`: a V8 CPU profile written there when it stops (bench/profiles/,
  *   summarised by bench/lib/profile-top.ts); NODE_OPTIONS does not accept --cpu-prof;
- * - `DIRIGO_BENCH_NODE_FLAGS`: more flags, space-separated (bench/memory.ts: V8 sizing such as
+ * - `DIRIGO_BENCH_NODE_FLAGS`: more flags, space-separated (bench/load/memory.ts: V8 sizing such as
  *   `--max-semi-space-size=16`, `--heapsnapshot-signal=SIGUSR2`). Allocator settings such as
  *   MALLOC_ARENA_MAX need nothing here: the server inherits the environment.
  */

@@ -12,7 +12,7 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { dialects } from '../helpers/dialects.ts';
 import { startTestService, TEST_SETUP, type TestService } from '../helpers/service.ts';
 import { historyQuery, parameterQuery } from '../../src/jobs/events.ts';
-import { authorize, Browser, oauthConfig, pkcePair, postForm } from '../auth/oauth-kit.ts';
+import { authorize, Browser, oauthConfig, pkcePair, postForm } from '../helpers/oauth-kit.ts';
 import { submit } from './helpers.ts';
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));

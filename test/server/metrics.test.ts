@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { Browser, oauthConfig, pkcePair } from '../auth/oauth-kit.ts';
+import { Browser, oauthConfig, pkcePair } from '../helpers/oauth-kit.ts';
 import { startTestService } from '../helpers/service.ts';
 import { FINAL, submit } from '../jobs/helpers.ts';
 

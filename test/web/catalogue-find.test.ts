@@ -10,7 +10,7 @@ import type { Browser } from 'playwright-core';
 import { chromiumMissing, launchChromium } from '../helpers/chromium.ts';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { assertAccessible, buildWebApp, openApp, screenshots, signInWithPassword, startWebService } from './web-kit.ts';
+import { assertAccessible, buildWebApp, openApp, screenshots, signInWithPassword, startWebService } from '../helpers/web-kit.ts';
 
 const missing = chromiumMissing('catalogue file search suite');
 

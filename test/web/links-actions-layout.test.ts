@@ -14,8 +14,8 @@ import { chromiumMissing, launchChromium } from '../helpers/chromium.ts';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { cataloguePath } from '../../packages/client/src/index.ts';
-import { PASSWORDS, pkcePair } from '../auth/oauth-kit.ts';
-import { assertAccessible, buildWebApp, openApp, rowStatus, screenshots, signInWithPassword, startWebService } from './web-kit.ts';
+import { PASSWORDS, pkcePair } from '../helpers/oauth-kit.ts';
+import { assertAccessible, buildWebApp, openApp, rowStatus, screenshots, signInWithPassword, startWebService } from '../helpers/web-kit.ts';
 
 const missing = chromiumMissing('issue 31 web suite');
 const PHONE = { width: 390, height: 844 };

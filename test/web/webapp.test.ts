@@ -17,8 +17,8 @@ import { chromiumMissing, launchChromium } from '../helpers/chromium.ts';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { cataloguePath } from '../../packages/client/src/index.ts';
-import { postForm } from '../auth/oauth-kit.ts';
-import { ARTIFACTS, assertAccessible, buildWebApp, openApp, rowStatus, screenshots, signedIn, signInWithPassword, startWebService } from './web-kit.ts';
+import { postForm } from '../helpers/oauth-kit.ts';
+import { ARTIFACTS, assertAccessible, buildWebApp, openApp, rowStatus, screenshots, signedIn, signInWithPassword, startWebService } from '../helpers/web-kit.ts';
 
 const missing = chromiumMissing('web application suite');
 

@@ -3,12 +3,12 @@
  *  - flow A token issuance over keep-alive TLS with a client certificate (target >= 2,000 tokens/s);
  *  - authenticated request overhead: GET /oauth2/userinfo with a bearer token as a ratio of an
  *    unauthenticated trivial route (/healthz) of the same server, same run (target >= 0.6).
- * Usage: node bench/auth-tokens.ts [--seconds N]
+ * Usage: node bench/load/auth-tokens.ts [--seconds N]
  */
 import { parseArgs } from 'node:util';
 import { request, Agent } from 'undici';
-import { runLoad, report, percentile } from './lib/load.ts';
-import { startBenchServer, cpuSeconds } from './lib/server.ts';
+import { runLoad, report, percentile } from '../lib/load.ts';
+import { startBenchServer, cpuSeconds } from '../lib/server.ts';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' } } });
 const durationMs = Number(values.seconds) * 1000;

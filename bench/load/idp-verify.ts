@@ -2,7 +2,7 @@
  * Issue "Identity-provider client" figure: `verifyToken` with a cached JWKS (target >= 20,000
  * verifications/s). The provider's metadata and JWKS come from a local HTTPS server once; then a pool
  * of distinct RS256 access tokens (2048-bit key, as IdPs issue) is verified in a loop, one at a time.
- * Usage: node bench/idp-verify.ts [--seconds N] [--tokens N]
+ * Usage: node bench/load/idp-verify.ts [--seconds N] [--tokens N]
  */
 import { createServer } from 'node:https';
 import { createPublicKey, generateKeyPairSync, verify as cryptoVerify } from 'node:crypto';
@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import { SignJWT, exportJWK } from 'jose';
 import { OAuth2IdProvider } from '@dirigo/idp-client';
-import { createCa, issueCertificate } from '../src/pki/dev-ca.ts';
+import { createCa, issueCertificate } from '../../src/pki/dev-ca.ts';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, tokens: { type: 'string', default: '2000' } } });
 const seconds = Number(values.seconds);

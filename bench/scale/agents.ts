@@ -3,15 +3,15 @@
  * agent with one free slot asks), against one `dirigo serve` on PostgreSQL. Target: at least 500 matches/s.
  * Each match is a real claim: Waiting → Matched under `FOR UPDATE SKIP LOCKED`, with its history row.
  * Also shown: jobs/s when agents ask for 10 at a time, and the CPU seconds of the server and PostgreSQL.
- * Usage: node bench/scale-agents.ts [--seconds N]
+ * Usage: node bench/scale/agents.ts [--seconds N]
  */
 import { parseArgs } from 'node:util';
 import { Agent } from 'undici';
-import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { startCluster } from '../test/helpers/cluster.ts';
-import { report } from './lib/load.ts';
-import { cpuSeconds } from './lib/server.ts';
-import { drive, postgresCpuMeter, selfCpuSeconds } from './lib/scale.ts';
+import { postgresUnavailable } from '../../test/helpers/dialects.ts';
+import { startCluster } from '../../test/helpers/cluster.ts';
+import { report } from '../lib/load.ts';
+import { cpuSeconds } from '../lib/server.ts';
+import { drive, postgresCpuMeter, selfCpuSeconds } from '../lib/scale.ts';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '6' }, full: { type: 'boolean' } } });
 const seconds = values.full ? 20 : Number(values.seconds);

@@ -2,14 +2,14 @@
  * Figure: bulk import through the real `POST /filecatalogue/bulk` endpoint over HTTPS, at least
  * 50,000 files/s, on SQLite and PostgreSQL. Each file line carries 3 file-metadata values; one directory
  * line (with 2 directory fields) precedes every 100 files. Default 200,000 files; `--full` 1,000,000.
- * Usage: node bench/catalogue-import.ts [--full] [--files N] [--dialect sqlite|postgres|both] [--batch-size N (default: the configuration's)]
+ * Usage: node bench/load/catalogue-import.ts [--full] [--files N] [--dialect sqlite|postgres|both] [--batch-size N (default: the configuration's)]
  */
 import { parseArgs } from 'node:util';
 import { Readable } from 'node:stream';
 import { Agent, request } from 'undici';
-import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { startTestService } from '../test/helpers/service.ts';
-import type { Dialect } from '../src/kernel/db/dialect.ts';
+import { postgresUnavailable } from '../../test/helpers/dialects.ts';
+import { startTestService } from '../../test/helpers/service.ts';
+import type { Dialect } from '../../src/kernel/db/dialect.ts';
 
 const { values } = parseArgs({ options: { full: { type: 'boolean' }, files: { type: 'string' }, dialect: { type: 'string', default: 'both' }, 'batch-size': { type: 'string' } } });
 if (!['sqlite', 'postgres', 'both'].includes(values.dialect)) throw new Error('--dialect: sqlite, postgres or both');

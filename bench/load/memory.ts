@@ -15,7 +15,7 @@
  * thus the highest the heap has been, not what is alive: the live heap stays the same (--heap-snapshots).
  * bench/profiles/memory.md has the measurements.
  *
- * Usage: node bench/memory.ts [--requests N (20,000)] [--full (100,000)] [--warm-up N (20,000)]
+ * Usage: node bench/load/memory.ts [--requests N (20,000)] [--full (100,000)] [--warm-up N (20,000)]
  *   [--samples N (4)] [--concurrency N (16)] [--kinds healthz,userinfo,jobs (all)]
  *   [--detail] where the memory is: V8's 256 kB pages and malloc's main arena (from /proc/<pid>/smaps),
  *     V8's committed size per space, memory outside the heap
@@ -28,9 +28,9 @@ import { readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { runLoad } from './lib/load.ts';
-import { rssMb } from './lib/peers.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
+import { runLoad } from '../lib/load.ts';
+import { rssMb } from '../lib/peers.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../../test/helpers/serve-process.ts';
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.
 const { values } = parseArgs({

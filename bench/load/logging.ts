@@ -6,7 +6,7 @@
  * The figure is the server CPU each request costs, which does not depend on how fast the load generator is.
  * Target: info costs at most 5% of the throughput of warn.
  *
- *   node_modules/.bin/node bench/logging.ts [--rounds N] [--seconds N] [--concurrency N]
+ *   node_modules/.bin/node bench/load/logging.ts [--rounds N] [--seconds N] [--concurrency N]
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -14,9 +14,9 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
-import { bootstrapDataDir, DEMO_SETUP } from '../src/app/bootstrap.ts';
-import { percentile, report, runLoad } from './lib/load.ts';
-import { cpuSeconds, startBenchServer, type BenchServer } from './lib/server.ts';
+import { bootstrapDataDir, DEMO_SETUP } from '../../src/app/bootstrap.ts';
+import { percentile, report, runLoad } from '../lib/load.ts';
+import { cpuSeconds, startBenchServer, type BenchServer } from '../lib/server.ts';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string' }, seconds: { type: 'string' }, concurrency: { type: 'string' } } });
 const rounds = Number(values.rounds ?? 10);

@@ -8,17 +8,17 @@
  * then the per-directory summaries of file values from the files.
  * Default 10,000 directories / 100,000 files (about a minute); `--full` builds 100,000 / 1,000,000.
  * `--explain` prints both dialects' query plans for the search and compatible-values queries.
- * Usage: node bench/catalogue-query.ts [--full] [--explain] [--dirs N] [--files N] [--requests N] [--dialect sqlite|postgres|both]
+ * Usage: node bench/load/catalogue-query.ts [--full] [--explain] [--dirs N] [--files N] [--requests N] [--dialect sqlite|postgres|both]
  */
 import { parseArgs } from 'node:util';
 import { CompiledQuery } from 'kysely';
 import { Agent, request } from 'undici';
-import { parseConditions } from '../src/catalogue/conditions.ts';
-import { CatalogueStore } from '../src/catalogue/store.ts';
-import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { startTestService, type TestService } from '../test/helpers/service.ts';
-import { CAMPAIGNS, FIELDS, generateCatalogue, rng, STREAMS, type Fields } from './lib/fill-catalogue.ts';
-import type { Dialect } from '../src/kernel/db/dialect.ts';
+import { parseConditions } from '../../src/catalogue/conditions.ts';
+import { CatalogueStore } from '../../src/catalogue/store.ts';
+import { postgresUnavailable } from '../../test/helpers/dialects.ts';
+import { startTestService, type TestService } from '../../test/helpers/service.ts';
+import { CAMPAIGNS, FIELDS, generateCatalogue, rng, STREAMS, type Fields } from '../lib/fill-catalogue.ts';
+import type { Dialect } from '../../src/kernel/db/dialect.ts';
 
 const { values } = parseArgs({
   options: { full: { type: 'boolean' }, explain: { type: 'boolean' }, dirs: { type: 'string' }, files: { type: 'string' }, requests: { type: 'string', default: '200' }, dialect: { type: 'string', default: 'both' } },

@@ -6,7 +6,7 @@
  * Time is this process's CPU time (client and server both run here), so other processes on a shared
  * machine do not skew it; wall time is printed beside it. Each round alternates batches of 100 between
  * the two; the median round counts.
- * Usage: node bench/idp-session.ts [--requests N] [--rounds N]
+ * Usage: node bench/load/idp-session.ts [--requests N] [--rounds N]
  */
 import { createServer } from 'node:https';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import { Agent, request } from 'undici';
 import { OAuth2Session, DEFAULT_USER_AGENT } from '@dirigo/idp-client';
-import { createCa, issueCertificate } from '../src/pki/dev-ca.ts';
+import { createCa, issueCertificate } from '../../src/pki/dev-ca.ts';
 
 const { values } = parseArgs({ options: { requests: { type: 'string', default: '3000' }, rounds: { type: 'string', default: '7' }, concurrency: { type: 'string', default: '1' } } });
 const perRound = Number(values.requests);

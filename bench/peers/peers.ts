@@ -13,7 +13,7 @@
  *      and the full listing: one streamed request (GET /jobs/stream, NDJSON) / `squeue`, and page by page
  *      (GET /jobs?maxJobs=100, then cursor) / `squeue` on a line of its own
  *
- * Usage: node bench/peers.ts [--rounds N (5)] [--seconds S per round (2)] [--full (9 rounds of 5 s)]
+ * Usage: node bench/peers/peers.ts [--rounds N (5)] [--seconds S per round (2)] [--full (9 rounds of 5 s)]
  *        [--rows 1,2,3,4,5] [--concurrency N (32; row 5: 16)] [--no-postgres] [--list-jobs N (10,000)]
  *        [--warm S (6): each side's warm-up before its rounds]
  */
@@ -22,16 +22,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
-import { percentile, runLoad, type LoadOptions } from './lib/load.ts';
-import { cpuSeconds, startBenchServer } from './lib/server.ts';
-import { cpuOf, interleave, postgresBackends, printRow, startPeerScript, type Side } from './lib/peers.ts';
-import { startSlurmPeer } from './lib/slurm-peer.ts';
+import { percentile, runLoad, type LoadOptions } from '../lib/load.ts';
+import { cpuSeconds, startBenchServer } from '../lib/server.ts';
+import { cpuOf, interleave, postgresBackends, printRow, startPeerScript, type Side } from '../lib/peers.ts';
+import { startSlurmPeer } from './servers/slurm-peer.ts';
 import { sql } from 'kysely';
-import { DEMO_CONFIDENTIAL_CLIENT, DEMO_SETUP } from '../src/app/bootstrap.ts';
-import { openDatabase } from '../src/kernel/db/database.ts';
-import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
-import type { Dialect } from '../src/kernel/db/dialect.ts';
+import { DEMO_CONFIDENTIAL_CLIENT, DEMO_SETUP } from '../../src/app/bootstrap.ts';
+import { openDatabase } from '../../src/kernel/db/database.ts';
+import { postgresUnavailable } from '../../test/helpers/dialects.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../../test/helpers/serve-process.ts';
+import type { Dialect } from '../../src/kernel/db/dialect.ts';
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.
 const { values } = parseArgs({
@@ -43,7 +43,7 @@ const durationMs = Number(values.seconds ?? (values.full ? 5 : 2)) * 1000;
 const concurrency = Number(values.concurrency ?? 32);
 const warmMs = Number(values.warm ?? 6) * 1000;
 const rows = new Set(String(values.rows ?? '1,2,3,4,5').split(',').map(Number));
-const LIB = join(import.meta.dirname, 'lib');
+const SERVERS = join(import.meta.dirname, 'servers');
 const JOB_CLIENTS = 16;
 /** Jobs in the listing comparison, at least (both sides are topped up to the same number). */
 const LIST_JOBS = Number(values['list-jobs'] ?? 10_000);
@@ -69,9 +69,9 @@ if ([1, 2, 3, 4].some((r) => rows.has(r))) {
   const caFile = join(pki, 'ca.crt');
   const cert = join(pki, 'server.crt');
   const key = join(pki, 'server.key');
-  const bare = await startPeerScript(join(LIB, 'bare-fastify.ts'), [cert, key, caFile]);
+  const bare = await startPeerScript(join(SERVERS, 'bare-fastify.ts'), [cert, key, caFile]);
   const peerSecret = 'peer-bench-secret-0123456789abcdef';
-  const oidc = await startPeerScript(join(LIB, 'oidc-peer.ts'), [cert, key, 'bench-client', peerSecret]);
+  const oidc = await startPeerScript(join(SERVERS, 'oidc-peer.ts'), [cert, key, 'bench-client', peerSecret]);
   const tls = { ca: dirigo.ca };
   const alice = { ca: dirigo.ca, ...dirigo.user('alice') };
   const dirigoPids = () => [dirigo.child.pid!];

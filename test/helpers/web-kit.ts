@@ -10,9 +10,9 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { startTestService, type TestService } from '../helpers/service.ts';
-import type { TestDialect } from '../helpers/dialects.ts';
-import { oauthConfig, PASSWORDS } from '../auth/oauth-kit.ts';
+import { startTestService, type TestService } from './service.ts';
+import type { TestDialect } from './dialects.ts';
+import { oauthConfig, PASSWORDS } from './oauth-kit.ts';
 
 export const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'web');
 

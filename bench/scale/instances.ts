@@ -5,15 +5,15 @@
  * 1.0, i.e. a second instance costs nothing), and the CPU each process used per second of run — the
  * instances, PostgreSQL and the load generator — which shows where the bottleneck is.
  * The schedulers are off so that only the API path is measured.
- * Usage: node bench/scale-instances.ts [--seconds N]
+ * Usage: node bench/scale/instances.ts [--seconds N]
  */
 import { parseArgs } from 'node:util';
 import { Agent } from 'undici';
-import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { startCluster, type Instance } from '../test/helpers/cluster.ts';
-import { report } from './lib/load.ts';
-import { cpuSeconds } from './lib/server.ts';
-import { drive, postgresCpuMeter, selfCpuSeconds } from './lib/scale.ts';
+import { postgresUnavailable } from '../../test/helpers/dialects.ts';
+import { startCluster, type Instance } from '../../test/helpers/cluster.ts';
+import { report } from '../lib/load.ts';
+import { cpuSeconds } from '../lib/server.ts';
+import { drive, postgresCpuMeter, selfCpuSeconds } from '../lib/scale.ts';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, full: { type: 'boolean' } } });
 const seconds = values.full ? 30 : Number(values.seconds);

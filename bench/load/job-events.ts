@@ -4,14 +4,14 @@
  * keep-alive HTTPS connection) follow one user's jobs; a job is killed, and the clock runs from the kill
  * request to each stream's `Killed` event. Several rounds; the medians and the 95th percentile are printed,
  * beside the round trip of one GET /jobs/{jid} (the floor any client pays to learn anything).
- * Usage: node bench/job-events.ts [--subscribers N] [--rounds N] [--postgres]
+ * Usage: node bench/load/job-events.ts [--subscribers N] [--rounds N] [--postgres]
  */
 import { parseArgs } from 'node:util';
 import { rmSync } from 'node:fs';
 import { Agent, request } from 'undici';
-import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
-import type { Dialect } from '../src/kernel/db/dialect.ts';
+import { postgresUnavailable } from '../../test/helpers/dialects.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../../test/helpers/serve-process.ts';
+import type { Dialect } from '../../src/kernel/db/dialect.ts';
 
 const { values } = parseArgs({ options: { subscribers: { type: 'string', default: '1000' }, rounds: { type: 'string', default: '5' }, postgres: { type: 'boolean' } }, strict: false });
 const subscribers = Number(values.subscribers);

@@ -2,15 +2,15 @@
  * Figure: trivial jobs (`/bin/true`) per second from submission to Done on the local executor — target
  * ≥ 50 jobs/s. `dirigo serve` runs as its own process with the default slots (one per CPU); the jobs are
  * submitted in arrays of 50 over keep-alive HTTPS and the clock stops when the last one is Done.
- * Usage: node bench/jobs-exec.ts [--jobs N] [--full (2,000 jobs)] [--slots N] [--postgres]
+ * Usage: node bench/load/jobs-exec.ts [--jobs N] [--full (2,000 jobs)] [--slots N] [--postgres]
  */
 import { parseArgs } from 'node:util';
 import { rmSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { request } from 'undici';
-import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
-import type { Dialect } from '../src/kernel/db/dialect.ts';
+import { postgresUnavailable } from '../../test/helpers/dialects.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../../test/helpers/serve-process.ts';
+import type { Dialect } from '../../src/kernel/db/dialect.ts';
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.
 const { values } = parseArgs({ options: { jobs: { type: 'string' }, slots: { type: 'string', default: '0' }, postgres: { type: 'boolean' }, full: { type: 'boolean' } }, strict: false });

@@ -4,7 +4,7 @@
  * resumption; see src/app/server.ts) answering GET /healthz with {status:'ok'}, run as its own process so
  * that its CPU can be read from /proc. Prints `listening <url>` on standard output once it listens.
  *
- *   node bench/lib/bare-fastify.ts <cert.pem> <key.pem> <ca.pem>
+ *   node bench/peers/servers/bare-fastify.ts <cert.pem> <key.pem> <ca.pem>
  */
 import { constants as cryptoConstants } from 'node:crypto';
 import { readFileSync } from 'node:fs';

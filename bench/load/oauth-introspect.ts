@@ -3,17 +3,17 @@
  * ORY Hydra's published 7,934/s on 2 CPUs). `dirigo serve` runs in its own process on a fresh
  * embedded-default data dir; the demo confidential client introspects a rotating set of access tokens.
  *
- *   node_modules/.bin/node bench/oauth-introspect.ts [--full] [--seconds N] [--concurrency N]
+ *   node_modules/.bin/node bench/load/oauth-introspect.ts [--full] [--seconds N] [--concurrency N]
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { bootstrapDataDir, DEMO_CONFIDENTIAL_CLIENT, DEMO_SETUP } from '../src/app/bootstrap.ts';
-import { loadConfig } from '../src/app/config.ts';
-import { createContext } from '../src/app/context.ts';
-import { percentile, report, runLoad } from './lib/load.ts';
-import { cpuSeconds, startBenchServer } from './lib/server.ts';
+import { bootstrapDataDir, DEMO_CONFIDENTIAL_CLIENT, DEMO_SETUP } from '../../src/app/bootstrap.ts';
+import { loadConfig } from '../../src/app/config.ts';
+import { createContext } from '../../src/app/context.ts';
+import { percentile, report, runLoad } from '../lib/load.ts';
+import { cpuSeconds, startBenchServer } from '../lib/server.ts';
 
 const TOKENS = 500;
 const { values } = parseArgs({ options: { full: { type: 'boolean' }, seconds: { type: 'string' }, concurrency: { type: 'string' } } });

@@ -3,14 +3,14 @@
  *   single-job POST /jobs from 16 concurrent clients — target ≥ 1,000 jobs/s on SQLite
  *   arrays of 100 manifests                           — target ≥ 10,000 jobs/s
  * The scheduler is off so that only acceptance is measured (as Slurm's figure is sbatch acceptance).
- * Usage: node bench/jobs-submit.ts [--seconds N] [--full (30 s phases)] [--postgres]
+ * Usage: node bench/load/jobs-submit.ts [--seconds N] [--full (30 s phases)] [--postgres]
  */
 import { parseArgs } from 'node:util';
 import { rmSync } from 'node:fs';
 import { request, type Agent } from 'undici';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
-import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import type { Dialect } from '../src/kernel/db/dialect.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../../test/helpers/serve-process.ts';
+import { postgresUnavailable } from '../../test/helpers/dialects.ts';
+import type { Dialect } from '../../src/kernel/db/dialect.ts';
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.
 const { values } = parseArgs({ options: { seconds: { type: 'string' }, postgres: { type: 'boolean' }, full: { type: 'boolean' } }, strict: false });

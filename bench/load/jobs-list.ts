@@ -4,17 +4,17 @@
  * and PostgreSQL; and the job monitor's reads: the summary per status and site (target median < 20 ms)
  * and two searches. Rows are generated with bulk SQL inserts (not HTTP): 30 owners, 5% Waiting, the rest
  * spread over the other statuses. Default 100,000 jobs; `--full` builds the issue's 1,000,000.
- * Usage: node bench/jobs-list.ts [--full] [--jobs N] [--requests N] [--dialect sqlite|postgres|both]
+ * Usage: node bench/load/jobs-list.ts [--full] [--jobs N] [--requests N] [--dialect sqlite|postgres|both]
  */
 import { parseArgs } from 'node:util';
 import { readFileSync, rmSync } from 'node:fs';
 import { request } from 'undici';
-import { migrate, openDatabase } from '../src/kernel/db/database.ts';
-import { migrations } from '../src/app/migrations.ts';
-import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { fillJobsTo } from './lib/fill-jobs.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
-import type { Dialect } from '../src/kernel/db/dialect.ts';
+import { migrate, openDatabase } from '../../src/kernel/db/database.ts';
+import { migrations } from '../../src/app/migrations.ts';
+import { postgresUnavailable } from '../../test/helpers/dialects.ts';
+import { fillJobsTo } from '../lib/fill-jobs.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../../test/helpers/serve-process.ts';
+import type { Dialect } from '../../src/kernel/db/dialect.ts';
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.
 const { values } = parseArgs({ options: { full: { type: 'boolean' }, jobs: { type: 'string' }, requests: { type: 'string', default: '400' }, dialect: { type: 'string', default: 'both' } }, strict: false });

@@ -4,7 +4,7 @@
  * introspection on. Its own process, so that its CPU can be read from /proc; tokens are the provider's
  * default (opaque, kept in its in-memory adapter). Prints `listening <url>` once it listens.
  *
- *   node bench/lib/oidc-peer.ts <cert.pem> <key.pem> <client_id> <client_secret>
+ *   node bench/peers/servers/oidc-peer.ts <cert.pem> <key.pem> <client_id> <client_secret>
  */
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';

@@ -5,11 +5,11 @@
  *   table renders the same rows whatever the page size, so the ratio should stay near 1;
  * - scrolling through the 1,000 rows, one step a frame: frame times (median, 95th percentile) and the
  *   frames over 1/60 s doubled (33 ms), which a person sees as a stutter.
- * Usage: node bench/webapp.ts [--rounds N]
+ * Usage: node bench/load/webapp.ts [--rounds N]
  */
 import { parseArgs } from 'node:util';
-import { chromiumMissing, launchChromium } from '../test/helpers/chromium.ts';
-import { buildWebApp, openApp, signInWithPassword, startWebService } from '../test/web/web-kit.ts';
+import { chromiumMissing, launchChromium } from '../../test/helpers/chromium.ts';
+import { buildWebApp, openApp, signInWithPassword, startWebService } from '../../test/helpers/web-kit.ts';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '5' } }, strict: false });
 const rounds = Number(values.rounds);
@@ -17,7 +17,7 @@ const rounds = Number(values.rounds);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 
-if (chromiumMissing('bench/webapp.ts')) process.exit(0);
+if (chromiumMissing('bench/load/webapp.ts')) process.exit(0);
 process.stdout.write('building the web application…\n');
 buildWebApp();
 const svc = await startWebService('sqlite');

@@ -9,20 +9,20 @@
  * Defaults: 10,000 / 100,000 / 1,000,000 jobs and 100,000 / 1,000,000 files, about 10 minutes per
  * database on a 2-core machine. `--full` is the issue's 10,000 / 1,000,000 / 3,000,000 jobs and
  * 100,000 / 1,000,000 / 5,000,000 files (loading alone takes about 40 minutes per database there).
- * Usage: node bench/scaling.ts [--full] [--jobs 10000,1000000] [--files 100000,1000000] [--requests N]
+ * Usage: node bench/scale/scaling.ts [--full] [--jobs 10000,1000000] [--files 100000,1000000] [--requests N]
  *        [--dialect sqlite|postgres|both] [--only jobs|catalogue]
  */
 import { parseArgs } from 'node:util';
 import { rmSync } from 'node:fs';
 import { Agent, request } from 'undici';
-import { migrate, openDatabase } from '../src/kernel/db/database.ts';
-import { migrations } from '../src/app/migrations.ts';
-import { foldJobCounts } from '../src/jobs/counts.ts';
-import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../test/helpers/serve-process.ts';
-import { fillJobsTo } from './lib/fill-jobs.ts';
-import { CAMPAIGNS, FIELDS, generateCatalogue, type Fields } from './lib/fill-catalogue.ts';
-import type { Dialect } from '../src/kernel/db/dialect.ts';
+import { migrate, openDatabase } from '../../src/kernel/db/database.ts';
+import { migrations } from '../../src/app/migrations.ts';
+import { foldJobCounts } from '../../src/jobs/counts.ts';
+import { postgresUnavailable } from '../../test/helpers/dialects.ts';
+import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../../test/helpers/serve-process.ts';
+import { fillJobsTo } from '../lib/fill-jobs.ts';
+import { CAMPAIGNS, FIELDS, generateCatalogue, type Fields } from '../lib/fill-catalogue.ts';
+import type { Dialect } from '../../src/kernel/db/dialect.ts';
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.
 const { values } = parseArgs({

@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { Agent, request } from 'undici';
 import { hashSecret } from '../../src/registry/passwords.ts';
-import { startTestService, testRegistry, type TestService } from '../helpers/service.ts';
-import type { TestDialect } from '../helpers/dialects.ts';
+import { startTestService, testRegistry, type TestService } from './service.ts';
+import type { TestDialect } from './dialects.ts';
 
 export const PASSWORDS: Record<string, string> = { alice: 'alice-password-1', bob: 'bob-password-2', carol: 'carol-password-3' };
 export const WEB_SECRET = 'web-client-secret-0123456789';

@@ -3,15 +3,15 @@
  * directly with `sbatch` in the same run (the ratio is Dirigo's overhead over Slurm alone). Needs the
  * single-node Slurm of scripts/slurm-dev.sh and PostgreSQL; skipped with a message otherwise.
  * 200 jobs per phase, as the issue states (about two minutes on a 2-core machine); `--jobs N` for a quicker look.
- * Usage: node bench/scale-slurm.ts [--jobs N]
+ * Usage: node bench/scale/slurm.ts [--jobs N]
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { postgresUnavailable } from '../test/helpers/dialects.ts';
-import { startCluster } from '../test/helpers/cluster.ts';
+import { postgresUnavailable } from '../../test/helpers/dialects.ts';
+import { startCluster } from '../../test/helpers/cluster.ts';
 
 const { values } = parseArgs({ options: { jobs: { type: 'string' }, full: { type: 'boolean' } } });
 const N = values.full ? 200 : Number(values.jobs ?? 200);

@@ -3,18 +3,18 @@
  * `dirigo serve` runs in its own process on a fresh embedded-default data dir (SQLite); many independent
  * refresh-token chains rotate concurrently, each request using the token the previous answer returned.
  *
- *   node_modules/.bin/node bench/oauth-refresh.ts [--full] [--seconds N] [--concurrency N]
+ *   node_modules/.bin/node bench/load/oauth-refresh.ts [--full] [--seconds N] [--concurrency N]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
-import { bootstrapDataDir, DEMO_PUBLIC_CLIENT, DEMO_SETUP } from '../src/app/bootstrap.ts';
-import { loadConfig } from '../src/app/config.ts';
-import { createContext } from '../src/app/context.ts';
-import { percentile, report } from './lib/load.ts';
-import { cpuSeconds, startBenchServer } from './lib/server.ts';
+import { bootstrapDataDir, DEMO_PUBLIC_CLIENT, DEMO_SETUP } from '../../src/app/bootstrap.ts';
+import { loadConfig } from '../../src/app/config.ts';
+import { createContext } from '../../src/app/context.ts';
+import { percentile, report } from '../lib/load.ts';
+import { cpuSeconds, startBenchServer } from '../lib/server.ts';
 
 const { values } = parseArgs({ options: { full: { type: 'boolean' }, seconds: { type: 'string' }, concurrency: { type: 'string' } } });
 const seconds = Number(values.seconds ?? (values.full ? 60 : 10));
