@@ -71,6 +71,13 @@ module.exports = {
       to: { path: '^(test|bench|packages/[^/]+/test)/' },
     },
     {
+      name: 'benches-use-shared-support',
+      comment: 'Benchmarks share support with the tests through test/helpers only, never a test file.',
+      severity: 'error',
+      from: { path: '^bench/' },
+      to: { path: '^test/', pathNot: '^test/helpers/' },
+    },
+    {
       name: 'web-stands-alone',
       comment: 'The browser application (web/) is built on its own: it may use packages/client, never the service.',
       severity: 'error',
