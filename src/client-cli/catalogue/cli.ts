@@ -6,12 +6,11 @@ import { createReadStream, statSync } from 'node:fs';
 import { Transform } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { answer, api, connect, reach, type Connection } from '../kernel/cli/http.ts';
-import { formatTable, terminalWidth } from '../kernel/cli/terminal.ts';
-import { CliError, EXIT, progress } from '../kernel/cli/output.ts';
-import { DIRECTORY_NOT_EMPTY } from './errors.ts';
-import { CREDENTIAL_OPTIONS, userAccessToken } from '../kernel/cli/credentials.ts';
-import { encodePath, pathProblem } from './paths.ts';
+import { answer, api, connect, reach, type Connection } from '../shared/http.ts';
+import { formatTable, terminalWidth } from '../../terminal/terminal.ts';
+import { CliError, EXIT, progress } from '../../terminal/output.ts';
+import { CREDENTIAL_OPTIONS, userAccessToken } from '../shared/credentials.ts';
+import { DIRECTORY_NOT_EMPTY, encodePath, pathProblem } from '../../catalogue/index.ts';
 
 const USAGE = `usage: dirigo catalogue <command> [arguments] [options]
 
