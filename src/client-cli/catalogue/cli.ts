@@ -10,7 +10,8 @@ import { answer, api, connect, reach, type Connection } from '../shared/http.ts'
 import { formatTable, terminalWidth } from '../../terminal/terminal.ts';
 import { CliError, EXIT, progress } from '../../terminal/output.ts';
 import { CREDENTIAL_OPTIONS, userAccessToken } from '../shared/credentials.ts';
-import { DIRECTORY_NOT_EMPTY, encodePath, pathProblem } from '../../catalogue/index.ts';
+import { cataloguePath } from '@dirigo/client';
+import { DIRECTORY_NOT_EMPTY, pathProblem } from '../../catalogue/index.ts';
 
 const USAGE = `usage: dirigo catalogue <command> [arguments] [options]
 
@@ -201,7 +202,7 @@ export async function catalogueCommand(argv: string[]): Promise<number> {
   const conn = connect(values);
   const token = await userAccessToken(conn, values);
   const client = api(conn, token);
-  const at = (p: string) => ({ path: { path: encodePath(p) } });
+  const at = (p: string) => ({ path: { path: cataloguePath(p) } });
   /** A file's answer, or undefined when there is no such file (the path may be a directory). */
   const fileOrNothing = async <T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T | undefined> => {
     const res = await reach(conn, call);
