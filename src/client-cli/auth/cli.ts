@@ -1,6 +1,6 @@
 /**
  * `dirigo login` (device authorization grant, RFC 8628), `dirigo logout` (RFC 7009 revocation) and
- * `dirigo whoami`, over the CLI's token cache (src/kernel/cli/token-cache.ts).
+ * `dirigo whoami`, over the CLI's token cache (src/client-cli/shared/token-cache.ts).
  */
 import { parseArgs } from 'node:util';
 import { answer, api, connect, CONNECTION_OPTIONS, FORM_HEADERS, reach } from '../shared/http.ts';
