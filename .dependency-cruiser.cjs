@@ -4,6 +4,9 @@
  *
  * Layers, bottom to top: src/kernel; the domains (each reached by the others only through its
  * index.ts, and only downwards in MAY_IMPORT); src/app, the composition root, which nothing imports.
+ * Beside them: src/client-cli, the client side of `dirigo` (commands that speak HTTPS to a service, the
+ * worker-node agent), which only the command dispatcher src/app/cli/main.ts imports; and src/terminal,
+ * a leaf of terminal and exit-code helpers that both sides may import.
  */
 const DOMAINS = ['pki', 'registry', 'cluster', 'auth', 'federation', 'jobs', 'catalogue', 'executors', 'agents', 'webapp'];
 
@@ -17,9 +20,25 @@ const MAY_IMPORT = {
   jobs: ['registry', 'cluster', 'auth'],
   catalogue: ['registry', 'auth'],
   executors: ['jobs'],
-  agents: ['cluster', 'auth', 'jobs', 'executors'],
+  agents: ['cluster', 'auth', 'jobs'],
   webapp: ['registry', 'auth'],
 };
+
+/**
+ * What src/client-cli may import besides itself, packages/client (@dirigo/client) and npm/node packages.
+ * The last three are exceptions still to be taken out (issue 32): pure helpers the client shares with a
+ * server domain (JDL parsing, status names, archive unpacking, catalogue paths) and the agent's
+ * LocalExecutor, which runs a job on a worker node exactly as the service's local executor does.
+ */
+const CLIENT_MAY_IMPORT = [
+  '^src/client-cli/',
+  '^src/terminal/',
+  '^src/pki/index\\.ts$',
+  '^src/kernel/(config|errors)\\.ts$',
+  '^src/jobs/index\\.ts$',
+  '^src/catalogue/index\\.ts$',
+  '^src/executors/index\\.ts$',
+];
 
 const layerRules = Object.entries(MAY_IMPORT).map(([domain, allowed]) => {
   const forbidden = DOMAINS.filter((d) => d !== domain && !allowed.includes(d));
@@ -63,6 +82,27 @@ module.exports = {
       to: { path: `^src/(${DOMAINS.join('|')})/`, pathNot: ['^src/$1/', `^src/(${DOMAINS.join('|')})/index\\.ts$`] },
     },
     ...layerRules,
+    {
+      name: 'client-cli-imports-only-its-allowed-targets',
+      comment: 'src/client-cli may import only itself, src/terminal, src/pki/index.ts, and the exceptions of CLIENT_MAY_IMPORT in .dependency-cruiser.cjs (besides packages/client and npm packages).',
+      severity: 'error',
+      from: { path: '^src/client-cli/' },
+      to: { path: '^src/', pathNot: CLIENT_MAY_IMPORT },
+    },
+    {
+      name: 'only-the-dispatcher-imports-the-client',
+      comment: 'The server never imports src/client-cli: only the command dispatcher (src/app/cli/main.ts) dispatches to it.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: ['^src/client-cli/', '^src/app/cli/main\\.ts$'] },
+      to: { path: '^src/client-cli/' },
+    },
+    {
+      name: 'terminal-is-a-leaf',
+      comment: 'src/terminal (terminal, output and exit-code helpers shared by client and server commands) may import only itself and src/kernel/config.ts.',
+      severity: 'error',
+      from: { path: '^src/terminal/' },
+      to: { path: '^src/', pathNot: ['^src/terminal/', '^src/kernel/config\\.ts$'] },
+    },
     {
       name: 'no-test-code-in-the-product',
       comment: 'The service and its packages never import tests or benchmarks.',

@@ -1,4 +1,3 @@
-/** Pull-mode agents: the /agents routes that hand out jobs, and the `dirigo agent` command. */
+/** Pull-mode agents: the /agents routes that hand out jobs (the agent a worker node runs is src/client-cli/agent/). */
 export { agentsRoutes } from './routes/index.ts';
-export { agentCommand } from './cli.ts';
 export { agentsMigrations } from './presence.ts';

@@ -3,7 +3,7 @@
  * `tokens.keyPrepublication` seconds (at once with --immediately, for a compromised key); earlier keys
  * stay published until their tokens expire.
  */
-import type { OpenServiceDatabase } from '../kernel/cli/service-database.ts';
+import type { OpenServiceDatabase } from '../kernel/service-database.ts';
 import { KeyStore } from './keys.ts';
 
 export async function rotateKeysCommand(

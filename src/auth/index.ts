@@ -1,6 +1,6 @@
 /**
  * Identity and tokens: who a request speaks for (certificates, proxies, bearer tokens), the OAuth 2.0
- * endpoints and grants, signing keys, and the login, logout, whoami, token and key commands.
+ * endpoints and grants, signing keys, and the `admin keys rotate` command (login, logout, whoami and token are src/client-cli's).
  */
 export { allowsCapability, noLongerAuthenticated, requireCapability, requireGroupRights, requireToken, type Principal } from './authenticate.ts';
 export { authRoutes } from './routes.ts';
@@ -8,8 +8,6 @@ export { KeyStore } from './keys.ts';
 export { TokenService } from './tokens.ts';
 export { OAuthConfigSchema, TokensConfigSchema } from './config-schema.ts';
 export { authMigrations } from './migrations.ts';
-export { loginCommand, logoutCommand, whoamiCommand } from './cli.ts';
-export { tokenCommand } from './token-cli.ts';
 export { parseScope } from './scopes.ts';
 export { rotateKeysCommand } from './admin-cli.ts';
 // The surface federated login builds on: login providers, browser sessions and the interaction pages.

@@ -72,14 +72,6 @@ export function decodePathParam(encoded: string, what = 'path'): string {
   return checkPath(path, what);
 }
 
-/**
- * The URL segment for a path (unpadded URL-safe base 64).
- * @example encodePath('/data/run1') // 'L2RhdGEvcnVuMQ'
- */
-export function encodePath(path: string): string {
-  return Buffer.from(path, 'utf8').toString('base64url');
-}
-
 /** Parent of a canonical path; the root's parent is undefined. */
 export function parentOf(path: string): string | undefined {
   if (path === '/') return undefined;

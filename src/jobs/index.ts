@@ -1,20 +1,21 @@
 /**
- * Jobs: manifests, the status state machine, the job store, sandboxes, the /jobs routes and the jobs
- * command. Where jobs run is the executors' and the agents' business (the jobs domain reaches them through
+ * Jobs: manifests, the status state machine, the job store, sandboxes and the /jobs routes (`dirigo jobs` is
+ * src/client-cli's). Where jobs run is the executors' and the agents' business (the jobs domain reaches them through
  * {@link JobRunner}); every step of a job's life they take — claim, leases, hand-over, requeue,
  * reschedule — is the job lifecycle's (lifecycle/), the only code besides the store that touches the jobs tables.
  */
 export { jobsRoutes } from './routes.ts';
 export { removeStaleUploads, startJobDuties } from './duties.ts';
 export { startEventStreams } from './event-streams.ts';
-export { jobsCommand } from './cli.ts';
-export { jobCommand } from './job-cli.ts';
 export { JobsConfigSchema, type JobsConfig, type LocalSiteConfig } from './config-schema.ts';
 export type { AgentSiteConfig } from './agent-site-schema.ts';
 export type { SlurmSiteConfig } from './slurm-site-schema.ts';
 export { jobsMigrations } from './migrations.ts';
 export type { Manifest } from './manifest.ts';
-export { JobStatus } from './model.ts';
+export { ATTRIBUTES, canonicalStatus, FINAL_STATUSES, JobStatus, type AttributeName, type JobRecord, type StatusHistoryEntry } from './model.ts';
+export type { Operator } from './search.ts';
+export { JDL_MEDIA_TYPE, JdlSyntaxError, parseJdl } from './jdl.ts';
+export { fileNameProblem } from './file-names.ts';
 export { JidParams } from './api-schemas.ts';
 export { JobParameterEvent, JobStatusEvent } from './event-schemas.ts';
 export { changeStatus, confirmKill, handOver, wrapMinorStatus } from './state-machine.ts';

@@ -4,11 +4,11 @@
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { OpenServiceDatabase } from '../kernel/cli/service-database.ts';
-import { CliError, EXIT } from '../kernel/cli/output.ts';
-import { nearestDataDir } from '../kernel/cli/data-dir.ts';
+import type { OpenServiceDatabase } from '../kernel/service-database.ts';
+import { CliError, EXIT } from '../terminal/output.ts';
+import { nearestDataDir } from '../terminal/data-dir.ts';
 import { DirigoError } from '../kernel/errors.ts';
-import { unknownWord } from '../kernel/cli/suggest.ts';
+import { unknownWord } from '../terminal/suggest.ts';
 import { ClientRegistry, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_REFRESH_TOKEN } from './clients.ts';
 
 const USAGE = `usage: dirigo admin client add <client-id> [--name NAME] [--type public|confidential]

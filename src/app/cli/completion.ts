@@ -3,7 +3,7 @@
  * each command's own `--help` text (its subcommands and every `--option` it names), so completion cannot
  * drift from what the commands accept.
  */
-import { CliError, EXIT } from '../../kernel/cli/output.ts';
+import { CliError, EXIT } from '../../terminal/output.ts';
 
 export type Command = (argv: string[]) => Promise<number>;
 

@@ -4,15 +4,21 @@
 import { readFileSync } from 'node:fs';
 import { serveCommand, initCommand } from './serve.ts';
 import { adminCommand } from './admin.ts';
-import { catalogueCommand } from '../../catalogue/index.ts';
-import { CliError } from '../../kernel/cli/output.ts';
-import { jobCommand, jobsCommand } from '../../jobs/index.ts';
-import { agentCommand } from '../../agents/index.ts';
-import { loginCommand, logoutCommand, tokenCommand, whoamiCommand } from '../../auth/index.ts';
-import { proxyCommand } from '../../pki/index.ts';
+import { CliError } from '../../terminal/output.ts';
+import {
+  agentCommand,
+  catalogueCommand,
+  jobCommand,
+  jobsCommand,
+  loginCommand,
+  logoutCommand,
+  proxyCommand,
+  tokenCommand,
+  whoamiCommand,
+} from '../../client-cli/index.ts';
 import { completionCommand, type Command } from './completion.ts';
-import { unknownWord } from '../../kernel/cli/suggest.ts';
-import { isParseArgsError, parseArgsMessage } from '../../kernel/cli/usage-errors.ts';
+import { unknownWord } from '../../terminal/suggest.ts';
+import { isParseArgsError, parseArgsMessage } from '../../terminal/usage-errors.ts';
 
 const commands: Record<string, { run: Command; summary: string }> = {
   serve: { run: serveCommand, summary: 'start the HTTPS service (bootstraps the data dir on first start)' },

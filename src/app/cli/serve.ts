@@ -6,7 +6,7 @@ import { bootstrapDataDir, DEMO_SETUP } from '../bootstrap.ts';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { createContext } from '../context.ts';
 import { ListenError, startServer, type StartedServer } from '../server.ts';
-import { CliError } from '../../kernel/cli/output.ts';
+import { CliError } from '../../terminal/output.ts';
 
 const OPTIONS = {
   'data-dir': { type: 'string', default: './dirigo-data' },

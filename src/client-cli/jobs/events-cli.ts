@@ -6,10 +6,10 @@
 // The event data as the API document describes it (packages/client generates the type).
 import type { JobStatusEvent } from '@dirigo/client';
 import { createParser } from 'eventsource-parser';
-import { api, reach, refusal, type Connection } from '../kernel/cli/http.ts';
-import { CliError, EXIT, progress } from '../kernel/cli/output.ts';
-import { formatTable, paint, terminalWidth } from '../kernel/cli/terminal.ts';
-import { FINAL_STATUSES, type JobStatus } from './model.ts';
+import { api, reach, refusal, type Connection } from '../shared/http.ts';
+import { CliError, EXIT, progress } from '../../terminal/output.ts';
+import { formatTable, paint, terminalWidth } from '../../terminal/terminal.ts';
+import { FINAL_STATUSES, type JobStatus } from '../../jobs/index.ts';
 import { statusColour } from './status-colour.ts';
 
 type Query = Record<string, string | string[] | undefined>;

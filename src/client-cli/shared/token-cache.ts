@@ -7,8 +7,8 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, r
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import { api, FORM_HEADERS, reach, type Connection } from './http.ts';
-import { CliError, EXIT } from './output.ts';
-import { environment } from '../config.ts';
+import { CliError, EXIT } from '../../terminal/output.ts';
+import { environment } from '../../kernel/config.ts';
 
 export const DEFAULT_CLI_CLIENT = 'dirigo-cli';
 /** Refresh when less than this is left. */

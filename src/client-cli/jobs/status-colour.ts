@@ -1,5 +1,5 @@
 /** How the CLI colours a job status on a terminal. */
-import type { Colour } from '../kernel/cli/terminal.ts';
+import type { Colour } from '../../terminal/terminal.ts';
 
 /** Final statuses green or red, running ones blue, waiting ones yellow. */
 export function statusColour(status: string): Colour | undefined {

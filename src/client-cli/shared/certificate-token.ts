@@ -1,6 +1,6 @@
 /** Flow A from the command line: the access token every CLI command that holds a certificate asks for. */
 import { answer, api, FORM_HEADERS, type Connection } from './http.ts';
-import { CliError } from './output.ts';
+import { CliError } from '../../terminal/output.ts';
 
 export interface TokenAnswer {
   access_token: string;

@@ -5,8 +5,8 @@
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { environment } from '../config.ts';
-import { CliError } from './output.ts';
+import { environment } from '../../kernel/config.ts';
+import { CliError } from '../../terminal/output.ts';
 
 export function rememberedGroupsPath(): string {
   return join(environment.configHome(), 'dirigo', 'groups.json');

@@ -9,8 +9,8 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { environment } from '../config.ts';
-import { CliError } from './output.ts';
+import { environment } from '../../kernel/config.ts';
+import { CliError } from '../../terminal/output.ts';
 
 export interface FoundCertificate {
   cert: string;

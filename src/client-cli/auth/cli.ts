@@ -1,14 +1,14 @@
 /**
  * `dirigo login` (device authorization grant, RFC 8628), `dirigo logout` (RFC 7009 revocation) and
- * `dirigo whoami`, over the CLI's token cache (src/kernel/cli/token-cache.ts).
+ * `dirigo whoami`, over the CLI's token cache (src/client-cli/shared/token-cache.ts).
  */
 import { parseArgs } from 'node:util';
-import { answer, api, connect, CONNECTION_OPTIONS, FORM_HEADERS, reach } from '../kernel/cli/http.ts';
-import { CliError, progress } from '../kernel/cli/output.ts';
-import { DEFAULT_CLI_CLIENT, readCache, toCached, withCacheLock, writeCache, type TokenAnswer } from '../kernel/cli/token-cache.ts';
-import { environment } from '../kernel/config.ts';
-import { CREDENTIAL_OPTIONS, userCredential } from '../kernel/cli/credentials.ts';
-import { rememberGroup } from '../kernel/cli/remembered-group.ts';
+import { answer, api, connect, CONNECTION_OPTIONS, FORM_HEADERS, reach } from '../shared/http.ts';
+import { CliError, progress } from '../../terminal/output.ts';
+import { DEFAULT_CLI_CLIENT, readCache, toCached, withCacheLock, writeCache, type TokenAnswer } from '../shared/token-cache.ts';
+import { environment } from '../../kernel/config.ts';
+import { CREDENTIAL_OPTIONS, userCredential } from '../shared/credentials.ts';
+import { rememberGroup } from '../shared/remembered-group.ts';
 
 const LOGIN_USAGE = `usage: dirigo login [--url URL] [--ca FILE] [--client-id ID] [--scope SCOPES]
 

@@ -8,9 +8,9 @@ import { resolve } from 'node:path';
 import { Agent } from 'undici';
 import { createDirigoClient, type DirigoClient } from '@dirigo/client';
 import { environment } from '../../kernel/config.ts';
-import { CliError, EXIT, exitCodeFor } from './output.ts';
+import { CliError, EXIT, exitCodeFor } from '../../terminal/output.ts';
 import { gridCertificate, gridTrust } from './grid-credentials.ts';
-import { nearestDataDir } from './data-dir.ts';
+import { nearestDataDir } from '../../terminal/data-dir.ts';
 
 export const CONNECTION_OPTIONS = {
   url: { type: 'string' },

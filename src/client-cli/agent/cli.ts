@@ -7,10 +7,10 @@
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { connect, CONNECTION_OPTIONS } from '../kernel/cli/http.ts';
-import { CliError } from '../kernel/cli/output.ts';
-import { certificateToken } from '../kernel/cli/certificate-token.ts';
-import { environment } from '../kernel/config.ts';
+import { connect, CONNECTION_OPTIONS } from '../shared/http.ts';
+import { CliError } from '../../terminal/output.ts';
+import { certificateToken } from '../shared/certificate-token.ts';
+import { environment } from '../../kernel/config.ts';
 import { JobAgent } from './agent.ts';
 
 const USAGE = `usage: dirigo agent --url URL --site NAME [--slots N] [options]

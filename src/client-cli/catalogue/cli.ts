@@ -6,12 +6,12 @@ import { createReadStream, statSync } from 'node:fs';
 import { Transform } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { answer, api, connect, reach, type Connection } from '../kernel/cli/http.ts';
-import { formatTable, terminalWidth } from '../kernel/cli/terminal.ts';
-import { CliError, EXIT, progress } from '../kernel/cli/output.ts';
-import { DIRECTORY_NOT_EMPTY } from './errors.ts';
-import { CREDENTIAL_OPTIONS, userAccessToken } from '../kernel/cli/credentials.ts';
-import { encodePath, pathProblem } from './paths.ts';
+import { answer, api, connect, reach, type Connection } from '../shared/http.ts';
+import { formatTable, terminalWidth } from '../../terminal/terminal.ts';
+import { CliError, EXIT, progress } from '../../terminal/output.ts';
+import { CREDENTIAL_OPTIONS, userAccessToken } from '../shared/credentials.ts';
+import { cataloguePath } from '@dirigo/client';
+import { DIRECTORY_NOT_EMPTY, pathProblem } from '../../catalogue/index.ts';
 
 const USAGE = `usage: dirigo catalogue <command> [arguments] [options]
 
@@ -202,7 +202,7 @@ export async function catalogueCommand(argv: string[]): Promise<number> {
   const conn = connect(values);
   const token = await userAccessToken(conn, values);
   const client = api(conn, token);
-  const at = (p: string) => ({ path: { path: encodePath(p) } });
+  const at = (p: string) => ({ path: { path: cataloguePath(p) } });
   /** A file's answer, or undefined when there is no such file (the path may be a directory). */
   const fileOrNothing = async <T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T | undefined> => {
     const res = await reach(conn, call);

@@ -3,7 +3,7 @@
  * pipe or a file: full cells and no escape codes. Colours are never used with NO_COLOR set to anything
  * but the empty string (https://no-color.org) or with TERM=dumb.
  */
-import { environment } from '../config.ts';
+import { environment } from '../kernel/config.ts';
 
 type Stream = Pick<NodeJS.WriteStream, 'isTTY' | 'columns'>;
 

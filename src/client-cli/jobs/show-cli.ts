@@ -2,9 +2,9 @@
  * `dirigo jobs show JID` as text: the attributes, the parameters the job reported (as
  * dirac-wms-job-parameters lists them) and the status history (as dirac-wms-job-logging-info does).
  */
-import { formatTable, paint, terminalWidth } from '../kernel/cli/terminal.ts';
+import { formatTable, paint, terminalWidth } from '../../terminal/terminal.ts';
 import { statusColour } from './status-colour.ts';
-import type { JobRecord, StatusHistoryEntry } from './model.ts';
+import type { JobRecord, StatusHistoryEntry } from '../../jobs/index.ts';
 
 export type JobDescription = JobRecord & { StatusHistory: StatusHistoryEntry[]; Parameters?: Record<string, string> };
 

@@ -9,18 +9,15 @@ import { basename, dirname, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { DirigoApiError, streamJobs, submissionFormData, type JobSubmissionForm } from '@dirigo/client';
-import { answer, api, connect, reach, refusal, type Connection } from '../kernel/cli/http.ts';
-import { CliError, EXIT } from '../kernel/cli/output.ts';
-import { unknownWord } from '../kernel/cli/suggest.ts';
-import { formatTable, terminalWidth } from '../kernel/cli/terminal.ts';
+import { answer, api, connect, reach, refusal, type Connection } from '../shared/http.ts';
+import { CliError, EXIT } from '../../terminal/output.ts';
+import { unknownWord } from '../../terminal/suggest.ts';
+import { formatTable, terminalWidth } from '../../terminal/terminal.ts';
 import { statusColour } from './status-colour.ts';
 import { waitForJobs, watchJobs } from './events-cli.ts';
 import { searchCommand } from './search-cli.ts';
-import { CREDENTIAL_OPTIONS, userAccessToken } from '../kernel/cli/credentials.ts';
-import { unpackArchive } from './sandbox-archive.ts';
-import { fileNameProblem } from './file-names.ts';
-import { JDL_MEDIA_TYPE, JdlSyntaxError, parseJdl } from './jdl.ts';
-import { canonicalStatus, type JobRecord } from './model.ts';
+import { CREDENTIAL_OPTIONS, userAccessToken } from '../shared/credentials.ts';
+import { canonicalStatus, fileNameProblem, JDL_MEDIA_TYPE, JdlSyntaxError, parseJdl, unpackArchive, type JobRecord } from '../../jobs/index.ts';
 import { formatJob, type JobDescription } from './show-cli.ts';
 
 const USAGE = `usage: dirigo jobs <command> [options]

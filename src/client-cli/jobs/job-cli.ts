@@ -4,10 +4,10 @@
  * parameters, or just a heartbeat.
  */
 import { parseArgs } from 'node:util';
-import { environment } from '../kernel/config.ts';
-import { answer, api, connect } from '../kernel/cli/http.ts';
-import { CliError, EXIT } from '../kernel/cli/output.ts';
-import { unknownWord } from '../kernel/cli/suggest.ts';
+import { environment } from '../../kernel/config.ts';
+import { answer, api, connect } from '../shared/http.ts';
+import { CliError, EXIT } from '../../terminal/output.ts';
+import { unknownWord } from '../../terminal/suggest.ts';
 import { JOBS_COMMANDS, jobsCommand } from './cli.ts';
 
 const USAGE = `usage: dirigo job report [--status TEXT] [--param NAME=VALUE]... [--json]

@@ -1,9 +1,9 @@
 /** `dirigo token`: flow A from the command line; prints the access token so scripts can use it at once. */
 import { parseArgs } from 'node:util';
-import { certificateToken } from '../kernel/cli/certificate-token.ts';
-import { connect, CONNECTION_OPTIONS } from '../kernel/cli/http.ts';
-import { CliError } from '../kernel/cli/output.ts';
-import { rememberedGroup } from '../kernel/cli/remembered-group.ts';
+import { certificateToken } from '../shared/certificate-token.ts';
+import { connect, CONNECTION_OPTIONS } from '../shared/http.ts';
+import { CliError } from '../../terminal/output.ts';
+import { rememberedGroup } from '../shared/remembered-group.ts';
 
 const USAGE = `usage: dirigo token [--cert FILE [--key FILE]] [--group G] [--setup S] [--url URL] [--ca FILE] [--json]
 

@@ -3,8 +3,8 @@
  * migrated database, opened by the composition root (which alone knows every domain's configuration
  * and migrations) and handed to the domain's command.
  */
-import type { AppConfig } from '../config.ts';
-import type { Db } from '../db/database.ts';
+import type { AppConfig } from './config.ts';
+import type { Db } from './db/database.ts';
 
 export interface ServiceDatabase {
   readonly config: AppConfig;

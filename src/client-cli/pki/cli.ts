@@ -5,13 +5,12 @@
 import { X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { CliError, EXIT } from '../kernel/cli/output.ts';
-import { unknownWord } from '../kernel/cli/suggest.ts';
-import { proxyFilePath, userCertificate } from '../kernel/cli/grid-credentials.ts';
-import { serviceUrl } from '../kernel/cli/http.ts';
-import { rememberGroup } from '../kernel/cli/remembered-group.ts';
-import { parseCertificate, OID } from './certificate.ts';
-import { makeProxy } from './proxy.ts';
+import { CliError, EXIT } from '../../terminal/output.ts';
+import { unknownWord } from '../../terminal/suggest.ts';
+import { proxyFilePath, userCertificate } from '../shared/grid-credentials.ts';
+import { serviceUrl } from '../shared/http.ts';
+import { rememberGroup } from '../shared/remembered-group.ts';
+import { makeProxy, OID, parseCertificate } from '../../pki/index.ts';
 
 const USAGE = `usage: dirigo proxy <command> [options]
 

@@ -3,11 +3,10 @@
  * `JobID>=100`, `SubmissionTime>2026-11-01`, `JobName~calib_%`, `Site=CERN|PIC` for one of), sent as
  * POST /jobs/search, pages followed by cursor up to --max jobs.
  */
-import { answer, api, type Connection } from '../kernel/cli/http.ts';
-import { CliError, EXIT } from '../kernel/cli/output.ts';
-import { formatTable, terminalWidth } from '../kernel/cli/terminal.ts';
-import { ATTRIBUTES, canonicalStatus, type AttributeName } from './model.ts';
-import type { Operator } from './search.ts';
+import { answer, api, type Connection } from '../shared/http.ts';
+import { CliError, EXIT } from '../../terminal/output.ts';
+import { formatTable, terminalWidth } from '../../terminal/terminal.ts';
+import { ATTRIBUTES, canonicalStatus, type AttributeName, type Operator } from '../../jobs/index.ts';
 import { statusColour } from './status-colour.ts';
 
 const CONDITION = /^([A-Za-z]+)(<=|>=|!=|=|<|>|~)(.*)$/s;
