@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { USER_CODE_ALPHABET } from '../../src/auth/store.ts';
-import { approveDevice, Browser, formOf, oauthConfig, PASSWORDS, postForm, startOAuthService } from '../helpers/oauth-kit.ts';
+import { approveDevice, Browser, formOf, oauthConfigWithDefaultGroup, PASSWORDS, postForm, startOAuthService } from '../helpers/oauth-kit.ts';
 
 const DEVICE = 'urn:ietf:params:oauth:grant-type:device_code';
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -73,10 +73,7 @@ for (const { dialect, skip } of await dialects()) {
     });
 
     it("preselects the user's default group (registry.users[].defaultGroup) on the consent page", async () => {
-      const config = await oauthConfig();
-      const registry = config.registry as { users: { name: string }[] };
-      registry.users = registry.users.map((u) => (u.name === 'alice' ? { ...u, defaultGroup: 'dirigo_prod' } : u));
-      const withDefault = await startTestService({ dialect, config });
+      const withDefault = await startTestService({ dialect, config: await oauthConfigWithDefaultGroup('alice', 'dirigo_prod') });
       const browser = new Browser(withDefault);
       try {
         const a = (await postForm(withDefault, '/oauth2/device', { client_id: 'test-public' })).json;

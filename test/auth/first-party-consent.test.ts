@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
-import { authorize, Browser, formOf, oauthConfig, PASSWORDS, pkcePair, postForm, startOAuthService } from '../helpers/oauth-kit.ts';
+import { authorize, Browser, formOf, oauthConfigWithDefaultGroup, PASSWORDS, pkcePair, postForm, startOAuthService } from '../helpers/oauth-kit.ts';
 
 for (const { dialect, skip } of await dialects()) {
   describe(`the first-party application signs in without a consent page (${dialect})`, { skip }, () => {
@@ -69,10 +69,7 @@ for (const { dialect, skip } of await dialects()) {
     });
 
     it("a user's default group (registry.users[].defaultGroup) comes before the first group", async () => {
-      const config = await oauthConfig();
-      const registry = config.registry as { users: { name: string }[] };
-      registry.users = registry.users.map((u) => (u.name === 'alice' ? { ...u, defaultGroup: 'dirigo_prod' } : u));
-      const withDefault = await startTestService({ dialect, config });
+      const withDefault = await startTestService({ dialect, config: await oauthConfigWithDefaultGroup('alice', 'dirigo_prod') });
       const browser = new Browser(withDefault);
       try {
         const { answer, verifier } = await signIn(browser, {}, 'alice', withDefault);

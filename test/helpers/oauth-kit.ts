@@ -26,6 +26,14 @@ function secretHashes(): Promise<Record<string, string>> {
   return hashes;
 }
 
+/** oauthConfig with `defaultGroup` (registry.users[].defaultGroup) set for one user. */
+export async function oauthConfigWithDefaultGroup(user: string, group: string): Promise<Record<string, unknown>> {
+  const config = await oauthConfig();
+  const registry = config.registry as { users: { name: string }[] };
+  registry.users = registry.users.map((u) => (u.name === user ? { ...u, defaultGroup: group } : u));
+  return config;
+}
+
 export async function oauthConfig(extra: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
   const h = await secretHashes();
   const registry = testRegistry();
