@@ -25,6 +25,7 @@ import { packOutput, withSkipped, type PackedOutput, type PackLimits } from './o
 import type { OutputLocation } from './output-tail.ts';
 import { groupCpuSeconds, HAS_PROC, readStat } from './process-stats.ts';
 import type { PayloadSandbox } from './payload-sandbox.ts';
+import { withCliFolder, writeCliFolder } from './cli-on-path.ts';
 
 export interface LocalExecutorOptions {
   /** Its isolation is `sandbox` below (a pull agent's site has none). */
@@ -159,6 +160,8 @@ export class LocalExecutor implements Executor {
   /** Why payloads cannot start now: the sandbox is being checked, or does not work here. */
   #sandboxProblem: string | undefined;
   #sandboxChecked = false;
+  /** The folder of the `dirigo` script that payloads find first in PATH (cli-on-path.ts), written once. */
+  #cli: Promise<string | undefined> | undefined;
 
   constructor(options: LocalExecutorOptions) {
     this.#o = options;
@@ -390,7 +393,8 @@ export class LocalExecutor implements Executor {
       let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
       try {
         if (!startError) {
-          const path = m.Environment?.PATH ?? environment.get('PATH') ?? DEFAULT_PATH;
+          const cli = await this.#cliFolder();
+          const path = withCliFolder(cli, m.Environment?.PATH ?? environment.get('PATH') ?? DEFAULT_PATH);
           const command = await this.#resolveExecutable(dir, m.Executable, path);
           const env: Record<string, string> = {
             PATH: environment.get('PATH') ?? DEFAULT_PATH,
@@ -402,6 +406,8 @@ export class LocalExecutor implements Executor {
             DIRIGO_JOB_ID: String(job.jobId),
             DIRIGO_SITE: this.site,
           };
+          // Every payload finds this software's `dirigo` first, whatever PATH its manifest sets.
+          env.PATH = path;
           let child: ChildProcess | undefined;
           let spawned: Error | undefined;
           let inSandbox = false;
@@ -412,8 +418,12 @@ export class LocalExecutor implements Executor {
               throw Object.assign(new Error(err.message), { code: err.code === 'ENOENT' ? 'ENOENT' : 'EACCES' });
             });
             const argv = ['/bin/sh', '-c', WRAPPER, 'dirigo-job', command, ...job.argv];
-            // The CA the job is told of may lie in the hidden data dir (the development PKI's does): it stays readable.
-            const run = this.#o.sandbox ? await this.#o.sandbox.command(dir, env.DIRIGO_CA ? [env.DIRIGO_CA] : [], argv) : { file: argv[0]!, args: argv.slice(1) };
+            // The CA the job is told of may lie in the hidden data dir (the development PKI's does), and the
+            // `dirigo` script lies in the hidden workDir: both stay readable. Only the service's own CA: a
+            // manifest's Environment must not name a hidden path to be shown.
+            const ca = job.environment?.DIRIGO_CA;
+            const show = [...(ca ? [ca] : []), ...(cli ? [cli] : [])];
+            const run = this.#o.sandbox ? await this.#o.sandbox.command(dir, show, argv) : { file: argv[0]!, args: argv.slice(1) };
             inSandbox = this.#o.sandbox !== undefined;
             child = spawn(run.file, run.args, { cwd: dir, env, stdio: ['ignore', out.fd, errFile.fd], detached: true });
             spawned = await new Promise<Error | undefined>((resolve) => {
@@ -492,6 +502,14 @@ export class LocalExecutor implements Executor {
     if (exit.signal) return { ...base, outcome: 'failed', exitCode, minorStatus: `Application killed by signal ${exit.signal}`, applicationStatus: `Killed by ${exit.signal}` };
     if (exit.code === 0) return { ...base, outcome: 'done', exitCode: 0, minorStatus: 'Execution Complete', applicationStatus: 'Exited with code 0' };
     return { ...base, outcome: 'failed', exitCode, minorStatus: `Application exited with code ${exit.code}`, applicationStatus: `Exited with code ${exit.code}` };
+  }
+
+  #cliFolder(): Promise<string | undefined> {
+    this.#cli ??= writeCliFolder(this.#o.workDir).catch((err: Error) => {
+      this.#o.log.warn({ site: this.site }, `payloads of site ${this.site} will not find dirigo in their PATH: ${err.message}`);
+      return undefined;
+    });
+    return this.#cli;
   }
 
   /** A bare name that the input sandbox holds runs from the working directory, otherwise PATH finds it (undefined: nowhere). */

@@ -7,7 +7,8 @@
  * bound read-only and every place that holds the service's secrets or other people's work — the data dir,
  * the config file, the TLS key, the database file, the sandbox store, the parent of all working
  * directories — is covered by an empty tmpfs (a file by /dev/null); only the job's own working directory
- * is bound read-write again, and the CA file the job is told of (DIRIGO_CA) read-only. It also gets a
+ * is bound read-write again, and the CA file the job is told of (DIRIGO_CA) and the folder of the `dirigo`
+ * command (cli-on-path.ts) read-only. It also gets a
  * private /tmp, /dev and /proc (a new PID namespace: the server's /proc/<pid>/root and environ are out of
  * sight), no capabilities (a root server's payload cannot unmount what hides the secrets) and
  * no_new_privs. The network stays: the payload reports to the service over HTTPS with its job token.
@@ -130,7 +131,8 @@ export class PayloadSandbox {
 
   /**
    * The program and arguments that run `argv` in a sandbox for the job whose working directory is `dir`;
-   * `show` are files to keep readable although they lie in a hidden place (the CA of DIRIGO_CA).
+   * `show` are files and folders to keep readable although they lie in a hidden place (the CA of
+   * DIRIGO_CA, the folder of the `dirigo` script).
    * Paths are resolved (symbolic links followed) at each start, and what does not exist is left out.
    */
   async command(dir: string, show: readonly string[], argv: readonly string[]): Promise<{ file: string; args: string[] }> {
@@ -151,7 +153,7 @@ export class PayloadSandbox {
     }
     for (const file of show) {
       const r = await real(file);
-      if (r && !r.dir && hidden.some((h) => inside(r.path, h))) args.push('--ro-bind', r.path, r.path);
+      if (r && hidden.some((h) => inside(r.path, h))) args.push('--ro-bind', r.path, r.path);
     }
     const work = await realpath(dir);
     args.push('--bind', work, work, '--chdir', work, '--', ...argv);

@@ -23,24 +23,30 @@ export interface BatchScriptInput {
   stderr: string;
   /** Whether `input.tar.gz` sits beside the script. */
   hasInput: boolean;
+  /** The folder beside the script that holds the `dirigo` command (cli-on-path.ts), put first in PATH. */
+  cliFolder?: string;
 }
 
 const PATH = '/usr/local/bin:/usr/bin:/bin';
 
 /** The script's text; it expects to start in the staging directory (`sbatch --chdir`). */
 export function batchScript(input: BatchScriptInput): string {
-  const env = Object.entries({
+  const { PATH: payloadPath, ...rest } = {
     PATH,
     LANG: 'C.UTF-8',
     ...input.environment,
     DIRIGO_JOB_ID: String(input.jobId),
     DIRIGO_SITE: input.site,
-  }).map(([k, v]) => shellQuote(`${k}=${v}`));
+  };
+  // The `dirigo` folder comes first in the payload's PATH, whatever PATH its manifest sets; it is found
+  // from the staging directory as the compute node sees it.
+  const cli = input.cliFolder ? `"$stage"/${shellQuote(input.cliFolder)}:` : '';
+  const env = [`PATH=${cli}${shellQuote(payloadPath)}`, ...Object.entries(rest).map(([k, v]) => shellQuote(`${k}=${v}`))];
   const lines = [
     '#!/bin/bash',
     `# Dirigo job ${input.jobId} on site ${input.site}; generated, do not edit.`,
-    `export PATH=${PATH}`,
     'stage=$(pwd -P)',
+    `export PATH=${cli}${PATH}`,
     'work="$stage/work"',
     'record() { printf "%s\\n" "$1" > "$stage/exit.tmp" && mv -f "$stage/exit.tmp" "$stage/exit"; }',
     'mkdir -p "$work" && cd "$work" || { record "setup-failed cannot create the working directory"; exit 1; }',

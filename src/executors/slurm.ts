@@ -26,6 +26,7 @@ import type { BackendState, Executor, ExecutorEvent, ExecutorSink, HeldJob, JobT
 import { SlurmClient, SlurmCommandError, type SlurmJobInfo } from './slurm-client.ts';
 import type { SlurmSiteConfig } from '../jobs/index.ts';
 import { batchScript, parseExitRecord, type ExitRecord } from './slurm-script.ts';
+import { writeCliFolder } from './cli-on-path.ts';
 import { packOutput, withSkipped, type PackedOutput, type PackLimits } from './output-packing.ts';
 import type { OutputLocation } from './output-tail.ts';
 
@@ -130,6 +131,7 @@ export class SlurmExecutor implements Executor {
       await mkdir(stage, { recursive: true, mode: 0o700 });
       if (job.inputSandbox) await pipeline(await this.#o.store.get(job.inputSandbox), createWriteStream(join(stage, 'input.tar.gz'), { mode: 0o600 }));
       const script = join(stage, 'job.sh');
+      const cli = await writeCliFolder(stage);
       await writeFile(
         script,
         batchScript({
@@ -141,6 +143,7 @@ export class SlurmExecutor implements Executor {
           stdout: m.StdOutput ?? 'std.out',
           stderr: m.StdError ?? 'std.err',
           hasInput: job.inputSandbox !== null,
+          ...(cli ? { cliFolder: relative(stage, cli) } : {}),
         }),
         { mode: 0o700 },
       );

@@ -1,7 +1,8 @@
 /**
  * Reports from running jobs: a job on the local executor runs `dirigo job report` with the token it was
  * given (DIRIGO_JOB_TOKEN), setting its ApplicationStatus and parameters; the token works for that job only,
- * only while it runs, and nowhere else; curl presents it as any client would.
+ * only while it runs, and nowhere else; curl presents it as any client would. Every payload finds
+ * `dirigo` by name on its PATH (local and agents sites), with no flags to give.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,12 +14,11 @@ import { startAgent } from '../agents/agent-process.ts';
 import { FINAL, startJobsService, submit, untar, waitForStatus } from './helpers.ts';
 
 const run = promisify(execFile);
-const BIN = new URL('../../bin/dirigo.js', import.meta.url).pathname;
 
 /** A payload that reports twice, keeps its token and the service's settings in its output, and exits. */
 const SCRIPT = `#!/bin/sh
-"$NODE" "$DIRIGO_BIN" job report --status "step 1/2" --param events=12000 --param "note=two words"
-"$NODE" "$DIRIGO_BIN" job report --status "step 2/2" > report.txt
+dirigo job report --status "step 1/2" --param events=12000 --param "note=two words"
+dirigo job report --status "step 2/2" > report.txt
 printf '%s' "$DIRIGO_JOB_TOKEN" > token.txt
 printf '%s %s' "$DIRIGO_URL" "$DIRIGO_CA" > service.txt
 `;
@@ -45,7 +45,7 @@ for (const { dialect, skip } of await dialects()) {
       const res = await svc.request('/jobs', {
         method: 'POST',
         token: alice,
-        json: { Executable: '/bin/sh', Arguments: `-c '${SCRIPT.replace(/'/g, `'"'"'`)}'`, OutputSandbox: ['*.txt'], Environment: { NODE: process.execPath, DIRIGO_BIN: BIN } },
+        json: { Executable: '/bin/sh', Arguments: `-c '${SCRIPT.replace(/'/g, `'"'"'`)}'`, OutputSandbox: ['*.txt'] },
       });
       assert.equal(res.status, 201, res.text);
       const jid = res.json.jids[0] as number;
@@ -69,6 +69,16 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(late.status, 401);
       assert.equal(late.json.error, 'invalid_token');
       assert.match(late.json.error_description!, new RegExp(`job ${jid} is Done: its token is valid only while it runs`));
+    });
+
+    it('dirigo is found by name even as the Executable, and first whatever PATH the manifest sets', async () => {
+      const jid = await submit(svc, alice, { Executable: 'dirigo', Arguments: 'job report --param by=name --status "named"', Environment: { PATH: '/bin' } });
+      const job = await waitForStatus(svc, alice, jid);
+      assert.equal(job.Status, 'Done', String(job.MinorStatus));
+      assert.deepEqual(job.Parameters, { by: 'name' });
+      assert.equal(job.ApplicationStatus, 'Exited with code 0');
+      const history = job.StatusHistory as { ApplicationStatus: string; Source: string }[];
+      assert.deepEqual(history.filter((h) => h.Source === 'Job').map((h) => h.ApplicationStatus), ['named']);
     });
 
     it('takes a job token for its own job only, while it runs, and nowhere else', async () => {
@@ -103,8 +113,8 @@ for (const { dialect, skip } of await dialects()) {
     });
 
     it('a job run by a pull agent reports with the token the agent hands it; a bare report is a heartbeat', async () => {
-      const script = `"$NODE" "$DIRIGO_BIN" job report > beat.txt && "$NODE" "$DIRIGO_BIN" job report --status "on the agent" --param where=pool`;
-      const jid = await submit(svc, alice, { Executable: '/bin/sh', Arguments: `-c '${script}'`, Sites: ['Pool'], OutputSandbox: ['beat.txt'], Environment: { NODE: process.execPath, DIRIGO_BIN: BIN } });
+      const script = `dirigo job report > beat.txt && dirigo job report --status "on the agent" --param where=pool && command -v dirigo > which.txt`;
+      const jid = await submit(svc, alice, { Executable: '/bin/sh', Arguments: `-c '${script}'`, Sites: ['Pool'], OutputSandbox: ['beat.txt', 'which.txt'] });
       const agent = startAgent(svc.url, svc.pki, { site: 'Pool', slots: 1 });
       try {
         const job = await waitForStatus(svc, alice, jid, FINAL, 60_000);
@@ -114,6 +124,7 @@ for (const { dialect, skip } of await dialects()) {
         assert.deepEqual(history.filter((h) => h.Source === 'Job').map((h) => h.ApplicationStatus), ['on the agent'], 'the bare report changed nothing but the heartbeat');
         const files = await untar((await svc.request(`/jobs/${jid}/outputsandbox`, { token: alice })).body);
         assert.match(files.get('beat.txt')?.toString() ?? '', new RegExp(`^job ${jid}: (Matched|Running)\n$`));
+        assert.match(files.get('which.txt')?.toString() ?? '', /\/\.dirigo-bin\/dirigo\n$/, "the agent's own dirigo comes first");
       } finally {
         await agent.stop('SIGKILL');
       }
