@@ -22,7 +22,6 @@ import { send, type HttpResponse, type SendOptions } from '../helpers/http.ts';
 import { FINAL, multipart, untar } from './helpers.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
-const BIN = join(ROOT, 'bin/dirigo.js');
 
 /** Host processes whose command line contains `marker` (the payload's own pids are another namespace's). */
 function processesWith(marker: string): number[] {
@@ -174,8 +173,9 @@ for (const { dialect, skip } of await dialects()) {
     });
 
     it('an ordinary job still runs to Done with its sandboxes, and reports with dirigo job report', async () => {
-      const hello = '#!/bin/sh\necho "Hello from job $DIRIGO_JOB_ID, $1"\nwc -l < data.txt > lines.txt\n"$NODE" "$DIRIGO_BIN" job report --status sandboxed --param where=inside > report.txt\n';
-      const manifest = { Executable: 'hello.sh', Arguments: `'dear user'`, OutputSandbox: ['lines.txt', 'report.txt'], Environment: { NODE: process.execPath, DIRIGO_BIN: BIN } };
+      // `dirigo` is found by name: its script lies in the hidden workDir, shown read-only.
+      const hello = '#!/bin/sh\necho "Hello from job $DIRIGO_JOB_ID, $1"\nwc -l < data.txt > lines.txt\ndirigo job report --status sandboxed --param where=inside > report.txt\n(: > "$(command -v dirigo)") 2>/dev/null && echo writable > cli.txt || echo read-only > cli.txt\n';
+      const manifest = { Executable: 'hello.sh', Arguments: `'dear user'`, OutputSandbox: ['lines.txt', 'report.txt', 'cli.txt'] };
       const { body, headers } = await multipart([
         { name: 'manifest', value: JSON.stringify(manifest) },
         { name: 'file', value: hello, filename: 'hello.sh' },
@@ -191,6 +191,7 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(files.get('lines.txt')?.toString().trim(), '3');
       assert.equal(files.get('report.txt')?.toString(), `job ${jid}: Running\n`);
       assert.deepEqual(job.Parameters, { where: 'inside' });
+      assert.equal(files.get('cli.txt')?.toString(), 'read-only\n', 'the payload cannot change the dirigo command');
     });
 
     it('a kill stops the sandboxed payload and every process it started, even one that left its group', async () => {
