@@ -5,12 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { parseSqueue } from '../../src/executors/slurm-client.ts';
 import { batchScript, parseExitRecord, shellQuote } from '../../src/executors/slurm-script.ts';
+import { cliScript, ownCommand } from '../../src/executors/cli-on-path.ts';
 import { describeOutcome, timeLimitMinutes } from '../../src/executors/slurm.ts';
 
 describe('squeue output', () => {
@@ -64,9 +65,10 @@ describe('the batch script (run by bash, without Slurm)', () => {
   const dirs: string[] = [];
   after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-  function runScript(input: Parameters<typeof batchScript>[0], files: Record<string, string> = {}): { stage: string; status: number | null } {
+  function runScript(input: Parameters<typeof batchScript>[0], files: Record<string, string> = {}, setup?: (stage: string) => void): { stage: string; status: number | null } {
     const stage = mkdtempSync(join(tmpdir(), 'dirigo-slurm-stage-'));
     dirs.push(stage);
+    setup?.(stage);
     if (Object.keys(files).length > 0) {
       const src = join(stage, 'src');
       mkdirSync(src);
@@ -106,6 +108,19 @@ describe('the batch script (run by bash, without Slurm)', () => {
     assert.equal(readFileSync(join(stage, 'work', 'std.out'), 'utf8'), 'data\narg x\n');
     assert.equal(readFileSync(join(stage, 'work', 'std.err'), 'utf8'), 'oops\n');
     assert.deepEqual(parseExitRecord(readFileSync(join(stage, 'exit'), 'utf8')), { kind: 'exit', code: 4 });
+  });
+
+  test('dirigo of the staged folder comes first in PATH, even as the Executable and with a manifest PATH', () => {
+    const setup = (stage: string) => {
+      mkdirSync(join(stage, '.dirigo-bin'));
+      writeFileSync(join(stage, '.dirigo-bin', 'dirigo'), cliScript(ownCommand()!), { mode: 0o755 });
+    };
+    const input = { jobId: 9, site: 'S', executable: 'dirigo', argv: ['--version'], environment: { PATH: '/bin' }, stdout: 'o', stderr: 'e', hasInput: false, cliFolder: '.dirigo-bin' };
+    const { stage, status } = runScript(input, {}, setup);
+    assert.equal(status, 0, readFileSync(join(stage, 'work', 'e'), 'utf8'));
+    assert.match(readFileSync(join(stage, 'work', 'o'), 'utf8'), /^dirigo \d/);
+    const env = runScript({ ...input, executable: '/bin/sh', argv: ['-c', 'echo "$PATH"'] }, {}, setup);
+    assert.equal(readFileSync(join(env.stage, 'work', 'o'), 'utf8'), `${realpathSync(env.stage)}/.dirigo-bin:/bin\n`);
   });
 
   test('a missing executable is recorded as not-found', () => {
