@@ -1,6 +1,6 @@
 /**
- * A Slurm batch job reports with its job token (dirigo job report) and can be peeked at while it runs,
- * against the real daemons of scripts/slurm-dev.sh.
+ * A Slurm batch job reports with its job token (`dirigo job report`, found by name on its PATH, with no
+ * flags) and can be peeked at while it runs, against the real daemons of scripts/slurm-dev.sh.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -10,7 +10,6 @@ import { startJobsService, submit, waitForStatus } from '../jobs/helpers.ts';
 import { slurmUnavailable } from './slurm-available.ts';
 
 const noSlurm = slurmUnavailable();
-const BIN = new URL('../../bin/dirigo.js', import.meta.url).pathname;
 
 describe('job reports and peek on Slurm', async () => {
   const { dialect, skip } = (await dialects())[0]!;
@@ -24,8 +23,8 @@ describe('job reports and peek on Slurm', async () => {
     after(async () => svc?.close());
 
     test('the batch job reports its ApplicationStatus and a parameter, and its output is peeked at while it runs', { timeout: 180_000 }, async () => {
-      const script = `echo "started on Slurm"; "$NODE" "$DIRIGO_BIN" job report --status "half way" --param node=$(hostname); sleep 30`;
-      const jid = await submit(svc, alice, { Executable: '/bin/sh', Arguments: `-c '${script}'`, Sites: ['Slurm'], Environment: { NODE: process.execPath, DIRIGO_BIN: BIN } });
+      const script = `echo "started on Slurm"; dirigo job report --status "half way" --param node=$(hostname); sleep 30`;
+      const jid = await submit(svc, alice, { Executable: '/bin/sh', Arguments: `-c '${script}'`, Sites: ['Slurm'] });
       await waitForStatus(svc, alice, jid, ['Running'], 120_000);
       for (const deadline = Date.now() + 60_000; ; await new Promise((r) => setTimeout(r, 500))) {
         const job = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
