@@ -173,6 +173,8 @@ export class LocalExecutor implements Executor {
     this.#wake = wake;
     this.#cpuTimer = setInterval(() => void this.#checkCpu(), this.#o.cpuCheckIntervalMs);
     this.#cpuTimer.unref();
+    // At once: runs adopted after an upgrade call the new software's `dirigo` from their next call on.
+    void this.#cliFolder();
     const sandbox = this.#o.sandbox;
     if (sandbox) {
       this.#sandboxProblem = 'the payload sandbox is being checked';

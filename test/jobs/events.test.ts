@@ -75,8 +75,8 @@ for (const { dialect, skip } of await dialects()) {
       try {
         await done.waitFor((e) => e.event === 'ready');
         await all.waitFor((e) => e.event === 'ready');
-        const script = `"$NODE" "$DIRIGO_BIN" job report --status "half way" --param events=7`;
-        const jid = await submit(svc, alice, { Executable: '/bin/sh', Arguments: `-c '${script}'`, JobGroup: 'events', Environment: { NODE: process.execPath, DIRIGO_BIN: BIN } });
+        const script = `dirigo job report --status "half way" --param events=7`;
+        const jid = await submit(svc, alice, { Executable: '/bin/sh', Arguments: `-c '${script}'`, JobGroup: 'events' });
         await submit(svc, alice, { Executable: '/bin/true', JobGroup: 'elsewhere' });
         await done.waitFor((e) => dataOf(e).JobID === jid && dataOf(e).Status === 'Done');
         assert.deepEqual([...new Set(done.events.filter((e) => e.event === 'status').map((e) => dataOf(e).Status))], ['Done']);
