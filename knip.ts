@@ -18,6 +18,8 @@ const config: KnipConfig = {
         'bench/lib/profile-top.ts',
         'test/**/*.ts',
         'web/src/main.tsx',
+        // The single executable's entry, bundled by path (scripts/build-executable.ts).
+        'src/app/cli/client-main.ts',
         'web/vite.config.ts',
         // Declaration merging into AppContext and Database (src/kernel): tsc reads them through the
         // tsconfig's include, and no module needs to import them.
