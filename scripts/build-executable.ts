@@ -16,6 +16,7 @@ import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
+import { API_VERSION } from '../src/kernel/version.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const ENTRY = join(ROOT, 'src/app/cli/client-main.ts');
@@ -33,8 +34,15 @@ export interface BuiltExecutable {
   cached: boolean;
 }
 
+/** The package's version (package.json). */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
 /** The client bundled into one CommonJS script. */
 async function bundle(): Promise<Buffer> {
+  // Read by the service's /downloads/ list (src/downloads/folder.ts) in the executable's bytes.
+  const marker = `/* dirigo-executable version=${packageVersion()} api=${API_VERSION} platform=linux-x64 */`;
   const result = await build({
     entryPoints: [ENTRY],
     bundle: true,
@@ -45,7 +53,7 @@ async function bundle(): Promise<Buffer> {
     logLevel: 'warning',
     // CommonJS has no import.meta: the executable's own path stands for the module's (a single executable's
     // __filename is process.execPath).
-    banner: { js: 'const __importMetaUrl = require("node:url").pathToFileURL(__filename).href;' },
+    banner: { js: `${marker}\nconst __importMetaUrl = require("node:url").pathToFileURL(__filename).href;` },
     define: { 'import.meta.url': '__importMetaUrl', 'import.meta.dirname': '__dirname', 'import.meta.filename': '__filename' },
     legalComments: 'eof',
   });
