@@ -1,14 +1,15 @@
 /**
- * GET /downloads/ (the list), GET /downloads/{name} (a file, with its SHA-256 in Repr-Digest and its
+ * GET /downloads (the list), GET /downloads/{name} (a file, with its SHA-256 in Repr-Digest and its
  * ETag) and GET /downloads/{name}.sha256 (its checksum line, for `sha256sum -c`): the single executable
  * that matches this server, for pilots and users to fetch. No token is asked for: these are public
  * binaries, and a pilot has no credential before it runs.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { isAbsolute, join } from 'node:path';
 import type { AppContext } from '../kernel/context.ts';
 import { NotFound } from '../kernel/errors.ts';
+import { ErrorBody } from '../kernel/schemas.ts';
 import { Binary, errors, SECURITY } from '../kernel/openapi.ts';
 import { CHECKSUM_SUFFIX, DownloadsFolder } from './folder.ts';
 import { DownloadHeaders, DownloadList, DownloadParams, IfNoneMatch } from './schemas.ts';
@@ -24,10 +25,21 @@ function downloadsDir(ctx: AppContext): string {
 export const downloadsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   if (!ctx.config.downloads.enabled) return;
   const folder = new DownloadsFolder(downloadsDir(ctx));
-  const missing = (name: string) => new NotFound(`no download named ${name} on this server (GET /downloads/ lists them)`);
+  const missing = (name: string) => new NotFound(`no download named ${name} on this server (GET /downloads lists them)`);
 
+  const list = async (_request: FastifyRequest, reply: FastifyReply) => {
+    const downloads = [];
+    for (const name of await folder.names()) {
+      const file = await folder.open(name);
+      if (!file) continue; // removed or replaced meanwhile
+      await file.handle.close();
+      downloads.push({ name, size: file.size, ...file.facts, url: `${ctx.publicUrl}/downloads/${name}` });
+    }
+    reply.header('cache-control', 'no-cache');
+    return { downloads };
+  };
   app.get(
-    '/downloads/',
+    '/downloads',
     {
       schema: {
         tags,
@@ -35,19 +47,10 @@ export const downloadsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = a
         operationId: 'listDownloads',
         summary: 'The files offered for download: the single executables of this server’s version, with their SHA-256',
         response: { 200: DownloadList },
+        documented: { responses: { 400: { description: 'invalid_request: the URL or a query parameter cannot be read', content: { 'application/json': ErrorBody } } } },
       },
     },
-    async (_request, reply) => {
-      const downloads = [];
-      for (const name of await folder.names()) {
-        const file = await folder.open(name);
-        if (!file) continue; // removed or replaced meanwhile
-        await file.handle.close();
-        downloads.push({ name, size: file.size, ...file.facts, url: `${ctx.publicUrl}/downloads/${name}` });
-      }
-      reply.header('cache-control', 'no-cache');
-      return { downloads };
-    },
+    list,
   );
 
   /** The file, or its checksum line when `asked` ends in .sha256; 304 when `ifNoneMatch` is its ETag. */

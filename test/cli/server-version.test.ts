@@ -53,6 +53,6 @@ describe('a server of another API version', () => {
     const warnings = stderr.match(/warning/g) ?? [];
     assert.equal(warnings.length, 1, stderr);
     assert.match(stderr, new RegExp(`dirigo: warning: ${url} serves API 0\\.2\\.0, and this dirigo \\(API ${API_VERSION.replace(/\./g, '\\.')}\\) speaks to servers with API 0\\.1\\.x`));
-    assert.match(stderr, new RegExp(`${url}/downloads/`));
+    assert.match(stderr, new RegExp(`${url}/downloads\\n`));
   });
 });

@@ -1,5 +1,5 @@
 /**
- * GET /downloads/: what the folder offers (regular files with plain names only), the SHA-256 of each in
+ * GET /downloads: what the folder offers (regular files with plain names only), the SHA-256 of each in
  * the list, Repr-Digest and ETag, the .sha256 line, and a single executable's version read from its
  * marker even across a read boundary; names that could be paths, links, folders and FIFOs are refused;
  * `downloads.enabled: false` and a folder that does not exist; the API version header on every answer.
@@ -42,7 +42,7 @@ for (const { dialect, skip } of await dialects()) {
     after(async () => svc?.close());
 
     test('the list: regular files with plain names, their size and SHA-256, and an executable’s version and platform', async () => {
-      const res = await svc.request('/downloads/');
+      const res = await svc.request('/downloads');
       assert.equal(res.status, 200, res.text);
       assert.equal(res.headers['dirigo-api-version'], API_VERSION);
       assert.deepEqual(res.json.downloads, [
@@ -105,14 +105,14 @@ describe('downloads configuration', () => {
     assert.deepEqual(old.downloads, { enabled: true, dir: 'downloads' });
     const off = await startTestService({ dialect: 'sqlite', config: { downloads: { enabled: false } } });
     try {
-      const res = await off.request('/downloads/');
+      const res = await off.request('/downloads');
       assert.equal(res.status, 404);
     } finally {
       await off.close();
     }
     const empty = await startTestService({ dialect: 'sqlite', config: { downloads: { dir: join(dataDir, 'not-there') } } });
     try {
-      const res = await empty.request('/downloads/');
+      const res = await empty.request('/downloads');
       assert.equal(res.status, 200);
       assert.deepEqual(res.json.downloads, []);
     } finally {

@@ -141,7 +141,7 @@ for (const { dialect, skip: dbSkip } of await dialects()) {
     });
 
     test('the service offers the executable at /downloads/ with its SHA-256; curl fetches it and it runs', async () => {
-      const list = await svc.request('/downloads/');
+      const list = await svc.request('/downloads');
       assert.equal(list.status, 200, list.text);
       assert.deepEqual(list.json.downloads, [
         { name: EXECUTABLE_NAME, size: readFileSync(built.path).length, sha256: built.sha256, version: '0.1.0', api: '0.1.0', platform: 'linux-x64', url: `${svc.url}/downloads/${EXECUTABLE_NAME}` },

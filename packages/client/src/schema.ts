@@ -1020,7 +1020,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/downloads/": {
+    "/downloads": {
         parameters: {
             query?: never;
             header?: never;
@@ -7952,6 +7952,15 @@ export interface operations {
                             url: string;
                         }[];
                     };
+                };
+            };
+            /** @description invalid_request: the URL or a query parameter cannot be read */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The service failed */

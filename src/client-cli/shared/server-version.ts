@@ -13,6 +13,6 @@ export function checkServerVersion(url: string, headers: Headers): void {
   warned = true;
   process.stderr.write(
     `dirigo: warning: ${url} serves API ${announced}, and this dirigo (API ${API_VERSION}) speaks to servers with API ${SPEAKS_TO}: ` +
-      `commands may fail. Fetch the matching dirigo from ${url}/downloads/\n`,
+      `commands may fail. Fetch the matching dirigo from ${url}/downloads\n`,
   );
 }
