@@ -1,7 +1,7 @@
 /**
  * The single executable (scripts/build-executable.ts) on a PATH with no Node: `--version`, a CLI round trip
  * (token from the user certificate, submit, wait, fetch the output) and an agent that runs a job, against a
- * real service; and the executable downloaded from that service's /downloads/ with curl, checked against
+ * real service; and the executable downloaded from that service's /downloads with curl, checked against
  * its SHA-256 (Repr-Digest, the list, and `sha256sum -c` on the .sha256 line).
  */
 import assert from 'node:assert/strict';
@@ -140,7 +140,7 @@ for (const { dialect, skip: dbSkip } of await dialects()) {
       }
     });
 
-    test('the service offers the executable at /downloads/ with its SHA-256; curl fetches it and it runs', async () => {
+    test('the service offers the executable at /downloads with its SHA-256; curl fetches it and it runs', async () => {
       const list = await svc.request('/downloads');
       assert.equal(list.status, 200, list.text);
       assert.deepEqual(list.json.downloads, [
