@@ -63,6 +63,11 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(line.status, 200);
       assert.equal(line.text, `${sha256(notes)}  notes.txt\n`);
       assert.match(String(line.headers['content-type']), /^text\/plain/);
+      const head = await svc.request('/downloads/notes.txt', { method: 'HEAD' });
+      assert.equal(head.status, 200);
+      assert.equal(head.headers['content-length'], String(notes.length));
+      assert.equal(head.headers.etag, `"sha256-${sha256(notes)}"`);
+      assert.equal(head.text, '');
       const again = await svc.request('/downloads/notes.txt', { headers: { 'if-none-match': `"sha256-${sha256(notes)}"` } });
       assert.equal(again.status, 304);
       assert.equal(again.text, '');
