@@ -18,6 +18,8 @@ const config: KnipConfig = {
         'bench/lib/profile-top.ts',
         'test/**/*.ts',
         'web/src/main.tsx',
+        // The single executable's entry, bundled by path (scripts/build-executable.ts).
+        'src/app/cli/client-main.ts',
         'web/vite.config.ts',
         // Declaration merging into AppContext and Database (src/kernel): tsc reads them through the
         // tsconfig's include, and no module needs to import them.
@@ -31,6 +33,8 @@ const config: KnipConfig = {
         'oidc-provider',
         // Its bundled jar is found with require.resolve and run with java (test/client/python-client.test.ts).
         '@openapitools/openapi-generator-cli',
+        // Its CLI is found with require.resolve and run with Node (scripts/build-executable.ts).
+        'postject',
       ],
     },
     'packages/client': {},
@@ -41,7 +45,7 @@ const config: KnipConfig = {
   },
   // System tools the tests and benchmarks run when present (OpenSSL, Slurm, XRootD, oidc-agent, …);
   // not npm packages.
-  ignoreBinaries: ['openssl', 'java', 'fish', 'script', 'mount', 'umount', 'unshare', 'taskset', 'xrdcp', 'oidc-gen', 'oidc-agent', 'slurmrestd', 'sbatch', 'scancel', 'scontrol', 'sinfo', 'squeue'],
+  ignoreBinaries: ['openssl', 'mkfifo', 'sha256sum', 'java', 'fish', 'script', 'mount', 'umount', 'unshare', 'taskset', 'xrdcp', 'oidc-gen', 'oidc-agent', 'slurmrestd', 'sbatch', 'scancel', 'scontrol', 'sinfo', 'squeue'],
   // An export also used in its own module is live code; only exports nothing uses are reported.
   ignoreExportsUsedInFile: true,
 };

@@ -11,12 +11,14 @@ import { agentsRoutes } from '../agents/index.ts';
 import { catalogueRoutes } from '../catalogue/index.ts';
 import { federationRoutes } from '../federation/index.ts';
 import { webAppRoutes } from '../webapp/index.ts';
+import { downloadsRoutes } from '../downloads/index.ts';
 import type { AppContext } from './context.ts';
 import { errorHandler } from '../kernel/error-handler.ts';
 import { InvalidRequest } from '../kernel/errors.ts';
 import { refuseUnstorableText } from '../kernel/storable-text.ts';
 import { refuseLooseIntegers } from '../kernel/canonical-integers.ts';
 import { refuseDeepJson } from '../kernel/json-depth.ts';
+import { API_VERSION, API_VERSION_HEADER } from '../kernel/version.ts';
 import { observabilityRoutes } from './observability.ts';
 import { corsRoutes, refusePreflight } from './cors.ts';
 import { openapiRoutes } from './openapi.ts';
@@ -42,6 +44,11 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
     reply.code(404).send({ error: 'not_found', error_description: `no route ${request.method} ${request.url.split('?')[0]}`, request_id: request.id });
   });
   instance.decorateRequest('principal', null);
+  // Every answer names the API version, so that a client can tell a server it does not speak to (dirigo warns).
+  instance.addHook('onRequest', (_request, reply, done) => {
+    reply.header(API_VERSION_HEADER, API_VERSION);
+    done();
+  });
   // Before any schema or handler: no route ever sees text a database cannot store (storable-text.ts), nor
   // an integer parameter the validator would have coerced from loose text (canonical-integers.ts).
   // A callback, not an async function: every request runs it (a throw reaches the error handler either way).
@@ -86,6 +93,7 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   await instance.register(agentsRoutes, { ctx });
   await instance.register(catalogueRoutes, { ctx });
   await instance.register(webAppRoutes, { ctx });
+  await instance.register(downloadsRoutes, { ctx });
 }
 
 /** Registered without encapsulation so that its error handler, hooks and decorators apply everywhere. */

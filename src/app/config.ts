@@ -13,6 +13,7 @@ import { JobsConfigSchema } from '../jobs/index.ts';
 import { OAuthConfigSchema, TokensConfigSchema } from '../auth/index.ts';
 import { IdentityProvidersConfigSchema, checkIdentityProviders } from '../federation/index.ts';
 import { WebAppConfigSchema } from '../webapp/index.ts';
+import { DownloadsConfigSchema } from '../downloads/index.ts';
 import { checkClients, checkRegistry, ClientsConfigSchema, RegistryConfigSchema } from '../registry/index.ts';
 
 const ConfigSchema = Type.Object(
@@ -26,6 +27,7 @@ const ConfigSchema = Type.Object(
     identityProviders: IdentityProvidersConfigSchema,
     catalogue: CatalogueConfigSchema,
     webapp: WebAppConfigSchema,
+    downloads: DownloadsConfigSchema,
   },
   { additionalProperties: false },
 );

@@ -96,6 +96,7 @@ const plugin: FastifyPluginAsyncTypebox<{ publicUrl: () => string; description: 
         { name: 'Account', description: 'The signed-in user\'s account: who they are, their grants and browser sessions, with revocation' },
         { name: 'Agents', description: 'Pull-mode job agents on worker nodes' },
         { name: 'Operations', description: 'Probes and metrics' },
+        { name: 'Downloads', description: 'The single executable (client and agent) that matches this server, with its SHA-256' },
       ],
       components: { securitySchemes: securitySchemes('') as never, schemas: { Error: ErrorBody as never, ...(EVENT_SCHEMAS as Record<string, never>) } },
     },

@@ -43,7 +43,7 @@ describe('CLI conventions', () => {
       assert.match(help.stdout, /^examples?:\n {2}\S/m, `${name} --help shows no example`);
     }
     assert.equal((await dirigo(['jobs', '--nope'])).code, 2);
-    assert.match((await dirigo(['--version'])).stdout, /^dirigo \d+\.\d+\.\d+\n$/);
+    assert.match((await dirigo(['--version'])).stdout, /^dirigo \d+\.\d+\.\d+ \(API \d+\.\d+\.\d+; speaks to servers with API \d+\.(\d+\.)?x\)\n$/);
   });
 
   it('bash completes commands, subcommands and options, then files', async () => {

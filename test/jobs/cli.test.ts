@@ -134,7 +134,7 @@ for (const { dialect, skip } of await dialects()) {
 
     it('prints its version', async () => {
       const version = await new Promise<string>((resolve) => execFile(process.execPath, [BIN, '--version'], (_err, stdout) => resolve(stdout)));
-      assert.match(version, /^dirigo \d+\.\d+\.\d+\n$/);
+      assert.match(version, /^dirigo \d+\.\d+\.\d+ \(API \d+\.\d+\.\d+; speaks to servers with API \d+\.(\d+\.)?x\)\n$/);
     });
   });
 }

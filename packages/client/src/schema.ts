@@ -1020,6 +1020,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/downloads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The files offered for download: the single executables of this server’s version, with their SHA-256 */
+        get: operations["listDownloads"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/downloads/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A file of the list; with .sha256 after its name, its checksum line (sha256sum format) */
+        get: operations["getDownload"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -7871,6 +7905,134 @@ export interface operations {
                             };
                         };
                     } | components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listDownloads: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description by name */
+                        downloads: {
+                            /** @description the file name, as in GET /downloads/{name} */
+                            name: string;
+                            /** @description bytes */
+                            size: number;
+                            /** @description the SHA-256 of the file, hex */
+                            sha256: string;
+                            /** @description the dirigo version of a single executable; null for other files */
+                            version: string | null;
+                            /** @description the API version a single executable speaks; null for other files */
+                            api: string | null;
+                            /** @description the platform a single executable runs on (linux-x64); null for other files */
+                            platform: string | null;
+                            /** @description where to download it (absolute) */
+                            url: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description invalid_request: the URL or a query parameter cannot be read */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDownload: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the ETag of a copy the client has */
+                "if-none-match"?: string;
+            };
+            path: {
+                /** @description a file of the list, or its name followed by .sha256 for its checksum line (sha256sum format) */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file (application/octet-stream), or for {name}.sha256 the line `<hex>  <name>` (text/plain) */
+            200: {
+                headers: {
+                    /** @description "sha256-<hex>": send it back in If-None-Match */
+                    ETag?: string;
+                    /** @description attachment; filename="<name>" */
+                    "Content-Disposition"?: string;
+                    "Content-Length"?: number;
+                    /** @description RFC 9530: sha-256=:<base64>: */
+                    "Repr-Digest"?: string;
+                    /** @description the SHA-256 of the file, in hex */
+                    "X-Content-SHA256"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": Blob;
+                    "text/plain": Blob;
+                };
+            };
+            /** @description Not modified: the If-None-Match ETag is the current one */
+            304: {
+                headers: {
+                    /** @description "sha256-<hex>": send it back in If-None-Match */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The service failed */

@@ -25,6 +25,7 @@ import { AgentJournal } from './journal.ts';
 import type { Manifest } from '../../jobs/index.ts';
 import type { SandboxStore, SizeLimit, StoredObject } from '../../jobs/index.ts';
 import { PayloadTooLarge } from '../../kernel/errors.ts';
+import { checkServerVersion } from '../shared/server-version.ts';
 
 export interface JobAgentOptions {
   url: string;
@@ -94,6 +95,7 @@ export class JobAgent {
   constructor(options: JobAgentOptions) {
     this.#o = options;
     this.#api = createDirigoClient({ url: options.url, dispatcher: options.dispatcher });
+    this.#api.use({ onResponse: ({ response }) => checkServerVersion(options.url, response.headers) });
     this.agentId = options.agentId ?? AgentJournal.agentId(options.workDir);
     this.#journal = new AgentJournal(options.workDir);
     this.#executor = new LocalExecutor({

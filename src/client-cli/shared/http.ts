@@ -11,6 +11,7 @@ import { environment } from '../../kernel/config.ts';
 import { CliError, EXIT, exitCodeFor } from '../../terminal/output.ts';
 import { gridCertificate, gridTrust } from './grid-credentials.ts';
 import { nearestDataDir } from '../../terminal/data-dir.ts';
+import { checkServerVersion } from './server-version.ts';
 
 export const CONNECTION_OPTIONS = {
   url: { type: 'string' },
@@ -88,7 +89,9 @@ interface CallResult<T> {
 
 /** The typed API client (packages/client) over this connection; `token` goes in every request's Authorization header. */
 export function api(conn: Connection, token?: string): DirigoClient {
-  return createDirigoClient({ url: conn.url, dispatcher: conn.agent, ...(token ? { token } : {}) });
+  const client = createDirigoClient({ url: conn.url, dispatcher: conn.agent, ...(token ? { token } : {}) });
+  client.use({ onResponse: ({ response }) => checkServerVersion(conn.url, response.headers) });
+  return client;
 }
 
 /** A typed call's result whatever its status; a service that cannot be reached is a CliError. */
