@@ -32,6 +32,8 @@ export interface BuiltExecutable {
   sha256: string;
   /** True when the cache already held it. */
   cached: boolean;
+  /** The source files bundled, relative to the repository (node_modules/… for npm packages). */
+  inputs: string[];
 }
 
 /** The package's version (package.json). */
@@ -39,8 +41,8 @@ function packageVersion(): string {
   return (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 }
 
-/** The client bundled into one CommonJS script. */
-async function bundle(): Promise<Buffer> {
+/** The client bundled into one CommonJS script, and the files it was made of (for the release's SBOM). */
+async function bundle(): Promise<{ script: Buffer; inputs: string[] }> {
   // Read by the service's /downloads/ list (src/downloads/folder.ts) in the executable's bytes.
   const marker = `/* dirigo-executable version=${packageVersion()} api=${API_VERSION} platform=linux-x64 */`;
   const result = await build({
@@ -56,8 +58,9 @@ async function bundle(): Promise<Buffer> {
     banner: { js: `${marker}\nconst __importMetaUrl = require("node:url").pathToFileURL(__filename).href;` },
     define: { 'import.meta.url': '__importMetaUrl', 'import.meta.dirname': '__dirname', 'import.meta.filename': '__filename' },
     legalComments: 'eof',
+    metafile: true,
   });
-  return Buffer.from(result.outputFiles[0]!.contents);
+  return { script: Buffer.from(result.outputFiles[0]!.contents), inputs: Object.keys(result.metafile.inputs) };
 }
 
 /** Runs a build step; its output is shown only when it fails (postject warns about ELF notes it does not need). */
@@ -87,7 +90,7 @@ function seaBlob(work: string, script: Buffer): string {
  */
 export async function buildExecutable(outDir = join(ROOT, 'release')): Promise<BuiltExecutable> {
   if (process.platform !== 'linux' || process.arch !== 'x64') throw new Error(`the executable is built on Linux x86-64, not ${process.platform}-${process.arch}`);
-  const script = await bundle();
+  const { script, inputs } = await bundle();
   const key = createHash('sha256').update(script).update(process.version).update(process.execPath).digest('hex').slice(0, 16);
   const cacheDir = join(ROOT, '.cache/executable', key);
   const cached = join(cacheDir, EXECUTABLE_NAME);
@@ -112,7 +115,7 @@ export async function buildExecutable(outDir = join(ROOT, 'release')): Promise<B
   chmodSync(path, 0o755);
   // sha256sum's format: `sha256sum -c dirigo-linux-x64.sha256` checks the download.
   writeFileSync(`${path}.sha256`, `${sha256}  ${EXECUTABLE_NAME}\n`);
-  return { path, sha256, cached: hit };
+  return { path, sha256, cached: hit, inputs };
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

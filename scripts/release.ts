@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { buildExecutable } from './build-executable.ts';
 import { executableBom, npmPackageBom, wheelBom } from './release/sbom.ts';
 
 const repo = join(import.meta.dirname, '..');
@@ -30,15 +31,17 @@ function made(pattern: RegExp): string {
 
 step('npm package', 'pack');
 const tarball = made(new RegExp(`^${name}-${version.replace(/\./g, '\\.')}\\.tgz$`));
-step('single executable', 'build:executable');
-const executable = made(/^dirigo-linux-x64$/);
+process.stdout.write('release: single executable…\n');
+const built = await buildExecutable(out);
+const executable = built.path;
+process.stdout.write(`release: single executable ${built.cached ? 'reused from .cache/executable' : 'built'}\n`);
 step('Python wheel', 'build:wheel');
 const wheel = made(/\.whl$/);
 
 process.stdout.write('release: SBOMs…\n');
 const boms: [string, object][] = [
   [tarball, npmPackageBom(repo, tarball, name, version)],
-  [executable, executableBom(repo, executable, `${executable}.meta.json`, version)],
+  [executable, executableBom(repo, executable, built.inputs, version)],
   [wheel, wheelBom(wheel)],
 ];
 for (const [artefact, doc] of boms) writeFileSync(`${artefact}.cdx.json`, `${JSON.stringify(doc, null, 2)}\n`);
