@@ -2,6 +2,7 @@
  * `dirigo <command>`: one table of commands, each in its own module. A command returns the exit code.
  */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { serveCommand, initCommand } from './serve.ts';
 import { adminCommand } from './admin.ts';
 import { CliError } from '../../terminal/output.ts';
@@ -18,6 +19,7 @@ import {
 } from '../../client-cli/index.ts';
 import { completionCommand, type Command } from './completion.ts';
 import { unknownWord } from '../../terminal/suggest.ts';
+import { PACKAGE_ROOT } from '../../kernel/package-root.ts';
 import { isParseArgsError, parseArgsMessage } from '../../terminal/usage-errors.ts';
 
 const commands: Record<string, { run: Command; summary: string }> = {
@@ -41,9 +43,9 @@ function usage(): string {
   return `usage: dirigo <command> [options]\n       dirigo --version\n\ncommands:\n${lines.join('\n')}\n\nRun 'dirigo <command> --help' for a command's options.\n`;
 }
 
-/** The package's version (package.json beside src/). */
+/** The package's version (its package.json: the clone's, or the installed package's). */
 function version(): string {
-  return (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  return (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 }
 
 export async function main(argv: string[]): Promise<number> {
