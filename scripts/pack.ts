@@ -28,7 +28,7 @@ if (wanted.join() !== bundled.join()) {
 }
 
 mkdirSync(release, { recursive: true });
-const out = execFileSync('npm', ['pack', '--json', '--pack-destination', release], { cwd: repo, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+const out = execFileSync('npm', ['pack', '--json', '--pack-destination', release], { cwd: repo, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, stdio: ['ignore', 'pipe', 'inherit'] });
 const [packed] = JSON.parse(out) as { filename: string; size: number; entryCount: number }[];
 if (!packed) throw new Error('npm pack reported no tarball');
 process.stdout.write(`${join(release, packed.filename)} (${(packed.size / 1e6).toFixed(1)} MB, ${packed.entryCount} files)\n`);
