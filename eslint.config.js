@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
 export default tseslint.config(
-  { ignores: ['node_modules', 'dirigo-data', 'packages/*/dist', 'test-artifacts', 'web/dist', 'web/.dist-*'] },
+  { ignores: ['node_modules', 'dirigo-data', 'dist', 'release', 'packages/*/dist', 'test-artifacts', 'web/dist', 'web/.dist-*'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

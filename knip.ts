@@ -45,7 +45,8 @@ const config: KnipConfig = {
   },
   // System tools the tests and benchmarks run when present (OpenSSL, Slurm, XRootD, oidc-agent, …);
   // not npm packages.
-  ignoreBinaries: ['openssl', 'mkfifo', 'sha256sum', 'java', 'fish', 'script', 'mount', 'umount', 'unshare', 'taskset', 'xrdcp', 'oidc-gen', 'oidc-agent', 'slurmrestd', 'sbatch', 'scancel', 'scontrol', 'sinfo', 'squeue'],
+  // `dirigo` is this package's own command as installed from its tarball (test/install/npm-package.test.ts).
+  ignoreBinaries: ['dirigo', 'openssl', 'mkfifo', 'sha256sum', 'java', 'fish', 'script', 'mount', 'umount', 'unshare', 'taskset', 'xrdcp', 'oidc-gen', 'oidc-agent', 'slurmrestd', 'sbatch', 'scancel', 'scontrol', 'sinfo', 'squeue'],
   // An export also used in its own module is live code; only exports nothing uses are reported.
   ignoreExportsUsedInFile: true,
 };

@@ -6,14 +6,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { isAbsolute, join, resolve } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fastifyStatic from '@fastify/static';
 import type { AppContext } from '../kernel/context.ts';
+import { PACKAGE_ROOT } from '../kernel/package-root.ts';
 import { registerWebClient, WEB_CLIENT_ID } from './client.ts';
 
-/** web/dist of this installation (src/webapp → repository root). */
-const BUILT = resolve(import.meta.dirname, '../../web/dist');
+/** web/dist of this installation: the clone's, or the one shipped inside the npm package. */
+const BUILT = join(PACKAGE_ROOT, 'web/dist');
 
 // Scripts only from this origin. Styles may be inline because the component library sets CSS variables
 // in a <style> element and style attributes at run time; no script can be injected through them.
@@ -30,11 +31,15 @@ const CSP = [
   "form-action 'self'",
 ].join('; ');
 
+const SECURITY_HEADERS: Record<string, string> = {
+  'content-security-policy': CSP,
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+};
+
 function securityHeaders(reply: FastifyReply): void {
-  reply.header('content-security-policy', CSP);
-  reply.header('x-content-type-options', 'nosniff');
-  reply.header('x-frame-options', 'DENY');
-  reply.header('referrer-policy', 'no-referrer');
+  reply.headers(SECURITY_HEADERS);
 }
 
 export function webAppDir(ctx: AppContext): string {
@@ -74,10 +79,11 @@ export const webAppRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asyn
     preCompressed: true,
     decorateReply: false,
     cacheControl: false,
-    setHeaders: (reply, file) => {
-      securityHeaders(reply);
+    // @fastify/static 9 hands over the raw response here (version 10, whose dependencies need Node 22, the reply).
+    setHeaders: (res, file) => {
+      for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);
       // Vite names assets by their content hash: a changed file has a new name.
-      reply.header('cache-control', file.includes('/assets/') ? 'public, max-age=31536000, immutable' : 'no-cache');
+      res.setHeader('cache-control', file.includes('/assets/') ? 'public, max-age=31536000, immutable' : 'no-cache');
     },
   });
   const shell = async (request: FastifyRequest, reply: FastifyReply) => {

@@ -7,6 +7,7 @@ import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { createContext } from '../context.ts';
 import { ListenError, startServer, type StartedServer } from '../server.ts';
 import { CliError } from '../../terminal/output.ts';
+import { SqliteUnavailableError } from '../../kernel/db/node-sqlite.ts';
 
 const OPTIONS = {
   'data-dir': { type: 'string', default: './dirigo-data' },
@@ -65,7 +66,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
     return 0;
   }
   const { config, created } = await resolveConfig(values);
-  const ctx = await createContext(config);
+  const ctx = await createContext(config).catch((err: unknown) => {
+    if (err instanceof SqliteUnavailableError) throw new CliError(err.message, 1);
+    throw err;
+  });
   let server: StartedServer;
   try {
     server = await startServer(ctx);

@@ -4,7 +4,7 @@
  */
 import { Kysely, Migrator, PostgresDialect, sql, type LogEvent, type Migration } from 'kysely';
 import pg from 'pg';
-import { nodeSqliteDialect } from './node-sqlite.ts';
+import { nodeSqliteDialect, SqliteUnavailableError } from './node-sqlite.ts';
 import { dialectOf, type Dialect } from './dialect.ts';
 import type { Database } from './schema.ts';
 
@@ -70,6 +70,8 @@ export async function migrate(db: Db, migrations: Readonly<Record<string, Migrat
       await new Promise((r) => setTimeout(r, 50 * attempt));
       continue;
     }
+    // No migration ran: this Node cannot open SQLite at all, which its own message explains.
+    if (error instanceof SqliteUnavailableError) throw error;
     const failed = results?.find((r) => r.status === 'Error');
     throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message}`);
   }
