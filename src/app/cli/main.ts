@@ -38,7 +38,7 @@ commands.completion = { run: completionCommand(commands), summary: 'print a shel
 
 function usage(): string {
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
-  return `usage: dirigo <command> [options]\n       dirigo --version\n\ncommands:\n${lines.join('\n')}\n\nRun 'dirigo <command> --help' for a command's options.\n`;
+  return `usage: dirigo <command> [options]\n       dirigo --version\n\ncommands:\n${lines.join('\n')}\n\nRun 'dirigo <command> --help' for a command's options. Commands that talk to the service take -v\n(--verbose): they say on standard error which service, CA and credential they use, and where each was found.\n`;
 }
 
 /** The package's version (package.json beside src/). */
