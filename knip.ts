@@ -41,7 +41,7 @@ const config: KnipConfig = {
   },
   // System tools the tests and benchmarks run when present (OpenSSL, Slurm, XRootD, oidc-agent, …);
   // not npm packages.
-  ignoreBinaries: ['openssl', 'java', 'fish', 'script', 'mount', 'umount', 'unshare', 'taskset', 'xrdcp', 'oidc-gen', 'oidc-agent', 'slurmrestd', 'sbatch', 'scancel', 'scontrol', 'sinfo', 'squeue'],
+  ignoreBinaries: ['openssl', 'java', 'fish', 'script', 'mount', 'umount', 'unshare', 'taskset', 'xrdcp', 'oidc-gen', 'oidc-agent', 'slurmrestd', 'sbatch', 'scancel', 'scontrol', 'sinfo', 'squeue', 'systemd-analyze'],
   // An export also used in its own module is live code; only exports nothing uses are reported.
   ignoreExportsUsedInFile: true,
 };
