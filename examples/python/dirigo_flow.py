@@ -87,8 +87,9 @@ def fetch_output(jobs: Any, jid: int, out: Path) -> list[str]:
     with tarfile.open(archive, "r:gz") as tar:
         names = sorted(tar.getnames())
         for name in names:
-            member = tar.extractfile(name)
-            if member is not None:  # the sandbox holds plain files only; the check keeps paths inside `out`
+            member = tar.extractfile(name)  # None for anything but a regular file
+            if member is not None:
+                # Only the base name: nothing in the archive can write outside `out`.
                 (out / Path(name).name).write_bytes(member.read())
     return names
 
