@@ -1,5 +1,6 @@
 /**
- * The OpenAPI 3.1 document (`/openapi.json`) and its reference page (`/docs`), built from the routes'
+ * The OpenAPI 3.1 document (`/openapi.json`), its 3.0 version for older generators (`/openapi-3.0.json`,
+ * openapi-30.ts) and its reference page (`/docs`), built from the routes'
  * own TypeBox schemas. Here the routes' `documented` extras become request bodies and responses, every
  * error answer becomes a reference to the one Error schema, and every operation can answer 5XX.
  */
@@ -11,6 +12,7 @@ import { DOCUMENTED, type DocumentedExtras } from '../kernel/openapi.ts';
 import { ErrorBody } from '../kernel/schemas.ts';
 import { API_VERSION } from '../kernel/version.ts';
 import { JobParameterEvent, JobStatusEvent } from '../jobs/index.ts';
+import { toOpenApi30 } from './openapi-30.ts';
 
 type Json = Record<string, unknown>;
 
@@ -120,6 +122,9 @@ const plugin: FastifyPluginAsyncTypebox<{ publicUrl: () => string; description: 
     uiConfig: { deepLinking: true, displayOperationId: true },
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // Built on first request, once every route is registered and the public URL known; the document does not change after.
+  let doc30: object | undefined;
+  app.get('/openapi-3.0.json', { schema: { hide: true } }, async () => (doc30 ??= toOpenApi30(app.swagger())));
 };
 
 /** Not encapsulated: the document must see the routes every domain registers beside it. */

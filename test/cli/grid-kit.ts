@@ -17,9 +17,10 @@ export interface Ran {
   stderr: string;
 }
 
-export function run(file: string, args: string[], env: Record<string, string>): Promise<Ran> {
+/** `file ARGS` with only PATH and `env`, in `cwd` (default: the test's own folder). */
+export function run(file: string, args: string[], env: Record<string, string>, cwd?: string): Promise<Ran> {
   return new Promise((resolve) =>
-    execFile(file, args, { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 60000 }, (err, stdout, stderr) =>
+    execFile(file, args, { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 60000, ...(cwd ? { cwd } : {}) }, (err, stdout, stderr) =>
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     ),
   );
@@ -66,7 +67,8 @@ export async function startGridWorld(): Promise<GridWorld> {
     svc,
     work,
     gridEnv,
-    dirigo: (args, env = {}) => run(process.execPath, [bin, ...args], { ...gridEnv, HOME: work, XDG_CONFIG_HOME: join(work, '.config'), DIRIGO_URL: svc.url, ...env }),
+    // In `work`: a development dirigo-data/ in the checkout the tests run from would come before X509_CERT_DIR.
+    dirigo: (args, env = {}) => run(process.execPath, [bin, ...args], { ...gridEnv, HOME: work, XDG_CONFIG_HOME: join(work, '.config'), DIRIGO_URL: svc.url, ...env }, work),
     close: async () => {
       await svc.close();
       rmSync(work, { recursive: true, force: true });

@@ -36,8 +36,8 @@ function registeredRoutes(svc: TestService): Set<string> {
     const depth = m[1]!.length / 4;
     const path = (prefixes[depth - 1] ?? '') + m[2]!;
     prefixes[depth] = path;
-    // The web application's files are not API operations (hidden from the document).
-    if (path === '/openapi.json' || path.startsWith('/docs') || path.startsWith('/app') || path === '*') continue;
+    // The documents themselves, their reference page and the web application's files are not API operations (hidden from the document).
+    if (path === '/openapi.json' || path === '/openapi-3.0.json' || path.startsWith('/docs') || path.startsWith('/app') || path === '*') continue;
     for (const method of m[3]!.split(', ')) if (method !== 'HEAD' && method !== 'OPTIONS') routes.add(`${method} ${path.replace(/:(\w+)/g, '{$1}')}`);
   }
   return routes;

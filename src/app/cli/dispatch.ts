@@ -18,7 +18,7 @@ export function versionLine(version: string): string {
 
 function usage(commands: CommandTable): string {
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}`);
-  return `usage: dirigo <command> [options]\n       dirigo --version\n\ncommands:\n${lines.join('\n')}\n\nRun 'dirigo <command> --help' for a command's options.\n`;
+  return `usage: dirigo <command> [options]\n       dirigo --version\n\ncommands:\n${lines.join('\n')}\n\nRun 'dirigo <command> --help' for a command's options. Commands that talk to the service take -v\n(--verbose): they say on standard error which service, CA and credential they use, and where each was found.\n`;
 }
 
 /** Runs `argv` (without the program name) against `commands`; `version` is this program's. @returns the exit code. */

@@ -107,7 +107,8 @@ export async function whoamiCommand(argv: string[]): Promise<number> {
   if (values.help) {
     process.stdout.write(
       'usage: dirigo whoami [--url URL] [--ca FILE] [--cert FILE [--key FILE]] [--token T] [--json]\n\n' +
-        'Shows who the credential every command would use speaks for, and where it was found.\n\n' +
+        'Shows who the credential every command would use speaks for, where it was found, and where the CA\n' +
+        'that the service\'s certificate is checked against came from (-v on any command says the same).\n\n' +
         'examples:\n  dirigo whoami\n  X509_USER_PROXY=$PWD/x509up dirigo whoami --group dirigo_user --json\n',
     );
     return 0;
@@ -116,9 +117,9 @@ export async function whoamiCommand(argv: string[]): Promise<number> {
   const credential = await userCredential(conn, values);
   const info: Record<string, unknown> = await answer(conn, api(conn, credential.token).GET('/oauth2/userinfo'));
   if (values.json) {
-    process.stdout.write(JSON.stringify({ ...info, credential: credential.source }, null, 2) + '\n');
+    process.stdout.write(JSON.stringify({ ...info, credential: credential.source, ca: conn.caSource }, null, 2) + '\n');
   } else {
-    process.stdout.write(`${String(info.preferred_username)} in group ${String(info.group)}, setup ${String(info.setup)} at ${conn.url}\ncredential: ${credential.source}\n`);
+    process.stdout.write(`${String(info.preferred_username)} in group ${String(info.group)}, setup ${String(info.setup)} at ${conn.url}\ncredential: ${credential.source}\nCA: ${conn.caSource}\n`);
   }
   return 0;
 }

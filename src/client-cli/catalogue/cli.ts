@@ -6,7 +6,7 @@ import { createReadStream, statSync } from 'node:fs';
 import { Transform } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { answer, api, connect, reach, type Connection } from '../shared/http.ts';
+import { answer, api, connect, reach, unreachable, type Connection } from '../shared/http.ts';
 import { formatTable, terminalWidth } from '../../terminal/terminal.ts';
 import { CliError, EXIT, progress } from '../../terminal/output.ts';
 import { CREDENTIAL_OPTIONS, userAccessToken } from '../shared/credentials.ts';
@@ -170,7 +170,7 @@ async function importFile(conn: Connection, token: string, file: string, values:
       body,
     });
   } catch (err) {
-    throw new CliError(`cannot reach ${conn.url}: ${(err as Error).message}`);
+    throw new CliError(unreachable(conn, err).message);
   }
   const text = await res.body.text();
   let answer: { applied?: number; error?: { line: number; error: string; error_description: string } | string; error_description?: string };

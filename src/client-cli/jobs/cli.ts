@@ -9,7 +9,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { DirigoApiError, streamJobs, submissionFormData, type JobSubmissionForm } from '@dirigo/client';
-import { answer, api, connect, reach, refusal, type Connection } from '../shared/http.ts';
+import { answer, api, connect, reach, refusal, unreachable, type Connection } from '../shared/http.ts';
 import { CliError, EXIT } from '../../terminal/output.ts';
 import { unknownWord } from '../../terminal/suggest.ts';
 import { formatTable, terminalWidth } from '../../terminal/terminal.ts';
@@ -149,8 +149,7 @@ async function listAll(conn: Connection, token: string | undefined, values: Valu
     }
   } catch (err) {
     if (err instanceof DirigoApiError) throw refusal(err.status, { error: err.error, error_description: err.description });
-    const cause = (err as Error).cause as Error | undefined;
-    throw new CliError(`${count === 0 ? `cannot reach ${conn.url}` : `the listing was cut short after ${count} job(s)`}: ${cause?.message ?? (err as Error).message}`, EXIT.server);
+    throw unreachable(conn, err, count === 0 ? `cannot reach ${conn.url}` : `the listing was cut short after ${count} job(s)`);
   }
   if (!values.json) process.stdout.write(`${table(jobs)}${count} job(s)\n`);
   return EXIT.ok;

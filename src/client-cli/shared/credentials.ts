@@ -29,6 +29,12 @@ export interface UserCredential {
  * WLCG Bearer Token Discovery.
  */
 export async function userCredential(conn: Connection, values: { token?: string; group?: string; setup?: string }): Promise<UserCredential> {
+  const found = await findCredential(conn, values);
+  if (conn.verbose) process.stderr.write(`dirigo: credential: ${found.source}\n`);
+  return found;
+}
+
+async function findCredential(conn: Connection, values: { token?: string; group?: string; setup?: string }): Promise<UserCredential> {
   if (values.token) return { token: values.token, source: '--token' };
   // --cert, or a grid certificate, which connect() looks for only when DIRIGO_TOKEN is not set.
   if (conn.hasCertificate) {

@@ -3,14 +3,13 @@
  * typed client of packages/client (every API call of the CLI goes through it); error answers become
  * CliError messages that quote the server's error_description.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { Agent } from 'undici';
 import { createDirigoClient, type DirigoClient } from '@dirigo/client';
 import { environment } from '../../kernel/config.ts';
 import { CliError, EXIT, exitCodeFor } from '../../terminal/output.ts';
-import { gridCertificate, gridTrust } from './grid-credentials.ts';
-import { nearestDataDir } from '../../terminal/data-dir.ts';
+import { gridCertificate } from './grid-credentials.ts';
+import { serviceTrust, trustHint } from './trust.ts';
 import { checkServerVersion } from './server-version.ts';
 
 export const CONNECTION_OPTIONS = {
@@ -18,6 +17,8 @@ export const CONNECTION_OPTIONS = {
   ca: { type: 'string' },
   cert: { type: 'string' },
   key: { type: 'string' },
+  // Says on standard error which service, CA and credential the command uses, and where each was found.
+  verbose: { type: 'boolean', short: 'v' },
 } as const;
 
 export interface Connection {
@@ -26,6 +27,10 @@ export interface Connection {
   hasCertificate: boolean;
   /** Where the client certificate came from (`--cert`, `X509_USER_PROXY (...)`), for `dirigo whoami`. */
   certificateSource?: string;
+  /** Where the CA certificates came from (trust.ts), for `dirigo whoami`, `-v` and TLS failures. */
+  caSource: string;
+  /** `-v`: the credential's source is said too (credentials.ts). */
+  verbose: boolean;
 }
 
 function read(path: string, what: string): Buffer {
@@ -48,21 +53,23 @@ function identityFrom(certFile: string, keyFile: string | undefined): { cert: Bu
 
 /** The service's URL: --url, DIRIGO_URL or the default; the key of everything the CLI keeps per service. */
 export function serviceUrl(values: { url?: string | undefined }): string {
-  const url = (values.url ?? environment.get('DIRIGO_URL') ?? 'https://127.0.0.1:8443').replace(/\/$/, '');
+  const url = (values.url ?? environment.get('DIRIGO_URL') ?? DEFAULT_URL).replace(/\/$/, '');
   if (!url.startsWith('https://')) throw new CliError(`--url must be an https:// URL, not ${url}`, 2);
   return url;
 }
 
+const DEFAULT_URL = 'https://127.0.0.1:8443';
+
 /**
- * URL from --url, DIRIGO_URL or the default. CA from --ca, DIRIGO_CA, X509_CERT_FILE / X509_CERT_DIR, or
- * dirigo-data/pki/ca.crt here or in the nearest folder above. Client certificate from --cert (and --key); without one and without a token
- * (--token, DIRIGO_TOKEN), the one grid tools would use (grid-credentials.ts).
+ * URL from --url, DIRIGO_URL or the default. CA from --ca, DIRIGO_CA, dirigo-data/pki/ca.crt here or in
+ * the nearest folder above, X509_CERT_FILE / X509_CERT_DIR (trust.ts). Client certificate from --cert
+ * (and --key); without one and without a token (--token, DIRIGO_TOKEN), the one grid tools would use
+ * (grid-credentials.ts). With `verbose`, says each on standard error.
  */
-export function connect(values: { url?: string; ca?: string; cert?: string; key?: string; token?: string }): Connection {
+export function connect(values: { url?: string; ca?: string; cert?: string; key?: string; token?: string; verbose?: boolean }): Connection {
   const url = serviceUrl(values);
-  const defaultCa = resolve(nearestDataDir('pki/ca.crt'), 'pki/ca.crt');
-  const caPath = values.ca ?? environment.get('DIRIGO_CA');
-  const ca = caPath ? [read(caPath, 'CA file')] : (gridTrust()?.ca ?? (existsSync(defaultCa) ? [read(defaultCa, 'CA file')] : undefined));
+  const trust = serviceTrust(values);
+  const ca = trust.ca;
   if (values.key !== undefined && values.cert === undefined) throw new CliError('--key needs --cert', 2);
   let identity: { cert: Buffer; key: Buffer } | undefined;
   let certificateSource: string | undefined;
@@ -77,7 +84,13 @@ export function connect(values: { url?: string; ca?: string; cert?: string; key?
     }
   }
   const agent = new Agent({ connect: { ...(ca ? { ca } : {}), ...(identity ?? {}) } });
-  return { url, agent, hasCertificate: identity !== undefined, ...(certificateSource ? { certificateSource } : {}) };
+  const verbose = values.verbose === true;
+  if (verbose) {
+    const urlSource = values.url ? '--url' : environment.get('DIRIGO_URL') ? 'DIRIGO_URL' : 'the default';
+    process.stderr.write(`dirigo: service ${url} (from ${urlSource})\ndirigo: CA from ${trust.source}\n`);
+    if (certificateSource) process.stderr.write(`dirigo: client certificate from ${certificateSource}\n`);
+  }
+  return { url, agent, hasCertificate: identity !== undefined, caSource: trust.source, verbose, ...(certificateSource ? { certificateSource } : {}) };
 }
 
 /** What a typed call of packages/client resolves to. */
@@ -99,10 +112,18 @@ export async function reach<T>(conn: Connection, call: Promise<CallResult<T>>): 
   try {
     return await call;
   } catch (err) {
-    // fetch reports "fetch failed"; the reason (refused, TLS, DNS) is its cause.
-    const cause = (err as Error).cause as Error | undefined;
-    throw new CliError(`cannot reach ${conn.url}: ${cause?.message ?? (err as Error).message}`, EXIT.server);
+    throw unreachable(conn, err);
   }
+}
+
+/**
+ * `cannot reach URL: reason` for a request that got no answer (fetch reports "fetch failed"; the reason —
+ * refused, TLS, DNS — is its cause), naming the CA and the flag that overrides it when the reason is the
+ * server's certificate. `what` replaces "cannot reach URL".
+ */
+export function unreachable(conn: Connection, err: unknown, what = `cannot reach ${conn.url}`): CliError {
+  const cause = (err as Error).cause as Error | undefined;
+  return new CliError(`${what}: ${cause?.message ?? (err as Error).message}${trustHint(cause ?? err, conn.caSource)}`, EXIT.server);
 }
 
 /** The service's refusal as the CLI prints it: `HTTP 404 not_found: no job 7`, with the exit code of its status. */
