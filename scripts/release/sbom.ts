@@ -1,6 +1,7 @@
 /**
- * CycloneDX 1.5 software bills of materials for the three release artefacts. The npm tarball's comes from
- * npm itself (`npm sbom`, production dependencies as locked); the single executable's lists the npm
+ * CycloneDX 1.5 software bills of materials for the three release artefacts. The npm tarball's lists every
+ * production package the lock file pins (`npm sbom` would too, but it refuses the lock's overrides of
+ * @fastify/static); the single executable's lists the npm
  * packages esbuild actually put in its bundle (from the build's metafile); the wheel's lists the Python
  * distributions its METADATA requires. The tests validate each with @cyclonedx/cyclonedx-library's schema
  * validator, a judge we did not write.
@@ -37,35 +38,42 @@ function sha256(file: string): string {
   return createHash('sha256').update(readFileSync(file)).digest('hex');
 }
 
-/** npm's own BOM of the package's production dependencies, named after the package rather than the folder. */
+/** The tarball and every production package the lock file pins (all of them travel inside it, bundled). */
 export function npmPackageBom(repo: string, tarball: string, name: string, version: string): object {
-  const out = execFileSync('npm', ['sbom', '--sbom-format', 'cyclonedx', '--omit', 'dev', '--package-lock-only'], { cwd: repo, encoding: 'utf8', maxBuffer: 64 << 20 });
-  const doc = JSON.parse(out) as { metadata: { component: Record<string, unknown> } };
-  // npm names the root after the checkout's folder; the artefact is the published package.
-  Object.assign(doc.metadata.component, { type: 'application', name, version, hashes: [{ alg: 'SHA-256', content: sha256(tarball) }] });
-  return doc;
+  const lock = readLock(repo);
+  const folders = Object.keys(lock.packages).filter((folder) => folder.includes('node_modules/') && !lock.packages[folder]!.dev);
+  const subject: Component = { 'bom-ref': `${name}@${version}`, type: 'application', name, version, purl: `pkg:npm/${name}@${version}`, hashes: [{ alg: 'SHA-256', content: sha256(tarball) }] };
+  return bom(subject, lockedComponents(lock, folders));
 }
 
-type Lock = { packages: Record<string, { version?: string; integrity?: string }> };
+type Lock = { packages: Record<string, { version?: string; integrity?: string; dev?: boolean }> };
+
+function readLock(repo: string): Lock {
+  return JSON.parse(readFileSync(`${repo}/package-lock.json`, 'utf8')) as Lock;
+}
+
+/** Components for the lock file's node_modules folders, one per name and version, with npm's sha512. */
+function lockedComponents(lock: Lock, folders: string[]): Component[] {
+  const components = folders.sort().flatMap((folder): Component[] => {
+    const entry = lock.packages[folder];
+    if (!entry?.version) return [];
+    const name = folder.slice(folder.lastIndexOf('node_modules/') + 'node_modules/'.length);
+    const integrity = entry.integrity?.startsWith('sha512-') ? [{ alg: 'SHA-512' as const, content: Buffer.from(entry.integrity.slice(7), 'base64').toString('hex') }] : undefined;
+    return [{ 'bom-ref': `${name}@${entry.version}`, type: 'library', name, version: entry.version, purl: `pkg:npm/${name.replace('@', '%40')}@${entry.version}`, ...(integrity && { hashes: integrity }) }];
+  });
+  return [...new Map(components.map((c) => [c['bom-ref'], c])).values()];
+}
+
 /** The npm packages whose files esbuild bundled into the executable (`inputs`), with the versions the lock file pins. */
 export function executableBom(repo: string, executable: string, inputs: string[], version: string): object {
-  const lock = JSON.parse(readFileSync(`${repo}/package-lock.json`, 'utf8')) as Lock;
   const folders = new Set<string>();
   for (const input of inputs) {
     // The innermost node_modules/<name> (or node_modules/@scope/name) holds the file.
     const match = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input);
     if (match) folders.add(match[1]!);
   }
-  const components = [...folders].sort().flatMap((folder): Component[] => {
-    const entry = lock.packages[folder];
-    if (!entry?.version) return [];
-    const name = folder.slice(folder.lastIndexOf('node_modules/') + 'node_modules/'.length);
-    const integrity = entry.integrity?.startsWith('sha512-') ? [{ alg: 'SHA-512' as const, content: Buffer.from(entry.integrity.slice(7), 'base64').toString('hex') }] : undefined;
-    return [{ 'bom-ref': `${name}@${entry.version}`, type: 'library', name, version: entry.version, purl: `pkg:npm/${encodeURIComponent(name).replace('%2F', '/')}@${entry.version}`, ...(integrity && { hashes: integrity }) }];
-  });
-  const unique = [...new Map(components.map((c) => [c['bom-ref'], c])).values()];
   const subject: Component = { 'bom-ref': `dirigo-executable@${version}`, type: 'application', name: basename(executable), version, hashes: [{ alg: 'SHA-256', content: sha256(executable) }] };
-  return bom(subject, unique);
+  return bom(subject, lockedComponents(readLock(repo), [...folders]));
 }
 
 /** The wheel's METADATA, read by Python's zipfile (the wheel was built by Python, which reads it best). */
