@@ -6,8 +6,11 @@
 import type { Readable } from 'node:stream';
 import type { AppContext } from '../kernel/context.ts';
 import { InsufficientPrivileges, InvalidRequest, InvalidTransition, NotFound } from '../kernel/errors.ts';
-import type { AgentSiteConfig, Manifest, PulledRun, SandboxStore, StoredObject } from '../jobs/index.ts';
-import { AGENT_HELD, claimWaiting, endPulledRun, jobTokens, JobStatus, pulledRun, recordHeartbeats, recordOutputSandbox, reportPulledRun, RescheduleLimit, splitArguments, statusOf, storeOutputTail } from '../jobs/index.ts';
+import type { AgentSiteConfig, PulledRun } from '../jobs/index.ts';
+import type { Manifest } from '../protocol/job-manifest.ts';
+import { JobStatus } from '../protocol/job-status.ts';
+import type { SandboxStore, StoredObject } from '../payload/sandbox-store.ts';
+import { AGENT_HELD, claimWaiting, endPulledRun, jobTokens, pulledRun, recordHeartbeats, recordOutputSandbox, reportPulledRun, RescheduleLimit, splitArguments, statusOf, storeOutputTail } from '../jobs/index.ts';
 import { holderOf, type AgentIdentity } from './identity.ts';
 import { seen } from './presence.ts';
 

@@ -8,7 +8,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { Type, type TObject, type TProperties, type TString } from 'typebox';
-import { MAX_PATH_PARAM_CHARS } from './paths.ts';
+import { MAX_PATH_PARAM_CHARS } from '../protocol/catalogue-paths.ts';
 import { FIELD_NAME } from './store/rows.ts';
 import { FIELD_SCOPES, FIELD_TYPES, MAX_STRING_VALUE, type FieldScope, type FieldType } from './values.ts';
 import { MAX_CONDITIONS, MAX_LIST_VALUES } from './conditions.ts';

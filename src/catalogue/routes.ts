@@ -12,7 +12,7 @@ import { bulkRoute } from './bulk.ts';
 import { directoryRoutes } from './directory-routes.ts';
 import { fieldRoutes } from './field-routes.ts';
 import { fileRoutes } from './file-routes.ts';
-import { MAX_PATH_PARAM_CHARS, pathParamTooLong } from './paths.ts';
+import { MAX_PATH_PARAM_CHARS, pathParamTooLong } from '../protocol/catalogue-paths.ts';
 import type { CatalogueRouteOptions } from './route-options.ts';
 import { searchRoutes } from './search-routes.ts';
 import { CatalogueService } from './service.ts';

@@ -7,13 +7,13 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../kernel/context.ts';
-import type { SandboxStore } from '../jobs/index.ts';
+import type { SandboxStore } from '../payload/sandbox-store.ts';
 import { createExecutors } from './factory.ts';
 import { Scheduler } from './scheduler.ts';
 import { executorMetrics } from './metrics.ts';
-import { servicePaths } from './payload-sandbox.ts';
-import { LocalExecutor } from './local.ts';
-import type { Executor } from './executor.ts';
+import { servicePaths } from '../payload/payload-sandbox.ts';
+import { LocalExecutor } from '../payload/local.ts';
+import type { Executor } from '../payload/executor.ts';
 
 /** @returns the scheduler, or undefined on an API-only instance (`jobs.scheduler.enabled: false`). */
 export function startScheduling(app: FastifyInstance, ctx: AppContext, store: SandboxStore): Scheduler | undefined {

@@ -6,7 +6,8 @@ import { Type } from 'typebox';
 import { Binary } from '../kernel/openapi.ts';
 import { ALL_STATUSES, ATTRIBUTES, INTEGER_RANGES, type AttributeName, type JobStatus } from './model.ts';
 import { MAX_LIST_ITEMS } from './manifest.ts';
-import { MAX_SORT_KEYS, MAX_VALUES, OPERATORS, type Operator } from './search.ts';
+import { MAX_SORT_KEYS, MAX_VALUES } from './search.ts';
+import { OPERATORS, type Operator } from '../protocol/job-attributes.ts';
 import type { JobsConfig } from './config-schema.ts';
 
 // Type arrays rather than anyOf: the serializer checks them inline instead of validating each value.

@@ -11,7 +11,7 @@ import type { AppContext } from '../kernel/context.ts';
 import { actionRoutes } from './action-routes.ts';
 import type { EventStreams } from './event-streams.ts';
 import { jobEventsRoute } from './events-routes.ts';
-import { JDL_MEDIA_TYPE } from './jdl.ts';
+import { JDL_MEDIA_TYPE } from '../protocol/jdl.ts';
 import { jobRoutes } from './job-routes.ts';
 import { listingRoutes } from './listing-routes.ts';
 import { jobMetrics } from './metrics.ts';

@@ -10,6 +10,7 @@ import type { Database } from '../kernel/db/schema.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import { InvalidTransition } from '../kernel/errors.ts';
 import { JobStatus } from './model.ts';
+import { wrapMinorStatus } from '../protocol/job-status.ts';
 import { transitions } from './metrics.ts';
 import type { JobTable } from './tables.ts';
 import { jobEvents } from './lifecycle/job-events.ts';
@@ -34,22 +35,6 @@ export const TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
 
 export function canTransition(from: string, to: string): boolean {
   return (TRANSITIONS[from as JobStatus] ?? []).includes(to as JobStatus);
-}
-
-/** The width of `minor_status` (migrations.ts); PostgreSQL refuses a longer one. */
-export const MINOR_STATUS_WIDTH = 512;
-
-/**
- * `wrap(said)`, with `said` shortened (ending in …) as much as needed for the whole to fit `minor_status`.
- * For statuses the service composes around a client's words, each valid alone (an agent's MinorStatus of
- * up to 500 characters), which the wrapping would push past the column. Counts characters (code points),
- * as PostgreSQL does.
- */
-export function wrapMinorStatus(said: string, wrap: (s: string) => string): string {
-  const chars = [...said];
-  const room = MINOR_STATUS_WIDTH - [...wrap('')].length;
-  if (chars.length <= room) return wrap(said);
-  return wrap(`${chars.slice(0, Math.max(0, room - 1)).join('')}…`);
 }
 
 /**

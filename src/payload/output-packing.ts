@@ -6,7 +6,10 @@
  */
 import picomatch from 'picomatch';
 import { PayloadTooLarge } from '../kernel/errors.ts';
-import { describeSkipped, listConfined, packFiles, wrapMinorStatus, type ArchiveFile, type SandboxStore, type SkippedFile, type StoredObject } from '../jobs/index.ts';
+import { listConfined } from './confined-files.ts';
+import { describeSkipped, packFiles, type ArchiveFile, type SkippedFile } from './sandbox-archive.ts';
+import type { SandboxStore, StoredObject } from './sandbox-store.ts';
+import { wrapMinorStatus } from '../protocol/job-status.ts';
 
 /** When no deadline is configured (an agent's executor): ten minutes. */
 export const DEFAULT_PACK_TIMEOUT_MS = 600_000;

@@ -8,7 +8,7 @@ import type { TestService } from '../helpers/service.ts';
 import { changeStatus } from '../../src/jobs/state-machine.ts';
 import { JobStatus } from '../../src/jobs/model.ts';
 import { FileSandboxStore } from '../../src/jobs/sandbox-store.ts';
-import { LocalExecutor } from '../../src/executors/local.ts';
+import { LocalExecutor } from '../../src/payload/local.ts';
 import { Scheduler } from '../../src/executors/scheduler.ts';
 import { startJobsService, submit, waitForStatus } from './helpers.ts';
 

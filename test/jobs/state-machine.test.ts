@@ -2,10 +2,11 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { canTransition, changeStatus, MINOR_STATUS_WIDTH, TRANSITIONS } from '../../src/jobs/state-machine.ts';
+import { canTransition, changeStatus, TRANSITIONS } from '../../src/jobs/state-machine.ts';
+import { MINOR_STATUS_WIDTH } from '../../src/protocol/job-status.ts';
 import { splitArguments } from '../../src/jobs/arguments.ts';
 import { JobStatus } from '../../src/jobs/model.ts';
-import { clockTicks, parseStat, readStat } from '../../src/executors/process-stats.ts';
+import { clockTicks, parseStat, readStat } from '../../src/payload/process-stats.ts';
 import { startJobsService, submit } from './helpers.ts';
 
 describe('arguments: POSIX quoting without expansion', () => {

@@ -7,7 +7,8 @@
 import type { Db } from '../../kernel/db/database.ts';
 import { nowIso } from '../../kernel/db/database.ts';
 import { JobStatus } from '../model.ts';
-import { changeStatus, wrapMinorStatus } from '../state-machine.ts';
+import { changeStatus } from '../state-machine.ts';
+import { wrapMinorStatus } from '../../protocol/job-status.ts';
 import { EXECUTOR_HELD } from './holding.ts';
 import { RELEASED, rescheduleToWaiting, type RescheduleLimit } from './reschedule.ts';
 
