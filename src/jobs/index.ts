@@ -19,6 +19,7 @@ export { EXECUTOR_HELD, heldByOthers, jobsHeldAt, keepOutputOfEndedRun, noLonger
 export { RescheduleLimit, requeueHeld } from './lifecycle/reschedule.ts';
 export { AGENT_HELD, endPulledRun, pulledRun, recordHeartbeats, recordOutputSandbox, reportPulledRun, statusOf, type PulledRun, type PullHolder } from './lifecycle/pulled-runs.ts';
 export { detectStalls } from './lifecycle/stalls.ts';
+export { JobEvents } from './lifecycle/job-events.ts';
 export { splitArguments } from './arguments.ts';
 export { sandboxStore } from './sandboxes.ts';
 export { jobTokens } from './job-tokens.ts';

@@ -13,7 +13,7 @@ import { JobStatus } from './model.ts';
 import { wrapMinorStatus } from '../protocol/job-status.ts';
 import { transitions } from './metrics.ts';
 import type { JobTable } from './tables.ts';
-import { jobEvents } from './lifecycle/job-events.ts';
+import type { JobEvents } from './lifecycle/job-events.ts';
 
 const S = JobStatus;
 
@@ -71,7 +71,7 @@ type Db = Kysely<Database>;
  * @example
  *   const [won] = await changeStatus(db, [jid], { from: 'Running', to: 'Done', minorStatus: 'Execution Complete', source: 'LocalExecutor' });
  */
-export async function changeStatus(db: Db | Transaction<Database>, jobIds: readonly number[], change: StatusChange): Promise<number[]> {
+export async function changeStatus(db: Db | Transaction<Database>, events: JobEvents, jobIds: readonly number[], change: StatusChange): Promise<number[]> {
   const from = typeof change.from === 'string' ? [change.from] : change.from;
   for (const f of from) {
     if (!canTransition(f, change.to)) throw new InvalidTransition(`a job cannot go from ${f} to ${change.to}`);
@@ -117,7 +117,7 @@ export async function changeStatus(db: Db | Transaction<Database>, jobIds: reado
   const changed = await (db.isTransaction ? run(db as Transaction<Database>) : db.transaction().execute(run));
   if (changed.length > 0) {
     transitions.inc({ to: change.to }, changed.length);
-    jobEvents(db).changed();
+    events.changed();
   }
   return changed;
 }
@@ -130,7 +130,7 @@ export const KILL_PENDING = '; stopping its payload';
  * "stopping", and its history says so too (from `source`), so that the job and its last history entry
  * always tell the same story. @returns whether the job was still waiting for this confirmation.
  */
-export async function confirmKill(db: Db, jobId: number, holder: string, source: string): Promise<boolean> {
+export async function confirmKill(db: Db, events: JobEvents, jobId: number, holder: string, source: string): Promise<boolean> {
   const confirmed = await db.transaction().execute(async (trx) => {
     const now = nowIso();
     const row = await trx
@@ -148,7 +148,7 @@ export async function confirmKill(db: Db, jobId: number, holder: string, source:
       .execute();
     return true;
   });
-  if (confirmed) jobEvents(db).changed();
+  if (confirmed) events.changed();
   return confirmed;
 }
 
