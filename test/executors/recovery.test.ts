@@ -11,7 +11,7 @@ import { JobStatus } from '../../src/jobs/model.ts';
 import { FileSandboxStore } from '../../src/jobs/sandbox-store.ts';
 import { LocalExecutor } from '../../src/payload/local.ts';
 import { Scheduler } from '../../src/executors/scheduler.ts';
-import { startJobsService, submit, waitForStatus } from './helpers.ts';
+import { startJobsService, submit, waitForStatus } from '../jobs/helpers.ts';
 
 const quiet = { warn() {}, info() {} };
 
