@@ -2,7 +2,7 @@
  * What a catalogue request carries, as TypeBox schemas: path and query parameters, and the JSON bodies.
  * The JSON bodies are checked by these schemas (with TypeBox's own compiler, which coerces nothing, and
  * the catalogue's words for a refusal: schema-errors.ts). The path parameter and the metadata conditions
- * are checked by paths.ts and conditions.ts, which refuse at least as much and name the problem; these
+ * are checked by src/protocol/catalogue-paths.ts and conditions.ts, which refuse at least as much and name the problem; these
  * schemas are then the document's account of those checks (see `handlerChecks`). Bulk lines, read
  * from a stream, are checked by their schemas one by one in bulk.ts.
  */

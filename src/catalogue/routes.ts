@@ -1,7 +1,7 @@
 /**
  * File catalogue routes (README "File catalogue"): one plugin per resource, over
  * the catalogue service (service.ts), which holds the permission checks. Paths in URLs are URL-safe base
- * 64 (paths.ts); every route needs a token.
+ * 64 (src/protocol/catalogue-paths.ts); every route needs a token.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';

@@ -95,7 +95,7 @@ export const ActionResults = Type.Object(
 
 export const JidParams = Type.Object({ jid: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'a job id (a positive integer)' }) });
 
-/** A file name of the job's working directory (file-names.ts: no path separator, no '..', no control character). */
+/** A file name of the job's working directory (src/protocol/file-names.ts: no path separator, no '..', no control character). */
 const FileName = (description: string) => Type.String({ minLength: 1, maxLength: 255, pattern: '^[^/\\\\]+$', description });
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Packing a finished job's output sandbox from its working directory, shared by the local and Slurm
  * executors: StdOutput, StdError and the files its OutputSandbox patterns match, read below the site's own
- * folder without following anything the payload left there (see jobs/confined-files.ts), within a deadline
+ * folder without following anything the payload left there (see confined-files.ts), within a deadline
  * (jobs.sandbox.outputPackTimeoutMs) and stopped at once by a shutdown. What was refused is named.
  */
 import picomatch from 'picomatch';
