@@ -5,8 +5,11 @@
  * Layers, bottom to top: src/kernel; the domains (each reached by the others only through its
  * index.ts, and only downwards in MAY_IMPORT); src/app, the composition root, which nothing imports.
  * Beside them: src/client-cli, the client side of `dirigo` (commands that speak HTTPS to a service, the
- * worker-node agent), which only the client command table src/app/cli/client-commands.ts imports; and
- * src/terminal, a leaf of terminal and exit-code helpers that both sides may import.
+ * worker-node agent), which only the client command table src/app/cli/client-commands.ts imports; and three leaves
+ * that both sides may import and that import no domain: src/terminal (terminal and exit-code helpers),
+ * src/protocol (what the API states beyond its schemas: job statuses, attribute names, JDL, sandbox file
+ * names, catalogue paths) and src/payload (running a job's payload on a machine: the local executor,
+ * its sandbox, archives, output tail and process statistics, shared by the service and the agent).
  */
 const DOMAINS = ['pki', 'registry', 'cluster', 'auth', 'federation', 'jobs', 'catalogue', 'executors', 'agents', 'webapp', 'downloads'];
 
@@ -26,20 +29,10 @@ const MAY_IMPORT = {
 };
 
 /**
- * What src/client-cli may import besides itself, packages/client (@dirigo/client) and npm/node packages.
- * The last three are exceptions still to be taken out (issue 32): pure helpers the client shares with a
- * server domain (JDL parsing, status names, archive unpacking, catalogue paths) and the agent's
- * LocalExecutor, which runs a job on a worker node exactly as the service's local executor does.
+ * What src/client-cli may import besides itself, packages/client (@dirigo/client) and npm/node packages:
+ * the leaves and src/pki (certificates and proxies), never another domain.
  */
-const CLIENT_MAY_IMPORT = [
-  '^src/client-cli/',
-  '^src/terminal/',
-  '^src/pki/index\\.ts$',
-  '^src/kernel/(config|errors|version)\\.ts$',
-  '^src/jobs/index\\.ts$',
-  '^src/catalogue/index\\.ts$',
-  '^src/executors/index\\.ts$',
-];
+const CLIENT_MAY_IMPORT = ['^src/client-cli/', '^src/terminal/', '^src/protocol/', '^src/payload/', '^src/pki/index\\.ts$', '^src/kernel/(config|errors|version)\\.ts$'];
 
 const layerRules = Object.entries(MAY_IMPORT).map(([domain, allowed]) => {
   const forbidden = DOMAINS.filter((d) => d !== domain && !allowed.includes(d));
@@ -85,7 +78,7 @@ module.exports = {
     ...layerRules,
     {
       name: 'client-cli-imports-only-its-allowed-targets',
-      comment: 'src/client-cli may import only itself, src/terminal, src/pki/index.ts, and the exceptions of CLIENT_MAY_IMPORT in .dependency-cruiser.cjs (besides packages/client and npm packages).',
+      comment: 'src/client-cli may import only itself, src/terminal, src/protocol, src/payload, src/pki/index.ts and src/kernel/{config,errors}.ts (besides packages/client and npm packages): no server domain.',
       severity: 'error',
       from: { path: '^src/client-cli/' },
       to: { path: '^src/', pathNot: CLIENT_MAY_IMPORT },
@@ -103,6 +96,20 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/terminal/' },
       to: { path: '^src/', pathNot: ['^src/terminal/', '^src/kernel/config\\.ts$'] },
+    },
+    {
+      name: 'protocol-is-a-leaf',
+      comment: 'src/protocol (what client and server agree on beyond the schemas) may import only itself and src/kernel/errors.ts: no server domain.',
+      severity: 'error',
+      from: { path: '^src/protocol/' },
+      to: { path: '^src/', pathNot: ['^src/protocol/', '^src/kernel/errors\\.ts$'] },
+    },
+    {
+      name: 'payload-is-a-leaf',
+      comment: 'src/payload (running a payload, shared by the service and the worker-node agent) may import only itself, src/protocol and src/kernel/{config,errors}.ts: no server domain.',
+      severity: 'error',
+      from: { path: '^src/payload/' },
+      to: { path: '^src/', pathNot: ['^src/payload/', '^src/protocol/', '^src/kernel/(config|errors)\\.ts$'] },
     },
     {
       name: 'no-test-code-in-the-product',

@@ -6,8 +6,11 @@
 import type { Readable } from 'node:stream';
 import type { AppContext } from '../kernel/context.ts';
 import { InsufficientPrivileges, InvalidRequest, InvalidTransition, NotFound } from '../kernel/errors.ts';
-import type { AgentSiteConfig, Manifest, PulledRun, SandboxStore, StoredObject } from '../jobs/index.ts';
-import { AGENT_HELD, claimWaiting, endPulledRun, jobTokens, JobStatus, pulledRun, recordHeartbeats, recordOutputSandbox, reportPulledRun, RescheduleLimit, splitArguments, statusOf, storeOutputTail } from '../jobs/index.ts';
+import type { AgentSiteConfig, JobEvents, PulledRun } from '../jobs/index.ts';
+import type { Manifest } from '../protocol/job-manifest.ts';
+import { JobStatus } from '../protocol/job-status.ts';
+import type { SandboxStore, StoredObject } from '../payload/sandbox-store.ts';
+import { AGENT_HELD, claimWaiting, endPulledRun, jobTokens, pulledRun, recordHeartbeats, recordOutputSandbox, reportPulledRun, RescheduleLimit, splitArguments, statusOf, storeOutputTail } from '../jobs/index.ts';
 import { holderOf, type AgentIdentity } from './identity.ts';
 import { seen } from './presence.ts';
 
@@ -25,11 +28,13 @@ export interface MatchedJob {
 export class AgentsService {
   readonly #ctx: AppContext;
   readonly #store: SandboxStore;
+  readonly #events: JobEvents;
   readonly sites: ReadonlyMap<string, AgentSiteConfig>;
   /** How often agents are asked to send heartbeats: the tightest site's interval, at most 30 s. */
   readonly heartbeatIntervalMs: number;
 
-  constructor(ctx: AppContext, store: SandboxStore) {
+  constructor(ctx: AppContext, store: SandboxStore, events: JobEvents) {
+    this.#events = events;
     this.#ctx = ctx;
     this.#store = store;
     this.sites = new Map(ctx.config.jobs.sites.filter((s): s is AgentSiteConfig => s.type === 'agents').map((s) => [s.name, s]));
@@ -45,7 +50,7 @@ export class AgentsService {
     }
     await seen(this.#ctx.db, agent, site.name);
     const holder = holderOf(agent);
-    const claimed = await claimWaiting(this.#ctx.db, this.#ctx.dialect, site.name, Math.min(slots, site.maxJobsPerMatch), {
+    const claimed = await claimWaiting(this.#ctx.db, this.#events, this.#ctx.dialect, site.name, Math.min(slots, site.maxJobsPerMatch), {
       ...holder,
       leaseUntil: null,
       heartbeat: true,
@@ -71,7 +76,7 @@ export class AgentsService {
   async heartbeat(agent: AgentIdentity, jobIds: readonly number[], outputs: readonly { jid: number; tail: string; size: number }[]): Promise<number[]> {
     await seen(this.#ctx.db, agent);
     const jobs = [...new Set(jobIds)];
-    const kill = await recordHeartbeats(this.#ctx.db, holderOf(agent), jobs, { minorStatus: `Heartbeats from agent ${agent.agentId} resumed`, source: 'AgentHeartbeat' });
+    const kill = await recordHeartbeats(this.#ctx.db, this.#events, holderOf(agent), jobs, { minorStatus: `Heartbeats from agent ${agent.agentId} resumed`, source: 'AgentHeartbeat' });
     // Only the output of jobs the agent still holds is kept, cut to what peek serves.
     const held = new Set(jobs.filter((jid) => !kill.includes(jid)));
     for (const { jid, tail, size } of outputs) {
@@ -101,7 +106,7 @@ export class AgentsService {
   async reportStatus(agent: AgentIdentity, jobId: number, status: 'Running' | 'Completing', applicationStatus: string | undefined): Promise<{ JobID: number; Status: string }> {
     const row = await this.held(agent, jobId);
     if (row.status === status) return { JobID: row.job_id, Status: status };
-    if (!(await reportPulledRun(this.#ctx.db, row.job_id, holderOf(agent), { status, applicationStatus, source: `Agent@${row.site}` }))) throw await this.#lostRace(row.job_id);
+    if (!(await reportPulledRun(this.#ctx.db, this.#events, row.job_id, holderOf(agent), { status, applicationStatus, source: `Agent@${row.site}` }))) throw await this.#lostRace(row.job_id);
     return { JobID: row.job_id, Status: status };
   }
 
@@ -111,7 +116,7 @@ export class AgentsService {
     if (!isReadable(body)) throw new InvalidRequest('the body must be the output sandbox as application/gzip');
     const limit = this.#ctx.config.jobs.sandbox.maxSandboxSize;
     const stored = await this.#store.put(body, { bytes: limit, setting: 'jobs.sandbox.maxSandboxSize' });
-    if (!(await recordOutputSandbox(this.#ctx.db, row.job_id, holderOf(agent), stored))) throw await this.#lostRace(row.job_id);
+    if (!(await recordOutputSandbox(this.#ctx.db, this.#events, row.job_id, holderOf(agent), stored))) throw await this.#lostRace(row.job_id);
     return stored;
   }
 
@@ -126,7 +131,7 @@ export class AgentsService {
     const already = { done: JobStatus.Done, failed: JobStatus.Failed, rescheduled: undefined }[report.outcome];
     if (replayed && already !== undefined && replayed.status === already) return { JobID: replayed.job_id, Status: already };
     const row = await this.held(agent, jobId);
-    const status = await endPulledRun(this.#ctx.db, row.job_id, holderOf(agent), {
+    const status = await endPulledRun(this.#ctx.db, this.#events, row.job_id, holderOf(agent), {
       ...report,
       source: `Agent@${row.site}`,
       limit: new RescheduleLimit(this.#ctx.config.jobs.scheduler.maxReschedules),

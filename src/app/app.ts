@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { authRoutes } from '../auth/index.ts';
-import { jobsRoutes, removeStaleUploads, sandboxStore, startEventStreams, startJobDuties } from '../jobs/index.ts';
+import { JobEvents, jobsRoutes, removeStaleUploads, sandboxStore, startEventStreams, startJobDuties } from '../jobs/index.ts';
 import { startScheduling } from '../executors/index.ts';
 import { agentsRoutes } from '../agents/index.ts';
 import { catalogueRoutes } from '../catalogue/index.ts';
@@ -87,10 +87,12 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   await instance.register(authRoutes, { ctx });
   await instance.register(federationRoutes, { ctx });
   const sandboxes = sandboxStore(ctx.config);
-  await instance.register(jobsRoutes, { ctx, sandboxes, runner: startScheduling(instance, ctx, sandboxes), events: startEventStreams(ctx) });
+  // One emitter of job changes, handed to everything that changes jobs and to the events stream that listens.
+  const jobEvents = new JobEvents();
+  await instance.register(jobsRoutes, { ctx, sandboxes, runner: startScheduling(instance, ctx, sandboxes, jobEvents), events: startEventStreams(ctx, jobEvents), jobEvents });
   instance.addHook('onReady', () => removeStaleUploads(sandboxes, instance.log));
   startJobDuties(ctx, sandboxes, instance.log);
-  await instance.register(agentsRoutes, { ctx });
+  await instance.register(agentsRoutes, { ctx, jobEvents });
   await instance.register(catalogueRoutes, { ctx });
   await instance.register(webAppRoutes, { ctx });
   await instance.register(downloadsRoutes, { ctx });

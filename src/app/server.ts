@@ -12,7 +12,7 @@ import { dirigoApp } from './app.ts';
 import type { AppContext } from './context.ts';
 import { InvalidRequest } from '../kernel/errors.ts';
 import { errorHandler } from '../kernel/error-handler.ts';
-import { MAX_PATH_PARAM_CHARS, pathParamTooLong } from '../catalogue/index.ts';
+import { MAX_PATH_PARAM_CHARS, pathParamTooLong } from '../protocol/catalogue-paths.ts';
 import { loggingOptions } from '../kernel/logging.ts';
 
 export type DirigoServer = FastifyInstance<HttpsServer, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;

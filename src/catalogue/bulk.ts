@@ -20,7 +20,7 @@ import { toDirigoError } from '../kernel/error-handler.ts';
 import { InvalidRequest, PayloadTooLarge, UnsupportedMediaType } from '../kernel/errors.ts';
 import { refuseUnstorableText } from '../kernel/storable-text.ts';
 import { refuseDeepJson } from '../kernel/json-depth.ts';
-import { checkPath } from './paths.ts';
+import { checkPath } from '../protocol/catalogue-paths.ts';
 import { parseMode } from './permissions.ts';
 import { asStrings, DirectoryLine, FieldLine, FileLine } from './request-schemas.ts';
 import { isObject, newFile } from './requests.ts';

@@ -1,7 +1,7 @@
 /** Directories: listing, creating and removing one, and its metadata values. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import * as OP from './operations.ts';
-import { decodePathParam } from './paths.ts';
+import { decodePathParam } from '../protocol/catalogue-paths.ts';
 import { DirectoryBodyOrNone, MetadataBody } from './request-schemas.ts';
 import { bodyRoute, conditionRoute, pathRoute, rawQuery, type CatalogueRouteOptions } from './route-options.ts';
 

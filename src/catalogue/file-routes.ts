@@ -1,7 +1,7 @@
 /** Files: attributes, metadata, registering and unregistering one. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import * as OP from './operations.ts';
-import { decodePathParam } from './paths.ts';
+import { decodePathParam } from '../protocol/catalogue-paths.ts';
 import { FileBody, MetadataBody } from './request-schemas.ts';
 import { bodyRoute, pathRoute, type CatalogueRouteOptions } from './route-options.ts';
 

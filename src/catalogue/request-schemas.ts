@@ -2,13 +2,13 @@
  * What a catalogue request carries, as TypeBox schemas: path and query parameters, and the JSON bodies.
  * The JSON bodies are checked by these schemas (with TypeBox's own compiler, which coerces nothing, and
  * the catalogue's words for a refusal: schema-errors.ts). The path parameter and the metadata conditions
- * are checked by paths.ts and conditions.ts, which refuse at least as much and name the problem; these
+ * are checked by src/protocol/catalogue-paths.ts and conditions.ts, which refuse at least as much and name the problem; these
  * schemas are then the document's account of those checks (see `handlerChecks`). Bulk lines, read
  * from a stream, are checked by their schemas one by one in bulk.ts.
  */
 import type { FastifyRequest } from 'fastify';
 import { Type, type TObject, type TProperties, type TString } from 'typebox';
-import { MAX_PATH_PARAM_CHARS } from './paths.ts';
+import { MAX_PATH_PARAM_CHARS } from '../protocol/catalogue-paths.ts';
 import { FIELD_NAME } from './store/rows.ts';
 import { FIELD_SCOPES, FIELD_TYPES, MAX_STRING_VALUE, type FieldScope, type FieldType } from './values.ts';
 import { MAX_CONDITIONS, MAX_LIST_VALUES } from './conditions.ts';

@@ -1,7 +1,7 @@
 /**
  * File catalogue routes (README "File catalogue"): one plugin per resource, over
  * the catalogue service (service.ts), which holds the permission checks. Paths in URLs are URL-safe base
- * 64 (paths.ts); every route needs a token.
+ * 64 (src/protocol/catalogue-paths.ts); every route needs a token.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
@@ -12,7 +12,7 @@ import { bulkRoute } from './bulk.ts';
 import { directoryRoutes } from './directory-routes.ts';
 import { fieldRoutes } from './field-routes.ts';
 import { fileRoutes } from './file-routes.ts';
-import { MAX_PATH_PARAM_CHARS, pathParamTooLong } from './paths.ts';
+import { MAX_PATH_PARAM_CHARS, pathParamTooLong } from '../protocol/catalogue-paths.ts';
 import type { CatalogueRouteOptions } from './route-options.ts';
 import { searchRoutes } from './search-routes.ts';
 import { CatalogueService } from './service.ts';

@@ -1,7 +1,7 @@
 /** Searches below a directory: the matching directories (search) and files (find). */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import * as OP from './operations.ts';
-import { decodePathParam } from './paths.ts';
+import { decodePathParam } from '../protocol/catalogue-paths.ts';
 import { conditionRoute, rawQuery, type CatalogueRouteOptions } from './route-options.ts';
 
 export const searchRoutes: FastifyPluginAsyncTypebox<CatalogueRouteOptions> = async (app, { service, auth }) => {

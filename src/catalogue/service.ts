@@ -11,7 +11,7 @@ import { NotFound } from '../kernel/errors.ts';
 import { parseConditions } from './conditions.ts';
 import type { CatalogueConfig } from './config-schema.ts';
 import { FIND_PARAMETERS, findPaging } from './find-query.ts';
-import { baseName, parentOf } from './paths.ts';
+import { baseName, parentOf } from '../protocol/catalogue-paths.ts';
 import { parseMode, READ, requireAllowed, requireTraversable } from './permissions.ts';
 import type { DirectoryBodyOrNone, FileBody, MetadataBody } from './request-schemas.ts';
 import { newFile } from './requests.ts';

@@ -12,7 +12,7 @@ import type { Database } from '../kernel/db/schema.ts';
 import type { CatalogueConfig } from './config-schema.ts';
 import type { ConditionTree } from './conditions.ts';
 import { decodeFileMeta } from './file-values.ts';
-import { ancestorsOf } from './paths.ts';
+import { ancestorsOf } from '../protocol/catalogue-paths.ts';
 import { fieldsById, fromStored, type Field, type JsonValue } from './values.ts';
 import { catalogueSql, type CatalogueSql } from './store/dialect.ts';
 import { defineFieldIn, removeField } from './store/fields.ts';

@@ -5,10 +5,10 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import type { JobsConfig } from '../jobs/index.ts';
-import type { SandboxStore } from '../jobs/index.ts';
-import type { Executor } from './executor.ts';
-import { LocalExecutor } from './local.ts';
-import { PayloadSandbox } from './payload-sandbox.ts';
+import type { SandboxStore } from '../payload/sandbox-store.ts';
+import type { Executor } from '../payload/executor.ts';
+import { LocalExecutor } from '../payload/local.ts';
+import { PayloadSandbox } from '../payload/payload-sandbox.ts';
 import { SlurmExecutor } from './slurm.ts';
 
 export interface ExecutorDeps {

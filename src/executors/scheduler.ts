@@ -13,15 +13,15 @@ import type { Db } from '../kernel/db/database.ts';
 import type { Dialect } from '../kernel/db/dialect.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import type { JobsConfig } from '../jobs/index.ts';
-import { JobStatus } from '../jobs/index.ts';
+import { JobStatus } from '../protocol/job-status.ts';
 import { changeStatus, confirmKill, handOver } from '../jobs/index.ts';
 import { splitArguments } from '../jobs/index.ts';
 import { claimWaiting, runnableJobs, type ClaimedJob } from '../jobs/index.ts';
 import { EXECUTOR_HELD as HELD, heldByOthers, jobsHeldAt, keepOutputOfEndedRun, noLongerHeld, recordRunRef, renewLeases, takeOver, unconfirmedKills, type HeldJob } from '../jobs/index.ts';
-import { RescheduleLimit, requeueHeld } from '../jobs/index.ts';
+import { RescheduleLimit, requeueHeld, type JobEvents } from '../jobs/index.ts';
 import { jobTokens } from '../jobs/index.ts';
-import { readTail } from './output-tail.ts';
-import type { Executor, ExecutorEvent, JobToRun } from './executor.ts';
+import { readTail } from '../payload/output-tail.ts';
+import type { Executor, ExecutorEvent, JobToRun } from '../payload/executor.ts';
 import { Waker } from './waker.ts';
 import { cycleDuration, siteSlots } from './metrics.ts';
 import { secondsSince } from '../kernel/observability.ts';
@@ -47,6 +47,7 @@ export class Scheduler {
   /** `<host>:<pid>:<random>`: which instance holds a job; the host and pid let a restart spot its own dead predecessor. */
   readonly instanceId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   readonly #db: Db;
+  readonly #events: JobEvents;
   readonly #jobEnvironment: () => Record<string, string>;
   readonly #dialect: Dialect;
   readonly #config: JobsConfig['scheduler'];
@@ -67,9 +68,10 @@ export class Scheduler {
    * @param jobEnvironment what every payload is told about the service (DIRIGO_URL, DIRIGO_CA), known once
    *   the server listens; each job's own token is added to it.
    */
-  constructor(db: Db, dialect: Dialect, config: JobsConfig['scheduler'], executors: Executor[], log: SchedulerLog, jobEnvironment: () => Record<string, string> = () => ({})) {
+  constructor(db: Db, events: JobEvents, dialect: Dialect, config: JobsConfig['scheduler'], executors: Executor[], log: SchedulerLog, jobEnvironment: () => Record<string, string> = () => ({})) {
     this.#jobEnvironment = jobEnvironment;
     this.#db = db;
+    this.#events = events;
     this.#dialect = dialect;
     this.#config = config;
     this.#limit = new RescheduleLimit(config.maxReschedules);
@@ -150,7 +152,7 @@ export class Scheduler {
   async kill(jobId: number, executorId: string | null, site: string, ref: string | null): Promise<void> {
     if (executorId !== this.instanceId) return;
     const executor = this.#executors.get(site);
-    if (executor && (await executor.kill(jobId, ref))) await confirmKill(this.#db, jobId, executorId, sourceOf(executor));
+    if (executor && (await executor.kill(jobId, ref))) await confirmKill(this.#db, this.#events, jobId, executorId, sourceOf(executor));
   }
 
   /**
@@ -169,7 +171,7 @@ export class Scheduler {
       const executor = this.#executors.get(job.site);
       try {
         const stopped = mine ? await executor?.kill(job.jobId, job.executorRef) : job.executorRef ? await executor?.reap(job.executorRef) : true;
-        if (stopped) await confirmKill(this.#db, job.jobId, holder, executor ? sourceOf(executor) : 'Scheduler');
+        if (stopped) await confirmKill(this.#db, this.#events, job.jobId, holder, executor ? sourceOf(executor) : 'Scheduler');
       } catch (err) {
         this.#log.warn({ err, jobId: job.jobId }, 'kill not delivered yet; tried again');
       }
@@ -206,7 +208,7 @@ export class Scheduler {
 
   /** Waiting → Matched for up to `n` jobs that may run on `site`, highest priority first, then oldest. */
   async #claim(site: string, n: number): Promise<JobToRun[]> {
-    const claimed = await claimWaiting(this.#db, this.#dialect, site, n, {
+    const claimed = await claimWaiting(this.#db, this.#events, this.#dialect, site, n, {
       executorId: this.instanceId,
       executorRef: null,
       leaseUntil: this.#leaseUntil(),
@@ -276,7 +278,7 @@ export class Scheduler {
         return recordRunRef(this.#db, event.jobId, this.instanceId, event.ref, event.kind === 'queued' ? event.minorStatus : undefined);
       }
       case 'running': {
-        const won = await changeStatus(this.#db, [event.jobId], {
+        const won = await changeStatus(this.#db, this.#events, [event.jobId], {
           ...mine,
           from: JobStatus.Matched,
           to: JobStatus.Running,
@@ -287,7 +289,7 @@ export class Scheduler {
         return won.length === 1;
       }
       case 'completing': {
-        const won = await changeStatus(this.#db, [event.jobId], { ...mine, from: JobStatus.Running, to: JobStatus.Completing, minorStatus: 'Uploading output sandbox' });
+        const won = await changeStatus(this.#db, this.#events, [event.jobId], { ...mine, from: JobStatus.Running, to: JobStatus.Completing, minorStatus: 'Uploading output sandbox' });
         return won.length === 1;
       }
       case 'finished': {
@@ -295,10 +297,10 @@ export class Scheduler {
         const set = { ...sandbox, exit_code: event.exitCode, end_exec_time: now, lease_until: null };
         const won =
           event.outcome === 'killed'
-            ? await changeStatus(this.#db, [event.jobId], { ...mine, from: HELD, to: JobStatus.Killed, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set })
+            ? await changeStatus(this.#db, this.#events, [event.jobId], { ...mine, from: HELD, to: JobStatus.Killed, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set })
             : event.outcome === 'done'
-            ? await changeStatus(this.#db, [event.jobId], { ...mine, from: JobStatus.Completing, to: JobStatus.Done, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set })
-            : await changeStatus(this.#db, [event.jobId], { ...mine, from: HELD, to: JobStatus.Failed, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set });
+            ? await changeStatus(this.#db, this.#events, [event.jobId], { ...mine, from: JobStatus.Completing, to: JobStatus.Done, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set })
+            : await changeStatus(this.#db, this.#events, [event.jobId], { ...mine, from: HELD, to: JobStatus.Failed, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set });
         if (won.length === 0 && event.outputSandbox) {
           // Killed meanwhile: the status stays, the output is still worth keeping.
           await keepOutputOfEndedRun(this.#db, event.jobId, { outputSandbox: event.outputSandbox, exitCode: event.exitCode, endedAt: now });
@@ -406,7 +408,7 @@ export class Scheduler {
 
   /** Rescheduled → Waiting (counting, when `count`), or Failed past the limit (jobs domain: requeueHeld). */
   async #requeue(jobId: number, why: string, count: boolean): Promise<boolean> {
-    return requeueHeld(this.#db, jobId, { holder: this.instanceId, why, counts: count, limit: this.#limit, source: 'Scheduler' });
+    return requeueHeld(this.#db, this.#events, jobId, { holder: this.instanceId, why, counts: count, limit: this.#limit, source: 'Scheduler' });
   }
 }
 

@@ -6,12 +6,7 @@
  * captured, and writes its exit record (`exit`, atomically) before leaving with the payload's code.
  * The Dirigo host then packs the output sandbox from `work/`, as the local executor does.
  */
-
-/** `value` as one POSIX shell word that nothing expands. */
-export function shellQuote(value: string): string {
-  if (value.includes('\0')) throw new Error('a NUL byte cannot be passed to a job');
-  return `'${value.replaceAll("'", `'\\''`)}'`;
-}
+import { shellQuote } from '../payload/shell-quote.ts';
 
 export interface BatchScriptInput {
   jobId: number;

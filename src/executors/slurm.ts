@@ -20,15 +20,16 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { basename, join, relative, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { SandboxStore } from '../jobs/index.ts';
-import { readConfined, wrapMinorStatus } from '../jobs/index.ts';
-import type { BackendState, Executor, ExecutorEvent, ExecutorSink, HeldJob, JobToRun } from './executor.ts';
+import type { SandboxStore } from '../payload/sandbox-store.ts';
+import { readConfined } from '../payload/confined-files.ts';
+import { wrapMinorStatus } from '../protocol/job-status.ts';
+import type { BackendState, Executor, ExecutorEvent, ExecutorSink, HeldJob, JobToRun } from '../payload/executor.ts';
 import { SlurmClient, SlurmCommandError, type SlurmJobInfo } from './slurm-client.ts';
 import type { SlurmSiteConfig } from '../jobs/index.ts';
 import { batchScript, parseExitRecord, type ExitRecord } from './slurm-script.ts';
-import { writeCliFolder } from './cli-on-path.ts';
-import { packOutput, withSkipped, type PackedOutput, type PackLimits } from './output-packing.ts';
-import type { OutputLocation } from './output-tail.ts';
+import { writeCliFolder } from '../payload/cli-on-path.ts';
+import { packOutput, withSkipped, type PackedOutput, type PackLimits } from '../payload/output-packing.ts';
+import type { OutputLocation } from '../payload/output-tail.ts';
 
 export interface SlurmExecutorOptions {
   site: SlurmSiteConfig;

@@ -11,6 +11,7 @@ import { checkMayAct } from './privileges.ts';
 import { changeStatus } from './state-machine.ts';
 import { RescheduleLimit, rescheduleToWaiting } from './lifecycle/reschedule.ts';
 import { getJob, type JobRow } from './store.ts';
+import type { JobEvents } from './lifecycle/job-events.ts';
 
 export const JOB_ACTIONS = ['kill', 'reschedule', 'delete'] as const;
 export type JobAction = (typeof JOB_ACTIONS)[number];
@@ -36,14 +37,14 @@ function refuseWhileStopping(row: JobRow, verb: string): void {
  * in its life (RescheduleCounter counts them, with the reschedules after lost runs).
  * @throws InvalidTransition (still active), Conflict (limit reached, or still stopping)
  */
-export async function rescheduleJob(db: Db, principal: Principal, jobId: number, maxReschedules: number): Promise<void> {
+export async function rescheduleJob(db: Db, events: JobEvents, principal: Principal, jobId: number, maxReschedules: number): Promise<void> {
   const row = await ownJob(db, principal, jobId, 'reschedule');
   if (!ENDED.includes(row.status as JobStatus)) throw new InvalidTransition(`job ${jobId} is ${row.status}: only Done, Failed or Killed jobs can be rescheduled (kill it first)`);
   refuseWhileStopping(row, 'reschedule');
   if (new RescheduleLimit(maxReschedules).reached(row.reschedule_counter)) {
     throw new Conflict(`job ${jobId} was already rescheduled ${row.reschedule_counter} times, the most allowed (jobs.scheduler.maxReschedules is ${maxReschedules})`);
   }
-  const done = await rescheduleToWaiting(db, jobId, {
+  const done = await rescheduleToWaiting(db, events, jobId, {
     from: row.status as JobStatus,
     counter: row.reschedule_counter,
     counts: true,
@@ -60,14 +61,14 @@ export async function rescheduleJob(db: Db, principal: Principal, jobId: number,
  * Deleted (DIRAC's delete): hidden from listings unless asked for, its sandboxes purged after the
  * retention. Only a job that ended or never started. @throws InvalidTransition, Conflict
  */
-export async function deleteJob(db: Db, principal: Principal, jobId: number): Promise<void> {
+export async function deleteJob(db: Db, events: JobEvents, principal: Principal, jobId: number): Promise<void> {
   const row = await ownJob(db, principal, jobId, 'delete');
   const deletable: readonly string[] = [...ENDED, JobStatus.Waiting, JobStatus.Received];
   if (!deletable.includes(row.status)) {
     throw new InvalidTransition(`job ${jobId} is ${row.status}: only jobs that ended, or that wait, can be deleted${row.status === JobStatus.Deleted ? '' : ' (kill it first)'}`);
   }
   refuseWhileStopping(row, 'delete');
-  const won = await changeStatus(db, [jobId], { from: row.status as JobStatus, to: JobStatus.Deleted, minorStatus: `Deleted by ${principal.username}`, source: principal.username });
+  const won = await changeStatus(db, events, [jobId], { from: row.status as JobStatus, to: JobStatus.Deleted, minorStatus: `Deleted by ${principal.username}`, source: principal.username });
   if (won.length === 0) throw new Conflict(`job ${jobId} changed status while being deleted; try again`);
 }
 

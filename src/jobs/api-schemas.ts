@@ -6,7 +6,8 @@ import { Type } from 'typebox';
 import { Binary } from '../kernel/openapi.ts';
 import { ALL_STATUSES, ATTRIBUTES, INTEGER_RANGES, type AttributeName, type JobStatus } from './model.ts';
 import { MAX_LIST_ITEMS } from './manifest.ts';
-import { MAX_SORT_KEYS, MAX_VALUES, OPERATORS, type Operator } from './search.ts';
+import { MAX_SORT_KEYS, MAX_VALUES } from './search.ts';
+import { OPERATORS, type Operator } from '../protocol/job-attributes.ts';
 import type { JobsConfig } from './config-schema.ts';
 
 // Type arrays rather than anyOf: the serializer checks them inline instead of validating each value.
@@ -94,7 +95,7 @@ export const ActionResults = Type.Object(
 
 export const JidParams = Type.Object({ jid: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'a job id (a positive integer)' }) });
 
-/** A file name of the job's working directory (file-names.ts: no path separator, no '..', no control character). */
+/** A file name of the job's working directory (src/protocol/file-names.ts: no path separator, no '..', no control character). */
 const FileName = (description: string) => Type.String({ minLength: 1, maxLength: 255, pattern: '^[^/\\\\]+$', description });
 
 /**

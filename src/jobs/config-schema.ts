@@ -5,29 +5,9 @@
 import { Type, type Static } from 'typebox';
 import { SlurmSiteSchema } from './slurm-site-schema.ts';
 import { AgentSiteSchema } from './agent-site-schema.ts';
+import { LocalSiteSchema } from '../payload/local-site-schema.ts';
 
 const MiB = 1024 * 1024;
-
-/** A site run by the local executor: child processes on this machine. */
-export const LocalSiteSchema = Type.Object(
-  {
-    name: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }),
-    type: Type.Literal('local'),
-    /** Jobs run at once; 0 means one per CPU. */
-    slots: Type.Integer({ minimum: 0, maximum: 4096, default: 0 }),
-    /** Where each job gets its working directory (relative to the data dir). */
-    workDir: Type.String({ default: 'work' }),
-    /** Keep working directories after the job ends (debugging). */
-    keepWorkDirs: Type.Boolean({ default: false }),
-    /**
-     * How payloads are confined: `bubblewrap` runs each in a sandbox that hides the service's files (data
-     * dir, keys, config, database, other jobs' working directories); `none` runs them as plain processes
-     * of the server's user, which can read all of those. Absent in earlier configs: the sandbox.
-     */
-    isolation: Type.Union([Type.Literal('bubblewrap'), Type.Literal('none')], { default: 'bubblewrap' }),
-  },
-  { additionalProperties: false },
-);
 
 export const JobsConfigSchema = Type.Object(
   {
@@ -135,7 +115,6 @@ export const JobsConfigSchema = Type.Object(
 );
 
 export type JobsConfig = Static<typeof JobsConfigSchema>;
-export type LocalSiteConfig = Static<typeof LocalSiteSchema>;
 
 declare module '../kernel/config.ts' {
   interface AppConfig {

@@ -6,7 +6,7 @@
 import { noLongerAuthenticated, type Principal } from '../auth/index.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { EventHub } from './events.ts';
-import { jobEvents } from './lifecycle/job-events.ts';
+import type { JobEvents } from './lifecycle/job-events.ts';
 
 /** An open stream, as the limits and the token checks see it. */
 export interface OpenStream {
@@ -23,12 +23,13 @@ export interface EventStreams {
   perUser: Map<string, number>;
 }
 
-export function startEventStreams(ctx: AppContext): EventStreams {
+/** `jobEvents`: the changes this instance makes, which the streams hear at once instead of at the next poll. */
+export function startEventStreams(ctx: AppContext, jobEvents: JobEvents): EventStreams {
   const config = ctx.config.jobs.events;
   const hub = new EventHub(ctx.db, { pollMs: config.pollMs });
   const open = new Set<OpenStream>();
   const perUser = new Map<string, number>();
-  const unlisten = jobEvents(ctx.db).onChanged(() => hub.wake());
+  const unlisten = jobEvents.onChanged(() => hub.wake());
   // One timer for every stream's token (revocations, membership); expiry has a timer of its own per stream.
   const recheck = setInterval(() => {
     const now = Date.now();

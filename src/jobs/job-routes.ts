@@ -5,7 +5,7 @@ import { requireCapability } from '../auth/index.ts';
 import { errors } from '../kernel/openapi.ts';
 import type { HandWrittenAnswerTypeProvider } from '../kernel/type-providers.ts';
 import { JidParams, JobDescription, JobManifest } from './api-schemas.ts';
-import { JDL_MEDIA_TYPE, renderJdl } from './jdl.ts';
+import { JDL_MEDIA_TYPE, renderJdl } from '../protocol/jdl.ts';
 import { prefersJdl } from './list-query.ts';
 import { security, tags, type JobRouteOptions } from './route-options.ts';
 

@@ -3,7 +3,7 @@
  * value is refused in the service's own words, and the media-type checks of the /jobs routes.
  */
 import { InvalidRequest } from '../kernel/errors.ts';
-import { JDL_MEDIA_TYPE } from './jdl.ts';
+import { JDL_MEDIA_TYPE } from '../protocol/jdl.ts';
 import { ALL_STATUSES, ATTRIBUTES, type AttributeName } from './model.ts';
 import { MAX_SORT_KEYS, MAX_VALUES, type SortKey } from './search.ts';
 import type { Restrictions } from './store.ts';

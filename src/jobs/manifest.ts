@@ -4,24 +4,10 @@
  */
 import { InvalidRequest } from '../kernel/errors.ts';
 import { ArgumentsError, splitArguments } from './arguments.ts';
-import { fileNameProblem } from './file-names.ts';
+import { fileNameProblem } from '../protocol/file-names.ts';
+import type { Manifest } from '../protocol/job-manifest.ts';
 
-export interface Manifest {
-  Executable: string;
-  Arguments?: string;
-  Sites?: string[];
-  JobName?: string;
-  JobGroup?: string;
-  JobType?: string;
-  InputSandbox?: string[];
-  OutputSandbox?: string[];
-  StdOutput?: string;
-  StdError?: string;
-  Priority?: number;
-  CPUTime?: number;
-  Environment?: Record<string, string>;
-  [key: string]: unknown;
-}
+export type { Manifest } from '../protocol/job-manifest.ts';
 
 /** A manifest checked and normalised for storage, with what the executor needs precomputed. */
 export interface CheckedManifest {

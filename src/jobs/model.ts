@@ -3,43 +3,14 @@
  */
 import type { Selectable } from 'kysely';
 import type { JobTable } from './tables.ts';
+import { ATTRIBUTE_TYPES, type AttributeName } from '../protocol/job-attributes.ts';
 
-/** Status values of DIRAC's job state machine (DIRAC WorkloadManagementSystem/Client/JobStatus.py). */
-export const JobStatus = {
-  Received: 'Received',
-  Checking: 'Checking',
-  Waiting: 'Waiting',
-  Matched: 'Matched',
-  Running: 'Running',
-  Completing: 'Completing',
-  Stalled: 'Stalled',
-  Rescheduled: 'Rescheduled',
-  Done: 'Done',
-  Failed: 'Failed',
-  Killed: 'Killed',
-  Deleted: 'Deleted',
-} as const;
-export type JobStatus = (typeof JobStatus)[keyof typeof JobStatus];
-
-export const ALL_STATUSES: readonly JobStatus[] = Object.values(JobStatus);
-
-/** Statuses a job leaves only by a reschedule or deletion: the job is out of activity. */
-export const FINAL_STATUSES: ReadonlySet<JobStatus> = new Set([JobStatus.Done, JobStatus.Failed, JobStatus.Killed, JobStatus.Deleted]);
-
-const BY_LOWER_CASE = new Map(ALL_STATUSES.map((s) => [s.toLowerCase(), s]));
-
-/** `done`, `DONE` → `Done`, as DIRAC's commands take them; anything else unchanged, for the service to refuse by name. */
-export function canonicalStatus(text: string): string {
-  return BY_LOWER_CASE.get(text.toLowerCase()) ?? text;
-}
-
-export function isFinal(status: string): boolean {
-  return FINAL_STATUSES.has(status as JobStatus);
-}
+export { ALL_STATUSES, isFinal, JobStatus } from '../protocol/job-status.ts';
+export type { AttributeName } from '../protocol/job-attributes.ts';
 
 type Row = Selectable<JobTable>;
 
-/** Attribute name → column and value type; any of them may restrict GET /jobs. */
+/** Attribute name → column and value type (the API's, ATTRIBUTE_TYPES); any of them may restrict GET /jobs. */
 export const ATTRIBUTES = {
   JobID: { column: 'job_id', type: 'integer' },
   JobName: { column: 'job_name', type: 'string' },
@@ -61,9 +32,7 @@ export const ATTRIBUTES = {
   EndExecTime: { column: 'end_exec_time', type: 'string' },
   HeartBeatTime: { column: 'heartbeat_time', type: 'string' },
   ExitCode: { column: 'exit_code', type: 'integer' },
-} as const satisfies Record<string, { column: keyof Row; type: 'string' | 'integer' }>;
-
-export type AttributeName = keyof typeof ATTRIBUTES;
+} as const satisfies { [K in AttributeName]: { column: keyof Row; type: (typeof ATTRIBUTE_TYPES)[K] } };
 
 type IntegerAttribute = { [K in AttributeName]: (typeof ATTRIBUTES)[K]['type'] extends 'integer' ? K : never }[AttributeName];
 const INT32 = { minimum: -2147483648, maximum: 2147483647 };

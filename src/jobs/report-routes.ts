@@ -5,7 +5,7 @@ import { JidParams, ReportBody, ReportReply } from './api-schemas.ts';
 import { applyReport, authenticateJob } from './reports.ts';
 import { security, tags, type JobRouteOptions } from './route-options.ts';
 
-export const reportRoutes: FastifyPluginAsyncTypebox<JobRouteOptions> = async (app, { ctx, config }) => {
+export const reportRoutes: FastifyPluginAsyncTypebox<JobRouteOptions> = async (app, { ctx, config, service }) => {
   app.post(
     '/jobs/:jid/report',
     {
@@ -23,7 +23,7 @@ export const reportRoutes: FastifyPluginAsyncTypebox<JobRouteOptions> = async (a
     async (request) => {
       const { jid } = request.params;
       const { status } = await authenticateJob(ctx.db, request, jid);
-      await applyReport(ctx.db, jid, request.body, config.reports);
+      await applyReport(ctx.db, service.events, jid, request.body, config.reports);
       return { jid, Status: status };
     },
   );

@@ -12,7 +12,7 @@ import { AuthenticationRequired, Conflict, InvalidToken } from '../kernel/errors
 import type { JobsConfig } from './config-schema.ts';
 import { jobTokens } from './job-tokens.ts';
 import { JobStatus } from './model.ts';
-import { jobEvents } from './lifecycle/job-events.ts';
+import type { JobEvents } from './lifecycle/job-events.ts';
 
 /** The statuses in which a job's token is honoured: it was handed to an executor and has not ended. */
 const ACTIVE: readonly string[] = [JobStatus.Matched, JobStatus.Running, JobStatus.Completing, JobStatus.Stalled];
@@ -44,7 +44,7 @@ export async function authenticateJob(db: Db, request: FastifyRequest, jobId: nu
  * past one of `limits` (jobs.reports) is refused whole with a 409 naming the limit.
  * @throws Conflict
  */
-export async function applyReport(db: Db, jobId: number, report: JobReport, limits: JobsConfig['reports']): Promise<void> {
+export async function applyReport(db: Db, events: JobEvents, jobId: number, report: JobReport, limits: JobsConfig['reports']): Promise<void> {
   const now = nowIso();
   await db.transaction().execute(async (trx) => {
     const row = await trx.selectFrom('jobs').select(['status', 'minor_status', 'application_status']).where('job_id', '=', jobId).executeTakeFirstOrThrow();
@@ -84,7 +84,7 @@ export async function applyReport(db: Db, jobId: number, report: JobReport, limi
       await trx.insertInto('job_parameters').values(parameters.map(([name, value]) => ({ job_id: jobId, name, value, time: now }))).execute();
     }
   });
-  jobEvents(db).changed();
+  events.changed();
 }
 
 /** Throws Conflict when the job's parameters, with `parameters` set (a name set again replaces its value), would pass a limit. */

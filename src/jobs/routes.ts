@@ -11,7 +11,7 @@ import type { AppContext } from '../kernel/context.ts';
 import { actionRoutes } from './action-routes.ts';
 import type { EventStreams } from './event-streams.ts';
 import { jobEventsRoute } from './events-routes.ts';
-import { JDL_MEDIA_TYPE } from './jdl.ts';
+import { JDL_MEDIA_TYPE } from '../protocol/jdl.ts';
 import { jobRoutes } from './job-routes.ts';
 import { listingRoutes } from './listing-routes.ts';
 import { jobMetrics } from './metrics.ts';
@@ -20,6 +20,7 @@ import type { JobRouteOptions } from './route-options.ts';
 import { sandboxRoutes } from './sandbox-routes.ts';
 import type { FileSandboxStore } from './sandbox-store.ts';
 import { JobsService, type JobRunner } from './service.ts';
+import type { JobEvents } from './lifecycle/job-events.ts';
 import { submissionRoutes } from './submission-routes.ts';
 
 export interface JobsRoutesOptions {
@@ -30,9 +31,11 @@ export interface JobsRoutesOptions {
   runner: JobRunner | undefined;
   /** The live event streams, started by the composition root. */
   events: EventStreams;
+  /** Told of every change the jobs service makes (the events stream listens). */
+  jobEvents: JobEvents;
 }
 
-export const jobsRoutes: FastifyPluginAsyncTypebox<JobsRoutesOptions> = async (app, { ctx, sandboxes: store, runner, events }) => {
+export const jobsRoutes: FastifyPluginAsyncTypebox<JobsRoutesOptions> = async (app, { ctx, sandboxes: store, runner, events, jobEvents }) => {
   const config = ctx.config.jobs;
   jobMetrics(ctx.observability, ctx.db);
 
@@ -52,7 +55,7 @@ export const jobsRoutes: FastifyPluginAsyncTypebox<JobsRoutesOptions> = async (a
   app.addContentTypeParser(JDL_MEDIA_TYPE, { parseAs: 'string', bodyLimit: config.jsonBodyLimit }, (_request, body, done) => done(null, body));
 
   const auth = requireToken(ctx);
-  const options: JobRouteOptions = { ctx, config, service: new JobsService(ctx, config, store, runner), store, auth };
+  const options: JobRouteOptions = { ctx, config, service: new JobsService(ctx, config, store, runner, jobEvents), store, auth };
   // In this order, the order of the OpenAPI document's operations.
   await app.register(listingRoutes, options);
   await app.register(jobEventsRoute, { ctx, auth, streams: events });

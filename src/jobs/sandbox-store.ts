@@ -11,26 +11,9 @@ import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { PayloadTooLarge } from '../kernel/errors.ts';
+import type { SandboxStore, SizeLimit, StoredObject } from '../payload/sandbox-store.ts';
 
-export interface StoredObject {
-  sha256: string;
-  size: number;
-}
-
-/** A limit on the bytes stored, and the setting that sets it (named by the 413). */
-export interface SizeLimit {
-  bytes: number;
-  setting: string;
-}
-
-export interface SandboxStore {
-  /** Stores the stream's bytes durably; resolves once they are safe. @throws PayloadTooLarge past `limit`. */
-  put(data: Readable, limit?: SizeLimit): Promise<StoredObject>;
-  /** The object's bytes. @throws when it does not exist. */
-  get(sha256: string): Promise<Readable>;
-  exists(sha256: string): Promise<boolean>;
-  size(sha256: string): Promise<number | undefined>;
-}
+export type { SandboxStore, SizeLimit, StoredObject } from '../payload/sandbox-store.ts';
 
 const SHA256 = /^[0-9a-f]{64}$/;
 

@@ -7,11 +7,10 @@ import { sql, type Expression, type ExpressionBuilder, type SelectQueryBuilder, 
 import type { Db } from '../kernel/db/database.ts';
 import { InvalidRequest } from '../kernel/errors.ts';
 import { ALL_STATUSES, ATTRIBUTES, INTEGER_RANGES, type AttributeName } from './model.ts';
+import type { Operator } from '../protocol/job-attributes.ts';
 import type { Visibility } from './privileges.ts';
 import type { JobTable } from './tables.ts';
 
-export const OPERATORS = ['eq', 'neq', 'in', 'not in', 'lt', 'le', 'gt', 'ge', 'like'] as const;
-export type Operator = (typeof OPERATORS)[number];
 /** The most values of one 'in' condition or GET /jobs restriction: far more than a monitor's selection. */
 export const MAX_VALUES = 1000;
 /** The most sort keys of a search or listing (JobID, the tie-break, is added after them). */

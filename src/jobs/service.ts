@@ -18,6 +18,7 @@ import { searchJobs, summarizeJobs, type Condition, type SearchRequest, type Sor
 import { checkMayAct, checkMaySee, listVisibility } from './privileges.ts';
 import type { SandboxStore, StoredObject } from './sandbox-store.ts';
 import { canTransition, changeStatus, KILL_PENDING } from './state-machine.ts';
+import type { JobEvents } from './lifecycle/job-events.ts';
 import { submissions } from './metrics.ts';
 import { getJob, insertJobs, listJobs, statusHistory, streamJobs, type JobRow, type Restrictions } from './store.ts';
 
@@ -42,10 +43,13 @@ export class JobsService {
   readonly config: JobsConfig;
   readonly store: SandboxStore;
   readonly scheduler: JobRunner | undefined;
+  /** Told of every change this service makes to jobs (the events stream listens). */
+  readonly events: JobEvents;
   readonly sites: string[];
 
-  constructor(ctx: AppContext, config: JobsConfig, store: SandboxStore, scheduler: JobRunner | undefined) {
+  constructor(ctx: AppContext, config: JobsConfig, store: SandboxStore, scheduler: JobRunner | undefined, events: JobEvents) {
     this.ctx = ctx;
+    this.events = events;
     this.config = config;
     this.store = store;
     this.scheduler = scheduler;
@@ -94,6 +98,7 @@ export class JobsService {
     const user = this.ctx.registry.user(principal.username);
     const ids = await insertJobs(
       this.ctx.db,
+      this.events,
       { username: principal.username, dn: user?.dns[0] ?? '', group: principal.group, setup: principal.setup },
       checked,
       sandbox,
@@ -167,10 +172,10 @@ export class JobsService {
         return JobStatus.Killed;
       }
       if (action === 'reschedule') {
-        await rescheduleJob(this.ctx.db, principal, jid, this.config.scheduler.maxReschedules);
+        await rescheduleJob(this.ctx.db, this.events, principal, jid, this.config.scheduler.maxReschedules);
         return JobStatus.Waiting;
       }
-      await deleteJob(this.ctx.db, principal, jid);
+      await deleteJob(this.ctx.db, this.events, principal, jid);
       return JobStatus.Deleted;
     });
     if (action === 'reschedule') this.scheduler?.wake();
@@ -192,7 +197,7 @@ export class JobsService {
       // A payload that was running is stopped: its last report (`Running`, `step 1/2`) would stay forever
       // otherwise, as if it still ran. It stays in the history; a job that never started keeps `Unknown`.
       const applicationStopped = row.status === JobStatus.Running || row.status === JobStatus.Stalled;
-      const won = await changeStatus(this.ctx.db, [jobId], {
+      const won = await changeStatus(this.ctx.db, this.events, [jobId], {
         from: row.status as JobStatus,
         to: JobStatus.Killed,
         minorStatus: `Killed by ${principal.username}${pending ? KILL_PENDING : ''}`,

@@ -10,9 +10,10 @@ import type { Database } from '../kernel/db/schema.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import { InvalidTransition } from '../kernel/errors.ts';
 import { JobStatus } from './model.ts';
+import { wrapMinorStatus } from '../protocol/job-status.ts';
 import { transitions } from './metrics.ts';
 import type { JobTable } from './tables.ts';
-import { jobEvents } from './lifecycle/job-events.ts';
+import type { JobEvents } from './lifecycle/job-events.ts';
 
 const S = JobStatus;
 
@@ -34,22 +35,6 @@ export const TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
 
 export function canTransition(from: string, to: string): boolean {
   return (TRANSITIONS[from as JobStatus] ?? []).includes(to as JobStatus);
-}
-
-/** The width of `minor_status` (migrations.ts); PostgreSQL refuses a longer one. */
-export const MINOR_STATUS_WIDTH = 512;
-
-/**
- * `wrap(said)`, with `said` shortened (ending in …) as much as needed for the whole to fit `minor_status`.
- * For statuses the service composes around a client's words, each valid alone (an agent's MinorStatus of
- * up to 500 characters), which the wrapping would push past the column. Counts characters (code points),
- * as PostgreSQL does.
- */
-export function wrapMinorStatus(said: string, wrap: (s: string) => string): string {
-  const chars = [...said];
-  const room = MINOR_STATUS_WIDTH - [...wrap('')].length;
-  if (chars.length <= room) return wrap(said);
-  return wrap(`${chars.slice(0, Math.max(0, room - 1)).join('')}…`);
 }
 
 /**
@@ -86,7 +71,7 @@ type Db = Kysely<Database>;
  * @example
  *   const [won] = await changeStatus(db, [jid], { from: 'Running', to: 'Done', minorStatus: 'Execution Complete', source: 'LocalExecutor' });
  */
-export async function changeStatus(db: Db | Transaction<Database>, jobIds: readonly number[], change: StatusChange): Promise<number[]> {
+export async function changeStatus(db: Db | Transaction<Database>, events: JobEvents, jobIds: readonly number[], change: StatusChange): Promise<number[]> {
   const from = typeof change.from === 'string' ? [change.from] : change.from;
   for (const f of from) {
     if (!canTransition(f, change.to)) throw new InvalidTransition(`a job cannot go from ${f} to ${change.to}`);
@@ -132,7 +117,7 @@ export async function changeStatus(db: Db | Transaction<Database>, jobIds: reado
   const changed = await (db.isTransaction ? run(db as Transaction<Database>) : db.transaction().execute(run));
   if (changed.length > 0) {
     transitions.inc({ to: change.to }, changed.length);
-    jobEvents(db).changed();
+    events.changed();
   }
   return changed;
 }
@@ -145,7 +130,7 @@ export const KILL_PENDING = '; stopping its payload';
  * "stopping", and its history says so too (from `source`), so that the job and its last history entry
  * always tell the same story. @returns whether the job was still waiting for this confirmation.
  */
-export async function confirmKill(db: Db, jobId: number, holder: string, source: string): Promise<boolean> {
+export async function confirmKill(db: Db, events: JobEvents, jobId: number, holder: string, source: string): Promise<boolean> {
   const confirmed = await db.transaction().execute(async (trx) => {
     const now = nowIso();
     const row = await trx
@@ -163,7 +148,7 @@ export async function confirmKill(db: Db, jobId: number, holder: string, source:
       .execute();
     return true;
   });
-  if (confirmed) jobEvents(db).changed();
+  if (confirmed) events.changed();
   return confirmed;
 }
 

@@ -11,7 +11,7 @@ import type { CheckedManifest, Manifest } from './manifest.ts';
 import { fillJobId } from './parametric.ts';
 import type { Visibility } from './privileges.ts';
 import { canTransition } from './state-machine.ts';
-import { jobEvents } from './lifecycle/job-events.ts';
+import type { JobEvents } from './lifecycle/job-events.ts';
 import { transitions } from './metrics.ts';
 import { InvalidTransition } from '../kernel/errors.ts';
 import { after, cursorOf, fullSort, matching, sorted, visible, type Condition, type SortKey } from './search.ts';
@@ -64,10 +64,12 @@ export function submissionQueue(db: Db): GroupCommit<Submission, number[]> {
  * commit, group-commit.ts); each is answered with its own ids once that transaction has committed. The
  * input sandbox must already be stored.
  */
-export async function insertJobs(db: Db, who: Submitter, jobs: readonly CheckedManifest[], sandbox: InputSandboxRef | undefined): Promise<number[]> {
+export async function insertJobs(db: Db, events: JobEvents, who: Submitter, jobs: readonly CheckedManifest[], sandbox: InputSandboxRef | undefined): Promise<number[]> {
   if (!canTransition(JobStatus.Received, JobStatus.Waiting)) throw new InvalidTransition('a job cannot go from Received to Waiting');
   if (jobs.length === 0) return [];
-  return submissionQueue(db).submit({ who, jobs, sandbox });
+  const ids = await submissionQueue(db).submit({ who, jobs, sandbox });
+  events.changed();
+  return ids;
 }
 
 /**
@@ -103,7 +105,6 @@ async function insertBatch(db: Db, batch: readonly Submission[], committing: () 
   const oneStatement = dialectOf(db) === 'postgres' && all.length <= 200 && !all.some((row) => row.manifest.includes('%j'));
   const ids = oneStatement ? await insertOneStatement(db, all, now, committing) : await insertInTransaction(db, all, now, committing);
   transitions.inc({ to: JobStatus.Waiting }, ids.length);
-  jobEvents(db).changed();
   // Each submission's jobs are consecutive rows: its ids are the same slice.
   let at = 0;
   return batch.map(({ jobs }) => ids.slice(at, (at += jobs.length)));

@@ -6,7 +6,7 @@ import { routeBodyLimit } from '../kernel/body-limits.ts';
 import { UnsupportedMediaType } from '../kernel/errors.ts';
 import { errors } from '../kernel/openapi.ts';
 import { Submitted, submissionBodies } from './api-schemas.ts';
-import { JDL_MEDIA_TYPE, parseJdl } from './jdl.ts';
+import { JDL_MEDIA_TYPE, parseJdl } from '../protocol/jdl.ts';
 import { isMediaType } from './list-query.ts';
 import { security, tags, type JobRouteOptions } from './route-options.ts';
 import { manifestsFromJson, readMultipart } from './submission.ts';

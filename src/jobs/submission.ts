@@ -15,9 +15,9 @@ import { DirigoError, InvalidRequest, PayloadTooLarge } from '../kernel/errors.t
 import { refuseDeepJson } from '../kernel/json-depth.ts';
 import { refuseUnstorableText } from '../kernel/storable-text.ts';
 import type { JobsConfig } from './config-schema.ts';
-import { fileNameProblem } from './file-names.ts';
-import { parseJdl } from './jdl.ts';
-import { packFiles, type ArchiveFile } from './sandbox-archive.ts';
+import { fileNameProblem } from '../protocol/file-names.ts';
+import { parseJdl } from '../protocol/jdl.ts';
+import { packFiles, type ArchiveFile } from '../payload/sandbox-archive.ts';
 import type { SandboxStore, SizeLimit, StoredObject } from './sandbox-store.ts';
 
 export interface ParsedSubmission {

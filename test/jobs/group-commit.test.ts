@@ -9,6 +9,7 @@ import type { TestService } from '../helpers/service.ts';
 import { startJobsService } from './helpers.ts';
 import { GroupCommit } from '../../src/jobs/group-commit.ts';
 import { insertJobs, submissionQueue, type Submitter } from '../../src/jobs/store.ts';
+import { JobEvents } from '../../src/jobs/lifecycle/job-events.ts';
 import type { CheckedManifest, Manifest } from '../../src/jobs/manifest.ts';
 
 describe('group commit: the queue', () => {
@@ -188,7 +189,7 @@ for (const { dialect, skip } of await dialects()) {
           // A row the database refuses (owner_group is varchar(64)): SQLite does not enforce the length.
           sent.splice(8, 0, { who: { ...who, group: 'g'.repeat(65) }, jobs: [job({ JobGroup: `bad-long-${percentJ}` })], bad: /too long/ });
         }
-        const results = await Promise.allSettled(sent.map((s) => insertJobs(svc.ctx.db, s.who, s.jobs, undefined)));
+        const results = await Promise.allSettled(sent.map((s) => insertJobs(svc.ctx.db, new JobEvents(), s.who, s.jobs, undefined)));
         const ids: number[] = [];
         for (const [i, r] of results.entries()) {
           const s = sent[i]!;

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { dialects } from '../helpers/dialects.ts';
 import { TEST_SETUP, type TestService } from '../helpers/service.ts';
-import { parseJdl } from '../../src/jobs/jdl.ts';
+import { parseJdl } from '../../src/protocol/jdl.ts';
 import { startJobsService, untar, waitForStatus } from './helpers.ts';
 
 const run = promisify(execFile);

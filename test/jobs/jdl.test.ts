@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { JdlSyntaxError, parseJdl, renderJdl } from '../../src/jobs/jdl.ts';
+import { JdlSyntaxError, parseJdl, renderJdl } from '../../src/protocol/jdl.ts';
 import { fillJobId, planParametric } from '../../src/jobs/parametric.ts';
 
 const expandParametric = (raw: unknown, where: string, maxJobs: number) => planParametric(raw, where, maxJobs).expand();

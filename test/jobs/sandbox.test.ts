@@ -10,8 +10,8 @@ import tar from 'tar-stream';
 
 type Entry = Partial<tar.Header> & { name: string };
 import { FileSandboxStore } from '../../src/jobs/sandbox-store.ts';
-import { packFiles, unpackArchive, UnsafeArchive } from '../../src/jobs/sandbox-archive.ts';
-import { fileNameProblem } from '../../src/jobs/file-names.ts';
+import { packFiles, unpackArchive, UnsafeArchive } from '../../src/payload/sandbox-archive.ts';
+import { fileNameProblem } from '../../src/protocol/file-names.ts';
 
 async function tarball(entries: Entry[]): Promise<Buffer> {
   const pack = tar.pack();

@@ -2,10 +2,12 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { canTransition, changeStatus, MINOR_STATUS_WIDTH, TRANSITIONS } from '../../src/jobs/state-machine.ts';
+import { canTransition, changeStatus, TRANSITIONS } from '../../src/jobs/state-machine.ts';
+import { JobEvents } from '../../src/jobs/lifecycle/job-events.ts';
+import { MINOR_STATUS_WIDTH } from '../../src/protocol/job-status.ts';
 import { splitArguments } from '../../src/jobs/arguments.ts';
 import { JobStatus } from '../../src/jobs/model.ts';
-import { clockTicks, parseStat, readStat } from '../../src/executors/process-stats.ts';
+import { clockTicks, parseStat, readStat } from '../../src/payload/process-stats.ts';
 import { startJobsService, submit } from './helpers.ts';
 
 describe('arguments: POSIX quoting without expansion', () => {
@@ -63,7 +65,7 @@ for (const { dialect, skip } of await dialects()) {
 
     it('refuses a transition not in the table before writing anything', async () => {
       const jid = await submit(svc, alice, { Executable: '/bin/true' });
-      await assert.rejects(changeStatus(svc.ctx.db, [jid], { from: JobStatus.Waiting, to: JobStatus.Done, minorStatus: 'x', source: 'test' }), { code: 'invalid_transition' });
+      await assert.rejects(changeStatus(svc.ctx.db, new JobEvents(), [jid], { from: JobStatus.Waiting, to: JobStatus.Done, minorStatus: 'x', source: 'test' }), { code: 'invalid_transition' });
       const row = await svc.ctx.db.selectFrom('jobs').select('status').where('job_id', '=', jid).executeTakeFirstOrThrow();
       assert.equal(row.status, 'Waiting');
       assert.deepEqual(await history(jid), ['Received', 'Waiting']);
@@ -72,8 +74,8 @@ for (const { dialect, skip } of await dialects()) {
     it('applies a change only from the expected status: the loser of a race gets nothing', async () => {
       const jid = await submit(svc, alice, { Executable: '/bin/true' });
       const [a, b] = await Promise.all([
-        changeStatus(svc.ctx.db, [jid], { from: JobStatus.Waiting, to: JobStatus.Killed, minorStatus: 'kill', source: 'one' }),
-        changeStatus(svc.ctx.db, [jid], { from: JobStatus.Waiting, to: JobStatus.Matched, minorStatus: 'match', source: 'two' }),
+        changeStatus(svc.ctx.db, new JobEvents(), [jid], { from: JobStatus.Waiting, to: JobStatus.Killed, minorStatus: 'kill', source: 'one' }),
+        changeStatus(svc.ctx.db, new JobEvents(), [jid], { from: JobStatus.Waiting, to: JobStatus.Matched, minorStatus: 'match', source: 'two' }),
       ]);
       assert.equal(a.length + b.length, 1, 'exactly one writer wins');
       const row = await svc.ctx.db.selectFrom('jobs').select('status').where('job_id', '=', jid).executeTakeFirstOrThrow();
@@ -84,15 +86,15 @@ for (const { dialect, skip } of await dialects()) {
     it('changes many jobs in one call and reports which changed', async () => {
       const res = await svc.request('/jobs', { method: 'POST', token: alice, json: [{ Executable: '/bin/true' }, { Executable: '/bin/true' }, { Executable: '/bin/true' }] });
       const jids: number[] = res.json.jids;
-      await changeStatus(svc.ctx.db, [jids[1]!], { from: JobStatus.Waiting, to: JobStatus.Killed, minorStatus: 'k', source: 't' });
-      const won = await changeStatus(svc.ctx.db, jids, { from: JobStatus.Waiting, to: JobStatus.Matched, minorStatus: 'm', source: 't' });
+      await changeStatus(svc.ctx.db, new JobEvents(), [jids[1]!], { from: JobStatus.Waiting, to: JobStatus.Killed, minorStatus: 'k', source: 't' });
+      const won = await changeStatus(svc.ctx.db, new JobEvents(), jids, { from: JobStatus.Waiting, to: JobStatus.Matched, minorStatus: 'm', source: 't' });
       assert.deepEqual(won.sort((x, y) => x - y), [jids[0], jids[2]]);
     });
 
     it('fits a status longer than minor_status to the column, in the job and its history (PostgreSQL enforces the width)', async () => {
       const jid = await submit(svc, alice, { Executable: '/bin/true' });
       const reason = `Sent back: ${'sbatch: error: '.repeat(60)}`;
-      assert.deepEqual(await changeStatus(svc.ctx.db, [jid], { from: JobStatus.Waiting, to: JobStatus.Killed, minorStatus: reason, source: 't' }), [jid]);
+      assert.deepEqual(await changeStatus(svc.ctx.db, new JobEvents(), [jid], { from: JobStatus.Waiting, to: JobStatus.Killed, minorStatus: reason, source: 't' }), [jid]);
       const job = await svc.ctx.db.selectFrom('jobs').select('minor_status').where('job_id', '=', jid).executeTakeFirstOrThrow();
       assert.equal([...job.minor_status].length, MINOR_STATUS_WIDTH);
       assert.ok(job.minor_status.endsWith('…') && reason.startsWith(job.minor_status.slice(0, -1)));

@@ -10,8 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { parseSqueue } from '../../src/executors/slurm-client.ts';
-import { batchScript, parseExitRecord, shellQuote } from '../../src/executors/slurm-script.ts';
-import { cliScript, ownCommand } from '../../src/executors/cli-on-path.ts';
+import { batchScript, parseExitRecord } from '../../src/executors/slurm-script.ts';
+import { shellQuote } from '../../src/payload/shell-quote.ts';
+import { cliScript, ownCommand } from '../../src/payload/cli-on-path.ts';
 import { describeOutcome, timeLimitMinutes } from '../../src/executors/slurm.ts';
 
 describe('squeue output', () => {

@@ -9,7 +9,7 @@
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { runDuty } from '../../cluster/index.ts';
-import { detectStalls, sandboxStore } from '../../jobs/index.ts';
+import { detectStalls, sandboxStore, type JobEvents } from '../../jobs/index.ts';
 import type { AppContext } from '../../kernel/context.ts';
 import { AGENT_HOLDER_PREFIX } from '../identity.ts';
 import { agentSiteReadiness, forgetGoneAgents, presenceMetrics } from '../presence.ts';
@@ -18,8 +18,9 @@ import { agentGuards } from './guards.ts';
 import { matchRoutes } from './match.ts';
 import { heldJobRoutes } from './held-jobs.ts';
 
-export const agentsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
-  const service = new AgentsService(ctx, sandboxStore(ctx.config));
+/** `jobEvents`: told of every job status the agents' endpoints and stall detection change. */
+export const agentsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; jobEvents: JobEvents }> = async (app, { ctx, jobEvents }) => {
+  const service = new AgentsService(ctx, sandboxStore(ctx.config), jobEvents);
   const sites = [...service.sites.values()];
 
   if (sites.length > 0) {
@@ -29,7 +30,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asyn
     const interval = Math.max(250, Math.min(30000, ...sites.map((s) => s.stalledAfterMs / 4)));
     app.addHook('onReady', async () => {
       const loop = runDuty(ctx.db, 'agent-stalls', interval, async () => {
-        await detectStalls(ctx.db, sites, ctx.config.jobs.scheduler.maxReschedules, AGENT_HOLDER_PREFIX);
+        await detectStalls(ctx.db, jobEvents, sites, ctx.config.jobs.scheduler.maxReschedules, AGENT_HOLDER_PREFIX);
         await forgetGoneAgents(ctx.db);
       }, app.log);
       ctx.onClose(() => loop.stop());

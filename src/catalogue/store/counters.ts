@@ -1,6 +1,6 @@
 /** Directory counters (files and bytes, direct and in the whole subtree) along a path. */
 import type { Session } from './session.ts';
-import { ancestorsOf } from '../paths.ts';
+import { ancestorsOf } from '../../protocol/catalogue-paths.ts';
 
 export async function bumpChain(s: Session, dirPath: string, directId: number | undefined, files: number, size: number): Promise<void> {
   const chain = [...ancestorsOf(dirPath), dirPath];

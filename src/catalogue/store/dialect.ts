@@ -16,7 +16,7 @@ import { applyConditions, matchingIdsEverywhere, type ConditionTree } from '../c
 import { createFieldIndex, documentConditions, dropFieldIndex, mergeIntoDocument } from '../effective.ts';
 import { insertRows } from '../fast-insert.ts';
 import { createFileFieldIndex, dropFileFieldIndex } from '../file-index.ts';
-import { ancestorsOf, baseName } from '../paths.ts';
+import { ancestorsOf, baseName } from '../../protocol/catalogue-paths.ts';
 import { valuesById, type Field, type StoredValue } from '../values.ts';
 import { BULK_CHUNK, chunks, DIR_EFF_COLUMNS, DIR_META_COLUMNS, FILE_COLUMN_TYPES, INSERT_CHUNK, PG_FILE_SLICE, subtree, type DirRow, type SessionState } from './rows.ts';
 

@@ -8,7 +8,7 @@ import { requireCapability } from '../../auth/index.ts';
 import { nowIso } from '../../kernel/db/database.ts';
 import { Conflict, InvalidRequest } from '../../kernel/errors.ts';
 import { mergeIntoDocument, removeFromDocument } from '../effective.ts';
-import { descendantRange } from '../paths.ts';
+import { descendantRange } from '../../protocol/catalogue-paths.ts';
 import { WRITE, requireAllowed } from '../permissions.ts';
 import { toStored, valuesById, type Field, type StoredValue } from '../values.ts';
 import { subtree, type DirRow } from './rows.ts';

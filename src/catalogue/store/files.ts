@@ -4,7 +4,7 @@ import { requireCapability } from '../../auth/index.ts';
 import { nowIso } from '../../kernel/db/database.ts';
 import { Conflict, InvalidRequest } from '../../kernel/errors.ts';
 import { decodeFileMeta, encodeFileMeta, FileValueChanges, summaryKey } from '../file-values.ts';
-import { ancestorsOf, baseName, joinPath, parentOf } from '../paths.ts';
+import { ancestorsOf, baseName, joinPath, parentOf } from '../../protocol/catalogue-paths.ts';
 import { WRITE, requireAllowed, requireStickyRemoval } from '../permissions.ts';
 import { fieldsById, toStored } from '../values.ts';
 import { bumpChain } from './counters.ts';

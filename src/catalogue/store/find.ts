@@ -15,7 +15,7 @@ import { InvalidRequest } from '../../kernel/errors.ts';
 import { drivingTerm, type ConditionTree, type FieldCondition } from '../conditions.ts';
 import { documentConditions, readDocument } from '../effective.ts';
 import { filePresence, fileValue } from '../file-index.ts';
-import { descendantRange } from '../paths.ts';
+import { descendantRange } from '../../protocol/catalogue-paths.ts';
 import { compareValues, endsAfter, isPoint, valueIntervals, type Interval } from '../value-intervals.ts';
 import { fieldsById, fromStored, type Field, type JsonValue } from '../values.ts';
 import type { CatalogueSql } from './dialect.ts';

@@ -1,6 +1,6 @@
 /** Reads of single entries, by path, in or out of a transaction. */
 import { NotFound } from '../../kernel/errors.ts';
-import { baseName, parentOf } from '../paths.ts';
+import { baseName, parentOf } from '../../protocol/catalogue-paths.ts';
 import type { Field } from '../values.ts';
 import { toField, type DirRow, type FileRow, type Q } from './rows.ts';
 

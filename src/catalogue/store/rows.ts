@@ -7,7 +7,7 @@ import type { Database } from '../../kernel/db/schema.ts';
 import type { Principal } from '../../auth/index.ts';
 import type { CatalogueConfig } from '../config-schema.ts';
 import type { Column } from '../fast-insert.ts';
-import { baseName, descendantRange, joinPath } from '../paths.ts';
+import { baseName, descendantRange, joinPath } from '../../protocol/catalogue-paths.ts';
 import type { Field, FieldScope, FieldType, StoredValue } from '../values.ts';
 
 export type Q = Kysely<Database> | Transaction<Database>;

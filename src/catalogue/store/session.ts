@@ -6,7 +6,7 @@ import type { Transaction } from 'kysely';
 import type { Principal } from '../../auth/index.ts';
 import type { Database } from '../../kernel/db/schema.ts';
 import type { CatalogueConfig } from '../config-schema.ts';
-import { ancestorsOf } from '../paths.ts';
+import { ancestorsOf } from '../../protocol/catalogue-paths.ts';
 import { requireTraversable } from '../permissions.ts';
 import type { Field } from '../values.ts';
 import type { CatalogueSql } from './dialect.ts';

@@ -19,11 +19,12 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { createDirigoClient, DirigoApiError, type DirigoClient, type ErrorAnswer } from '@dirigo/client';
 import type { Agent as HttpAgent } from 'undici';
-import { LocalExecutor, readTail } from '../../executors/index.ts';
-import type { ExecutorEvent, JobToRun } from '../../executors/index.ts';
+import { LocalExecutor } from '../../payload/local.ts';
+import { readTail } from '../../payload/output-tail.ts';
+import type { ExecutorEvent, JobToRun } from '../../payload/executor.ts';
 import { AgentJournal } from './journal.ts';
-import type { Manifest } from '../../jobs/index.ts';
-import type { SandboxStore, SizeLimit, StoredObject } from '../../jobs/index.ts';
+import type { Manifest } from '../../protocol/job-manifest.ts';
+import type { SandboxStore, SizeLimit, StoredObject } from '../../payload/sandbox-store.ts';
 import { PayloadTooLarge } from '../../kernel/errors.ts';
 import { checkServerVersion } from '../shared/server-version.ts';
 

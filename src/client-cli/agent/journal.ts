@@ -7,7 +7,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync, renameSync
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import type { JobToRun } from '../../executors/index.ts';
+import type { JobToRun } from '../../payload/executor.ts';
 
 export interface JournalEntry {
   job: JobToRun;

@@ -11,7 +11,8 @@ import { formatTable, terminalWidth } from '../../terminal/terminal.ts';
 import { CliError, EXIT, progress } from '../../terminal/output.ts';
 import { CREDENTIAL_OPTIONS, userAccessToken } from '../shared/credentials.ts';
 import { cataloguePath } from '@dirigo/client';
-import { DIRECTORY_NOT_EMPTY, pathProblem } from '../../catalogue/index.ts';
+import { DIRECTORY_NOT_EMPTY } from '../../protocol/catalogue-errors.ts';
+import { pathProblem } from '../../protocol/catalogue-paths.ts';
 
 const USAGE = `usage: dirigo catalogue <command> [arguments] [options]
 

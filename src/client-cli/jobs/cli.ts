@@ -8,7 +8,7 @@ import { mkdir } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { DirigoApiError, streamJobs, submissionFormData, type JobSubmissionForm } from '@dirigo/client';
+import { DirigoApiError, streamJobs, submissionFormData, type JobRecord, type JobSubmissionForm } from '@dirigo/client';
 import { answer, api, connect, reach, refusal, unreachable, type Connection } from '../shared/http.ts';
 import { CliError, EXIT } from '../../terminal/output.ts';
 import { unknownWord } from '../../terminal/suggest.ts';
@@ -17,7 +17,10 @@ import { statusColour } from './status-colour.ts';
 import { waitForJobs, watchJobs } from './events-cli.ts';
 import { searchCommand } from './search-cli.ts';
 import { CREDENTIAL_OPTIONS, userAccessToken } from '../shared/credentials.ts';
-import { canonicalStatus, fileNameProblem, JDL_MEDIA_TYPE, JdlSyntaxError, parseJdl, unpackArchive, type JobRecord } from '../../jobs/index.ts';
+import { canonicalStatus } from '../../protocol/job-status.ts';
+import { fileNameProblem } from '../../protocol/file-names.ts';
+import { JDL_MEDIA_TYPE, JdlSyntaxError, parseJdl } from '../../protocol/jdl.ts';
+import { unpackArchive } from '../../payload/sandbox-archive.ts';
 import { formatJob, type JobDescription } from './show-cli.ts';
 
 const USAGE = `usage: dirigo jobs <command> [options]

@@ -9,7 +9,7 @@ import { createParser } from 'eventsource-parser';
 import { api, reach, refusal, type Connection } from '../shared/http.ts';
 import { CliError, EXIT, progress } from '../../terminal/output.ts';
 import { formatTable, paint, terminalWidth } from '../../terminal/terminal.ts';
-import { FINAL_STATUSES, type JobStatus } from '../../jobs/index.ts';
+import { FINAL_STATUSES, type JobStatus } from '../../protocol/job-status.ts';
 import { statusColour } from './status-colour.ts';
 
 type Query = Record<string, string | string[] | undefined>;

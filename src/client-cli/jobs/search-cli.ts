@@ -6,7 +6,8 @@
 import { answer, api, type Connection } from '../shared/http.ts';
 import { CliError, EXIT } from '../../terminal/output.ts';
 import { formatTable, terminalWidth } from '../../terminal/terminal.ts';
-import { ATTRIBUTES, canonicalStatus, type AttributeName, type Operator } from '../../jobs/index.ts';
+import { ATTRIBUTE_TYPES, type AttributeName, type Operator } from '../../protocol/job-attributes.ts';
+import { canonicalStatus } from '../../protocol/job-status.ts';
 import { statusColour } from './status-colour.ts';
 
 const CONDITION = /^([A-Za-z]+)(<=|>=|!=|=|<|>|~)(.*)$/s;
@@ -14,7 +15,7 @@ const OPERATOR: Record<string, Operator> = { '=': 'eq', '!=': 'neq', '<': 'lt', 
 
 function typed(name: AttributeName, text: string): string | number {
   if (name === 'Status') return canonicalStatus(text);
-  return ATTRIBUTES[name].type === 'integer' && /^-?\d{1,15}$/.test(text) ? Number(text) : text;
+  return ATTRIBUTE_TYPES[name] === 'integer' && /^-?\d{1,15}$/.test(text) ? Number(text) : text;
 }
 
 /** `JobID>=100` → {parameter: 'JobID', operator: 'ge', value: 100}; `Site=A|B` → in, `Site!=A|B` → not in. */
@@ -22,7 +23,7 @@ export function parseCondition(text: string) {
   const m = CONDITION.exec(text);
   if (!m) throw new CliError(`condition '${text}': write ATTRIBUTE<op>VALUE, op one of = != < <= > >= ~ (like), and A|B for one of`, EXIT.usage);
   const name = m[1]!;
-  if (!Object.hasOwn(ATTRIBUTES, name)) throw new CliError(`condition '${text}': '${name}' is not a job attribute (known: ${Object.keys(ATTRIBUTES).join(', ')})`, EXIT.usage);
+  if (!Object.hasOwn(ATTRIBUTE_TYPES, name)) throw new CliError(`condition '${text}': '${name}' is not a job attribute (known: ${Object.keys(ATTRIBUTE_TYPES).join(', ')})`, EXIT.usage);
   const parameter = name as AttributeName;
   const op = m[2]!;
   const value = m[3]!;

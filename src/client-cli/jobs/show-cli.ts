@@ -4,9 +4,10 @@
  */
 import { formatTable, paint, terminalWidth } from '../../terminal/terminal.ts';
 import { statusColour } from './status-colour.ts';
-import type { JobRecord, StatusHistoryEntry } from '../../jobs/index.ts';
+import type { paths } from '@dirigo/client';
 
-export type JobDescription = JobRecord & { StatusHistory: StatusHistoryEntry[]; Parameters?: Record<string, string> };
+/** A job as GET /jobs/{jid} answers it. */
+export type JobDescription = paths['/jobs/{jid}']['get']['responses'][200]['content']['application/json'];
 
 const HISTORY_COLUMNS = ['Status', 'MinorStatus', 'ApplicationStatus', 'StatusTime', 'Source'] as const;
 

@@ -13,7 +13,7 @@ import type { Manifest } from '../manifest.ts';
 import { JobStatus } from '../model.ts';
 import { transitions } from '../metrics.ts';
 import { canTransition, changeStatus, fitMinorStatus } from '../state-machine.ts';
-import { jobEvents } from './job-events.ts';
+import type { JobEvents } from './job-events.ts';
 
 /** Who takes the jobs, as the claim records it. */
 export interface Claimant {
@@ -53,12 +53,12 @@ function toClaimed(r: ClaimedRow): ClaimedJob {
 }
 
 /** Jobs that `claimant` took, highest priority first, then oldest. */
-export async function claimWaiting(db: Db, dialect: Dialect, site: string, n: number, claimant: Claimant): Promise<ClaimedJob[]> {
+export async function claimWaiting(db: Db, events: JobEvents, dialect: Dialect, site: string, n: number, claimant: Claimant): Promise<ClaimedJob[]> {
   if (n <= 0) return [];
-  if (dialect === 'postgres') return claimInOneStatement(db, site, n, claimant);
+  if (dialect === 'postgres') return claimInOneStatement(db, events, site, n, claimant);
   return db.transaction().execute(async (trx) => {
     const ids = await waitingJobIds(trx, site, n);
-    const won = await changeStatus(trx, ids, {
+    const won = await changeStatus(trx, events, ids, {
       from: JobStatus.Waiting,
       to: JobStatus.Matched,
       minorStatus: claimant.minorStatus,
@@ -101,7 +101,7 @@ async function waitingJobIds(trx: Db, site: string, n: number): Promise<number[]
  * its history rows as one statement (one round trip, autocommitted). The transition is checked against the
  * state machine's table first, as changeStatus does.
  */
-async function claimInOneStatement(db: Db, site: string, n: number, c: Claimant): Promise<ClaimedJob[]> {
+async function claimInOneStatement(db: Db, events: JobEvents, site: string, n: number, c: Claimant): Promise<ClaimedJob[]> {
   if (!canTransition(JobStatus.Waiting, JobStatus.Matched)) throw new InvalidTransition('a job cannot go from Waiting to Matched');
   const now = nowIso();
   const minorStatus = fitMinorStatus(c.minorStatus);
@@ -126,7 +126,7 @@ async function claimInOneStatement(db: Db, site: string, n: number, c: Claimant)
   `.execute(db);
   if (rows.length > 0) {
     transitions.inc({ to: JobStatus.Matched }, rows.length);
-    jobEvents(db).changed();
+    events.changed();
   }
   return rows.map(toClaimed);
 }

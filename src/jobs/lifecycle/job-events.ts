@@ -1,9 +1,10 @@
 /**
  * "Jobs changed" (a status, an application status, a parameter): the events stream reads them at once
- * instead of at its next poll. The emitter belongs to the jobs of one database, not to the process: two
- * services in one process (the tests run several) each hear their own jobs only.
+ * instead of at its next poll. One emitter per service, made by the composition root (app/app.ts) and
+ * handed to every writer of job statuses (the jobs service, the scheduler, the agents service, stall
+ * detection) and to the listener (event-streams.ts); nothing looks it up, so two services in one process
+ * (the tests run several) each hear their own jobs only.
  */
-import type { Db } from '../../kernel/db/database.ts';
 
 export class JobEvents {
   readonly #listeners = new Set<() => void>();
@@ -17,21 +18,4 @@ export class JobEvents {
   changed(): void {
     for (const listener of this.#listeners) listener();
   }
-}
-
-/**
- * Keyed by the database's adapter: a Kysely transaction is another object than its database but shares
- * its adapter, so a change made in a transaction reaches the database's listeners.
- */
-const emitters = new WeakMap<object, JobEvents>();
-
-/** The emitter of `db`'s jobs (the same for the database and its transactions). */
-export function jobEvents(db: Db): JobEvents {
-  const key = db.getExecutor().adapter;
-  let events = emitters.get(key);
-  if (!events) {
-    events = new JobEvents();
-    emitters.set(key, events);
-  }
-  return events;
 }

@@ -7,9 +7,11 @@
 import type { Db } from '../../kernel/db/database.ts';
 import { nowIso } from '../../kernel/db/database.ts';
 import { JobStatus } from '../model.ts';
-import { changeStatus, wrapMinorStatus } from '../state-machine.ts';
+import { changeStatus } from '../state-machine.ts';
+import { wrapMinorStatus } from '../../protocol/job-status.ts';
 import { EXECUTOR_HELD } from './holding.ts';
 import { RELEASED, rescheduleToWaiting, type RescheduleLimit } from './reschedule.ts';
+import type { JobEvents } from './job-events.ts';
 
 /** Statuses in which an agent holds a job (a Stalled one is still its own until it fails). */
 export const AGENT_HELD: readonly JobStatus[] = [...EXECUTOR_HELD, JobStatus.Stalled];
@@ -49,7 +51,7 @@ export async function statusOf(db: Db, jobId: number): Promise<string | undefine
  * whose agent came back (`resumed` says so in its MinorStatus). @returns the ids among `jobIds` the agent
  * must stop (killed, rescheduled, not its own).
  */
-export async function recordHeartbeats(db: Db, holder: PullHolder, jobIds: readonly number[], resumed: { minorStatus: string; source: string }): Promise<number[]> {
+export async function recordHeartbeats(db: Db, events: JobEvents, holder: PullHolder, jobIds: readonly number[], resumed: { minorStatus: string; source: string }): Promise<number[]> {
   if (jobIds.length === 0) return [];
   const ids = [...jobIds];
   const mine = () => db.selectFrom('jobs').select('job_id').where('job_id', 'in', ids).where('executor_id', '=', holder.executorId).where('executor_ref', '=', holder.executorRef);
@@ -65,6 +67,7 @@ export async function recordHeartbeats(db: Db, holder: PullHolder, jobIds: reado
   if (stalled.length > 0) {
     await changeStatus(
       db,
+      events,
       stalled.map((r) => Number(r.job_id)),
       { from: JobStatus.Stalled, to: JobStatus.Running, minorStatus: resumed.minorStatus, source: resumed.source, executorId: holder.executorId },
     );
@@ -75,11 +78,11 @@ export async function recordHeartbeats(db: Db, holder: PullHolder, jobIds: reado
 }
 
 /** An agent's report that its job runs, or packs its output. @returns false when the job moved on meanwhile. */
-export async function reportPulledRun(db: Db, jobId: number, holder: PullHolder, report: { status: 'Running' | 'Completing'; applicationStatus?: string | undefined; source: string }): Promise<boolean> {
+export async function reportPulledRun(db: Db, events: JobEvents, jobId: number, holder: PullHolder, report: { status: 'Running' | 'Completing'; applicationStatus?: string | undefined; source: string }): Promise<boolean> {
   const now = nowIso();
   const won =
     report.status === 'Running'
-      ? await changeStatus(db, [jobId], {
+      ? await changeStatus(db, events, [jobId], {
           from: [JobStatus.Matched, JobStatus.Stalled],
           to: JobStatus.Running,
           minorStatus: 'Application running',
@@ -88,7 +91,7 @@ export async function reportPulledRun(db: Db, jobId: number, holder: PullHolder,
           executorId: holder.executorId,
           set: { start_exec_time: now, heartbeat_time: now },
         })
-      : await changeStatus(db, [jobId], {
+      : await changeStatus(db, events, [jobId], {
           from: JobStatus.Running,
           to: JobStatus.Completing,
           minorStatus: 'Uploading output sandbox',
@@ -101,7 +104,7 @@ export async function reportPulledRun(db: Db, jobId: number, holder: PullHolder,
 }
 
 /** Records the output sandbox an agent stored for its job. @returns false when it no longer holds the job. */
-export async function recordOutputSandbox(db: Db, jobId: number, holder: PullHolder, stored: { sha256: string; size: number }): Promise<boolean> {
+export async function recordOutputSandbox(db: Db, events: JobEvents, jobId: number, holder: PullHolder, stored: { sha256: string; size: number }): Promise<boolean> {
   const updated = await db
     .updateTable('jobs')
     .set({ output_sandbox: stored.sha256, output_sandbox_size: stored.size })
@@ -123,12 +126,12 @@ export interface PulledRunEnd {
 }
 
 /** The final report of an agent on its job, in one transaction. @returns the job's status, or undefined when it moved on meanwhile. */
-export async function endPulledRun(db: Db, jobId: number, holder: PullHolder, end: PulledRunEnd): Promise<JobStatus | undefined> {
+export async function endPulledRun(db: Db, events: JobEvents, jobId: number, holder: PullHolder, end: PulledRunEnd): Promise<JobStatus | undefined> {
   const set = { exit_code: end.exitCode, end_exec_time: nowIso(), heartbeat_time: nowIso() };
   const common = { minorStatus: end.minorStatus, ...(end.applicationStatus ? { applicationStatus: end.applicationStatus } : {}), source: end.source, executorId: holder.executorId, set };
   return db.transaction().execute(async (trx): Promise<JobStatus | undefined> => {
     const ended = (won: readonly number[], status: JobStatus) => (won.length === 0 ? undefined : status);
-    if (end.outcome === 'failed') return ended(await changeStatus(trx, [jobId], { ...common, from: AGENT_HELD, to: JobStatus.Failed }), JobStatus.Failed);
+    if (end.outcome === 'failed') return ended(await changeStatus(trx, events, [jobId], { ...common, from: AGENT_HELD, to: JobStatus.Failed }), JobStatus.Failed);
     if (end.outcome === 'rescheduled') {
       const counter = (await trx.selectFrom('jobs').select('reschedule_counter').where('job_id', '=', jobId).executeTakeFirstOrThrow()).reschedule_counter;
       // The agent's MinorStatus (up to 500 characters, valid) wrapped in the service's words can pass
@@ -136,7 +139,7 @@ export async function endPulledRun(db: Db, jobId: number, holder: PullHolder, en
       // shortens the free-text statuses it logs (ApplicationStatus[:255], StatusSource[:32] in JobLoggingDB).
       // Given back, the Rescheduled row still holds them whole.
       if (end.limit.reached(counter)) {
-        const won = await changeStatus(trx, [jobId], {
+        const won = await changeStatus(trx, events, [jobId], {
           ...common,
           minorStatus: wrapMinorStatus(end.minorStatus, (said) => `${said}; ${end.limit.notRescheduled(counter)}`),
           from: AGENT_HELD,
@@ -145,7 +148,7 @@ export async function endPulledRun(db: Db, jobId: number, holder: PullHolder, en
         });
         return ended(won, JobStatus.Failed);
       }
-      const back = await rescheduleToWaiting(trx, jobId, {
+      const back = await rescheduleToWaiting(trx, events, jobId, {
         from: [JobStatus.Matched, JobStatus.Running],
         counter,
         counts: true,
@@ -159,7 +162,7 @@ export async function endPulledRun(db: Db, jobId: number, holder: PullHolder, en
       return back ? JobStatus.Waiting : undefined;
     }
     // Done is reached through Completing; an agent that skipped reporting it gets it recorded here.
-    await changeStatus(trx, [jobId], { from: JobStatus.Running, to: JobStatus.Completing, minorStatus: 'Uploading output sandbox', source: end.source, executorId: holder.executorId });
-    return ended(await changeStatus(trx, [jobId], { ...common, from: JobStatus.Completing, to: JobStatus.Done }), JobStatus.Done);
+    await changeStatus(trx, events, [jobId], { from: JobStatus.Running, to: JobStatus.Completing, minorStatus: 'Uploading output sandbox', source: end.source, executorId: holder.executorId });
+    return ended(await changeStatus(trx, events, [jobId], { ...common, from: JobStatus.Completing, to: JobStatus.Done }), JobStatus.Done);
   });
 }

@@ -8,6 +8,7 @@ import { nowIso } from '../../kernel/db/database.ts';
 import { JobStatus } from '../model.ts';
 import { changeStatus, type StatusChange } from '../state-machine.ts';
 import { EXECUTOR_HELD } from './holding.ts';
+import type { JobEvents } from './job-events.ts';
 
 /** The holder's claim, given up when a job goes back to Waiting or fails. */
 export const RELEASED = { executor_id: null, executor_ref: null, lease_until: null } as const;
@@ -52,9 +53,9 @@ export interface Reschedule {
  * `from` → Rescheduled → Waiting, releasing the holder; in the caller's transaction when given one.
  * The caller checks the limit first. @returns false when the job moved on meanwhile.
  */
-export async function rescheduleToWaiting(db: Db, jobId: number, r: Reschedule): Promise<boolean> {
+export async function rescheduleToWaiting(db: Db, events: JobEvents, jobId: number, r: Reschedule): Promise<boolean> {
   const run = async (trx: Db): Promise<boolean> => {
-    const won = await changeStatus(trx, [jobId], {
+    const won = await changeStatus(trx, events, [jobId], {
       from: r.from,
       to: JobStatus.Rescheduled,
       minorStatus: r.minorStatus,
@@ -64,7 +65,7 @@ export async function rescheduleToWaiting(db: Db, jobId: number, r: Reschedule):
       set: { ...RELEASED, start_exec_time: null, ...r.set, reschedule_counter: r.counter + (r.counts ? 1 : 0) },
     });
     if (won.length === 0) return false;
-    await changeStatus(trx, [jobId], { from: JobStatus.Rescheduled, to: JobStatus.Waiting, minorStatus: r.waitingMinorStatus, source: r.source });
+    await changeStatus(trx, events, [jobId], { from: JobStatus.Rescheduled, to: JobStatus.Waiting, minorStatus: r.waitingMinorStatus, source: r.source });
     return true;
   };
   return db.isTransaction ? run(db) : db.transaction().execute(run);
@@ -75,7 +76,7 @@ export async function rescheduleToWaiting(db: Db, jobId: number, r: Reschedule):
  * sent back (a refused submission, a shutdown); Failed past the limit. A Stalled job belongs to agents,
  * whose stall rules decide: it fails. One transaction. @returns false when `holder` no longer holds it.
  */
-export async function requeueHeld(db: Db, jobId: number, r: { holder: string | null; why: string; counts: boolean; limit: RescheduleLimit; source: string }): Promise<boolean> {
+export async function requeueHeld(db: Db, events: JobEvents, jobId: number, r: { holder: string | null; why: string; counts: boolean; limit: RescheduleLimit; source: string }): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
     const row = await trx.selectFrom('jobs').select(['status', 'reschedule_counter', 'executor_id']).where('job_id', '=', jobId).executeTakeFirst();
     if (!row || row.executor_id !== r.holder || !([...EXECUTOR_HELD, JobStatus.Stalled] as string[]).includes(row.status)) return false;
@@ -83,7 +84,7 @@ export async function requeueHeld(db: Db, jobId: number, r: { holder: string | n
     // A Completing job ran, but its output sandbox was never stored: it runs again like the others (at
     // least once), within the same limit.
     if ((r.counts && r.limit.reached(row.reschedule_counter)) || status === JobStatus.Stalled) {
-      const won = await changeStatus(trx, [jobId], {
+      const won = await changeStatus(trx, events, [jobId], {
         from: status,
         to: JobStatus.Failed,
         minorStatus: `Job lost: ${r.why}${status === JobStatus.Stalled ? '' : `; ${r.limit.notRescheduled(row.reschedule_counter)}`}`,
@@ -92,7 +93,7 @@ export async function requeueHeld(db: Db, jobId: number, r: { holder: string | n
       });
       return won.length === 1;
     }
-    return rescheduleToWaiting(trx, jobId, {
+    return rescheduleToWaiting(trx, events, jobId, {
       from: status,
       counter: row.reschedule_counter,
       counts: r.counts,

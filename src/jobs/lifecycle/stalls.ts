@@ -11,6 +11,7 @@ import type { AgentSiteConfig } from '../agent-site-schema.ts';
 import { JobStatus } from '../model.ts';
 import { changeStatus } from '../state-machine.ts';
 import { RELEASED, RescheduleLimit, rescheduleToWaiting } from './reschedule.ts';
+import type { JobEvents } from './job-events.ts';
 
 const SOURCE = 'StalledJobAgent';
 /** Jobs looked at per site and step in one round. */
@@ -23,7 +24,7 @@ function ago(ms: number): string {
 }
 
 /** One round over every agents site; agents hold their jobs as `<holderPrefix><agentId>`. @returns how many jobs changed. */
-export async function detectStalls(db: Db, sites: readonly StallRules[], maxReschedules: number, holderPrefix: string): Promise<number> {
+export async function detectStalls(db: Db, events: JobEvents, sites: readonly StallRules[], maxReschedules: number, holderPrefix: string): Promise<number> {
   const limit = new RescheduleLimit(maxReschedules);
   let changed = 0;
   for (const site of sites) {
@@ -41,10 +42,10 @@ export async function detectStalls(db: Db, sites: readonly StallRules[], maxResc
       const jobId = Number(row.job_id);
       const agent = row.executor_id!.slice(holderPrefix.length);
       if (row.status === JobStatus.Matched) {
-        if (await requeue(db, jobId, row.executor_id!, JobStatus.Matched, row.reschedule_counter, limit, `agent ${agent} took the job but never started it`)) changed++;
+        if (await requeue(db, events, jobId, row.executor_id!, JobStatus.Matched, row.reschedule_counter, limit, `agent ${agent} took the job but never started it`)) changed++;
         continue;
       }
-      const won = await changeStatus(db, [jobId], {
+      const won = await changeStatus(db, events, [jobId], {
         from: row.status as JobStatus,
         to: JobStatus.Stalled,
         minorStatus: `Stalled: no heartbeat from agent ${agent} for more than ${seconds} s`,
@@ -65,7 +66,7 @@ export async function detectStalls(db: Db, sites: readonly StallRules[], maxResc
     for (const row of dead) {
       const agent = row.executor_id!.slice(holderPrefix.length);
       const silentFor = Math.round((site.stalledAfterMs + site.failStalledAfterMs) / 1000);
-      if (await requeue(db, Number(row.job_id), row.executor_id!, JobStatus.Stalled, row.reschedule_counter, limit, `its agent ${agent} was silent for more than ${silentFor} s`)) changed++;
+      if (await requeue(db, events, Number(row.job_id), row.executor_id!, JobStatus.Stalled, row.reschedule_counter, limit, `its agent ${agent} was silent for more than ${silentFor} s`)) changed++;
     }
   }
   return changed;
@@ -75,12 +76,12 @@ export async function detectStalls(db: Db, sites: readonly StallRules[], maxResc
  * Stalled → Failed, then Failed → Rescheduled → Waiting while under the limit (Matched → Rescheduled →
  * Waiting for a job that never started). One transaction; false when the job moved on meanwhile.
  */
-async function requeue(db: Db, jobId: number, holder: string, from: JobStatus, counter: number, limit: RescheduleLimit, why: string): Promise<boolean> {
+async function requeue(db: Db, events: JobEvents, jobId: number, holder: string, from: JobStatus, counter: number, limit: RescheduleLimit, why: string): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
     const failedFirst = from === JobStatus.Stalled;
     const reached = limit.reached(counter);
     if (failedFirst || reached) {
-      const won = await changeStatus(trx, [jobId], {
+      const won = await changeStatus(trx, events, [jobId], {
         from,
         to: JobStatus.Failed,
         minorStatus: failedFirst ? `Job stalled: ${why}${reached ? `; ${limit.notRescheduled(counter)}` : ''}` : `Job lost: ${why}; ${limit.notRescheduled(counter)}`,
@@ -90,7 +91,7 @@ async function requeue(db: Db, jobId: number, holder: string, from: JobStatus, c
       });
       if (won.length === 0 || reached) return won.length === 1;
     }
-    return rescheduleToWaiting(trx, jobId, {
+    return rescheduleToWaiting(trx, events, jobId, {
       from: failedFirst ? JobStatus.Failed : from,
       counter,
       counts: true,

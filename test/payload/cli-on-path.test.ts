@@ -10,10 +10,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cliScript, ownCommand, writeCliFolder } from '../../src/executors/cli-on-path.ts';
-import { LocalExecutor } from '../../src/executors/local.ts';
-import { PayloadSandbox } from '../../src/executors/payload-sandbox.ts';
-import type { ExecutorEvent } from '../../src/executors/executor.ts';
+import { cliScript, ownCommand, writeCliFolder } from '../../src/payload/cli-on-path.ts';
+import { LocalExecutor } from '../../src/payload/local.ts';
+import { PayloadSandbox } from '../../src/payload/payload-sandbox.ts';
+import type { ExecutorEvent } from '../../src/payload/executor.ts';
 import { FileSandboxStore } from '../../src/jobs/sandbox-store.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;

@@ -6,11 +6,12 @@ import { join } from 'node:path';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { changeStatus } from '../../src/jobs/state-machine.ts';
+import { JobEvents } from '../../src/jobs/lifecycle/job-events.ts';
 import { JobStatus } from '../../src/jobs/model.ts';
 import { FileSandboxStore } from '../../src/jobs/sandbox-store.ts';
-import { LocalExecutor } from '../../src/executors/local.ts';
+import { LocalExecutor } from '../../src/payload/local.ts';
 import { Scheduler } from '../../src/executors/scheduler.ts';
-import { startJobsService, submit, waitForStatus } from './helpers.ts';
+import { startJobsService, submit, waitForStatus } from '../jobs/helpers.ts';
 
 const quiet = { warn() {}, info() {} };
 
@@ -27,8 +28,8 @@ for (const { dialect, skip } of await dialects()) {
     /** A job left Running by `holder`, as a crashed server leaves it. */
     async function orphan(holder: string, leaseUntil: string, rescheduled = 0): Promise<number> {
       const jid = await submit(svc, alice, { Executable: '/bin/true' });
-      await changeStatus(svc.ctx.db, [jid], { from: JobStatus.Waiting, to: JobStatus.Matched, minorStatus: 'Assigned to site Local', source: 'test', set: { site: 'Local', executor_id: holder, lease_until: leaseUntil, reschedule_counter: rescheduled } });
-      await changeStatus(svc.ctx.db, [jid], { from: JobStatus.Matched, to: JobStatus.Running, minorStatus: 'Application running', source: 'test', set: { executor_ref: JSON.stringify({ host: hostname(), pid: 999999999, start: 1 }) } });
+      await changeStatus(svc.ctx.db, new JobEvents(), [jid], { from: JobStatus.Waiting, to: JobStatus.Matched, minorStatus: 'Assigned to site Local', source: 'test', set: { site: 'Local', executor_id: holder, lease_until: leaseUntil, reschedule_counter: rescheduled } });
+      await changeStatus(svc.ctx.db, new JobEvents(), [jid], { from: JobStatus.Matched, to: JobStatus.Running, minorStatus: 'Application running', source: 'test', set: { executor_ref: JSON.stringify({ host: hostname(), pid: 999999999, start: 1 }) } });
       return jid;
     }
 
@@ -44,7 +45,7 @@ for (const { dialect, skip } of await dialects()) {
         limits: { maxFileSize: 1e6, maxSandboxSize: 1e6, maxFiles: 10 },
         log: quiet,
       });
-      return new Scheduler(svc.ctx.db, svc.ctx.dialect, { pollIntervalMs: 50, killGraceMs: 500, leaseMs: 60000, cpuCheckIntervalMs: 100, maxReschedules, adoptionGraceMs: 300000, enabled: true }, [executor], quiet);
+      return new Scheduler(svc.ctx.db, new JobEvents(), svc.ctx.dialect, { pollIntervalMs: 50, killGraceMs: 500, leaseMs: 60000, cpuCheckIntervalMs: 100, maxReschedules, adoptionGraceMs: 300000, enabled: true }, [executor], quiet);
     }
 
     it('at start, reschedules what a dead server of this host held, runs it again, and fails what is over the limit', async () => {

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { startJobsService } from './helpers.ts';
+import { startJobsService } from '../jobs/helpers.ts';
 import { TEST_SETUP } from '../helpers/service.ts';
 
 const BIN = new URL('../../bin/dirigo.js', import.meta.url).pathname;

@@ -19,7 +19,7 @@ import { createContext } from '../../src/app/context.ts';
 import { startServer, type StartedServer } from '../../src/app/server.ts';
 import { createPostgresSchema, dialects, POSTGRES_URL, type TestDialect } from '../helpers/dialects.ts';
 import { send, type HttpResponse, type SendOptions } from '../helpers/http.ts';
-import { FINAL, multipart, untar } from './helpers.ts';
+import { FINAL, multipart, untar } from '../jobs/helpers.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 

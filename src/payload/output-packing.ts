@@ -1,12 +1,15 @@
 /**
  * Packing a finished job's output sandbox from its working directory, shared by the local and Slurm
  * executors: StdOutput, StdError and the files its OutputSandbox patterns match, read below the site's own
- * folder without following anything the payload left there (see jobs/confined-files.ts), within a deadline
+ * folder without following anything the payload left there (see confined-files.ts), within a deadline
  * (jobs.sandbox.outputPackTimeoutMs) and stopped at once by a shutdown. What was refused is named.
  */
 import picomatch from 'picomatch';
 import { PayloadTooLarge } from '../kernel/errors.ts';
-import { describeSkipped, listConfined, packFiles, wrapMinorStatus, type ArchiveFile, type SandboxStore, type SkippedFile, type StoredObject } from '../jobs/index.ts';
+import { listConfined } from './confined-files.ts';
+import { describeSkipped, packFiles, type ArchiveFile, type SkippedFile } from './sandbox-archive.ts';
+import type { SandboxStore, StoredObject } from './sandbox-store.ts';
+import { wrapMinorStatus } from '../protocol/job-status.ts';
 
 /** When no deadline is configured (an agent's executor): ten minutes. */
 export const DEFAULT_PACK_TIMEOUT_MS = 600_000;

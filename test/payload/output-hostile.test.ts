@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { request } from 'undici';
-import { postMultipart, startJobsService, untar, waitForStatus } from './helpers.ts';
+import { postMultipart, startJobsService, untar, waitForStatus } from '../jobs/helpers.ts';
 import { flowAToken, prepareServe, startServe, userAgent, type ServeProcess } from '../helpers/serve-process.ts';
 
 const SECRET = 'TOP-SECRET-service-configuration\n';

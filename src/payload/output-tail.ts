@@ -1,5 +1,5 @@
 /** The end of a file a payload is writing (GET /jobs/{jid}/peek): read without following links of any kind. */
-import { openConfined } from '../jobs/index.ts';
+import { openConfined } from './confined-files.ts';
 
 /** A file of a job's working directory: `rel` below a site's own folder `root`, whose components are never followed. */
 export interface OutputLocation {

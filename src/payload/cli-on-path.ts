@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { chmod, mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { shellQuote } from './slurm-script.ts';
+import { shellQuote } from './shell-quote.ts';
 
 /** The folder name, inside a site's working or staging directory, that holds the `dirigo` script. */
 export const CLI_FOLDER = '.dirigo-bin';

@@ -8,8 +8,8 @@
  * the state machine (compare-and-set), so a backend that reports late simply loses the race.
  */
 import type { OutputLocation } from './output-tail.ts';
-import type { Manifest } from '../jobs/index.ts';
-import type { StoredObject } from '../jobs/index.ts';
+import type { Manifest } from '../protocol/job-manifest.ts';
+import type { StoredObject } from './sandbox-store.ts';
 
 /** What `siteState` says: `reason` with every state but ready. */
 export type BackendState = { state: 'ready' } | { state: 'not_ready' | 'unchecked'; reason: string };
