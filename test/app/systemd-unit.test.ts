@@ -3,7 +3,7 @@
  * it, and `systemd-analyze security --offline=true` rates its exposure OK or better (at most 4.9 of 10);
  * it keeps what bubblewrap needs for local payloads (user, mount, PID and IPC namespaces, the @mount
  * system calls, a /proc nothing covers), logs to the journal under its own identifier, and names the
- * configuration and state directories that `dirigo serve` reads (test/cli/system-layout.test.ts).
+ * configuration and state directories that `dirigo serve` reads (test/app/system-layout.test.ts).
  *
  * verify runs in a root folder of its own holding systemd's units and a stand-in for the installed
  * /usr/local/bin/dirigo, so that it checks the unit against a system where Dirigo is installed. Without
