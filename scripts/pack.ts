@@ -1,7 +1,7 @@
 /**
- * `npm run pack` (after `npm run build`): the npm package as a tarball in release/, e.g.
- * release/dirigo-0.1.0.tgz, and prints its path. A release step can call this and add its own
- * artefacts beside it.
+ * `npm run pack` (after `npm run build`): the npm package as a tarball in release/ (or the folder given
+ * as the first argument), e.g. release/dirigo-0.1.0.tgz, and prints its path. A release step can call
+ * this and add its own artefacts beside it; a test packs into a folder of its own.
  *
  * Every dependency travels inside the tarball (bundleDependencies, taken from this clone's
  * node_modules): an installation gets exactly the versions package-lock.json pins and the tests ran,
@@ -15,7 +15,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const repo = join(import.meta.dirname, '..');
-const release = join(repo, 'release');
+const release = process.argv[2] ?? join(repo, 'release');
 
 for (const built of ['dist/src/app/cli/main.js', 'web/dist/index.html']) {
   if (!existsSync(join(repo, built))) throw new Error(`${built} is missing: run npm run build first`);

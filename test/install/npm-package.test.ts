@@ -96,7 +96,8 @@ describe('the npm package, installed globally outside the clone', { timeout: 20 
     const opts = { cwd: REPO, maxBuffer: 64 * 1024 * 1024 };
     await run(process.execPath, ['scripts/build.ts'], opts);
     await run(process.execPath, ['scripts/build-web.ts'], opts);
-    const packed = await run(process.execPath, ['scripts/pack.ts'], opts);
+    // Into the test's own folder: release/ is what `npm run release` made and test/install/release.test.ts checks.
+    const packed = await run(process.execPath, ['scripts/pack.ts', join(scratch, 'packed')], opts);
     const tarball = /^(\S+\.tgz)/m.exec(packed.stdout)?.[1];
     assert.ok(tarball && existsSync(tarball), `npm run pack printed no tarball: ${packed.stdout}`);
     // Node 20's own npm, from a folder outside the clone, with no registry: the tarball carries its dependencies.
