@@ -129,7 +129,7 @@ describe('the npm package, installed globally outside the clone', { timeout: 20 
       assert.match(nodeVersion, name === 'Node 20' ? /^v20\./ : /^v24\./);
 
       const { stdout: version } = await run('dirigo', ['--version'], { env });
-      assert.equal(version.trim(), `dirigo ${VERSION}`);
+      assert.match(version.trim(), new RegExp(`^dirigo ${VERSION.replaceAll('.', '\\.')} \\(API \\d+\\.\\d+\\.\\d+; speaks to servers with API `));
 
       const home = join(scratch, `serve-${tag}`);
       mkdirSync(home);
