@@ -5,44 +5,16 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { spawnServe, terminateServe } from '../helpers/serve-command.ts';
 
 const run = promisify(execFile);
 const NODE = process.execPath;
 const DIRIGO = join(import.meta.dirname, '..', '..', 'bin', 'dirigo.js');
-
-function serve(args: string[]): Promise<{ child: ChildProcess; banner: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(NODE, [DIRIGO, 'serve', '--log-level', 'warn', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`serve did not start: ${out}${err}`)), 30_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('API docs')) {
-        clearTimeout(timer);
-        resolve({ child, banner: out });
-      }
-    });
-    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`serve exited with ${code}: ${out}${err}`));
-    });
-  });
-}
-
-function stop(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    child.removeAllListeners('exit');
-    child.once('exit', (code) => resolve(code));
-    child.kill('SIGTERM');
-  });
-}
 
 describe('dirigo serve / init / token / admin', () => {
   const dir = mkdtempSync(join(tmpdir(), 'dirigo-cli-'));
@@ -50,7 +22,7 @@ describe('dirigo serve / init / token / admin', () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('bootstraps on first start, prints a working curl line, and reuses everything on the second start', async () => {
-    const first = await serve(['--data-dir', dataDir, '--port', '0']);
+    const first = await spawnServe(['--data-dir', dataDir, '--port', '0']);
     try {
       assert.match(first.banner, /created with the embedded default/);
       const url = /Dirigo serving (https:\/\/\S+)/.exec(first.banner)![1]!;
@@ -82,15 +54,15 @@ describe('dirigo serve / init / token / admin', () => {
       const rotated = await run(NODE, [DIRIGO, 'admin', 'keys', 'rotate', '--data-dir', dataDir]);
       assert.match(rotated.stdout, /new signing key/);
     } finally {
-      assert.equal(await stop(first.child), 0);
+      assert.equal(await terminateServe(first.child), 0);
     }
     const ca = readFileSync(join(dataDir, 'pki', 'ca.crt'), 'utf8');
-    const second = await serve(['--data-dir', dataDir, '--port', '0']);
+    const second = await spawnServe(['--data-dir', dataDir, '--port', '0']);
     try {
       assert.doesNotMatch(second.banner, /created with the embedded default/);
       assert.equal(readFileSync(join(dataDir, 'pki', 'ca.crt'), 'utf8'), ca);
     } finally {
-      await stop(second.child);
+      await terminateServe(second.child);
     }
   });
 
@@ -113,7 +85,7 @@ describe('dirigo serve / init / token / admin', () => {
   });
 
   it('a second server on a port in use exits non-zero at once, saying why, and runs nothing', async () => {
-    const first = await serve(['--data-dir', join(dir, 'busy'), '--port', '0']);
+    const first = await spawnServe(['--data-dir', join(dir, 'busy'), '--port', '0']);
     try {
       const port = /Dirigo serving https:\/\/[^:]+:(\d+)/.exec(first.banner)![1]!;
       // The same data dir and database: a scheduler that started would run the first one's jobs.
@@ -128,7 +100,7 @@ describe('dirigo serve / init / token / admin', () => {
         },
       );
     } finally {
-      await stop(first.child);
+      await terminateServe(first.child);
     }
   });
 

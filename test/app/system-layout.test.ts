@@ -8,7 +8,7 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,9 +16,9 @@ import { promisify } from 'node:util';
 import { parseDocument } from 'yaml';
 import { bootstrapDataDir } from '../../src/app/bootstrap.ts';
 import { serveLocations } from '../../src/app/cli/locations.ts';
+import { spawnServe, terminateServe } from '../helpers/serve-command.ts';
 
 const run = promisify(execFile);
-const DIRIGO = join(import.meta.dirname, '..', '..', 'bin', 'dirigo.js');
 const LOCATION_VARIABLES = ['DIRIGO_CONFIG', 'DIRIGO_DATA_DIR', 'CONFIGURATION_DIRECTORY', 'STATE_DIRECTORY'];
 
 /** The test's environment without any location variable, plus `env`. */
@@ -27,33 +27,8 @@ function environmentWith(env: Record<string, string>): NodeJS.ProcessEnv {
   return { ...base, ...env };
 }
 
-function serve(cwd: string, env: Record<string, string>): Promise<{ child: ChildProcess; banner: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [DIRIGO, 'serve', '--log-level', 'warn', '--port', '0'], { cwd, env: environmentWith(env), stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`serve did not start: ${out}${err}`)), 30_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('API docs')) {
-        clearTimeout(timer);
-        resolve({ child, banner: out });
-      }
-    });
-    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`serve exited with ${code}: ${out}${err}`));
-    });
-  });
-}
-
-function stop(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    child.removeAllListeners('exit');
-    child.once('exit', (code) => resolve(code));
-    child.kill('SIGTERM');
-  });
+function serve(cwd: string, env: Record<string, string>): ReturnType<typeof spawnServe> {
+  return spawnServe(['--port', '0'], { cwd, env: environmentWith(env) });
 }
 
 /** Every file under `dir`, relative to it, sorted. */
@@ -90,7 +65,7 @@ describe('dirigo serve installed system-wide', () => {
       const { stdout } = await run('curl', ['-s', '--cacert', join(etc, 'pki', 'ca.crt'), '--cert', join(users, 'alice.crt'), '--key', join(users, 'alice.key'), `${url}/oauth2/token?grant_type=client_credentials&group=dirigo_user&setup=Dirigo-Local`]);
       assert.equal(JSON.parse(stdout).token_type, 'Bearer');
     } finally {
-      assert.equal(await stop(child), 0);
+      assert.equal(await terminateServe(child), 0);
     }
     assert.ok(existsSync(join(state, 'dirigo.db')), 'the database is in STATE_DIRECTORY');
     assert.deepEqual(tree(etc), etcBefore, 'nothing is written into CONFIGURATION_DIRECTORY');
@@ -107,7 +82,7 @@ describe('dirigo serve installed system-wide', () => {
       assert.match(banner, new RegExp(`data dir\\s+${state} \\(from STATE_DIRECTORY, created with the embedded default\\)`));
       assert.match(banner, new RegExp(`config\\s+${join(state, 'config.yaml')}\\n`));
     } finally {
-      await stop(child);
+      await terminateServe(child);
     }
     for (const f of ['config.yaml', 'dirigo.db', 'pki/ca.crt', 'sandboxes']) assert.ok(existsSync(join(state, f)), `${f} in STATE_DIRECTORY`);
     assert.deepEqual(tree(etc), []);
