@@ -25,6 +25,11 @@ export interface MatchedJob {
   JobToken: string;
 }
 
+/** The configured sites of type `agents`, by name. */
+export function agentSites(config: AppContext['config']): ReadonlyMap<string, AgentSiteConfig> {
+  return new Map(config.jobs.sites.filter((s): s is AgentSiteConfig => s.type === 'agents').map((s) => [s.name, s]));
+}
+
 export class AgentsService {
   readonly #ctx: AppContext;
   readonly #store: SandboxStore;
@@ -37,7 +42,7 @@ export class AgentsService {
     this.#events = events;
     this.#ctx = ctx;
     this.#store = store;
-    this.sites = new Map(ctx.config.jobs.sites.filter((s): s is AgentSiteConfig => s.type === 'agents').map((s) => [s.name, s]));
+    this.sites = agentSites(ctx.config);
     this.heartbeatIntervalMs = Math.min(...[...this.sites.values()].map((s) => s.heartbeatIntervalMs), 30000);
   }
 

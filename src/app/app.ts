@@ -7,7 +7,7 @@ import fp from 'fastify-plugin';
 import { authRoutes } from '../auth/index.ts';
 import { JobEvents, jobsRoutes, removeStaleUploads, sandboxStore, startEventStreams, startJobDuties } from '../jobs/index.ts';
 import { startScheduling } from '../executors/index.ts';
-import { agentsRoutes } from '../agents/index.ts';
+import { agentsRoutes, startAgentDuties } from '../agents/index.ts';
 import { catalogueRoutes } from '../catalogue/index.ts';
 import { federationRoutes } from '../federation/index.ts';
 import { webAppRoutes } from '../webapp/index.ts';
@@ -93,6 +93,7 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   instance.addHook('onReady', () => removeStaleUploads(sandboxes, instance.log));
   startJobDuties(ctx, sandboxes, instance.log);
   await instance.register(agentsRoutes, { ctx, jobEvents });
+  instance.addHook('onReady', async () => startAgentDuties(ctx, jobEvents, instance.log));
   await instance.register(catalogueRoutes, { ctx });
   await instance.register(webAppRoutes, { ctx });
   await instance.register(downloadsRoutes, { ctx });

@@ -4,21 +4,19 @@
  * replies carry kill commands), uploads the output sandbox and reports the final status.
  *
  * Every endpoint needs a token of a group with the `Pilot` property (a robot certificate's flow A token,
- * or a pilot user's); an agent may only report on jobs it holds (403 otherwise). Also starts the stall
- * detector, elected to run on one instance (src/cluster/duties.ts).
+ * or a pilot user's); an agent may only report on jobs it holds (403 otherwise). The stall detector is a
+ * duty the composition root starts (../duties.ts).
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { runDuty } from '../../cluster/index.ts';
-import { detectStalls, sandboxStore, type JobEvents } from '../../jobs/index.ts';
+import { sandboxStore, type JobEvents } from '../../jobs/index.ts';
 import type { AppContext } from '../../kernel/context.ts';
-import { AGENT_HOLDER_PREFIX } from '../identity.ts';
-import { agentSiteReadiness, forgetGoneAgents, presenceMetrics } from '../presence.ts';
+import { agentSiteReadiness, presenceMetrics } from '../presence.ts';
 import { AgentsService } from '../service.ts';
 import { agentGuards } from './guards.ts';
 import { matchRoutes } from './match.ts';
 import { heldJobRoutes } from './held-jobs.ts';
 
-/** `jobEvents`: told of every job status the agents' endpoints and stall detection change. */
+/** `jobEvents`: told of every job status the agents' endpoints change. */
 export const agentsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; jobEvents: JobEvents }> = async (app, { ctx, jobEvents }) => {
   const service = new AgentsService(ctx, sandboxStore(ctx.config), jobEvents);
   const sites = [...service.sites.values()];
@@ -26,15 +24,6 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; jobEvent
   if (sites.length > 0) {
     presenceMetrics(ctx.observability, ctx.db, sites);
     for (const site of sites) ctx.observability.addSite(site.name, 'agents', () => agentSiteReadiness(ctx.db, site));
-    // The tightest stall limit decides how often to look (a quarter of it, between 0.25 s and 30 s).
-    const interval = Math.max(250, Math.min(30000, ...sites.map((s) => s.stalledAfterMs / 4)));
-    app.addHook('onReady', async () => {
-      const loop = runDuty(ctx.db, 'agent-stalls', interval, async () => {
-        await detectStalls(ctx.db, jobEvents, sites, ctx.config.jobs.scheduler.maxReschedules, AGENT_HOLDER_PREFIX);
-        await forgetGoneAgents(ctx.db);
-      }, app.log);
-      ctx.onClose(() => loop.stop());
-    });
   }
 
   // The output sandbox arrives as the raw tar.gz; the store counts its size against the limit.
