@@ -7,7 +7,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
@@ -268,6 +268,19 @@ for (const { dialect, skip } of await dialects()) {
       } finally {
         await admin.close();
       }
+    });
+
+    it('downloads: the list, a file, its checksum line, one that is not there', async () => {
+      const dir = join(svc.dataDir, 'downloads');
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, 'notes.txt'), 'offered\n');
+      const list = unwrap(await anonymous.GET('/downloads'));
+      assert.deepEqual(list.downloads.map((d) => d.name), ['notes.txt']);
+      const file = await anonymous.GET('/downloads/{name}', { params: { path: { name: 'notes.txt' } }, parseAs: 'text' });
+      assert.equal(file.data, 'offered\n');
+      const line = await anonymous.GET('/downloads/{name}', { params: { path: { name: 'notes.txt.sha256' } }, parseAs: 'text' });
+      assert.equal(line.data, `${list.downloads[0]!.sha256}  notes.txt\n`);
+      assert.equal((await anonymous.GET('/downloads/{name}', { params: { path: { name: 'absent' } } })).response.status, 404);
     });
 
     it('called every operation of the document, each answer documented', () => {
