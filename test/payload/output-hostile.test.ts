@@ -46,6 +46,8 @@ async function peekWhenReady(svc: TestService, token: string, jid: number): Prom
     if (await exists(join(dir, 'ready'))) break;
     assert.ok(Date.now() < deadline, `job ${jid} never got ready`);
   }
+  // The payload can be ready before the service has recorded it Running, and peek waits for no one.
+  await waitForStatus(svc, token, jid, ['Running']);
   const res = await svc.request(`/jobs/${jid}/peek`, { token });
   return { status: res.status, text: res.text };
 }
@@ -139,6 +141,7 @@ for (const { dialect, skip } of await dialects()) {
       for (const deadline = Date.now() + 20_000; !(await exists(join(movedDir, 'ready'))); await new Promise((r) => setTimeout(r, 50))) {
         assert.ok(Date.now() < deadline, 'the payload never moved its directory');
       }
+      await waitForStatus(svc, alice, swapped, ['Running']);
       const peekSwapped = await svc.request(`/jobs/${swapped}/peek`, { token: alice });
       assert.ok(!peekSwapped.text.includes('TOP-SECRET'), `peek followed the link: ${peekSwapped.text}`);
       assert.equal(peekSwapped.status, 409, peekSwapped.text);
