@@ -180,8 +180,10 @@ export class SlurmExecutor implements Executor {
       `--job-name=dirigo-${job.jobId}`,
       `--chdir=${stage}`,
       `--output=${join(stage, 'slurm.out')}`,
-      // The server's environment stays on the server; the script sets the payload's own.
-      '--export=NONE',
+      // The server's environment stays on the server: sbatch runs with PATH and LANG only (slurm-client.ts),
+      // and the script sets the payload's own. Not NONE: that makes Slurm load the user's login environment
+      // (--get-user-env, a login shell per job: 1.2 s each, one at a time, on a node whose profile runs pyenv).
+      '--export=ALL',
       '--nodes=1',
       '--ntasks=1',
       '--no-requeue',
