@@ -11,7 +11,7 @@
  * names, catalogue paths) and src/payload (running a job's payload on a machine: the local executor,
  * its sandbox, archives, output tail and process statistics, shared by the service and the agent).
  */
-const DOMAINS = ['pki', 'registry', 'cluster', 'auth', 'federation', 'jobs', 'catalogue', 'executors', 'agents', 'webapp', 'downloads'];
+const DOMAINS = ['pki', 'registry', 'cluster', 'auth', 'federation', 'jobs', 'catalogue', 'executors', 'agents', 'webapp', 'downloads', 'sites'];
 
 /** What each domain may import besides itself and the kernel: the layer order, written once. */
 const MAY_IMPORT = {
@@ -20,10 +20,11 @@ const MAY_IMPORT = {
   cluster: [],
   auth: ['pki', 'registry', 'cluster'],
   federation: ['registry', 'auth'],
-  jobs: ['registry', 'cluster', 'auth'],
+  sites: ['registry', 'auth'],
+  jobs: ['registry', 'cluster', 'auth', 'sites'],
   catalogue: ['registry', 'auth'],
-  executors: ['jobs'],
-  agents: ['cluster', 'auth', 'jobs'],
+  executors: ['jobs', 'sites'],
+  agents: ['cluster', 'auth', 'jobs', 'sites'],
   webapp: ['registry', 'auth'],
   downloads: [],
 };

@@ -10,6 +10,7 @@ import { registryMigrations } from '../registry/index.ts';
 import { clusterMigrations } from '../cluster/index.ts';
 import { federationMigrations } from '../federation/index.ts';
 import { agentsMigrations } from '../agents/index.ts';
+import { sitesMigrations } from '../sites/index.ts';
 
 export const migrations: Record<string, Migration> = {
   ...authMigrations,
@@ -19,4 +20,5 @@ export const migrations: Record<string, Migration> = {
   ...clusterMigrations,
   ...federationMigrations,
   ...agentsMigrations,
+  ...sitesMigrations,
 };

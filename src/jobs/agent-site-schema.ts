@@ -4,6 +4,7 @@
  * watches the agents' heartbeats.
  */
 import { Type, type Static } from 'typebox';
+import { RunningLimitsSchema } from '../protocol/running-limits.ts';
 
 export const AgentSiteSchema = Type.Object(
   {
@@ -17,6 +18,8 @@ export const AgentSiteSchema = Type.Object(
     failStalledAfterMs: Type.Integer({ minimum: 0, default: 300000 }),
     /** Most jobs one match request may take. */
     maxJobsPerMatch: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }),
+    /** Most jobs of an attribute's value held here at once (matching: docs/matching.md). */
+    runningLimits: RunningLimitsSchema,
   },
   { additionalProperties: false },
 );

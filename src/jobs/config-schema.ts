@@ -109,6 +109,16 @@ export const JobsConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    /** Fair share between groups and their users (docs/matching.md). */
+    fairShare: Type.Object(
+      {
+        /** Each group's share; a group not named has 1. Inside a group, users share equally. */
+        shares: Type.Record(Type.String({ minLength: 1, maxLength: 64 }), Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000 }), { default: {} }),
+        /** Past usage counts half after this long (exponential decay). */
+        halfLifeMs: Type.Integer({ minimum: 1000, default: 24 * 3600_000 }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     sites: Type.Array(Type.Union([LocalSiteSchema, SlurmSiteSchema, AgentSiteSchema]), { minItems: 1, default: [{ name: 'Local', type: 'local' }] }),
   },
   { additionalProperties: false, default: {} },

@@ -6,6 +6,7 @@ import { InvalidRequest } from '../kernel/errors.ts';
 import { ArgumentsError, splitArguments } from './arguments.ts';
 import { fileNameProblem } from '../protocol/file-names.ts';
 import type { Manifest } from '../protocol/job-manifest.ts';
+import { requirementsOf, type Requirements } from './requirements.ts';
 
 export type { Manifest } from '../protocol/job-manifest.ts';
 
@@ -14,6 +15,8 @@ export interface CheckedManifest {
   manifest: Manifest;
   argv: string[];
   sites: string[] | null;
+  /** What it needs of the resource it runs on, for matching. */
+  requirements: Requirements;
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -155,5 +158,5 @@ export function checkManifest(raw: unknown, where: string, knownSites: readonly 
   // The stored manifest lists what its input sandbox really holds.
   if (uploaded.length > 0) m.InputSandbox = [...uploaded];
   else delete m.InputSandbox;
-  return { manifest: m, argv, sites };
+  return { manifest: m, argv, sites, requirements: requirementsOf(m, where, knownSites) };
 }

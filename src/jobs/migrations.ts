@@ -138,4 +138,50 @@ export const jobsMigrations: Record<string, Migration> = {
       await sql`alter table jobs alter column executor_id type varchar(128)`.execute(db);
     },
   },
+  // Matching (docs/matching.md): the requirement attributes of every job, its task queue while it waits,
+  // the task queues, and each group's and user's decayed usage for fair share.
+  '2026_11_27_0200_jobs_matching': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable('jobs').addColumn('processors', 'integer', (c) => c.notNull().defaultTo(1)).execute();
+      await db.schema.alterTable('jobs').addColumn('max_ram', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema.alterTable('jobs').addColumn('gpus', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema.alterTable('jobs').addColumn('tags', 'varchar(4200)', (c) => c.notNull().defaultTo('')).execute();
+      await db.schema.alterTable('jobs').addColumn('platform', 'varchar(4200)', (c) => c.notNull().defaultTo('')).execute();
+      await db.schema.alterTable('jobs').addColumn('cpu_time', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema.alterTable('jobs').addColumn('tq_id', 'bigint').execute();
+      await withAutoId(db, db.schema.createTable('task_queues'), 'tq_id')
+        .addColumn('owner', 'varchar(64)', (c) => c.notNull())
+        .addColumn('owner_group', 'varchar(64)', (c) => c.notNull())
+        /** sha256 of requirementsKey (protocol/requirements.ts): equal requirements, one queue per owner and group. */
+        .addColumn('req_hash', 'varchar(64)', (c) => c.notNull())
+        /** The Requirements, JSON. */
+        .addColumn('requirements', 'text', (c) => c.notNull())
+        .addColumn('job_type', 'varchar(64)', (c) => c.notNull())
+        .addColumn('min_processors', 'integer', (c) => c.notNull())
+        .addColumn('max_processors', 'integer', (c) => c.notNull())
+        .addColumn('max_ram', 'integer', (c) => c.notNull())
+        .addColumn('gpus', 'integer', (c) => c.notNull())
+        .addColumn('cpu_time', 'bigint', (c) => c.notNull())
+        /** `,a,b,` like jobs.sites, '' for none (tags, platforms, banned sites) or null for any (sites). */
+        .addColumn('tags', 'text', (c) => c.notNull())
+        .addColumn('platforms', 'text', (c) => c.notNull())
+        .addColumn('sites', 'text')
+        .addColumn('banned_sites', 'text', (c) => c.notNull())
+        /** Its Waiting jobs, kept exact. */
+        .addColumn('waiting', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('task_queues_key').on('task_queues').columns(['owner', 'owner_group', 'req_hash']).unique().execute();
+      await db.schema
+        .createTable('fair_share_usage')
+        .addColumn('owner_group', 'varchar(64)', (c) => c.notNull())
+        /** '' for the group as a whole. */
+        .addColumn('owner', 'varchar(64)', (c) => c.notNull())
+        /** Decayed processors matched, as of updated_at. */
+        .addColumn('usage', 'double precision', (c) => c.notNull())
+        .addColumn('updated_at', 'varchar(32)', (c) => c.notNull())
+        .addPrimaryKeyConstraint('fair_share_usage_pk', ['owner_group', 'owner'])
+        .execute();
+    },
+  },
 };

@@ -4,6 +4,7 @@
  * path on the Dirigo host and on every compute node (NFS, Lustre, CephFS...).
  */
 import { Type, type Static } from 'typebox';
+import { RunningLimitsSchema } from '../protocol/running-limits.ts';
 
 export const SlurmSiteSchema = Type.Object(
   {
@@ -29,6 +30,8 @@ export const SlurmSiteSchema = Type.Object(
     retryDelayMs: Type.Integer({ minimum: 10, default: 2000 }),
     /** Keep staging directories after the job ends (debugging). */
     keepStaging: Type.Boolean({ default: false }),
+    /** Most jobs of an attribute's value held here at once (matching: docs/matching.md). */
+    runningLimits: RunningLimitsSchema,
   },
   { additionalProperties: false },
 );

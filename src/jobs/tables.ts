@@ -37,6 +37,48 @@ export interface JobTable {
   executor_ref: string | null;
   /** Until when the holder's claim is good; renewed while the job runs. */
   lease_until: string | null;
+  /** NumberOfProcessors: the fewest it asked for until matched, then the number it was given. */
+  processors: Generated<number>;
+  /** MaxRAM in MB, 0 when not asked. */
+  max_ram: Generated<number>;
+  gpus: Generated<number>;
+  /** Tags asked for, sorted, comma-separated; '' for none. */
+  tags: Generated<string>;
+  /** Platforms accepted, sorted, comma-separated; '' for any. */
+  platform: Generated<string>;
+  /** CPUTime asked for, seconds; 0 when not asked. */
+  cpu_time: Generated<number>;
+  /** Its task queue while it waits (and the last one after). */
+  tq_id: number | null;
+}
+
+/** Waiting jobs grouped by owner, group and requirements (docs/matching.md). */
+export interface TaskQueueTable {
+  tq_id: Generated<number>;
+  owner: string;
+  owner_group: string;
+  req_hash: string;
+  requirements: string;
+  job_type: string;
+  min_processors: number;
+  max_processors: number;
+  max_ram: number;
+  gpus: number;
+  cpu_time: number;
+  tags: string;
+  platforms: string;
+  sites: string | null;
+  banned_sites: string;
+  waiting: Generated<number>;
+  created_at: string;
+}
+
+/** Each group's (owner '') and user's decayed usage, for fair share. */
+export interface FairShareUsageTable {
+  owner_group: string;
+  owner: string;
+  usage: number;
+  updated_at: string;
 }
 
 export interface JobStatusHistoryTable {
@@ -97,6 +139,8 @@ export interface JobsTables {
   job_output_tails: JobOutputTailTable;
   job_counts: JobCountTable;
   job_count_deltas: JobCountDeltaTable;
+  task_queues: TaskQueueTable;
+  fair_share_usage: FairShareUsageTable;
 }
 
 declare module '../kernel/db/schema.ts' {

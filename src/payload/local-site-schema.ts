@@ -1,5 +1,6 @@
 /** The configuration of a local site (`jobs.sites[]` with `type: local`), the local executor's. */
 import { Type, type Static } from 'typebox';
+import { RunningLimitsSchema } from '../protocol/running-limits.ts';
 
 /** A site run by the local executor: child processes on this machine. */
 export const LocalSiteSchema = Type.Object(
@@ -18,6 +19,8 @@ export const LocalSiteSchema = Type.Object(
      * of the server's user, which can read all of those. Absent in earlier configs: the sandbox.
      */
     isolation: Type.Union([Type.Literal('bubblewrap'), Type.Literal('none')], { default: 'bubblewrap' }),
+    /** Most jobs of an attribute's value held here at once (matching: docs/matching.md). */
+    runningLimits: RunningLimitsSchema,
   },
   { additionalProperties: false },
 );

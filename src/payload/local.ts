@@ -31,7 +31,7 @@ import { withCliFolder, writeCliFolder } from './cli-on-path.ts';
 
 export interface LocalExecutorOptions {
   /** Its isolation is `sandbox` below (a pull agent's site has none). */
-  site: Omit<LocalSiteConfig, 'isolation'>;
+  site: Omit<LocalSiteConfig, 'isolation' | 'runningLimits'>;
   /** Absolute folder for working directories. */
   workDir: string;
   store: SandboxStore;

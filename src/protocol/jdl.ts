@@ -37,6 +37,14 @@ const MANIFEST_NAMES = [
   'StdError',
   'Priority',
   'CPUTime',
+  'NumberOfProcessors',
+  'MinNumberOfProcessors',
+  'MaxNumberOfProcessors',
+  'MaxRAM',
+  'NumberOfGPUs',
+  'Tags',
+  'Platform',
+  'BannedSites',
   'Environment',
   'Parameters',
   'ParameterStart',
@@ -45,13 +53,13 @@ const MANIFEST_NAMES = [
 ] as const;
 
 /** DIRAC's names for what the manifest calls otherwise. */
-const DIRAC_NAMES: Record<string, string> = { site: 'Sites', executionenvironment: 'Environment' };
+const DIRAC_NAMES: Record<string, string> = { site: 'Sites', bannedsite: 'BannedSites', tag: 'Tags', executionenvironment: 'Environment' };
 
 const CANONICAL = new Map<string, string>([...MANIFEST_NAMES.map((n) => [n.toLowerCase(), n] as const), ...Object.entries(DIRAC_NAMES)]);
 
 /** Keys that are lists in a manifest even when the JDL gives one value. */
-const LISTS = new Set(['Sites', 'InputSandbox', 'OutputSandbox']);
-const INTEGERS = new Set(['Priority', 'CPUTime']);
+const LISTS = new Set(['Sites', 'BannedSites', 'Tags', 'Platform', 'InputSandbox', 'OutputSandbox']);
+const INTEGERS = new Set(['Priority', 'CPUTime', 'NumberOfProcessors', 'MinNumberOfProcessors', 'MaxNumberOfProcessors', 'MaxRAM', 'NumberOfGPUs']);
 
 type Scalar = string | number | boolean;
 type Value = Scalar | Scalar[];

@@ -15,6 +15,16 @@ export interface Manifest {
   StdError?: string;
   Priority?: number;
   CPUTime?: number;
+  NumberOfProcessors?: number;
+  MinNumberOfProcessors?: number;
+  MaxNumberOfProcessors?: number;
+  /** MB. */
+  MaxRAM?: number;
+  NumberOfGPUs?: number;
+  /** One string or a list (JDL lists arrive as arrays). */
+  Tags?: string | string[];
+  Platform?: string | string[];
+  BannedSites?: string | string[];
   Environment?: Record<string, string>;
   [key: string]: unknown;
 }

@@ -11,6 +11,7 @@ import { GroupCommit } from '../../src/jobs/group-commit.ts';
 import { insertJobs, submissionQueue, type Submitter } from '../../src/jobs/store.ts';
 import { JobEvents } from '../../src/jobs/lifecycle/job-events.ts';
 import type { CheckedManifest, Manifest } from '../../src/jobs/manifest.ts';
+import { requirementsOf } from '../../src/jobs/requirements.ts';
 
 describe('group commit: the queue', () => {
   /** A queue over a fake transaction that records its batches and fails as told. */
@@ -178,7 +179,7 @@ for (const { dialect, skip } of await dialects()) {
         const queue = submissionQueue(svc.ctx.db);
         const { retriedAlone } = queue.stats;
         const who: Submitter = { username: 'alice', dn: '/CN=alice', group: 'dirigo_user', setup: 'Dirigo-Test' };
-        const job = (m: Record<string, unknown>): CheckedManifest => ({ manifest: { Executable: '/bin/true', ...m } as Manifest, argv: [], sites: null });
+        const job = (m: Record<string, unknown>): CheckedManifest => ({ manifest: { Executable: '/bin/true', ...m } as Manifest, argv: [], sites: null, requirements: requirementsOf({ Executable: '/bin/true' }, 'test', []) });
         type Sent = { who: Submitter; jobs: CheckedManifest[]; bad?: RegExp };
         const sent: Sent[] = [];
         for (let i = 0; i < 12; i++) sent.push({ who, jobs: [job({ JobGroup: `ok-${i}-${percentJ}` }), job({ JobGroup: `ok-${i}-${percentJ}`, JobName: percentJ ? 'n-%j' : 'n' })] });

@@ -1,0 +1,7 @@
+/**
+ * Sites: their status (bans of a site or of one of its resources, with who, when and why) and what their
+ * resources say they are. Matching (jobs) obeys the bans; executors and agents publish their resources.
+ */
+export { sitesMigrations } from './migrations.ts';
+export { activeBans, type SiteBan } from './site-status.ts';
+export { knownResources, publishResources } from './resources.ts';
