@@ -35,7 +35,7 @@ describe('JDL', () => {
       CPUTime: 3600,
       Priority: 2,
       Environment: { A: '1', B: 'x=y' },
-      Tags: ['long', 8],
+      Tags: ['long', '8'],
       LogLevel: 'INFO',
       Debug: true,
     });
