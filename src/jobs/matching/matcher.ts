@@ -86,24 +86,23 @@ export class Matcher {
     if (maxJobs <= 0 || (await this.#banned(offer))) return [];
     const started = Date.now();
     if (started - this.#refreshedAt > REFRESH_MS) await this.#refresh();
-    const run = async (trx: Transaction<Database> | null): Promise<JobMatch[]> => {
-      const limits = this.#limits.get(offer.site);
+    const limits = this.#limits.get(offer.site);
+    const o = { ...offer };
+    const out: JobMatch[] = [];
+    const run = async (trx: Transaction<Database> | null): Promise<void> => {
       const held = limits && trx ? await lockAndCount(trx, offer.site) : null;
-      const out: JobMatch[] = [];
-      const o = { ...offer };
       for (let steps = 0; out.length < maxJobs && steps < 4 * maxJobs + 8; steps++) {
         const got = await this.#step(trx, o, maxJobs - out.length, claimant, limits, held);
         if (got === null) break;
         out.push(...got);
       }
-      return out;
     };
-    const needsTransaction = this.#dialect === 'sqlite' || this.#limits.has(offer.site);
-    let out = needsTransaction ? await this.#db.transaction().execute(run) : await run(null);
-    // Nothing in a list read before this claim began: what was submitted since may fit.
-    if (out.length === 0 && this.#refreshedAt < started) {
+    const inTransaction = this.#dialect === 'sqlite' || limits !== undefined;
+    await (inTransaction ? this.#db.transaction().execute(run) : run(null));
+    // Short of jobs with a list read before this claim began: what was submitted since may fit.
+    if (out.length < maxJobs && this.#refreshedAt < started) {
       await this.#refresh();
-      out = needsTransaction ? await this.#db.transaction().execute(run) : await run(null);
+      await (inTransaction ? this.#db.transaction().execute(run) : run(null));
     }
     return out;
   }
@@ -123,7 +122,9 @@ export class Matcher {
     if (limits && held) queues = queues.filter((q) => room(limits, held, q) > 0);
     if (queues.length === 0) return null;
     const mine = this.#next(queues);
-    let n = Math.min(want, BATCH);
+    // A share of what is wanted per step, so that several users' jobs interleave in one offer.
+    const users = new Set(queues.map((q) => key(q.ownerGroup, q.owner))).size;
+    let n = Math.min(Math.ceil(want / users), BATCH);
     for (const q of mine) {
       if (o.consumable) n = Math.min(n, fits(q.req, o));
       if (limits && held) n = Math.min(n, room(limits, held, q));
