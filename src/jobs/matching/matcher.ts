@@ -20,7 +20,7 @@ import type { JobsConfig } from '../config-schema.ts';
 import type { JobEvents } from '../lifecycle/job-events.ts';
 import type { Claimant, ClaimedJob } from '../lifecycle/claim.ts';
 import { hasLimits, hold, lockAndCount, room, type Held } from './limits.ts';
-import { pickPostgres, pickSqlite, type Picked } from './pick.ts';
+import { headsOf, pickPostgres, pickSqlite, type Head, type Picked } from './pick.ts';
 import { foldQueueDeltas, waitingByQueue } from './task-queues.ts';
 import { chargeAll, readUsage, type Charge } from './usage.ts';
 
@@ -43,6 +43,27 @@ interface Queue {
   ownerGroup: string;
   jobType: string;
   req: Requirements;
+  /** Its group's and its user's keys in the usage map. */
+  groupKey: string;
+  userKey: string;
+}
+
+/** The queues an offer can take now, by group and user (what fair share chooses among). */
+interface Fitting {
+  queues: Queue[];
+  byGroup: Map<string, Map<string, Queue[]>>;
+}
+
+function fittingOf(queues: Queue[]): Fitting {
+  const byGroup = new Map<string, Map<string, Queue[]>>();
+  for (const q of queues) {
+    let users = byGroup.get(q.ownerGroup);
+    if (!users) byGroup.set(q.ownerGroup, (users = new Map()));
+    const mine = users.get(q.owner);
+    if (mine) mine.push(q);
+    else users.set(q.owner, [q]);
+  }
+  return { queues, byGroup };
 }
 
 const key = (group: string, user: string) => `${group}\u0000${user}`;
@@ -60,7 +81,12 @@ export class Matcher {
   #waiting = new Map<number, number>();
   /** Offer shape → the queues it satisfies (among #queues when computed). */
   #eligible = new Map<string, number[]>();
+  /** Offer shape → what it can take now; valid while #version is what it was (bumped when a queue empties). */
+  #fits = new Map<string, { version: number; fitting: Fitting }>();
+  #version = 0;
   #usage = new Map<string, number>();
+  /** PostgreSQL: each queue's best Waiting job as last seen (#bestQueue). */
+  #heads = new Map<number, Head>();
   /** Charges not yet written, and those being written. */
   #pending: Charge[] = [];
   #writing: Charge[] = [];
@@ -85,7 +111,9 @@ export class Matcher {
   async claim(offer: ResourceOffer, maxJobs: number, claimant: Claimant): Promise<JobMatch[]> {
     if (maxJobs <= 0 || (await this.#banned(offer))) return [];
     const started = Date.now();
-    if (started - this.#refreshedAt > REFRESH_MS) await this.#refresh();
+    if (this.#refreshedAt === 0) await this.#refresh();
+    // Stale: refreshed in the background, claims meanwhile go on with what was read.
+    else if (started - this.#refreshedAt > REFRESH_MS) this.#refresh().catch(() => {});
     const limits = this.#limits.get(offer.site);
     const o = { ...offer };
     const out: JobMatch[] = [];
@@ -118,28 +146,50 @@ export class Matcher {
    * queue fits
    */
   async #step(trx: Transaction<Database> | null, o: ResourceOffer, want: number, claimant: Claimant, limits: RunningLimits | undefined, held: Held | null): Promise<JobMatch[] | null> {
-    let queues = this.#fitting(o);
-    if (limits && held) queues = queues.filter((q) => room(limits, held, q) > 0);
-    if (queues.length === 0) return null;
-    const mine = this.#next(queues);
+    let fitting = this.#fitting(o);
+    if (limits && held) fitting = fittingOf(fitting.queues.filter((q) => room(limits, held, q) > 0));
+    if (fitting.queues.length === 0) return null;
+    let users = 0;
+    for (const g of fitting.byGroup.values()) users += g.size;
+    let mine = this.#next(fitting);
+    if (this.#dialect === 'postgres') {
+      const best = await this.#bestQueue(trx ?? this.#db, mine);
+      if (!best) return [];
+      mine = [best];
+    }
     // A share of what is wanted per step, so that several users' jobs interleave in one offer.
-    const users = new Set(queues.map((q) => key(q.ownerGroup, q.owner))).size;
     let n = Math.min(Math.ceil(want / users), BATCH);
     for (const q of mine) {
       if (o.consumable) n = Math.min(n, fits(q.req, o));
       if (limits && held) n = Math.min(n, room(limits, held, q));
     }
     const request = { queues: mine.map((q) => ({ tqId: q.tqId, maxProcessors: q.req.maxProcessors })), n: Math.max(1, n), cores: o.cores, site: o.site, claimant };
-    const picked: Picked[] = this.#dialect === 'postgres' ? await pickPostgres(trx ?? this.#db, this.#events, request) : await pickSqlite(trx!, this.#events, request);
+    let picked: Picked[];
+    if (this.#dialect === 'postgres') {
+      const got = await pickPostgres(trx ?? this.#db, this.#events, request);
+      picked = got.picked;
+      if (got.next) {
+        this.#heads.set(mine[0]!.tqId, got.next);
+        this.#waiting.set(mine[0]!.tqId, Math.max(picked.length + 1, this.#waiting.get(mine[0]!.tqId) ?? 0));
+      } else {
+        this.#heads.delete(mine[0]!.tqId);
+        this.#emptied(mine[0]!.tqId);
+      }
+      if (picked.length === 0) return [];
+    } else {
+      picked = await pickSqlite(trx!, this.#events, request);
+    }
     if (picked.length === 0) {
-      // Empty, or every job of them being taken by someone else: not until the next refresh.
-      for (const q of mine) this.#waiting.set(q.tqId, 0);
+      // Empty: not until the next refresh.
+      for (const q of mine) this.#emptied(q.tqId);
       return [];
     }
     for (const p of picked) {
       const q = this.#queues.get(p.tqId)!;
-      this.#waiting.set(p.tqId, Math.max(0, (this.#waiting.get(p.tqId) ?? 1) - 1));
-      this.#charge({ group: q.ownerGroup, user: q.owner, processors: p.processors });
+      const left = (this.#waiting.get(p.tqId) ?? 1) - 1;
+      if (left > 0) this.#waiting.set(p.tqId, left);
+      else this.#emptied(p.tqId);
+      this.#charge(q, p.processors);
       if (held) hold(held, q, 1);
       if (o.consumable) {
         o.cores -= p.processors;
@@ -150,40 +200,77 @@ export class Matcher {
     return picked.map(({ tqId: _tq, ...m }) => m);
   }
 
+  /**
+   * PostgreSQL: of one user's queues, the one whose head (best job) is best. Heads are remembered from
+   * each pick (which reads the next head) and forgotten at each refresh; only unknown ones are read.
+   */
+  async #bestQueue(db: Db, mine: Queue[]): Promise<Queue | undefined> {
+    if (mine.length === 1) return mine[0];
+    const unknown = mine.filter((q) => !this.#heads.has(q.tqId)).map((q) => q.tqId);
+    if (unknown.length > 0) {
+      const heads = await headsOf(db, unknown);
+      for (const id of unknown) {
+        const h = heads.get(id);
+        if (h) this.#heads.set(id, h);
+        else this.#emptied(id);
+      }
+    }
+    let best: Queue | undefined;
+    let head: Head | undefined;
+    for (const q of mine) {
+      const h = this.#heads.get(q.tqId);
+      if (h && (!head || h.priority > head.priority || (h.priority === head.priority && h.jobId < head.jobId))) [best, head] = [q, h];
+    }
+    return best;
+  }
+
+  /** A queue has no Waiting job left (as far as this instance knows until the next refresh). */
+  #emptied(tqId: number): void {
+    if ((this.#waiting.get(tqId) ?? 0) > 0) this.#version++;
+    this.#waiting.set(tqId, 0);
+  }
+
   /** The queues with Waiting jobs that `o` satisfies as it is now. */
-  #fitting(o: ResourceOffer): Queue[] {
+  #fitting(o: ResourceOffer): Fitting {
     const shape = JSON.stringify([o.site, o.resource, o.cores, o.memoryMb, o.gpus, o.tags, o.platform, o.cpuTime]);
+    const cached = this.#fits.get(shape);
+    if (cached && cached.version === this.#version) return cached.fitting;
     let ids = this.#eligible.get(shape);
     if (!ids) {
       if (this.#eligible.size > 4096) this.#eligible.clear();
       ids = [...this.#queues.values()].filter((q) => unmetRequirements(q.req, o).length === 0).map((q) => q.tqId);
       this.#eligible.set(shape, ids);
     }
-    return ids.filter((id) => (this.#waiting.get(id) ?? 0) > 0).map((id) => this.#queues.get(id)!);
+    const fitting = fittingOf(ids.filter((id) => (this.#waiting.get(id) ?? 0) > 0).map((id) => this.#queues.get(id)!));
+    if (this.#fits.size > 4096) this.#fits.clear();
+    this.#fits.set(shape, { version: this.#version, fitting });
+    return fitting;
   }
 
   /** Fair share: the group furthest below its share, then its user with least usage; that user's queues. */
-  #next(queues: Queue[]): Queue[] {
-    const usage = (g: string, u: string) => this.#usage.get(key(g, u)) ?? 0;
-    let group = '';
+  #next(f: Fitting): Queue[] {
+    let users: Map<string, Queue[]> | undefined;
+    let name = '';
     let best = Infinity;
-    for (const q of queues) {
-      const score = usage(q.ownerGroup, '') / (this.#shares[q.ownerGroup] ?? 1);
-      if (score < best || (score === best && q.ownerGroup < group)) [group, best] = [q.ownerGroup, score];
+    for (const [group, us] of f.byGroup) {
+      const groupKey = us.values().next().value![0]!.groupKey;
+      const score = (this.#usage.get(groupKey) ?? 0) / (this.#shares[group] ?? 1);
+      if (score < best || (score === best && group < name)) [users, name, best] = [us, group, score];
     }
-    let user = '';
+    let mine: Queue[] = [];
+    name = '';
     best = Infinity;
-    for (const q of queues) {
-      if (q.ownerGroup !== group) continue;
-      const u = usage(group, q.owner);
-      if (u < best || (u === best && q.owner < user)) [user, best] = [q.owner, u];
+    for (const [user, qs] of users!) {
+      const u = this.#usage.get(qs[0]!.userKey) ?? 0;
+      if (u < best || (u === best && user < name)) [mine, name, best] = [qs, user, u];
     }
-    return queues.filter((q) => q.ownerGroup === group && q.owner === user);
+    return mine;
   }
 
-  #charge(c: Charge): void {
-    this.#pending.push(c);
-    for (const k of [key(c.group, ''), key(c.group, c.user)]) this.#usage.set(k, (this.#usage.get(k) ?? 0) + c.processors);
+  #charge(q: Queue, processors: number): void {
+    this.#pending.push({ group: q.ownerGroup, user: q.owner, processors });
+    this.#usage.set(q.groupKey, (this.#usage.get(q.groupKey) ?? 0) + processors);
+    this.#usage.set(q.userKey, (this.#usage.get(q.userKey) ?? 0) + processors);
   }
 
   /** One at a time: writes the charges, folds the queue counts (PostgreSQL), reads queues and usage. */
@@ -205,7 +292,10 @@ export class Matcher {
         const unknown = [...waiting].filter(([id, n]) => n > 0 && !this.#queues.has(id)).map(([id]) => id);
         for (let i = 0; i < unknown.length; i += 500) {
           const rows = await this.#db.selectFrom('task_queues').select(['tq_id', 'owner', 'owner_group', 'job_type', 'requirements']).where('tq_id', 'in', unknown.slice(i, i + 500)).execute();
-          for (const r of rows) this.#queues.set(Number(r.tq_id), { tqId: Number(r.tq_id), owner: r.owner, ownerGroup: r.owner_group, jobType: r.job_type, req: JSON.parse(r.requirements) as Requirements });
+          for (const r of rows) {
+            const q = { tqId: Number(r.tq_id), owner: r.owner, ownerGroup: r.owner_group, jobType: r.job_type, req: JSON.parse(r.requirements) as Requirements };
+            this.#queues.set(q.tqId, { ...q, groupKey: key(q.ownerGroup, ''), userKey: key(q.ownerGroup, q.owner) });
+          }
         }
         if (unknown.length > 0) this.#eligible.clear();
         const usage = new Map<string, number>();
@@ -214,6 +304,8 @@ export class Matcher {
         for (const c of this.#pending) for (const k of [key(c.group, ''), key(c.group, c.user)]) usage.set(k, (usage.get(k) ?? 0) + c.processors);
         this.#usage = usage;
         this.#waiting = waiting;
+        this.#heads.clear();
+        this.#version++;
         this.#refreshedAt = Date.now();
       } finally {
         this.#refreshing = null;

@@ -44,30 +44,45 @@ const toPicked = (r: Row): Picked => ({
   tqId: Number(r.tq_id),
 });
 
-/** PostgreSQL: pick, compare-and-set and history in one statement (autocommitted unless `db` is a transaction). */
-export async function pickPostgres(db: Db, events: JobEvents, p: PickRequest): Promise<Picked[]> {
+/** A queue's best Waiting job: highest Priority, then oldest. */
+export interface Head {
+  priority: number;
+  jobId: number;
+}
+
+/** PostgreSQL: the head of each of `tqIds` (absent: none Waiting), one index probe each. */
+export async function headsOf(db: Db, tqIds: readonly number[]): Promise<Map<number, Head>> {
+  const { rows } = await sql<{ tq_id: number; user_priority: number; job_id: number }>`
+    select q.tq_id, h.user_priority, h.job_id from unnest(${tqIds}::bigint[]) as q(tq_id)
+    cross join lateral (
+      select user_priority, job_id from jobs where jobs.tq_id = q.tq_id and status = ${JobStatus.Waiting} order by user_priority desc, job_id limit 1
+    ) h`.execute(db);
+  return new Map(rows.map((r) => [Number(r.tq_id), { priority: r.user_priority, jobId: Number(r.job_id) }]));
+}
+
+/**
+ * PostgreSQL: up to `n` of one queue's best jobs that no concurrent claim holds (only those rows are
+ * locked), the compare-and-set and history in one statement (autocommitted unless `db` is a transaction),
+ * and the queue's next head, read in the same statement so that the next pick need not look for it.
+ */
+export async function pickPostgres(db: Db, events: JobEvents, p: PickRequest): Promise<{ picked: Picked[]; next: Head | null }> {
   if (!canTransition(JobStatus.Waiting, JobStatus.Matched)) throw new InvalidTransition('a job cannot go from Waiting to Matched');
   const now = nowIso();
   const c = p.claimant;
   const minorStatus = fitMinorStatus(c.minorStatus);
-  const tqIds = p.queues.map((q) => q.tqId);
-  const { rows } = await sql<Row>`
+  const q = p.queues[0]!;
+  const { rows } = await sql<Row & { next: boolean; user_priority: number }>`
     with picked as (
-      select j.job_id, j.user_priority from unnest(${tqIds}::bigint[]) as q(tq_id)
-      cross join lateral (
-        select job_id, user_priority from jobs
-        where jobs.tq_id = q.tq_id and status = ${JobStatus.Waiting}
-        order by user_priority desc, job_id
-        limit ${p.n}
-        for update skip locked
-      ) j
-      order by j.user_priority desc, j.job_id
+      select job_id from jobs
+      where tq_id = ${q.tqId} and status = ${JobStatus.Waiting}
+      order by user_priority desc, job_id
       limit ${p.n}
+      for update skip locked
     ), claimed as (
       update jobs set status = ${JobStatus.Matched}, minor_status = ${minorStatus}, last_update_time = ${now}, site = ${p.site},
         executor_id = ${c.executorId}, executor_ref = ${c.executorRef}, lease_until = ${c.leaseUntil},
         heartbeat_time = ${c.heartbeat ? sql`${now}` : sql`jobs.heartbeat_time`},
-        processors = coalesce((select least(t.max_processors, ${p.cores}::integer) from task_queues t where t.tq_id = jobs.tq_id), jobs.processors)
+        processors = ${Math.min(q.maxProcessors, p.cores)}
       from picked where jobs.job_id = picked.job_id and jobs.status = ${JobStatus.Waiting}
       returning jobs.job_id, jobs.manifest, jobs.input_sandbox, jobs.owner, jobs.owner_group, jobs.reschedule_counter, jobs.application_status,
         jobs.user_priority, jobs.processors, jobs.tq_id
@@ -75,13 +90,19 @@ export async function pickPostgres(db: Db, events: JobEvents, p: PickRequest): P
       insert into job_status_history (job_id, status, minor_status, application_status, status_time, source)
       select job_id, ${JobStatus.Matched}, ${minorStatus}, application_status, ${now}, ${c.source} from claimed
     )
-    select job_id, manifest, input_sandbox, owner, owner_group, reschedule_counter, processors, tq_id from claimed order by user_priority desc, job_id
+    select false as next, job_id, manifest, input_sandbox, owner, owner_group, reschedule_counter, processors, tq_id, user_priority from claimed
+    union all
+    (select true, job_id, null, null, null, null, null, null, tq_id, user_priority from jobs
+      where tq_id = ${q.tqId} and status = ${JobStatus.Waiting} and job_id not in (select job_id from picked)
+      order by user_priority desc, job_id limit 1)
   `.execute(db);
-  if (rows.length > 0) {
-    transitions.inc({ to: JobStatus.Matched }, rows.length);
+  const taken = rows.filter((r) => !r.next).sort((a, b) => b.user_priority - a.user_priority || Number(a.job_id) - Number(b.job_id));
+  if (taken.length > 0) {
+    transitions.inc({ to: JobStatus.Matched }, taken.length);
     events.changed();
   }
-  return rows.map(toPicked);
+  const after = rows.find((r) => r.next);
+  return { picked: taken.map(toPicked), next: after ? { priority: after.user_priority, jobId: Number(after.job_id) } : null };
 }
 
 /** SQLite, inside the caller's transaction (one writer at a time): the same, in a few statements. */
