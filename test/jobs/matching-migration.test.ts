@@ -9,6 +9,7 @@ import type { Kysely } from 'kysely';
 import { migrate } from '../../src/kernel/db/database.ts';
 import { migrations } from '../../src/app/migrations.ts';
 import { Matcher } from '../../src/jobs/matching/matcher.ts';
+import { changeStatus } from '../../src/jobs/state-machine.ts';
 import { dialects } from '../helpers/dialects.ts';
 import { migrateBefore, scratchDatabase, type ScratchDb } from '../helpers/upgrade-db.ts';
 import { claimant, config, events, offer, queueCounts, submitAs } from './matching-kit.ts';
@@ -46,14 +47,15 @@ for (const { dialect, skip } of await dialects()) {
         // An earlier release stored what is refused today: neutral requirements, its Sites kept.
         oldJob(8, 'carol', 'Waiting', { Requirements: 'other.Site == "A"', Sites: ['A'] }, 'A', ',A,'),
         oldJob(9, 'carol', 'Waiting', { NumberOfProcessors: 'many' }),
+        oldJob(10, 'carol', 'Deleted', {}),
       ];
       await old.insertInto('jobs').values(rows).execute();
       // Enough to need several batches of the backfill.
-      await old.insertInto('jobs').values(Array.from({ length: 1500 }, (_, i) => oldJob(10 + (i % 50), 'dave', i % 2 ? 'Waiting' : 'Done', { NumberOfProcessors: 1 + (i % 3) }))).execute();
+      await old.insertInto('jobs').values(Array.from({ length: 1500 }, (_, i) => oldJob(11 + (i % 49), 'dave', i % 2 ? 'Waiting' : 'Done', { NumberOfProcessors: 1 + (i % 3) }))).execute();
 
       await migrate(s.db, migrations);
 
-      const got = await s.db.selectFrom('jobs').select(['job_id', 'processors', 'max_ram', 'gpus', 'tags', 'platform', 'cpu_time', 'tq_id', 'status']).orderBy('job_id').limit(9).execute();
+      const got = await s.db.selectFrom('jobs').select(['job_id', 'processors', 'max_ram', 'gpus', 'tags', 'platform', 'cpu_time', 'tq_id', 'status']).orderBy('job_id').limit(10).execute();
       const cols = got.map((r) => [r.processors, r.max_ram, r.gpus, r.tags, r.platform, Number(r.cpu_time)]);
       assert.deepEqual(cols, [
         [4, 2000, 0, '', '', 0],
@@ -65,8 +67,10 @@ for (const { dialect, skip } of await dialects()) {
         [1, 0, 0, '', '', 0],
         [1, 0, 0, '', '', 0],
         [1, 0, 0, '', '', 0],
+        [1, 0, 0, '', '', 0],
       ]);
-      assert.deepEqual(got.map((r) => r.tq_id !== null), got.map((r) => r.status === 'Waiting'));
+      // Every job but a Deleted one has a queue: a finished or running one may be rescheduled.
+      assert.deepEqual(got.map((r) => r.tq_id !== null), got.map((r) => r.status !== 'Deleted'));
       assert.equal(got[0]!.tq_id, got[1]!.tq_id);
       const { rows: counted, kept } = await queueCounts(s.db);
       assert.deepEqual(kept, counted);
@@ -84,6 +88,15 @@ for (const { dialect, skip } of await dialects()) {
       assert.ok(carol.some((j) => j.jobId === 4));
       const ranged = carol.find((j) => j.jobId === 5) ?? four.find((j) => j.jobId === 5) ?? wide.find((j) => j.jobId === 5);
       if (ranged) assert.ok(ranged.processors >= 2 && ranged.processors <= 8);
+
+      // A job that ran before the upgrade, rescheduled, waits in its queue and is matched again.
+      await changeStatus(s.db, events, [7], { from: 'Running', to: 'Rescheduled', minorStatus: 'rescheduled by the test', source: 'Test' });
+      await changeStatus(s.db, events, [7], { from: 'Rescheduled', to: 'Waiting', minorStatus: 'waiting again', source: 'Test' });
+      const after1 = await queueCounts(s.db);
+      assert.deepEqual(after1.kept, after1.rows);
+      let again = false;
+      for (let i = 0; i < 200 && !again; i++) again = (await m.claim(offer('C', { cores: 1, consumable: false }), 10, claimant)).some((j) => j.jobId === 7);
+      assert.ok(again, 'the rescheduled job was matched');
     });
   });
 }

@@ -45,7 +45,7 @@ async function createTriggers(db: Kysely<unknown>): Promise<void> {
 
 type StoredRow = { job_id: number | string; manifest: string; status: string; owner: string; owner_group: string };
 
-/** The requirement columns of the jobs already stored, and a queue for each Waiting one, a batch at a time. */
+/** The requirement columns of the jobs already stored, and their queues (all but Deleted ones), a batch at a time. */
 async function backfill(kdb: Kysely<unknown>): Promise<void> {
   const db = kdb as unknown as Db;
   const postgres = dialectOf(kdb) === 'postgres';
@@ -62,9 +62,10 @@ async function backfill(kdb: Kysely<unknown>): Promise<void> {
       }
       return { r, req: storedRequirements(m) };
     });
-    const waiting = parsed.filter((p) => p.r.status === 'Waiting');
-    const tqs = await taskQueueIds(db, waiting.map((p) => ({ owner: p.r.owner, ownerGroup: p.r.owner_group, requirements: p.req })));
-    const tqOf = new Map(waiting.map((p, i) => [p.r, tqs[i]!]));
+    // Every job but a Deleted one may wait again (rescheduled), and then needs its queue.
+    const queued = parsed.filter((p) => p.r.status !== 'Deleted');
+    const tqs = await taskQueueIds(db, queued.map((p) => ({ owner: p.r.owner, ownerGroup: p.r.owner_group, requirements: p.req })));
+    const tqOf = new Map(queued.map((p, i) => [p.r, tqs[i]!]));
     const changed = parsed
       .map((p) => ({ id: Number(p.r.job_id), cols: requirementColumns(p.req), tq: tqOf.get(p.r) ?? null }))
       .filter((u) => u.tq !== null || u.cols.processors !== 1 || u.cols.max_ram !== 0 || u.cols.gpus !== 0 || u.cols.tags !== '' || u.cols.platform !== '' || u.cols.cpu_time !== 0);
