@@ -13,7 +13,7 @@ import type { Transaction } from 'kysely';
 import type { Db } from '../../kernel/db/database.ts';
 import type { Database } from '../../kernel/db/schema.ts';
 import type { Dialect } from '../../kernel/db/dialect.ts';
-import { unmetRequirements, type Requirements, type ResourceOffer } from '../../protocol/requirements.ts';
+import { processorsFor, unmetRequirements, type Requirements, type ResourceOffer } from '../../protocol/requirements.ts';
 import type { RunningLimits } from '../../protocol/running-limits.ts';
 import { activeBans, type SiteBan } from '../../sites/index.ts';
 import type { JobsConfig } from '../config-schema.ts';
@@ -163,7 +163,8 @@ export class Matcher {
       if (o.consumable) n = Math.min(n, fits(q.req, o));
       if (limits && held) n = Math.min(n, room(limits, held, q));
     }
-    const request = { queues: mine.map((q) => ({ tqId: q.tqId, maxProcessors: q.req.maxProcessors })), n: Math.max(1, n), cores: o.cores, site: o.site, claimant };
+    // The queue fits the offer: it has at least the minimum free.
+    const request = { queues: mine.map((q) => ({ tqId: q.tqId, processors: processorsFor(q.req, o.cores) ?? q.req.minProcessors })), n: Math.max(1, n), site: o.site, claimant };
     let picked: Picked[];
     if (this.#dialect === 'postgres') {
       const got = await pickPostgres(trx ?? this.#db, this.#events, request);

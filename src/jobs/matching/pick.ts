@@ -22,11 +22,10 @@ export interface Picked extends ClaimedJob {
   tqId: number;
 }
 
-/** What to take: up to `n` jobs of `queues` for `site`, each given min(its maximum, `cores`) processors. */
+/** What to take: up to `n` jobs of `queues` for `site`, each given its queue's `processors`. */
 export interface PickRequest {
-  queues: readonly { tqId: number; maxProcessors: number }[];
+  queues: readonly { tqId: number; processors: number }[];
   n: number;
-  cores: number;
   site: string;
   claimant: Claimant;
 }
@@ -82,7 +81,7 @@ export async function pickPostgres(db: Db, events: JobEvents, p: PickRequest): P
       update jobs set status = ${JobStatus.Matched}, minor_status = ${minorStatus}, last_update_time = ${now}, site = ${p.site},
         executor_id = ${c.executorId}, executor_ref = ${c.executorRef}, lease_until = ${c.leaseUntil},
         heartbeat_time = ${c.heartbeat ? sql`${now}` : sql`jobs.heartbeat_time`},
-        processors = ${Math.min(q.maxProcessors, p.cores)}
+        processors = ${q.processors}
       from picked where jobs.job_id = picked.job_id and jobs.status = ${JobStatus.Waiting}
       returning jobs.job_id, jobs.manifest, jobs.input_sandbox, jobs.owner, jobs.owner_group, jobs.reschedule_counter, jobs.application_status,
         jobs.user_priority, jobs.processors, jobs.tq_id
@@ -133,7 +132,7 @@ export async function pickSqlite(trx: Transaction<Database>, events: JobEvents, 
   });
   if (won.length === 0) return [];
   for (const q of p.queues) {
-    await trx.updateTable('jobs').set({ processors: Math.min(q.maxProcessors, p.cores) }).where('job_id', 'in', won).where('tq_id', '=', q.tqId).execute();
+    await trx.updateTable('jobs').set({ processors: q.processors }).where('job_id', 'in', won).where('tq_id', '=', q.tqId).execute();
   }
   const rows = await trx
     .selectFrom('jobs')
