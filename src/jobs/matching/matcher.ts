@@ -34,6 +34,8 @@ export interface JobMatch extends ClaimedJob {
 const REFRESH_MS = 200;
 /** How stale the bans may be (the issue: every instance obeys a ban within seconds). */
 const BANS_MS = 2000;
+/** How long a queue's head, as last seen, is trusted when its queue did not grow. */
+const HEADS_MS = 5000;
 /** Most jobs one step takes from one user's queues (a batch partition asking for many). */
 const BATCH = 16;
 
@@ -87,6 +89,9 @@ export class Matcher {
   #usage = new Map<string, number>();
   /** PostgreSQL: each queue's best Waiting job as last seen (#bestQueue). */
   #heads = new Map<number, Head>();
+  #headsReadAt = 0;
+  /** Heads being read, per queue. */
+  readonly #probing = new Map<number, Promise<void>>();
   /** Charges not yet written, and those being written. */
   #pending: Charge[] = [];
   #writing: Charge[] = [];
@@ -209,12 +214,22 @@ export class Matcher {
     if (mine.length === 1) return mine[0];
     const unknown = mine.filter((q) => !this.#heads.has(q.tqId)).map((q) => q.tqId);
     if (unknown.length > 0) {
-      const heads = await headsOf(db, unknown);
-      for (const id of unknown) {
-        const h = heads.get(id);
-        if (h) this.#heads.set(id, h);
-        else this.#emptied(id);
+      // Concurrent claims for one user read its heads once.
+      const fresh = unknown.filter((id) => !this.#probing.has(id));
+      if (fresh.length > 0) {
+        const probe = headsOf(db, fresh).then((heads) => {
+          for (const id of fresh) {
+            const h = heads.get(id);
+            if (h) this.#heads.set(id, h);
+            else this.#emptied(id);
+          }
+        });
+        const done = probe.finally(() => {
+          for (const id of fresh) this.#probing.delete(id);
+        });
+        for (const id of fresh) this.#probing.set(id, done);
       }
+      await Promise.all(unknown.map((id) => this.#probing.get(id)));
     }
     let best: Queue | undefined;
     let head: Head | undefined;
@@ -304,8 +319,15 @@ export class Matcher {
         // Charged while reading: not in what was read.
         for (const c of this.#pending) for (const k of [key(c.group, ''), key(c.group, c.user)]) usage.set(k, (usage.get(k) ?? 0) + c.processors);
         this.#usage = usage;
+        // A queue that grew may have a new best job; now and then every head is read again (reschedules
+        // and other instances' claims change them too, and a pick takes what is there anyway).
+        if (Date.now() - this.#headsReadAt > HEADS_MS) {
+          this.#heads.clear();
+          this.#headsReadAt = Date.now();
+        } else {
+          for (const [id, n] of waiting) if (n > (this.#waiting.get(id) ?? 0)) this.#heads.delete(id);
+        }
         this.#waiting = waiting;
-        this.#heads.clear();
         this.#version++;
         this.#refreshedAt = Date.now();
       } finally {
