@@ -113,10 +113,17 @@ export async function waitingByQueue(db: Db): Promise<Map<number, number>> {
   return new Map(rows.map((r) => [Number(r.tq_id), Number(r.waiting)]));
 }
 
-/** Folds the appended changes into task_queues.waiting; what is deleted is what is added. */
+/**
+ * Folds the appended changes into task_queues.waiting; what is deleted is what is added. One folder at a
+ * time (two could update the same queues in different orders, and deadlock): a busy fold is skipped.
+ */
 export async function foldQueueDeltas(db: Db): Promise<void> {
-  await sql`
-    with taken as (delete from task_queue_deltas returning tq_id, n),
-    summed as (select tq_id, sum(n) as n from taken group by tq_id)
-    update task_queues set waiting = task_queues.waiting + summed.n from summed where task_queues.tq_id = summed.tq_id`.execute(db);
+  await db.transaction().execute(async (trx) => {
+    const { rows } = await sql<{ got: boolean }>`select pg_try_advisory_xact_lock(hashtext('dirigo:task-queue-fold')) as got`.execute(trx);
+    if (!rows[0]?.got) return;
+    await sql`
+      with taken as (delete from task_queue_deltas returning tq_id, n),
+      summed as (select tq_id, sum(n) as n from taken group by tq_id)
+      update task_queues set waiting = task_queues.waiting + summed.n from summed where task_queues.tq_id = summed.tq_id`.execute(trx);
+  });
 }
