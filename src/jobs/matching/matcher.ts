@@ -157,6 +157,7 @@ export class Matcher {
     let users = 0;
     for (const g of fitting.byGroup.values()) users += g.size;
     let mine = this.#next(fitting);
+    const several = mine.length > 1;
     if (this.#dialect === 'postgres') {
       const best = await this.#bestQueue(trx ?? this.#db, mine);
       if (!best) return [];
@@ -172,14 +173,16 @@ export class Matcher {
     const request = { queues: mine.map((q) => ({ tqId: q.tqId, processors: processorsFor(q.req, o.cores) ?? q.req.minProcessors })), n: Math.max(1, n), site: o.site, claimant };
     let picked: Picked[];
     if (this.#dialect === 'postgres') {
-      const got = await pickPostgres(trx ?? this.#db, this.#events, request);
+      const got = await pickPostgres(trx ?? this.#db, this.#events, request, several);
       picked = got.picked;
+      const tq = mine[0]!.tqId;
       if (got.next) {
-        this.#heads.set(mine[0]!.tqId, got.next);
-        this.#waiting.set(mine[0]!.tqId, Math.max(picked.length + 1, this.#waiting.get(mine[0]!.tqId) ?? 0));
+        this.#heads.set(tq, got.next);
+        this.#waiting.set(tq, Math.max(picked.length + 1, this.#waiting.get(tq) ?? 0));
       } else {
-        this.#heads.delete(mine[0]!.tqId);
-        this.#emptied(mine[0]!.tqId);
+        this.#heads.delete(tq);
+        // Without the next head read, only an empty pick says the queue is empty.
+        if (several || picked.length === 0) this.#emptied(tq);
       }
       if (picked.length === 0) return [];
     } else {

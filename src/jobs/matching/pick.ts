@@ -62,9 +62,9 @@ export async function headsOf(db: Db, tqIds: readonly number[]): Promise<Map<num
 /**
  * PostgreSQL: up to `n` of one queue's best jobs that no concurrent claim holds (only those rows are
  * locked), the compare-and-set and history in one statement (autocommitted unless `db` is a transaction),
- * and the queue's next head, read in the same statement so that the next pick need not look for it.
+ * and (`withNext`) the queue's next head, read in the same statement so that the next pick need not look for it.
  */
-export async function pickPostgres(db: Db, events: JobEvents, p: PickRequest): Promise<{ picked: Picked[]; next: Head | null }> {
+export async function pickPostgres(db: Db, events: JobEvents, p: PickRequest, withNext: boolean): Promise<{ picked: Picked[]; next: Head | null }> {
   if (!canTransition(JobStatus.Waiting, JobStatus.Matched)) throw new InvalidTransition('a job cannot go from Waiting to Matched');
   const now = nowIso();
   const c = p.claimant;
@@ -90,10 +90,10 @@ export async function pickPostgres(db: Db, events: JobEvents, p: PickRequest): P
       select job_id, ${JobStatus.Matched}, ${minorStatus}, application_status, ${now}, ${c.source} from claimed
     )
     select false as next, job_id, manifest, input_sandbox, owner, owner_group, reschedule_counter, processors, tq_id, user_priority from claimed
-    union all
+    ${withNext ? sql`union all
     (select true, job_id, null, null, null, null, null, null, tq_id, user_priority from jobs
       where tq_id = ${q.tqId} and status = ${JobStatus.Waiting} and job_id not in (select job_id from picked)
-      order by user_priority desc, job_id limit 1)
+      order by user_priority desc, job_id limit 1)` : sql``}
   `.execute(db);
   const taken = rows.filter((r) => !r.next).sort((a, b) => b.user_priority - a.user_priority || Number(a.job_id) - Number(b.job_id));
   if (taken.length > 0) {
