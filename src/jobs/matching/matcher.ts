@@ -35,7 +35,7 @@ const REFRESH_MS = 200;
 /** How stale the bans may be (the issue: every instance obeys a ban within seconds). */
 const BANS_MS = 2000;
 /** How long a queue's head, as last seen, is trusted when its queue did not grow. */
-const HEADS_MS = 5000;
+const HEADS_MS = 30_000;
 /** Most jobs one step takes from one user's queues (a batch partition asking for many). */
 const BATCH = 16;
 
