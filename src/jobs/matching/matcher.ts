@@ -142,6 +142,8 @@ export class Matcher {
 
   /** Writes the usage charged but not yet written (at shutdown; refreshes do it otherwise). */
   async flush(): Promise<void> {
+    // A refresh in flight took the charges made before it began: another one writes the rest.
+    await this.#refreshing?.catch(() => {});
     await this.#refresh();
   }
 
