@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { authRoutes } from '../auth/index.ts';
-import { JobEvents, jobsRoutes, removeStaleUploads, sandboxStore, startEventStreams, startJobDuties } from '../jobs/index.ts';
+import { JobEvents, jobsRoutes, Matcher, removeStaleUploads, sandboxStore, startEventStreams, startJobDuties } from '../jobs/index.ts';
 import { startScheduling } from '../executors/index.ts';
 import { agentsRoutes, startAgentDuties } from '../agents/index.ts';
 import { catalogueRoutes } from '../catalogue/index.ts';
@@ -89,6 +89,12 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   const sandboxes = sandboxStore(ctx.config);
   // One emitter of job changes, handed to everything that changes jobs and to the events stream that listens.
   const jobEvents = new JobEvents();
+  // One matcher per instance (jobs/matching/matcher.ts): its queue list and the usage it charged but has not
+  // written yet are the instance's, shared by every claimer in it (the scheduler, the agents' matches).
+  const matcher = new Matcher(ctx.db, jobEvents, ctx.dialect, ctx.config.jobs);
+  instance.addHook('onClose', async () => {
+    await matcher.flush().catch(() => {});
+  });
   await instance.register(jobsRoutes, { ctx, sandboxes, runner: startScheduling(instance, ctx, sandboxes, jobEvents), events: startEventStreams(ctx, jobEvents), jobEvents });
   instance.addHook('onReady', () => removeStaleUploads(sandboxes, instance.log));
   startJobDuties(ctx, sandboxes, instance.log);

@@ -7,6 +7,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { runDuty } from '../cluster/index.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { foldJobCounts } from './counts.ts';
+import { foldQueueDeltas } from './matching/task-queues.ts';
 import type { FileSandboxStore } from './sandbox-store.ts';
 import { purgeDeletedSandboxes, referencedSandboxes } from './store.ts';
 
@@ -28,9 +29,11 @@ export function startJobDuties(ctx: AppContext, store: FileSandboxStore, log: Fa
     if (purged > 0) log.info({ purged }, 'released the sandboxes of deleted jobs');
   }, log);
   ctx.onClose(() => purge.stop());
-  // The job counts' deltas folded by one instance (counts.ts).
+  // The job counts' deltas folded by one instance (counts.ts); the task queues' too on PostgreSQL
+  // (matchers fold them as they claim; this keeps them small when nothing claims).
   const fold = runDuty(ctx.db, 'job-counts-fold', 2000, async () => {
     await foldJobCounts(ctx.db, ctx.dialect);
+    if (ctx.dialect === 'postgres') await foldQueueDeltas(ctx.db);
   }, log);
   ctx.onClose(() => fold.stop());
 }

@@ -2,6 +2,7 @@ import { sql, type Kysely, type Migration } from 'kysely';
 import { withAutoId } from '../kernel/db/portable.ts';
 import { dialectOf } from '../kernel/db/dialect.ts';
 import { createJobCounts } from './counts.ts';
+import { createTaskQueueUpkeep } from './matching/queue-upkeep.ts';
 
 export const jobsMigrations: Record<string, Migration> = {
   '2026_11_22_0300_jobs_tables': {
@@ -183,5 +184,10 @@ export const jobsMigrations: Record<string, Migration> = {
         .addPrimaryKeyConstraint('fair_share_usage_pk', ['owner_group', 'owner'])
         .execute();
     },
+  },
+  // Task queues kept exact by triggers, the index a queue's best job is read from, and the requirements and
+  // queues of the jobs stored before (matching/queue-upkeep.ts).
+  '2026_11_27_0300_jobs_task_queue_upkeep': {
+    up: createTaskQueueUpkeep,
   },
 };

@@ -18,6 +18,7 @@ import { after, cursorOf, fullSort, matching, sorted, visible, type Condition, t
 import { countable, countedTotal } from './counts.ts';
 import type { JobTable } from './tables.ts';
 import { GroupCommit } from './group-commit.ts';
+import { requirementColumns, taskQueueIds } from './matching/task-queues.ts';
 
 export interface Submitter {
   username: string;
@@ -79,8 +80,11 @@ export async function insertJobs(db: Db, events: JobEvents, who: Submitter, jobs
  */
 async function insertBatch(db: Db, batch: readonly Submission[], committing: () => void): Promise<number[][]> {
   const now = nowIso();
+  // Each job's task queue, made first on its own (an empty queue left by a failed insert is harmless).
+  const tqIds = await taskQueueIds(db, batch.flatMap(({ who, jobs }) => jobs.map((j) => ({ owner: who.username, ownerGroup: who.group, requirements: j.requirements }))));
+  let k = 0;
   const all = batch.flatMap(({ who, jobs, sandbox }) =>
-    jobs.map(({ manifest, sites }) => ({
+    jobs.map(({ manifest, sites, requirements }) => ({
       job_name: manifest.JobName ?? 'Unknown',
       job_group: manifest.JobGroup ?? '',
       job_type: manifest.JobType ?? 'User',
@@ -100,6 +104,8 @@ async function insertBatch(db: Db, batch: readonly Submission[], committing: () 
       manifest: JSON.stringify(manifest),
       input_sandbox: sandbox?.sha256 ?? null,
       input_sandbox_size: sandbox?.size ?? null,
+      ...requirementColumns(requirements),
+      tq_id: tqIds[k++]!,
     })),
   );
   const oneStatement = dialectOf(db) === 'postgres' && all.length <= 200 && !all.some((row) => row.manifest.includes('%j'));

@@ -73,6 +73,13 @@ export interface TaskQueueTable {
   created_at: string;
 }
 
+/** Changes of task_queues.waiting not yet folded into it (PostgreSQL's triggers append them). */
+export interface TaskQueueDeltaTable {
+  id: Generated<number>;
+  tq_id: number;
+  n: number;
+}
+
 /** Each group's (owner '') and user's decayed usage, for fair share. */
 export interface FairShareUsageTable {
   owner_group: string;
@@ -140,6 +147,7 @@ export interface JobsTables {
   job_counts: JobCountTable;
   job_count_deltas: JobCountDeltaTable;
   task_queues: TaskQueueTable;
+  task_queue_deltas: TaskQueueDeltaTable;
   fair_share_usage: FairShareUsageTable;
 }
 

@@ -1,13 +1,28 @@
 /**
- * Matching (issue 34): which Waiting jobs a resource asking for work gets. CONTRACT STUB: the interface the
- * executors and the agents call; its inside (task queues, fair share, running limits, bans) replaces this.
+ * Matching (issue 34, docs/matching.md): which Waiting jobs a resource asking for work gets.
+ *
+ * Per claim the matcher works on the task queues, held in memory and refreshed from the database every
+ * REFRESH_MS (one read of the queues with Waiting jobs, O(queues)): it keeps the queues the offer
+ * satisfies (memoised per offer shape), drops them all when the site or resource is banned and those a
+ * site's running limit holds back, picks a group by fair share (least usage ÷ share), that group's user with
+ * least usage, and takes that user's best jobs (highest Priority, then oldest) from the head of each queue's
+ * index range. Usage is charged in memory at once and written with the next refresh, so that concurrent
+ * claims never wait for one usage row; every instance reads everyone's usage at each refresh.
  */
+import type { Transaction } from 'kysely';
 import type { Db } from '../../kernel/db/database.ts';
+import type { Database } from '../../kernel/db/schema.ts';
 import type { Dialect } from '../../kernel/db/dialect.ts';
-import type { ResourceOffer } from '../../protocol/requirements.ts';
+import { processorsFor, unmetRequirements, type Requirements, type ResourceOffer } from '../../protocol/requirements.ts';
+import type { RunningLimits } from '../../protocol/running-limits.ts';
+import { activeBans, type SiteBan } from '../../sites/index.ts';
 import type { JobsConfig } from '../config-schema.ts';
 import type { JobEvents } from '../lifecycle/job-events.ts';
-import { claimWaiting, type Claimant, type ClaimedJob } from '../lifecycle/claim.ts';
+import type { Claimant, ClaimedJob } from '../lifecycle/claim.ts';
+import { hasLimits, hold, lockAndCount, room, type Held } from './limits.ts';
+import { headsOf, pickPostgres, pickSqlite, type Head, type Picked } from './pick.ts';
+import { foldQueueDeltas, waitingByQueue } from './task-queues.ts';
+import { chargeAll, readUsage, type Charge } from './usage.ts';
 
 /** A job matched to a resource: what its holder needs to run it, and the processors it was given. */
 export interface JobMatch extends ClaimedJob {
@@ -15,15 +30,83 @@ export interface JobMatch extends ClaimedJob {
   processors: number;
 }
 
+/** How stale the queue list and others' usage may be: a new queue is seen, and usage shared, within this. */
+const REFRESH_MS = 200;
+/** How stale the bans may be (the issue: every instance obeys a ban within seconds). */
+const BANS_MS = 2000;
+/** How long a queue's head, as last seen, is trusted when its queue did not grow. */
+const HEADS_MS = 30_000;
+/** Most jobs one step takes from one user's queues (a batch partition asking for many). */
+const BATCH = 16;
+
+interface Queue {
+  tqId: number;
+  owner: string;
+  ownerGroup: string;
+  jobType: string;
+  req: Requirements;
+  /** Its group's and its user's keys in the usage map. */
+  groupKey: string;
+  userKey: string;
+}
+
+/** The queues an offer can take now, by group and user (what fair share chooses among). */
+interface Fitting {
+  queues: Queue[];
+  byGroup: Map<string, Map<string, Queue[]>>;
+}
+
+function fittingOf(queues: Queue[]): Fitting {
+  const byGroup = new Map<string, Map<string, Queue[]>>();
+  for (const q of queues) {
+    let users = byGroup.get(q.ownerGroup);
+    if (!users) byGroup.set(q.ownerGroup, (users = new Map()));
+    const mine = users.get(q.owner);
+    if (mine) mine.push(q);
+    else users.set(q.owner, [q]);
+  }
+  return { queues, byGroup };
+}
+
+const key = (group: string, user: string) => `${group}\u0000${user}`;
+
 export class Matcher {
   readonly #db: Db;
   readonly #events: JobEvents;
   readonly #dialect: Dialect;
+  readonly #shares: Record<string, number>;
+  readonly #halfLifeMs: number;
+  readonly #limits = new Map<string, RunningLimits>();
+  /** Every queue seen (a queue's requirements never change). */
+  readonly #queues = new Map<number, Queue>();
+  /** Waiting jobs per queue as last read, less what this instance took since. */
+  #waiting = new Map<number, number>();
+  /** Offer shape → the queues it satisfies (among #queues when computed). */
+  #eligible = new Map<string, number[]>();
+  /** Offer shape → what it can take now; valid while #version is what it was (bumped when a queue empties). */
+  #fits = new Map<string, { version: number; fitting: Fitting }>();
+  #version = 0;
+  #usage = new Map<string, number>();
+  /** PostgreSQL: each queue's best Waiting job as last seen (#bestQueue). */
+  #heads = new Map<number, Head>();
+  #headsReadAt = 0;
+  /** Heads being read, per queue. */
+  readonly #probing = new Map<number, Promise<void>>();
+  /** Charges not yet written, and those being written. */
+  #pending: Charge[] = [];
+  #writing: Charge[] = [];
+  #refreshedAt = 0;
+  #refreshing: Promise<void> | null = null;
+  #bans: { at: number; bans: SiteBan[] } = { at: 0, bans: [] };
+  #bansLoading: Promise<SiteBan[]> | null = null;
 
-  constructor(db: Db, events: JobEvents, dialect: Dialect, _config: JobsConfig) {
+  constructor(db: Db, events: JobEvents, dialect: Dialect, config: JobsConfig) {
     this.#db = db;
     this.#events = events;
     this.#dialect = dialect;
+    this.#shares = config.fairShare?.shares ?? {};
+    this.#halfLifeMs = config.fairShare?.halfLifeMs ?? 24 * 3600_000;
+    for (const s of config.sites ?? []) if (hasLimits(s.runningLimits)) this.#limits.set(s.name, s.runningLimits);
   }
 
   /**
@@ -31,7 +114,251 @@ export class Matcher {
    * offer shrinks with each job), not held back by a ban or a running limit, chosen by fair share.
    */
   async claim(offer: ResourceOffer, maxJobs: number, claimant: Claimant): Promise<JobMatch[]> {
-    const jobs = await claimWaiting(this.#db, this.#events, this.#dialect, offer.site, maxJobs, claimant);
-    return jobs.map((j) => ({ ...j, processors: Number(j.manifest.NumberOfProcessors ?? j.manifest.MinNumberOfProcessors ?? 1) }));
+    if (maxJobs <= 0 || (await this.#banned(offer))) return [];
+    const started = Date.now();
+    if (this.#refreshedAt === 0) await this.#refresh();
+    // Stale: refreshed in the background, claims meanwhile go on with what was read.
+    else if (started - this.#refreshedAt > REFRESH_MS) this.#refresh().catch(() => {});
+    const limits = this.#limits.get(offer.site);
+    const o = { ...offer };
+    const out: JobMatch[] = [];
+    const run = async (trx: Transaction<Database> | null): Promise<void> => {
+      const held = limits && trx ? await lockAndCount(trx, offer.site) : null;
+      for (let steps = 0; out.length < maxJobs && steps < 4 * maxJobs + 8; steps++) {
+        const got = await this.#step(trx, o, maxJobs - out.length, claimant, limits, held);
+        if (got === null) break;
+        out.push(...got);
+      }
+    };
+    const inTransaction = this.#dialect === 'sqlite' || limits !== undefined;
+    await (inTransaction ? this.#db.transaction().execute(run) : run(null));
+    // Short of jobs with a list read before this claim began: what was submitted since may fit.
+    if (out.length < maxJobs && this.#refreshedAt < started) {
+      await this.#refresh();
+      await (inTransaction ? this.#db.transaction().execute(run) : run(null));
+    }
+    return out;
   }
+
+  /** Writes the usage charged but not yet written (at shutdown; refreshes do it otherwise). */
+  async flush(): Promise<void> {
+    // A refresh in flight took the charges made before it began: another one writes the rest.
+    await this.#refreshing?.catch(() => {});
+    await this.#refresh();
+  }
+
+  /**
+   * One step: the next user by fair share among the queues `o` can take now, and up to a batch of that
+   * user's best jobs. @returns the jobs taken ([] when the chosen queues turned out empty), null when no
+   * queue fits
+   */
+  async #step(trx: Transaction<Database> | null, o: ResourceOffer, want: number, claimant: Claimant, limits: RunningLimits | undefined, held: Held | null): Promise<JobMatch[] | null> {
+    let fitting = this.#fitting(o);
+    if (limits && held) fitting = fittingOf(fitting.queues.filter((q) => room(limits, held, q) > 0));
+    if (fitting.queues.length === 0) return null;
+    let users = 0;
+    for (const g of fitting.byGroup.values()) users += g.size;
+    let mine = this.#next(fitting);
+    const several = mine.length > 1;
+    if (this.#dialect === 'postgres') {
+      const best = await this.#bestQueue(trx ?? this.#db, mine);
+      if (!best) return [];
+      mine = [best];
+    }
+    // A share of what is wanted per step, so that several users' jobs interleave in one offer.
+    let n = Math.min(Math.ceil(want / users), BATCH);
+    for (const q of mine) {
+      if (o.consumable) n = Math.min(n, fits(q.req, o));
+      if (limits && held) n = Math.min(n, room(limits, held, q));
+    }
+    // The queue fits the offer: it has at least the minimum free.
+    const request = { queues: mine.map((q) => ({ tqId: q.tqId, processors: processorsFor(q.req, o.cores) ?? q.req.minProcessors })), n: Math.max(1, n), site: o.site, claimant };
+    let picked: Picked[];
+    if (this.#dialect === 'postgres') {
+      const got = await pickPostgres(trx ?? this.#db, this.#events, request, several);
+      picked = got.picked;
+      const tq = mine[0]!.tqId;
+      if (got.next) {
+        this.#heads.set(tq, got.next);
+        this.#waiting.set(tq, Math.max(picked.length + 1, this.#waiting.get(tq) ?? 0));
+      } else {
+        this.#heads.delete(tq);
+        // Without the next head read, only an empty pick says the queue is empty.
+        if (several || picked.length === 0) this.#emptied(tq);
+      }
+      if (picked.length === 0) return [];
+    } else {
+      picked = await pickSqlite(trx!, this.#events, request);
+    }
+    if (picked.length === 0) {
+      // Empty: not until the next refresh.
+      for (const q of mine) this.#emptied(q.tqId);
+      return [];
+    }
+    for (const p of picked) {
+      const q = this.#queues.get(p.tqId)!;
+      const left = (this.#waiting.get(p.tqId) ?? 1) - 1;
+      if (left > 0) this.#waiting.set(p.tqId, left);
+      else this.#emptied(p.tqId);
+      this.#charge(q, p.processors);
+      if (held) hold(held, q, 1);
+      if (o.consumable) {
+        o.cores -= p.processors;
+        o.memoryMb -= q.req.maxRamMb;
+        o.gpus -= q.req.gpus;
+      }
+    }
+    return picked.map(({ tqId: _tq, ...m }) => m);
+  }
+
+  /**
+   * PostgreSQL: of one user's queues, the one whose head (best job) is best. Heads are remembered from
+   * each pick (which reads the next head) and forgotten at each refresh; only unknown ones are read.
+   */
+  async #bestQueue(db: Db, mine: Queue[]): Promise<Queue | undefined> {
+    if (mine.length === 1) return mine[0];
+    const unknown = mine.filter((q) => !this.#heads.has(q.tqId)).map((q) => q.tqId);
+    if (unknown.length > 0) {
+      // Concurrent claims for one user read its heads once.
+      const fresh = unknown.filter((id) => !this.#probing.has(id));
+      if (fresh.length > 0) {
+        const probe = headsOf(db, fresh).then((heads) => {
+          for (const id of fresh) {
+            const h = heads.get(id);
+            if (h) this.#heads.set(id, h);
+            else this.#emptied(id);
+          }
+        });
+        const done = probe.finally(() => {
+          for (const id of fresh) this.#probing.delete(id);
+        });
+        for (const id of fresh) this.#probing.set(id, done);
+      }
+      await Promise.all(unknown.map((id) => this.#probing.get(id)));
+    }
+    let best: Queue | undefined;
+    let head: Head | undefined;
+    for (const q of mine) {
+      const h = this.#heads.get(q.tqId);
+      if (h && (!head || h.priority > head.priority || (h.priority === head.priority && h.jobId < head.jobId))) [best, head] = [q, h];
+    }
+    return best;
+  }
+
+  /** A queue has no Waiting job left (as far as this instance knows until the next refresh). */
+  #emptied(tqId: number): void {
+    if ((this.#waiting.get(tqId) ?? 0) > 0) this.#version++;
+    this.#waiting.set(tqId, 0);
+  }
+
+  /** The queues with Waiting jobs that `o` satisfies as it is now. */
+  #fitting(o: ResourceOffer): Fitting {
+    const shape = JSON.stringify([o.site, o.resource, o.cores, o.memoryMb, o.gpus, o.tags, o.platform, o.cpuTime]);
+    const cached = this.#fits.get(shape);
+    if (cached && cached.version === this.#version) return cached.fitting;
+    let ids = this.#eligible.get(shape);
+    if (!ids) {
+      if (this.#eligible.size > 4096) this.#eligible.clear();
+      ids = [...this.#queues.values()].filter((q) => unmetRequirements(q.req, o).length === 0).map((q) => q.tqId);
+      this.#eligible.set(shape, ids);
+    }
+    const fitting = fittingOf(ids.filter((id) => (this.#waiting.get(id) ?? 0) > 0).map((id) => this.#queues.get(id)!));
+    if (this.#fits.size > 4096) this.#fits.clear();
+    this.#fits.set(shape, { version: this.#version, fitting });
+    return fitting;
+  }
+
+  /** Fair share: the group furthest below its share, then its user with least usage; that user's queues. */
+  #next(f: Fitting): Queue[] {
+    let users: Map<string, Queue[]> | undefined;
+    let name = '';
+    let best = Infinity;
+    for (const [group, us] of f.byGroup) {
+      const groupKey = us.values().next().value![0]!.groupKey;
+      const score = (this.#usage.get(groupKey) ?? 0) / (this.#shares[group] ?? 1);
+      if (score < best || (score === best && group < name)) [users, name, best] = [us, group, score];
+    }
+    let mine: Queue[] = [];
+    name = '';
+    best = Infinity;
+    for (const [user, qs] of users!) {
+      const u = this.#usage.get(qs[0]!.userKey) ?? 0;
+      if (u < best || (u === best && user < name)) [mine, name, best] = [qs, user, u];
+    }
+    return mine;
+  }
+
+  #charge(q: Queue, processors: number): void {
+    this.#pending.push({ group: q.ownerGroup, user: q.owner, processors });
+    this.#usage.set(q.groupKey, (this.#usage.get(q.groupKey) ?? 0) + processors);
+    this.#usage.set(q.userKey, (this.#usage.get(q.userKey) ?? 0) + processors);
+  }
+
+  /** One at a time: writes the charges, folds the queue counts (PostgreSQL), reads queues and usage. */
+  #refresh(): Promise<void> {
+    this.#refreshing ??= (async () => {
+      try {
+        this.#writing = this.#pending;
+        this.#pending = [];
+        try {
+          await chargeAll(this.#db, this.#writing, this.#halfLifeMs);
+        } catch (err) {
+          this.#pending.unshift(...this.#writing);
+          throw err;
+        } finally {
+          this.#writing = [];
+        }
+        if (this.#dialect === 'postgres') await foldQueueDeltas(this.#db);
+        const waiting = await waitingByQueue(this.#db);
+        const unknown = [...waiting].filter(([id, n]) => n > 0 && !this.#queues.has(id)).map(([id]) => id);
+        for (let i = 0; i < unknown.length; i += 500) {
+          const rows = await this.#db.selectFrom('task_queues').select(['tq_id', 'owner', 'owner_group', 'job_type', 'requirements']).where('tq_id', 'in', unknown.slice(i, i + 500)).execute();
+          for (const r of rows) {
+            const q = { tqId: Number(r.tq_id), owner: r.owner, ownerGroup: r.owner_group, jobType: r.job_type, req: JSON.parse(r.requirements) as Requirements };
+            this.#queues.set(q.tqId, { ...q, groupKey: key(q.ownerGroup, ''), userKey: key(q.ownerGroup, q.owner) });
+          }
+        }
+        if (unknown.length > 0) this.#eligible.clear();
+        const usage = new Map<string, number>();
+        for (const u of await readUsage(this.#db, this.#halfLifeMs)) usage.set(key(u.group, u.user), u.usage);
+        // Charged while reading: not in what was read.
+        for (const c of this.#pending) for (const k of [key(c.group, ''), key(c.group, c.user)]) usage.set(k, (usage.get(k) ?? 0) + c.processors);
+        this.#usage = usage;
+        // A queue that grew may have a new best job; now and then every head is read again (reschedules
+        // and other instances' claims change them too, and a pick takes what is there anyway).
+        if (Date.now() - this.#headsReadAt > HEADS_MS) {
+          this.#heads.clear();
+          this.#headsReadAt = Date.now();
+        } else {
+          for (const [id, n] of waiting) if (n > (this.#waiting.get(id) ?? 0)) this.#heads.delete(id);
+        }
+        this.#waiting = waiting;
+        this.#version++;
+        this.#refreshedAt = Date.now();
+      } finally {
+        this.#refreshing = null;
+      }
+    })();
+    return this.#refreshing;
+  }
+
+  /** Whether a ban holds the offer's site, or its resource. */
+  async #banned(offer: ResourceOffer): Promise<boolean> {
+    let bans = this.#bans.bans;
+    if (Date.now() - this.#bans.at > BANS_MS) {
+      this.#bansLoading ??= activeBans(this.#db).finally(() => (this.#bansLoading = null));
+      bans = await this.#bansLoading;
+      this.#bans = { at: Date.now(), bans };
+    }
+    return bans.some((b) => b.site === offer.site && (b.resource === '' || b.resource === offer.resource));
+  }
+}
+
+/** How many jobs of `req`'s queue fit in `o` at once: fixed-size jobs several, a range one (it takes what is free). */
+function fits(req: Requirements, o: ResourceOffer): number {
+  if (req.minProcessors !== req.maxProcessors) return 1;
+  let n = Math.floor(o.cores / req.minProcessors);
+  if (req.maxRamMb > 0) n = Math.min(n, Math.floor(o.memoryMb / req.maxRamMb));
+  if (req.gpus > 0) n = Math.min(n, Math.floor(o.gpus / req.gpus));
+  return Math.max(1, n);
 }
