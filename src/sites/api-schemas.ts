@@ -13,7 +13,7 @@ const Reason = Type.String({ minLength: 1, maxLength: 1000, pattern: '\\S', desc
 export const BanBody = Type.Object({ reason: Reason, resource: Type.Optional(Resource) }, { additionalProperties: false });
 export const UnbanBody = Type.Object({ reason: Type.Optional(Reason), resource: Type.Optional(Resource) }, { additionalProperties: false });
 
-export const HistoryQuery = Type.Object({ limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'at most this many changes, newest first' }) });
+export const HistoryQuery = Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'at most this many changes, newest first (default 100)' })) });
 
 const When = Type.String({ description: 'ISO 8601, UTC' });
 

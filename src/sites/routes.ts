@@ -52,7 +52,7 @@ export const sitesRoutes: FastifyPluginAsyncTypebox<SitesRoutesOptions> = async 
     async (request) => {
       requireCapability(request.principal!, 'compute.read');
       const site = configuredSite(sites(), request.params.site);
-      return { site: site.name, history: await statusHistory(ctx.db, site.name, request.query.limit) };
+      return { site: site.name, history: await statusHistory(ctx.db, site.name, request.query.limit ?? 100) };
     },
   );
 

@@ -6186,9 +6186,9 @@ export interface operations {
     };
     getSiteHistory: {
         parameters: {
-            query: {
-                /** @description at most this many changes, newest first */
-                limit: number;
+            query?: {
+                /** @description at most this many changes, newest first (default 100) */
+                limit?: number;
             };
             header?: never;
             path: {
