@@ -49,7 +49,10 @@ async function readBans(db: Db): Promise<SiteBan[]> {
   return rows.map((r) => ({ site: r.site, resource: r.resource, reason: r.reason, by: r.changed_by, since: r.changed_at }));
 }
 
-/** The bans in force, as every instance sees them within BAN_CACHE_MS of a change. */
+/**
+ * The bans in force, as every instance sees them within BAN_CACHE_MS of a change. The cache is kept per
+ * Db object: pass the instance's database (ctx.db), not a transaction, or every call is a query.
+ */
 export async function activeBans(db: Db): Promise<SiteBan[]> {
   const now = Date.now();
   const held = cache.get(db);
