@@ -7,7 +7,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
-import type { TestService } from '../helpers/service.ts';
+import { TEST_SETUP, type TestService } from '../helpers/service.ts';
 import { activeBans, knownResources, publishResources } from '../../src/sites/index.ts';
 import { startSitesService } from './helpers.ts';
 
@@ -57,6 +57,16 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal((await post('/sites/CERN/unban', bob, { reason: '' })).status, 400);
       assert.equal((await post('/sites/bad%20name/ban', bob, { reason: 'x' })).status, 400);
       assert.deepEqual(await activeBans(svc.ctx.db), []);
+    });
+
+    it('refuses a ban with a token limited to capability scopes, even of a SiteManager (403 insufficient_scope)', async () => {
+      const res = await svc.request(`/oauth2/token?grant_type=client_credentials&group=dirigo_sites&setup=${TEST_SETUP}&scope=compute.read`, { as: 'bob' });
+      assert.equal(res.status, 200, res.text);
+      const limited = res.json.access_token as string;
+      assert.equal((await svc.request('/sites', { token: limited })).status, 200);
+      const refused = await post('/sites/CERN/ban', limited, { reason: 'x' });
+      assert.equal(refused.status, 403, refused.text);
+      assert.equal(refused.json.error, 'insufficient_scope');
     });
 
     it('bans a site (SiteManager) and a resource (JobAdministrator); a second ban replaces the reason; unban lifts; 409 when not banned', async () => {
