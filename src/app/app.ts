@@ -12,6 +12,8 @@ import { catalogueRoutes } from '../catalogue/index.ts';
 import { federationRoutes } from '../federation/index.ts';
 import { webAppRoutes } from '../webapp/index.ts';
 import { downloadsRoutes } from '../downloads/index.ts';
+import { sitesRoutes } from '../sites/index.ts';
+import { configuredSites } from './configured-sites.ts';
 import type { AppContext } from './context.ts';
 import { errorHandler } from '../kernel/error-handler.ts';
 import { InvalidRequest } from '../kernel/errors.ts';
@@ -100,6 +102,7 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   startJobDuties(ctx, sandboxes, instance.log);
   await instance.register(agentsRoutes, { ctx, jobEvents });
   instance.addHook('onReady', async () => startAgentDuties(ctx, jobEvents, instance.log));
+  await instance.register(sitesRoutes, { ctx, sites: () => configuredSites(ctx.config) });
   await instance.register(catalogueRoutes, { ctx });
   await instance.register(webAppRoutes, { ctx });
   await instance.register(downloadsRoutes, { ctx });

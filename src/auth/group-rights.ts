@@ -11,6 +11,7 @@ const PROPERTY_RIGHTS: Record<string, (group: string) => string> = {
   [Property.JobMonitor]: () => 'see every user\'s jobs',
   [Property.JobAdministrator]: () => 'see, kill, reschedule and delete every user\'s jobs',
   [Property.CatalogueAdministrator]: () => 'read and write anywhere in the file catalogue, and define and remove metadata fields',
+  [Property.SiteManager]: () => 'ban and unban sites and their resources',
   [Property.Pilot]: () => 'act as a job agent: take waiting jobs and run them',
 };
 

@@ -10,3 +10,4 @@ export { loginCommand, logoutCommand, whoamiCommand } from './auth/cli.ts';
 export { tokenCommand } from './auth/token-cli.ts';
 export { agentCommand } from './agent/cli.ts';
 export { proxyCommand } from './pki/cli.ts';
+export { sitesCommand } from './sites/cli.ts';

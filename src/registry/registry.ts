@@ -12,6 +12,8 @@ export const Property = {
   JobSharing: 'JobSharing',
   CatalogueAdministrator: 'CatalogueAdministrator',
   Pilot: 'Pilot',
+  /** Ban and unban sites and their resources (DIRAC's SiteManager). */
+  SiteManager: 'SiteManager',
 } as const;
 
 export interface RegistryUser {

@@ -283,6 +283,18 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal((await anonymous.GET('/downloads/{name}', { params: { path: { name: 'absent' } } })).response.status, 404);
     });
 
+    it('sites: the list, a ban and an unban by an administrator, the history', async () => {
+      const admin = client({ token: await svc.token('admin', 'dirigo_admin') });
+      try {
+        assert.deepEqual(unwrap(await alice.GET('/sites')).sites.map((s) => [s.name, s.status]), [['Local', 'Active'], ['Pool', 'Active']]);
+        assert.equal(unwrap(await admin.POST('/sites/{site}/ban', { params: { path: { site: 'Pool' } }, body: { reason: 'client test' } })).status, 'Banned');
+        assert.equal(unwrap(await admin.POST('/sites/{site}/unban', { params: { path: { site: 'Pool' } }, body: {} })).status, 'Active');
+        assert.deepEqual(unwrap(await alice.GET('/sites/{site}/history', { params: { path: { site: 'Pool' } } })).history.map((h) => h.status), ['Active', 'Banned']);
+      } finally {
+        await admin.close();
+      }
+    });
+
     it('called every operation of the document, each answer documented', () => {
       const all = ROUTES.map((r) => r.op.operationId);
       assert.deepEqual(all.filter((id) => !seen.has(id)), [], 'operations never called');

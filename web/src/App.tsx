@@ -12,11 +12,13 @@ import { JobMonitor } from './jobs/JobMonitor.tsx';
 import { SubmitPage } from './jobs/SubmitPage.tsx';
 import { CataloguePage } from './catalogue/CataloguePage.tsx';
 import { AccountPage } from './account/AccountPage.tsx';
+import { SitesPage } from './sites/SitesPage.tsx';
 
 const PAGES = [
   { page: '', label: 'Job monitor' },
   { page: 'submit', label: 'Submit' },
   { page: 'catalogue', label: 'File catalogue' },
+  { page: 'sites', label: 'Sites' },
   { page: 'account', label: 'Account' },
 ] as const;
 
@@ -65,6 +67,8 @@ function Page({ page, params }: { page: string; params: URLSearchParams }) {
       return <SubmitPage />;
     case 'catalogue':
       return <CataloguePage params={params} />;
+    case 'sites':
+      return <SitesPage />;
     case 'account':
       return <AccountPage />;
     default:

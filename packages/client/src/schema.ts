@@ -817,6 +817,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sites": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every configured site: Active or Banned, its banned resources (why, who, since when) and its resources */
+        get: operations["listSites"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{site}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A site's bans and unbans, newest first: who, when, why */
+        get: operations["getSiteHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{site}/ban": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Ban a site, or one of its resources: it gets no new jobs (on every instance within seconds). Banning it again replaces the reason (SiteManager, JobAdministrator) */
+        post: operations["banSite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{site}/unban": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Lift the ban of a site or of one of its resources; 409 when it is not banned (SiteManager, JobAdministrator) */
+        post: operations["unbanSite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/filecatalogue/metadata": {
         parameters: {
             query?: never;
@@ -5989,6 +6057,395 @@ export interface operations {
             };
             /** @description OAuth 2.0-shaped error */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listSites: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description every configured site, in configuration order */
+                        sites: {
+                            name: string;
+                            /** @description local, slurm or agents */
+                            type: string;
+                            /** @description Banned: the site gets no new jobs */
+                            status: "Active" | "Banned";
+                            /** @description the site's own ban; null when it is not banned */
+                            ban: {
+                                reason: string;
+                                /** @description who banned it */
+                                by: string;
+                                /** @description ISO 8601, UTC */
+                                since: string;
+                            } | null;
+                            /** @description resources banned one by one (they get no new jobs) */
+                            bannedResources: {
+                                resource: string;
+                                reason: string;
+                                /** @description who banned it */
+                                by: string;
+                                /** @description ISO 8601, UTC */
+                                since: string;
+                            }[];
+                            /** @description its resources as they last described themselves */
+                            resources: {
+                                site: string;
+                                /** @description '' for a site that is one resource */
+                                resource: string;
+                                kind: "local" | "slurm" | "agents";
+                                /** @description processors one job may get */
+                                cores: number;
+                                /** @description memory one job may get, MB */
+                                memoryMb: number;
+                                gpus: number;
+                                tags: string[];
+                                platform: string | null;
+                                /** @description the longest a job may run, seconds; null for no limit */
+                                cpuTime: number | null;
+                                /** @description when it last described itself, ISO 8601 */
+                                seenAt: string;
+                            }[];
+                        }[];
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getSiteHistory: {
+        parameters: {
+            query?: {
+                /** @description at most this many changes, newest first (default 100) */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description a site of the configuration (jobs.sites) */
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        site: string;
+                        /** @description newest first */
+                        history: {
+                            site: string;
+                            /** @description the resource, '' for the whole site */
+                            resource: string;
+                            status: "Banned" | "Active";
+                            /** @description why ('' when an unban gave none) */
+                            reason: string;
+                            /** @description who: the user name of the administrator */
+                            by: string;
+                            /** @description ISO 8601, UTC */
+                            at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    banSite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a site of the configuration (jobs.sites) */
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description why, in words others will read in the status and its history */
+                    reason: string;
+                    /** @description one resource of the site (a Slurm partition, an agents resource name); absent for the whole site */
+                    resource?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        site: string;
+                        /** @description the resource, '' for the whole site */
+                        resource: string;
+                        status: "Banned" | "Active";
+                        /** @description why ('' when an unban gave none) */
+                        reason: string;
+                        /** @description who: the user name of the administrator */
+                        by: string;
+                        /** @description ISO 8601, UTC */
+                        at: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    unbanSite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a site of the configuration (jobs.sites) */
+                site: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description why, in words others will read in the status and its history */
+                    reason?: string;
+                    /** @description one resource of the site (a Slurm partition, an agents resource name); absent for the whole site */
+                    resource?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        site: string;
+                        /** @description the resource, '' for the whole site */
+                        resource: string;
+                        status: "Banned" | "Active";
+                        /** @description why ('' when an unban gave none) */
+                        reason: string;
+                        /** @description who: the user name of the administrator */
+                        by: string;
+                        /** @description ISO 8601, UTC */
+                        at: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -10,6 +10,7 @@ import {
   loginCommand,
   logoutCommand,
   proxyCommand,
+  sitesCommand,
   tokenCommand,
   whoamiCommand,
 } from '../../client-cli/index.ts';
@@ -20,6 +21,7 @@ export const clientCommands: CommandTable = {
   jobs: { run: jobsCommand, summary: 'submit (JSON or JDL), list, summarise, show, kill, wait for jobs; fetch manifests and sandboxes' },
   job: { run: jobCommand, summary: "inside a job: report its ApplicationStatus, parameters and heartbeat with the job's token; otherwise as jobs" },
   catalogue: { run: catalogueCommand, summary: 'file catalogue: ls, stat, meta, search, find, fields, mkdir, register, setmeta, rm, import' },
+  sites: { run: sitesCommand, summary: 'sites: status, banned resources and history; ban and unban (SiteManager, JobAdministrator)' },
   agent: { run: agentCommand, summary: 'pull-mode job agent for a worker node (takes and runs jobs of an agents site)' },
   login: { run: loginCommand, summary: 'sign in with the device flow and cache the token (OAuth 2.0)' },
   logout: { run: logoutCommand, summary: 'revoke and forget the cached token' },
