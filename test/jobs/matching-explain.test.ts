@@ -102,12 +102,35 @@ for (const { dialect, skip } of await dialects()) {
       for (const g of answer.groups) assert.equal(g.actual, 0, 'no usage yet');
     });
 
+    it('shares: actual from decayed usage over everyone\'s, furthest below target first', async () => {
+      await job({ owner: 'a1', group: 'atlas' });
+      await job({ owner: 'b1', group: 'belle' });
+      const usage = async () => [
+        { group: 'atlas', user: '', usage: 10 },
+        { group: 'atlas', user: 'a1', usage: 10 },
+        { group: 'belle', user: '', usage: 30 },
+        { group: 'belle', user: 'b1', usage: 20 },
+        { group: 'belle', user: 'b2', usage: 10 },
+        { group: 'gone', user: 'g1', usage: 0 },
+      ];
+      const answer = await fairShares(scratch.db, config({ fairShare: { shares: { atlas: 3 } } }), Date.now(), usage);
+      assert.deepEqual(answer.groups.map((g) => [g.group, g.target, g.actual, g.usage]), [
+        ['atlas', 0.75, 0.25, 10],
+        ['gone', 0, 0, 0],
+        ['belle', 0.25, 0.75, 30],
+      ]);
+      assert.deepEqual(answer.groups[2]!.users.map((u) => [u.user, u.target, u.actual]), [
+        ['b1', 0.25, 0.5],
+        ['b2', 0, 0.25],
+      ]);
+    });
+
     it('names NumberOfProcessors for a 16-processor job against a 4-core local site', async () => {
       const jid = await job({ manifest: { NumberOfProcessors: 16 } });
       const deps: ExplainDeps = { bans: async () => [], resources: async () => [resource('Local', 'local', 4)] };
       const answer = await explainMatching(scratch.db, config({}), jid, deps);
       assert.equal(answer.Status, 'Waiting');
-      assert.equal(answer.requirements.minProcessors, 16);
+      assert.equal((answer.requirements as { minProcessors?: number }).minProcessors, 16);
       assert.equal(answer.resources.length, 1);
       const [local] = answer.resources;
       assert.equal(local!.eligible, false);

@@ -9,7 +9,7 @@ import type { Db } from '../../kernel/db/database.ts';
 import { JobStatus } from '../model.ts';
 import type { JobsConfig } from '../config-schema.ts';
 import type { SharesAnswer } from './api-schemas.ts';
-import { readUsage } from './usage.ts';
+import { readUsage, type Usage } from './usage.ts';
 
 /** The statuses whose jobs count as held (running) work: those a running limit counts too. */
 export const HELD_STATUSES = [JobStatus.Matched, JobStatus.Running, JobStatus.Completing] as const;
@@ -34,8 +34,11 @@ async function workCounts(db: Db): Promise<{ group: string; user: string; status
   return rows.map((r) => ({ group: r.owner_group, user: r.owner, status: r.status, n: Number(r.n) }));
 }
 
-/** Every group and user with Waiting or held jobs or usage, furthest below its target first. */
-export async function fairShares(db: Db, config: JobsConfig, now = Date.now()): Promise<SharesAnswer> {
+/**
+ * Every group and user with Waiting or held jobs or usage, furthest below its target first. `usage` reads
+ * the decayed usage (usage.ts; tests give their own).
+ */
+export async function fairShares(db: Db, config: JobsConfig, now = Date.now(), usage: (db: Db, halfLifeMs: number, now: number) => Promise<Usage[]> = readUsage): Promise<SharesAnswer> {
   const { shares, halfLifeMs } = config.fairShare;
   const groups = new Map<string, Counts & { users: Map<string, Counts>; groupUsage: number | undefined }>();
   const groupOf = (g: string) => {
@@ -54,7 +57,7 @@ export async function fairShares(db: Db, config: JobsConfig, now = Date.now()): 
     groupOf(group)[key] += n;
     userOf(group, user)[key] += n;
   }
-  for (const u of await readUsage(db, halfLifeMs, now)) {
+  for (const u of await usage(db, halfLifeMs, now)) {
     if (u.user === '') groupOf(u.group).groupUsage = u.usage;
     else userOf(u.group, u.user).usage += u.usage;
   }
