@@ -195,6 +195,11 @@ for (const { dialect, skip } of await dialects()) {
       ]);
       assert.match(answer.resources[0]!.holdBack[0]!.reason, /no agent of Grid has asked for work lately/);
       assert.equal(answer.summary, 'Waiting: no resource can run it now (of 2: 2 without a live resource)');
+      // Its Sites are checked even where no resource is known.
+      const only = await job({ manifest: { Sites: ['Cluster'] } });
+      const elsewhere = await explainMatching(scratch.db, cfg, only, { bans: async () => [], resources: async () => [] });
+      assert.deepEqual(elsewhere.resources[0]!.holdBack.map((h) => h.attribute), ['Sites', 'Site']);
+      assert.deepEqual(elsewhere.resources[1]!.holdBack.map((h) => h.attribute), ['Site']);
     });
 
     it('counts the owner\'s jobs that go first, and states its share', async () => {

@@ -94,6 +94,12 @@ function banHoldBacks(bans: SiteBan[], site: string, resource: string): HoldBack
     }));
 }
 
+/** What the job's Sites and BannedSites say of a site, with no resource of it to measure. */
+function siteRequirements(r: Requirements, site: string): HoldBack[] {
+  const anything: ResourceDescription = { site, resource: '', kind: 'local', cores: Infinity, memoryMb: Infinity, gpus: Infinity, tags: r.tags, platform: r.platforms[0] ?? null, cpuTime: null };
+  return unmetRequirements(r, anything).map((u) => ({ kind: 'requirement' as const, attribute: u.attribute, reason: u.reason }));
+}
+
 const NO_RESOURCE: Record<Site['type'], (site: string) => string> = {
   local: (s) => `${s} has not described itself yet (its executor publishes it when an instance starts)`,
   slurm: (s) => `${s}'s partitions are not known yet (read from Slurm when an instance starts)`,
@@ -190,7 +196,7 @@ export async function explainMatching(db: Db, config: JobsConfig, jobId: number,
     const limits = limitHoldBacks(site, job, held);
     const resources = described.filter((d) => d.site === site.name && d.kind === site.type);
     if (resources.length === 0) {
-      const holdBack: HoldBack[] = [{ kind: 'status', attribute: 'Site', reason: NO_RESOURCE[site.type](site.name) }, ...banHoldBacks(bans, site.name, ''), ...limits];
+      const holdBack: HoldBack[] = [...siteRequirements(requirements, site.name), { kind: 'status', attribute: 'Site', reason: NO_RESOURCE[site.type](site.name) }, ...banHoldBacks(bans, site.name, ''), ...limits];
       verdicts.push({ site: site.name, resource: '', kind: site.type, eligible: false, holdBack });
       continue;
     }
