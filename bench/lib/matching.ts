@@ -16,6 +16,8 @@ import { validateConfig } from '../../src/kernel/config.ts';
 import { JobsConfigSchema, type JobsConfig } from '../../src/jobs/config-schema.ts';
 import { JobEvents } from '../../src/jobs/lifecycle/job-events.ts';
 import { Matcher, type JobMatch } from '../../src/jobs/matching/matcher.ts';
+import { explainMatching } from '../../src/jobs/matching/explain.ts';
+import { fairShares } from '../../src/jobs/matching/shares.ts';
 import { requirementsOf } from '../../src/jobs/requirements.ts';
 import { requirementsKey, unmetRequirements, type Requirements, type ResourceOffer } from '../../src/protocol/requirements.ts';
 import { POSTGRES_URL, createPostgresSchema } from '../../test/helpers/dialects.ts';
@@ -165,7 +167,8 @@ export async function seed(b: BenchDb, jobs: number, queues: number, progress: (
   await sql`update task_queues set waiting = coalesce((select n from bench_counts c where c.tq_id = task_queues.tq_id), 0)`.execute(db);
   await sql`drop table bench_counts`.execute(db);
   await sql`drop table bench_queue_map`.execute(db);
-  if (dialect === 'postgres') await sql`vacuum analyze`.execute(db);
+  // Only this schema's tables (a bare VACUUM would visit every schema of the database).
+  if (dialect === 'postgres') await sql`vacuum analyze jobs, task_queues`.execute(db);
   else await sql`analyze`.execute(db);
 }
 
@@ -272,4 +275,23 @@ export function shareErrors(run: ClaimRun): { group: string; target: number; act
       return { group, target, actual, error: actual / target - 1 };
     })
     .sort((a, b) => Math.abs(b.error) - Math.abs(a.error));
+}
+
+/**
+ * Milliseconds (median of 3) of what GET /jobs/shares and GET /jobs/{jid}/matching compute (for the oldest
+ * Waiting job): both count every Waiting job by group and owner once.
+ */
+export async function timeExplanations(b: BenchDb): Promise<{ sharesMs: number; whyMs: number }> {
+  const config = benchConfig();
+  const oldest = await b.db.selectFrom('jobs').select('job_id').where('status', '=', 'Waiting').orderBy('job_id').limit(1).executeTakeFirst();
+  const median = async (f: () => Promise<unknown>) => {
+    const ms: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const t0 = performance.now();
+      await f();
+      ms.push(performance.now() - t0);
+    }
+    return ms.sort((x, y) => x - y)[1]!;
+  };
+  return { sharesMs: await median(() => fairShares(b.db, config)), whyMs: oldest ? await median(() => explainMatching(b.db, config, Number(oldest.job_id))) : 0 };
 }

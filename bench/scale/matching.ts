@@ -6,7 +6,8 @@
  * jobs matched per second, latency per claim (p50, p99), the slope of the cost per job from the smallest
  * to the largest size, each group's share of the processors matched against its target (goal ±5 %), and
  * the goal line: ≥ 1,000 jobs/s on PostgreSQL at 1,000,000 Waiting jobs. Every match is checked against
- * its offer (a requirement unmet, more than a consumable offer has, a job matched twice).
+ * its offer (a requirement unmet, more than a consumable offer has, a job matched twice). Also timed: what
+ * GET /jobs/shares and GET /jobs/{jid}/matching compute at each size ("shares ms", "why ms").
  *
  * Defaults: 10,000 / 100,000 / 1,000,000 jobs on both databases (the 1,000,000 seeding takes minutes).
  * Quick: `--sizes 10000` (under a minute). Sizes also from DIRIGO_BENCH_MATCHING_SIZES.
@@ -16,7 +17,9 @@
 import { parseArgs } from 'node:util';
 import type { Dialect } from '../../src/kernel/db/dialect.ts';
 import { postgresUnavailable } from '../../test/helpers/dialects.ts';
-import { freshDatabase, runClaimers, seed, shareErrors, type ClaimRun } from '../lib/matching.ts';
+import { freshDatabase, runClaimers, seed, shareErrors, timeExplanations, type ClaimRun } from '../lib/matching.ts';
+
+type Size = { size: number; run: ClaimRun; sharesMs: number; whyMs: number };
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.
 const { values } = parseArgs({
@@ -45,29 +48,30 @@ if (SIZES.some((n) => !Number.isInteger(n) || n < 1) || [QUEUES, CLAIMERS, BATCH
 const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
 const n = (x: number) => Math.round(x).toLocaleString('en');
 
-async function one(dialect: Dialect, size: number): Promise<ClaimRun> {
+async function one(dialect: Dialect, size: number): Promise<Size> {
   const say = (line: string) => process.stderr.write(`  [${dialect} ${n(size)}] ${line}\n`);
   const b = await freshDatabase(dialect, CLAIMERS + 2);
   try {
     const t0 = Date.now();
     await seed(b, size, QUEUES, say);
     say(`ready in ${((Date.now() - t0) / 1000).toFixed(0)} s (${n(QUEUES)} task queues)`);
+    const { sharesMs, whyMs } = await timeExplanations(b);
     // Never more than half the jobs: the rate is measured with the queues still full.
     const run = await runClaimers(b, { claimers: CLAIMERS, batch: BATCH, matches: Math.min(MATCHES, Math.floor(size / 2)), seconds: SECONDS, progress: say });
     say(`matched ${n(run.matched)} in ${run.seconds.toFixed(1)} s`);
-    return run;
+    return { size, run, sharesMs, whyMs };
   } finally {
     await b.close();
   }
 }
 
-function report(dialect: Dialect, runs: { size: number; run: ClaimRun }[]): void {
+function report(dialect: Dialect, runs: Size[]): void {
   console.log(`\nmatching (${dialect}; ${CLAIMERS} claimers of ${BATCH} jobs at most, ${n(QUEUES)} task queues, Matcher.claim in process)`);
-  console.log(`${'Waiting jobs'.padStart(14)}${'matched'.padStart(10)}${'jobs/s'.padStart(10)}${'p50 ms'.padStart(10)}${'p99 ms'.padStart(10)}${'µs/job'.padStart(10)}  checks`);
-  for (const { size, run } of runs) {
+  console.log(`${'Waiting jobs'.padStart(14)}${'matched'.padStart(10)}${'jobs/s'.padStart(10)}${'p50 ms'.padStart(10)}${'p99 ms'.padStart(10)}${'µs/job'.padStart(10)}${'shares ms'.padStart(11)}${'why ms'.padStart(9)}  checks`);
+  for (const { size, run, sharesMs, whyMs } of runs) {
     const checks = run.violations || run.doubles ? `${run.violations} matches break their offer, ${run.doubles} matched twice` : 'every match fits its offer';
     const cost = run.matched ? ((run.seconds * 1e6) / run.matched).toFixed(0) : '-';
-    console.log(`${n(size).padStart(14)}${n(run.matched).padStart(10)}${n(run.perSecond).padStart(10)}${run.p50Ms.toFixed(2).padStart(10)}${run.p99Ms.toFixed(2).padStart(10)}${cost.padStart(10)}  ${checks}`);
+    console.log(`${n(size).padStart(14)}${n(run.matched).padStart(10)}${n(run.perSecond).padStart(10)}${run.p50Ms.toFixed(2).padStart(10)}${run.p99Ms.toFixed(2).padStart(10)}${cost.padStart(10)}${sharesMs.toFixed(1).padStart(11)}${whyMs.toFixed(1).padStart(9)}  ${checks}`);
   }
   const first = runs[0]!;
   const last = runs.at(-1)!;
@@ -97,7 +101,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       continue;
     }
   }
-  const runs: { size: number; run: ClaimRun }[] = [];
-  for (const size of SIZES) runs.push({ size, run: await one(dialect, size) });
+  const runs: Size[] = [];
+  for (const size of SIZES) runs.push(await one(dialect, size));
   report(dialect, runs);
 }
