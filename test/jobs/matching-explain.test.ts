@@ -15,6 +15,10 @@ import { fairShares } from '../../src/jobs/matching/shares.ts';
 import { explainMatching, type ExplainDeps } from '../../src/jobs/matching/explain.ts';
 import type { ResourceDescription } from '../../src/protocol/requirements.ts';
 import type { SiteBan } from '../../src/sites/index.ts';
+import { createHash } from 'node:crypto';
+import type { Manifest } from '../../src/jobs/manifest.ts';
+import { requirementsOf } from '../../src/jobs/requirements.ts';
+import { requirementsKey } from '../../src/protocol/requirements.ts';
 
 const T = '2026-11-27T00:00:00.000Z';
 
@@ -46,7 +50,31 @@ for (const { dialect, skip } of await dialects()) {
       await scratch.db.deleteFrom('task_queues').execute();
     });
 
+    /**
+     * A Waiting job goes into the task queue of its owner, group and requirements (made, or its count
+     * raised), as submission files it; `tq` names one instead, or null for none.
+     */
+    async function queueOf(owner: string, group: string, manifest: Manifest, type: string): Promise<number> {
+      const req = { ...requirementsOf(manifest, 'test', [...(manifest.Sites ?? []), 'Local']), jobType: type };
+      const hash = createHash('sha256').update(requirementsKey(req)).digest('hex');
+      const found = await scratch.db.selectFrom('task_queues').select('tq_id').where('owner', '=', owner).where('owner_group', '=', group).where('req_hash', '=', hash).executeTakeFirst();
+      if (found) {
+        await scratch.db.updateTable('task_queues').set((eb) => ({ waiting: eb('waiting', '+', 1) })).where('tq_id', '=', found.tq_id).execute();
+        return Number(found.tq_id);
+      }
+      const list = (xs: string[]) => (xs.length ? `,${xs.join(',')},` : '');
+      const row = await scratch.db
+        .insertInto('task_queues')
+        .values({ owner, owner_group: group, req_hash: hash, requirements: JSON.stringify(req), job_type: type, min_processors: req.minProcessors, max_processors: req.maxProcessors, max_ram: req.maxRamMb, gpus: req.gpus, cpu_time: req.cpuTime, tags: list(req.tags), platforms: list(req.platforms), sites: req.sites ? list(req.sites) : null, banned_sites: list(req.bannedSites), waiting: 1, created_at: T })
+        .returning('tq_id')
+        .executeTakeFirstOrThrow();
+      return Number(row.tq_id);
+    }
+
     async function job(o: { owner?: string; group?: string; status?: string; site?: string; priority?: number; type?: string; manifest?: Record<string, unknown>; tq?: number | null } = {}): Promise<number> {
+      const manifest = { Executable: '/bin/true', ...(o.manifest ?? {}) } as Manifest;
+      const status = o.status ?? 'Waiting';
+      const tq = o.tq !== undefined || status !== 'Waiting' ? (o.tq ?? null) : await queueOf(o.owner ?? 'alice', o.group ?? 'dirigo_user', manifest, o.type ?? 'User');
       const row = await scratch.db
         .insertInto('jobs')
         .values({
@@ -59,14 +87,14 @@ for (const { dialect, skip } of await dialects()) {
           setup: 'Dirigo-Test',
           site: o.site ?? 'ANY',
           sites: null,
-          status: o.status ?? 'Waiting',
+          status,
           minor_status: '',
           application_status: 'Unknown',
           user_priority: o.priority ?? 0,
           reschedule_counter: 0,
           submission_time: T,
           last_update_time: T,
-          manifest: JSON.stringify({ Executable: '/bin/true', ...(o.manifest ?? {}) }),
+          manifest: JSON.stringify(manifest),
           input_sandbox: null,
           input_sandbox_size: null,
           output_sandbox: null,
@@ -74,7 +102,7 @@ for (const { dialect, skip } of await dialects()) {
           executor_id: null,
           executor_ref: null,
           lease_until: null,
-          tq_id: o.tq ?? null,
+          tq_id: tq,
         })
         .returning('job_id')
         .executeTakeFirstOrThrow();
@@ -126,7 +154,7 @@ for (const { dialect, skip } of await dialects()) {
     });
 
     it('names NumberOfProcessors for a 16-processor job against a 4-core local site', async () => {
-      const jid = await job({ manifest: { NumberOfProcessors: 16 } });
+      const jid = await job({ manifest: { NumberOfProcessors: 16 }, tq: null });
       const deps: ExplainDeps = { bans: async () => [], resources: async () => [resource('Local', 'local', 4)] };
       const answer = await explainMatching(scratch.db, config({}), jid, deps);
       assert.equal(answer.Status, 'Waiting');
