@@ -7,6 +7,7 @@
  */
 import { sql } from 'kysely';
 import type { Db } from '../../kernel/db/database.ts';
+import { dialectOf } from '../../kernel/db/dialect.ts';
 import { JobStatus } from '../model.ts';
 import type { JobsConfig } from '../config-schema.ts';
 import type { SharesAnswer } from './api-schemas.ts';
@@ -21,6 +22,23 @@ type GroupShare = SharesAnswer['groups'][number];
 const belowTarget = (a: { target: number; actual: number }, b: { target: number; actual: number }) => b.target - b.actual - (a.target - a.actual);
 
 /**
+ * Held jobs per group and owner. SQLite is told the index: its statistics see one status in a table of
+ * Waiting jobs and it scanned the million rows through `jobs_group_id` for the GROUP BY (3–5 s, not 0.1 ms).
+ */
+async function heldByOwner(db: Db): Promise<{ owner_group: string; owner: string; n: number }[]> {
+  const statuses = sql.join([...HELD_STATUSES]);
+  if (dialectOf(db) === 'sqlite') {
+    return (await sql<{ owner_group: string; owner: string; n: number }>`select owner_group, owner, count(*) as n from jobs indexed by jobs_status_id where status in (${statuses}) group by owner_group, owner`.execute(db)).rows;
+  }
+  return db
+    .selectFrom('jobs')
+    .select(['owner_group', 'owner', sql<number>`count(*)`.as('n')])
+    .where('status', 'in', [...HELD_STATUSES])
+    .groupBy(['owner_group', 'owner'])
+    .execute();
+}
+
+/**
  * Waiting jobs per group and user from the task queues' exact counts (thousands of rows, where a count of
  * the jobs would read every Waiting job: 11 s for a million on SQLite in the bench), held ones from the jobs
  * (`jobs_status_id`: as many rows as jobs hold a slot).
@@ -33,12 +51,7 @@ async function workCounts(db: Db): Promise<{ group: string; user: string; waitin
       .where('waiting', '>', 0)
       .groupBy(['owner_group', 'owner'])
       .execute(),
-    db
-      .selectFrom('jobs')
-      .select(['owner_group', 'owner', sql<number>`count(*)`.as('n')])
-      .where('status', 'in', [...HELD_STATUSES])
-      .groupBy(['owner_group', 'owner'])
-      .execute(),
+    heldByOwner(db),
   ]);
   return [
     ...waiting.map((r) => ({ group: r.owner_group, user: r.owner, waiting: Number(r.n), running: 0 })),
