@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { authRoutes } from '../auth/index.ts';
-import { JobEvents, jobsRoutes, removeStaleUploads, sandboxStore, startEventStreams, startJobDuties } from '../jobs/index.ts';
+import { JobEvents, Matcher, jobsRoutes, removeStaleUploads, sandboxStore, startEventStreams, startJobDuties } from '../jobs/index.ts';
 import { startScheduling } from '../executors/index.ts';
 import { agentsRoutes, startAgentDuties } from '../agents/index.ts';
 import { catalogueRoutes } from '../catalogue/index.ts';
@@ -89,10 +89,12 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   const sandboxes = sandboxStore(ctx.config);
   // One emitter of job changes, handed to everything that changes jobs and to the events stream that listens.
   const jobEvents = new JobEvents();
-  await instance.register(jobsRoutes, { ctx, sandboxes, runner: startScheduling(instance, ctx, sandboxes, jobEvents), events: startEventStreams(ctx, jobEvents), jobEvents });
+  // One matcher for the instance's sites and its agents: they share the fair share and the limits.
+  const matcher = new Matcher(ctx.db, jobEvents, ctx.dialect, ctx.config.jobs);
+  await instance.register(jobsRoutes, { ctx, sandboxes, runner: startScheduling(instance, ctx, sandboxes, jobEvents, matcher), events: startEventStreams(ctx, jobEvents), jobEvents });
   instance.addHook('onReady', () => removeStaleUploads(sandboxes, instance.log));
   startJobDuties(ctx, sandboxes, instance.log);
-  await instance.register(agentsRoutes, { ctx, jobEvents });
+  await instance.register(agentsRoutes, { ctx, jobEvents, matcher });
   instance.addHook('onReady', async () => startAgentDuties(ctx, jobEvents, instance.log));
   await instance.register(catalogueRoutes, { ctx });
   await instance.register(webAppRoutes, { ctx });

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { environment } from '../kernel/config.ts';
 import { secondsSince } from '../kernel/observability.ts';
 import { batchCommandDuration, batchCommandFailures } from './metrics.ts';
+import { parseSinfo, SINFO_ARGS, type SlurmPartition } from './slurm-partitions.ts';
 
 export interface SlurmJobInfo {
   id: string;
@@ -136,6 +137,11 @@ export class SlurmClient {
       if (bar > 0 && SLURM_ID.test(id) && line.slice(bar + 1).trim() === workDir) return id;
     }
     return undefined;
+  }
+
+  /** Every partition as `sinfo` describes it (CPUs, memory, GPUs, time limit). */
+  async partitions(): Promise<SlurmPartition[]> {
+    return parseSinfo(await this.#run('sinfo', SINFO_ARGS));
   }
 
   /** `scancel` for the ids; ids Slurm no longer knows are not an error. */
