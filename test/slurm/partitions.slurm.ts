@@ -16,10 +16,15 @@ import { NEEDS_REAL_MATCHER } from '../helpers/real-matcher.ts';
 const noSlurm = slurmUnavailable();
 const FINAL = ['Done', 'Failed', 'Killed'];
 
-/** What Slurm says of Dirigo's job `jid`: its partition, CPUs, memory and time limit. */
-function slurmJob(jid: number): { partition: string; cpus: number; memory: string; timeLimit: string } {
-  const out = execFileSync('squeue', ['--noheader', '--states=all', `--name=dirigo-${jid}`, '--format=%P|%C|%m|%l'], { encoding: 'utf8', timeout: 15000 }).trim();
-  const [partition, cpus, memory, timeLimit] = out.split('\n').pop()!.split('|');
+/**
+ * What Slurm says of job `jid` of `svc`: its partition, CPUs, memory and time limit. Found by its working
+ * directory, in the service's own staging directory: earlier runs' services had jobs of the same name.
+ */
+function slurmJob(svc: TestService, jid: number): { partition: string; cpus: number; memory: string; timeLimit: string } {
+  const out = execFileSync('squeue', ['--noheader', '--states=all', `--name=dirigo-${jid}`, '--format=%P|%C|%m|%l|%Z'], { encoding: 'utf8', timeout: 15000 });
+  const line = out.split('\n').find((l) => l.split('|')[4]?.startsWith(`${svc.dataDir}/`));
+  assert.ok(line, `job ${jid} of this service is not in squeue:\n${out}`);
+  const [partition, cpus, memory, timeLimit] = line.split('|');
   return { partition: partition!, cpus: Number(cpus), memory: memory!, timeLimit: timeLimit! };
 }
 
@@ -53,22 +58,22 @@ describe('Slurm partitions as resources', async () => {
       test('a job goes to its partition with --cpus-per-task, --mem and --time, and is told its processors', { timeout: 300_000 }, async () => {
         const { jid, stdout } = await run(svc, alice, { NumberOfProcessors: 2, MaxRAM: 100, CPUTime: 3600, Sites: ['Debug'] });
         assert.equal(stdout.trim(), 'procs=2');
-        assert.deepEqual(slurmJob(jid), { partition: 'debug', cpus: 2, memory: '100M', timeLimit: '1:00:00' });
+        assert.deepEqual(slurmJob(svc, jid), { partition: 'debug', cpus: 2, memory: '100M', timeLimit: '1:00:00' });
       });
 
       test('a job that fits the first partition goes there: one CPU, no memory or time asked', { timeout: 300_000 }, async () => {
         const { jid, stdout } = await run(svc, alice, { Sites: ['Cluster'] });
         assert.equal(stdout.trim(), 'procs=1');
-        const s = slurmJob(jid);
+        const s = slurmJob(svc, jid);
         assert.deepEqual([s.partition, s.cpus, s.timeLimit], ['short', 1, '10:00']);
       });
 
       test('a job needing what only debug has (2 CPUs, an hour) goes to debug, never to short', { timeout: 300_000, skip: NEEDS_REAL_MATCHER }, async () => {
         const twoCores = await run(svc, alice, { NumberOfProcessors: 2, Sites: ['Cluster'] });
         assert.equal(twoCores.stdout.trim(), 'procs=2');
-        assert.deepEqual([slurmJob(twoCores.jid).partition, slurmJob(twoCores.jid).cpus], ['debug', 2]);
+        assert.deepEqual([slurmJob(svc, twoCores.jid).partition, slurmJob(svc, twoCores.jid).cpus], ['debug', 2]);
         const long = await run(svc, alice, { CPUTime: 3600, Sites: ['Cluster'] });
-        assert.deepEqual([slurmJob(long.jid).partition, slurmJob(long.jid).timeLimit], ['debug', '1:00:00']);
+        assert.deepEqual([slurmJob(svc, long.jid).partition, slurmJob(svc, long.jid).timeLimit], ['debug', '1:00:00']);
         // Too large for either: it waits in Dirigo, never handed to Slurm.
         const jid = await submit(svc, alice, { Executable: '/bin/true', NumberOfProcessors: 64, Sites: ['Cluster'] });
         await new Promise((r) => setTimeout(r, 2000));
