@@ -387,6 +387,11 @@ export class JobAgent {
         this.#scheduleHeartbeat();
       }
       if (once && got === 0 && this.#executor.activeJobs().length === 0) break;
+      const timeLeft = this.#timeLeft();
+      if (timeLeft !== undefined && timeLeft <= 0 && this.#executor.activeJobs().length === 0) {
+        this.#o.log(`agent ${this.agentId}: its --cpu-time is spent and its jobs have ended`);
+        break;
+      }
       if (got > 0 && this.#matchRequest(this.#executor.freeSlots())) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, this.#o.idlePollMs);
@@ -400,6 +405,11 @@ export class JobAgent {
     await this.stop();
   }
 
+  /** Seconds it may still run jobs (--cpu-time from its start); undefined without a limit. */
+  #timeLeft(): number | undefined {
+    return this.#node.cpuTime === undefined ? undefined : this.#node.cpuTime - Math.floor((Date.now() - this.#startedAt) / 1000);
+  }
+
   /**
    * What to ask for with `free` slots: the cores, memory and GPUs its running jobs leave, and the time it
    * has left; undefined when nothing is free (no slot, no core, its time is up).
@@ -407,7 +417,7 @@ export class JobAgent {
   #matchRequest(free: number): MatchRequest | undefined {
     const left = this.#executor.freeCapacity();
     const node = this.#node;
-    const timeLeft = node.cpuTime === undefined ? undefined : node.cpuTime - Math.floor((Date.now() - this.#startedAt) / 1000);
+    const timeLeft = this.#timeLeft();
     if (free <= 0 || left.cores <= 0 || (timeLeft !== undefined && timeLeft <= 0)) return undefined;
     return {
       agentId: this.agentId,
