@@ -17,7 +17,7 @@ export const LocalSiteSchema = Type.Object(
     type: Type.Literal('local'),
     /** Jobs run at once; 0 means one per CPU. */
     slots: Type.Integer({ minimum: 0, maximum: 4096, default: 0 }),
-    /** Processors its jobs share (a job takes the NumberOfProcessors it is given); the machine's when absent. */
+    /** Processors its jobs share (a job takes the NumberOfProcessors it is given); the machine's (at least `slots`) when absent. */
     cores: Type.Optional(Type.Integer({ minimum: 1, maximum: REQUIREMENT_LIMITS.processors })),
     /** Memory its jobs share, in MB (a job takes its MaxRAM); the machine's when absent. */
     memoryMb: Type.Optional(Type.Integer({ minimum: 1, maximum: REQUIREMENT_LIMITS.maxRamMb })),

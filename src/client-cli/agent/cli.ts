@@ -29,7 +29,7 @@ options:
   --poll SECONDS       pause between match requests while idle (default 2)
   --agent-id ID        name this agent (default: host name and a random suffix)
 what the node offers jobs (a job takes the cores it is given, and its MaxRAM and NumberOfGPUs, until it ends):
-  --cores N            processors (default: the number of CPUs)
+  --cores N            processors (default: the number of CPUs, or --slots when larger)
   --memory MB          memory in MB (default: the machine's)
   --gpus N             GPUs (default 0)
   --tag TAG            a tag jobs may require (Tags), repeatable
@@ -83,7 +83,8 @@ export async function agentCommand(argv: string[]): Promise<number> {
   if (!Number.isFinite(poll) || poll < 0.01 || poll > 3600) throw new CliError(`--poll must be a number of seconds from 0.01 to 3600, not ${values.poll}`, 2);
   if (values['agent-id'] !== undefined && !/^[A-Za-z0-9_.-]{1,40}$/.test(values['agent-id'])) throw new CliError('--agent-id: 1 to 40 letters, digits, _ . -', 2);
   const machine = measuredCapacity();
-  const cores = integerOption('--cores', values.cores, machine.cores, 1, REQUIREMENT_LIMITS.processors);
+  // At least --slots: an agent told to run more jobs than the node has CPUs keeps running that many 1-core jobs.
+  const cores = integerOption('--cores', values.cores, Math.max(machine.cores, slots), 1, REQUIREMENT_LIMITS.processors);
   const memoryMb = integerOption('--memory', values.memory, machine.memoryMb, 1, REQUIREMENT_LIMITS.maxRamMb);
   const gpus = integerOption('--gpus', values.gpus, 0, 0, REQUIREMENT_LIMITS.gpus);
   const cpuTime = values['cpu-time'] === undefined ? undefined : integerOption('--cpu-time', values['cpu-time'], 0, 1, 2 ** 31 - 1);
