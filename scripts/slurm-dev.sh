@@ -8,6 +8,8 @@
 # MinJobAge keeps them), no cgroups (proctrack/linuxproc, task/none: works in containers and on hosts
 # with cgroup v1 or v2 alike).
 #
+# Two partitions: `debug` (the default: every CPU, no time limit) and `short` (one CPU a job, 10 minutes).
+#
 # Usage: scripts/slurm-dev.sh [--restart]   (--restart rewrites the config and restarts the daemons)
 set -euo pipefail
 
@@ -105,6 +107,9 @@ Waittime=0
 OverTimeLimit=0
 NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus Boards=${boards:-1} SocketsPerBoard=${sockets:-1} CoresPerSocket=${cores:-$cpus} ThreadsPerCore=${threads:-1} RealMemory=$memory State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+# A second, smaller partition on the same node: one CPU a job, 10 minutes. Matching tests (test/slurm/
+# partitions.slurm.ts) prove that a job goes only to a partition that fits it.
+PartitionName=short Nodes=$node MaxTime=10 MaxCPUsPerNode=1 State=UP OverSubscribe=FORCE:4
 EOF
 )
 

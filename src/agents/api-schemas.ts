@@ -5,6 +5,7 @@
 import type { Readable } from 'node:stream';
 import { Type } from 'typebox';
 import { Binary } from '../kernel/openapi.ts';
+import { PLATFORM_PATTERN, REQUIREMENT_LIMITS, TAG_PATTERN } from '../protocol/requirements.ts';
 
 const AgentId = Type.String({ pattern: '^[A-Za-z0-9_.-]{1,40}$', description: 'the agent process, chosen by the agent' });
 // Bounded as the jobs' own ids are (JidParams): a larger number passes the integer check but not PostgreSQL's bigint (a 500).
@@ -16,6 +17,14 @@ export const MatchBody = Type.Object(
     agentId: AgentId,
     site: Type.String({ minLength: 1, maxLength: 64, description: 'a configured site of type agents' }),
     slots: Type.Integer({ minimum: 1, maximum: 1000, description: 'how many jobs the agent can take now' }),
+    // What the node has free now (docs/matching.md); each optional, so that an older agent still matches.
+    resource: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,128}$', description: "the agent's resource (its node), for matching explanations; its agentId when absent" })),
+    cores: Type.Optional(Type.Integer({ minimum: 0, maximum: REQUIREMENT_LIMITS.processors, description: 'processors free now, shared by the jobs taken; slots when absent' })),
+    memoryMb: Type.Optional(Type.Integer({ minimum: 0, maximum: REQUIREMENT_LIMITS.maxRamMb, description: 'memory free now in MB, shared by the jobs taken (their MaxRAM); no limit when absent' })),
+    gpus: Type.Optional(Type.Integer({ minimum: 0, maximum: REQUIREMENT_LIMITS.gpus, description: 'GPUs free now; none when absent' })),
+    tags: Type.Optional(Type.Array(Type.String({ pattern: TAG_PATTERN.source }), { maxItems: REQUIREMENT_LIMITS.tags, description: 'tags the node offers (Tags)' })),
+    platform: Type.Optional(Type.String({ pattern: PLATFORM_PATTERN.source, description: "the node's platform (Linux_x86_64_glibc-2.36); unknown when absent: only jobs naming none match" })),
+    cpuTime: Type.Optional(Type.Integer({ minimum: 0, maximum: 2 ** 31 - 1, description: 'seconds the agent may still run a job (CPUTime); no limit when absent' })),
   },
   { additionalProperties: false },
 );
@@ -28,6 +37,7 @@ const MatchedJob = Type.Object({
   InputSandbox: Type.Boolean({ description: 'true: fetch it from /agents/jobs/{jid}/inputsandbox' }),
   RescheduleCounter: Type.Integer({ minimum: 0 }),
   JobToken: Type.String({ description: "the job's own token, for its reports (DIRIGO_JOB_TOKEN in the payload's environment)" }),
+  Processors: Type.Integer({ minimum: 1, description: 'processors the job was given, out of the cores offered (DIRIGO_NUMBER_OF_PROCESSORS)' }),
 });
 
 const HeartbeatInterval = Type.Integer({ minimum: 1, description: 'milliseconds until the next heartbeat is due' });

@@ -10,7 +10,10 @@ import type { AgentSiteConfig, JobEvents, PulledRun } from '../jobs/index.ts';
 import type { Manifest } from '../protocol/job-manifest.ts';
 import { JobStatus } from '../protocol/job-status.ts';
 import type { SandboxStore, StoredObject } from '../payload/sandbox-store.ts';
-import { AGENT_HELD, claimWaiting, endPulledRun, jobTokens, pulledRun, recordHeartbeats, recordOutputSandbox, reportPulledRun, RescheduleLimit, splitArguments, statusOf, storeOutputTail } from '../jobs/index.ts';
+import type { Matcher } from '../jobs/index.ts';
+import { publishResources } from '../sites/index.ts';
+import { REQUIREMENT_LIMITS, type ResourceOffer } from '../protocol/requirements.ts';
+import { AGENT_HELD, endPulledRun, jobTokens, pulledRun, recordHeartbeats, recordOutputSandbox, reportPulledRun, RescheduleLimit, splitArguments, statusOf, storeOutputTail } from '../jobs/index.ts';
 import { holderOf, type AgentIdentity } from './identity.ts';
 import { seen } from './presence.ts';
 
@@ -23,6 +26,19 @@ export interface MatchedJob {
   InputSandbox: boolean;
   RescheduleCounter: number;
   JobToken: string;
+  /** Processors the job was given (DIRIGO_NUMBER_OF_PROCESSORS). */
+  Processors: number;
+}
+
+/** What an agent says its node has free now (POST /agents/match); what it leaves out takes an older agent's value. */
+export interface AgentOffer {
+  resource?: string | undefined;
+  cores?: number | undefined;
+  memoryMb?: number | undefined;
+  gpus?: number | undefined;
+  tags?: string[] | undefined;
+  platform?: string | undefined;
+  cpuTime?: number | undefined;
 }
 
 /** The configured sites of type `agents`, by name. */
@@ -38,7 +54,10 @@ export class AgentsService {
   /** How often agents are asked to send heartbeats: the tightest site's interval, at most 30 s. */
   readonly heartbeatIntervalMs: number;
 
-  constructor(ctx: AppContext, store: SandboxStore, events: JobEvents) {
+  readonly #matcher: Matcher;
+
+  constructor(ctx: AppContext, store: SandboxStore, events: JobEvents, matcher: Matcher) {
+    this.#matcher = matcher;
     this.#events = events;
     this.#ctx = ctx;
     this.#store = store;
@@ -46,8 +65,11 @@ export class AgentsService {
     this.heartbeatIntervalMs = Math.min(...[...this.sites.values()].map((s) => s.heartbeatIntervalMs), 30000);
   }
 
-  /** Waiting → Matched for up to `slots` jobs of `siteName` (at most the site's maxJobsPerMatch), each with its job token. */
-  async match(agent: AgentIdentity, siteName: string, slots: number): Promise<{ jobs: MatchedJob[]; heartbeatIntervalMs: number }> {
+  /**
+   * Waiting → Matched for up to `slots` jobs of `siteName` (at most the site's maxJobsPerMatch) that fit
+   * together in what the agent has free, each with its job token and its processors.
+   */
+  async match(agent: AgentIdentity, siteName: string, slots: number, free: AgentOffer = {}): Promise<{ jobs: MatchedJob[]; heartbeatIntervalMs: number }> {
     const site = this.sites.get(siteName);
     if (!site) {
       const known = [...this.sites.keys()];
@@ -55,7 +77,10 @@ export class AgentsService {
     }
     await seen(this.#ctx.db, agent, site.name);
     const holder = holderOf(agent);
-    const claimed = await claimWaiting(this.#ctx.db, this.#events, this.#ctx.dialect, site.name, Math.min(slots, site.maxJobsPerMatch), {
+    const offer = agentOffer(site.name, agent, slots, free);
+    const { consumable: _, ...description } = offer;
+    await publishResources(this.#ctx.db, [description]);
+    const claimed = await this.#matcher.claim(offer, Math.min(slots, site.maxJobsPerMatch), {
       ...holder,
       leaseUntil: null,
       heartbeat: true,
@@ -70,6 +95,7 @@ export class AgentsService {
       InputSandbox: job.inputSandbox !== null,
       RescheduleCounter: job.rescheduleCounter,
       JobToken: tokens.sign(job.jobId, job.rescheduleCounter),
+      Processors: job.processors,
     }));
     return { jobs, heartbeatIntervalMs: site.heartbeatIntervalMs };
   }
@@ -149,6 +175,25 @@ export class AgentsService {
   async #lostRace(jobId: number): Promise<InvalidTransition> {
     return new InvalidTransition(`job ${jobId} is ${(await statusOf(this.#ctx.db, jobId)) ?? 'gone'} now; the report was not applied`);
   }
+}
+
+/**
+ * The consumable offer of an agent's node. An older agent says only its slots: as many cores, memory
+ * without limit, no GPU or tag, an unknown platform.
+ */
+export function agentOffer(site: string, agent: Pick<AgentIdentity, 'agentId'>, slots: number, free: AgentOffer): ResourceOffer {
+  return {
+    site,
+    resource: free.resource ?? agent.agentId,
+    kind: 'agents',
+    cores: free.cores ?? slots,
+    memoryMb: free.memoryMb ?? REQUIREMENT_LIMITS.maxRamMb,
+    gpus: free.gpus ?? 0,
+    tags: [...new Set(free.tags ?? [])].sort(),
+    platform: free.platform ?? null,
+    cpuTime: free.cpuTime ?? null,
+    consumable: true,
+  };
 }
 
 function isReadable(body: unknown): body is Readable {

@@ -97,10 +97,10 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   instance.addHook('onClose', async () => {
     await matcher.flush().catch(() => {});
   });
-  await instance.register(jobsRoutes, { ctx, sandboxes, runner: startScheduling(instance, ctx, sandboxes, jobEvents), events: startEventStreams(ctx, jobEvents), jobEvents });
+  await instance.register(jobsRoutes, { ctx, sandboxes, runner: startScheduling(instance, ctx, sandboxes, jobEvents, matcher), events: startEventStreams(ctx, jobEvents), jobEvents });
   instance.addHook('onReady', () => removeStaleUploads(sandboxes, instance.log));
   startJobDuties(ctx, sandboxes, instance.log);
-  await instance.register(agentsRoutes, { ctx, jobEvents });
+  await instance.register(agentsRoutes, { ctx, jobEvents, matcher });
   instance.addHook('onReady', async () => startAgentDuties(ctx, jobEvents, instance.log));
   await instance.register(sitesRoutes, { ctx, sites: () => configuredSites(ctx.config) });
   await instance.register(catalogueRoutes, { ctx });

@@ -10,6 +10,17 @@ import type { Executor } from '../payload/executor.ts';
 import { LocalExecutor } from '../payload/local.ts';
 import { PayloadSandbox } from '../payload/payload-sandbox.ts';
 import { SlurmExecutor } from './slurm.ts';
+import type { LocalSiteConfig } from '../payload/local-site-schema.ts';
+import { measuredCapacity, measuredPlatform } from '../payload/machine.ts';
+
+/**
+ * A local site's capacity: what its configuration says, the machine's measure for what it leaves out. Cores
+ * default to at least `slots`: a site configured for more jobs than CPUs keeps running that many 1-core jobs.
+ */
+function localCapacity(site: LocalSiteConfig, slots: number): { cores: number; memoryMb: number; gpus: number; tags: string[]; platform: string | null } {
+  const machine = measuredCapacity();
+  return { cores: site.cores ?? Math.max(machine.cores, slots), memoryMb: site.memoryMb ?? machine.memoryMb, gpus: site.gpus, tags: site.tags, platform: site.platform ?? measuredPlatform() };
+}
 
 export interface ExecutorDeps {
   config: JobsConfig;
@@ -32,6 +43,7 @@ export function createExecutors({ config, dataDir, hide, store, log }: ExecutorD
           ...(site.isolation === 'bubblewrap' ? { sandbox: new PayloadSandbox({ hide, workRoot: workDir }) } : {}),
           store,
           slots: site.slots > 0 ? site.slots : availableParallelism(),
+          capacity: localCapacity(site, site.slots),
           killGraceMs: config.scheduler.killGraceMs,
           cpuCheckIntervalMs: config.scheduler.cpuCheckIntervalMs,
           limits: config.sandbox,

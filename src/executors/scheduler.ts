@@ -10,13 +10,14 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Db } from '../kernel/db/database.ts';
-import type { Dialect } from '../kernel/db/dialect.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import type { JobsConfig } from '../jobs/index.ts';
 import { JobStatus } from '../protocol/job-status.ts';
 import { changeStatus, confirmKill, handOver } from '../jobs/index.ts';
 import { splitArguments } from '../jobs/index.ts';
-import { claimWaiting, runnableJobs, type ClaimedJob } from '../jobs/index.ts';
+import { runnableJobs, type ClaimedJob, type JobMatch, type Matcher } from '../jobs/index.ts';
+import { publishResources } from '../sites/index.ts';
+import type { ResourceOffer } from '../protocol/requirements.ts';
 import { EXECUTOR_HELD as HELD, heldByOthers, jobsHeldAt, keepOutputOfEndedRun, noLongerHeld, recordRunRef, renewLeases, takeOver, unconfirmedKills, type HeldJob } from '../jobs/index.ts';
 import { RescheduleLimit, requeueHeld, type JobEvents } from '../jobs/index.ts';
 import { jobTokens } from '../jobs/index.ts';
@@ -49,11 +50,13 @@ export class Scheduler {
   readonly #db: Db;
   readonly #events: JobEvents;
   readonly #jobEnvironment: () => Record<string, string>;
-  readonly #dialect: Dialect;
   readonly #config: JobsConfig['scheduler'];
   readonly #executors: Map<string, Executor>;
   readonly #log: SchedulerLog;
   readonly #limit: RescheduleLimit;
+  readonly #matcher: Matcher;
+  /** What each site last published of its resources (JSON), so that only a change is written again. */
+  readonly #published = new Map<string, string>();
   #stopped = true;
   /** One per site loop, and one for the housekeeping loop. */
   readonly #wakers = new Map<string, Waker>();
@@ -67,12 +70,21 @@ export class Scheduler {
   /**
    * @param jobEnvironment what every payload is told about the service (DIRIGO_URL, DIRIGO_CA), known once
    *   the server listens; each job's own token is added to it.
+   * @param matcher chooses the jobs each site's offers get (docs/matching.md)
    */
-  constructor(db: Db, events: JobEvents, dialect: Dialect, config: JobsConfig['scheduler'], executors: Executor[], log: SchedulerLog, jobEnvironment: () => Record<string, string> = () => ({})) {
+  constructor(
+    db: Db,
+    events: JobEvents,
+    config: JobsConfig['scheduler'],
+    executors: Executor[],
+    log: SchedulerLog,
+    matcher: Matcher,
+    jobEnvironment: () => Record<string, string> = () => ({}),
+  ) {
     this.#jobEnvironment = jobEnvironment;
+    this.#matcher = matcher;
     this.#db = db;
     this.#events = events;
-    this.#dialect = dialect;
     this.#config = config;
     this.#limit = new RescheduleLimit(config.maxReschedules);
     this.#executors = new Map(executors.map((e) => [e.site, e]));
@@ -192,39 +204,62 @@ export class Scheduler {
     const free = executor.freeSlots();
     siteSlots.set({ site: executor.site, state: 'used' }, executor.activeJobs().length);
     siteSlots.set({ site: executor.site, state: 'free' }, free);
-    if (free <= 0) return;
+    const offers = free > 0 ? await executor.offers() : [];
+    await this.#publish(executor);
+    if (offers.length === 0) return;
     // Paced: after an outage a site with many free slots fills them over several cycles, not at once.
-    const claimed = await this.#claim(executor.site, Math.min(free, CLAIMS_PER_CYCLE));
-    for (const job of claimed) {
-      try {
-        await executor.submit(job);
-      } catch (err) {
-        // Not lost: back to Waiting (not counted as a reschedule), saying why; the backend pauses its matching.
-        await this.#requeue(job.jobId, `submission to site ${executor.site} failed: ${(err as Error).message}`, false);
+    let left = Math.min(free, CLAIMS_PER_CYCLE);
+    for (const offer of offers) {
+      if (left <= 0) break;
+      const claimed = await this.#claim(offer, left);
+      left -= claimed.length;
+      for (const job of claimed) {
+        try {
+          await executor.submit(job);
+        } catch (err) {
+          // Not lost: back to Waiting (not counted as a reschedule), saying why; the backend pauses its matching.
+          await this.#requeue(job.jobId, `submission to site ${executor.site} failed: ${(err as Error).message}`, false);
+        }
       }
     }
-    if (claimed.length === CLAIMS_PER_CYCLE && free > CLAIMS_PER_CYCLE) this.#wakers.get(executor.site)?.wake();
+    if (left <= 0 && free > CLAIMS_PER_CYCLE) this.#wakers.get(executor.site)?.wake();
   }
 
-  /** Waiting → Matched for up to `n` jobs that may run on `site`, highest priority first, then oldest. */
-  async #claim(site: string, n: number): Promise<JobToRun[]> {
-    const claimed = await claimWaiting(this.#db, this.#events, this.#dialect, site, n, {
+  /** A site's resources, written when they changed (at its first cycle, after Slurm's partitions were read again). */
+  async #publish(executor: Executor): Promise<void> {
+    const described = executor.resources();
+    const key = JSON.stringify(described);
+    if (this.#published.get(executor.site) === key) return;
+    await publishResources(this.#db, described);
+    this.#published.set(executor.site, key);
+  }
+
+  /** Waiting → Matched for up to `n` jobs the matcher gives `offer`, each with the processors it got. */
+  async #claim(offer: ResourceOffer, n: number): Promise<JobToRun[]> {
+    const where = offer.resource ? `site ${offer.site} (${offer.kind === 'slurm' ? 'partition ' : ''}${offer.resource})` : `site ${offer.site}`;
+    const claimed = await this.#matcher.claim(offer, n, {
       executorId: this.instanceId,
       executorRef: null,
       leaseUntil: this.#leaseUntil(),
       heartbeat: false,
-      minorStatus: `Assigned to site ${site}`,
+      minorStatus: `Assigned to ${where}`,
       source: 'Scheduler',
     });
-    return claimed.length === 0 ? [] : this.#jobsToRun(claimed);
+    const jobs = claimed.length === 0 ? [] : await this.#jobsToRun(claimed);
+    // A site that is one resource names none: its jobs carry no partition.
+    return offer.resource ? jobs.map((job) => ({ ...job, resource: offer.resource })) : jobs;
   }
 
   #leaseUntil(): string {
     return new Date(Date.now() + this.#config.leaseMs).toISOString();
   }
 
-  /** What an executor needs to run (or follow) these jobs: each with its own token. */
-  async #jobsToRun(jobs: readonly ClaimedJob[]): Promise<JobToRun[]> {
+  /**
+   * What an executor needs to run (or follow) these jobs: each with its own token and its processors (a
+   * job adopted from a dead holder: the fewest its manifest asks for, which is what it was given unless it
+   * asked for a range).
+   */
+  async #jobsToRun(jobs: readonly (ClaimedJob | JobMatch)[]): Promise<JobToRun[]> {
     const tokens = await jobTokens(this.#db);
     const service = this.#jobEnvironment();
     return jobs.map((job) => ({
@@ -235,6 +270,7 @@ export class Scheduler {
       owner: job.owner,
       ownerGroup: job.ownerGroup,
       rescheduleCounter: job.rescheduleCounter,
+      processors: 'processors' in job ? job.processors : (job.manifest.NumberOfProcessors ?? job.manifest.MinNumberOfProcessors ?? 1),
       environment: { ...service, DIRIGO_JOB_TOKEN: tokens.sign(job.jobId, job.rescheduleCounter) },
     }));
   }

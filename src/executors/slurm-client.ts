@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { environment } from '../kernel/config.ts';
 import { secondsSince } from '../kernel/observability.ts';
 import { batchCommandDuration, batchCommandFailures } from './metrics.ts';
+import { parseSinfo, SINFO_ARGS, type SlurmPartition } from './slurm-partitions.ts';
 
 export interface SlurmJobInfo {
   id: string;
@@ -68,16 +69,19 @@ export class SlurmClient {
 
   #answered = false;
 
-  /** Runs `command`; an error whose message matches `expected` is an answer, not a failure of Slurm. */
-  #run(command: string, args: readonly string[], expected?: RegExp): Promise<string> {
+  /**
+   * Runs `command`; an error whose message matches `expected` is an answer, not a failure of Slurm. A
+   * `quiet` command (reading the partitions) leaves the site's readiness as the commands jobs need made it.
+   */
+  #run(command: string, args: readonly string[], expected?: RegExp, quiet = false): Promise<string> {
     const file = this.#o.binDir ? join(this.#o.binDir, command) : command;
     const started = process.hrtime.bigint();
     return new Promise((resolve, reject) => {
       execFile(file, args, { env: this.#env, timeout: this.#o.timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
         batchCommandDuration.observe({ command }, secondsSince(started));
-        this.#answered = true;
+        if (!quiet) this.#answered = true;
         if (!err) {
-          this.#lastFailure = undefined;
+          if (!quiet) this.#lastFailure = undefined;
           return resolve(stdout);
         }
         const e = err as NodeJS.ErrnoException & { killed?: boolean };
@@ -86,7 +90,9 @@ export class SlurmClient {
         else if (e.killed) why = `no answer within ${this.#o.timeoutMs} ms`;
         else why = cleanStderr(stderr) || e.message;
         const failure = new SlurmCommandError(command, why);
-        if (expected?.test(why)) {
+        if (quiet) {
+          batchCommandFailures.inc({ command });
+        } else if (expected?.test(why)) {
           this.#lastFailure = undefined;
         } else {
           this.#lastFailure = failure;
@@ -136,6 +142,14 @@ export class SlurmClient {
       if (bar > 0 && SLURM_ID.test(id) && line.slice(bar + 1).trim() === workDir) return id;
     }
     return undefined;
+  }
+
+  /**
+   * Every partition as `sinfo` describes it (CPUs, memory, GPUs, time limit). Quiet: the site's readiness
+   * stays what sbatch, squeue and scancel say (a missing sinfo only leaves the partitions undescribed).
+   */
+  async partitions(): Promise<SlurmPartition[]> {
+    return parseSinfo(await this.#run('sinfo', SINFO_ARGS, undefined, true));
   }
 
   /** `scancel` for the ids; ids Slurm no longer knows are not an error. */

@@ -30,6 +30,9 @@ import { batchScript, parseExitRecord, type ExitRecord } from './slurm-script.ts
 import { writeCliFolder } from '../payload/cli-on-path.ts';
 import { packOutput, withSkipped, type PackedOutput, type PackLimits } from '../payload/output-packing.ts';
 import type { OutputLocation } from '../payload/output-tail.ts';
+import { measuredPlatform } from '../payload/machine.ts';
+import type { ResourceDescription, ResourceOffer } from '../protocol/requirements.ts';
+import { partitionOffers, sitePartitions, type SlurmPartition } from './slurm-partitions.ts';
 
 export interface SlurmExecutorOptions {
   site: SlurmSiteConfig;
@@ -39,8 +42,13 @@ export interface SlurmExecutorOptions {
   limits: PackLimits & { maxFileSize: number };
   log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
   /** Replaces the command client (tests of the state mapping). */
-  client?: Pick<SlurmClient, 'submit' | 'query' | 'cancel' | 'findByWorkDir'> & Partial<Pick<SlurmClient, 'lastFailure' | 'answered'>>;
+  client?: SlurmCommands;
 }
+
+type SlurmCommands = Pick<SlurmClient, 'submit' | 'query' | 'cancel' | 'findByWorkDir'> & Partial<Pick<SlurmClient, 'lastFailure' | 'answered' | 'partitions'>>;
+
+/** After a failed `sinfo`, the partitions are asked for again this much later at the soonest. */
+const PARTITIONS_RETRY_MS = 10000;
 
 /** What is stored in `executor_ref` for a Slurm job; before `sbatch` answers, the staging directory alone. */
 export interface SlurmRef {
@@ -72,7 +80,13 @@ export class SlurmExecutor implements Executor {
   readonly site: string;
   readonly type = 'slurm';
   readonly #o: SlurmExecutorOptions;
-  readonly #slurm: Pick<SlurmClient, 'submit' | 'query' | 'cancel' | 'findByWorkDir'> & Partial<Pick<SlurmClient, 'lastFailure' | 'answered'>>;
+  readonly #slurm: SlurmCommands;
+  /** The partitions as `sinfo` last said, undefined before it answered once. */
+  #partitions: SlurmPartition[] | undefined;
+  /** When the partitions are due to be read again. */
+  #partitionsDue = 0;
+  #reading: Promise<void> | undefined;
+  readonly #platform: string | null;
   readonly #held = new Map<number, Held>();
   /** Batch jobs found by whyNotAdoptable for references without a Slurm id: stage → Slurm id, for adopt. */
   readonly #found = new Map<string, string>();
@@ -92,10 +106,46 @@ export class SlurmExecutor implements Executor {
     this.#slurm =
       options.client ??
       new SlurmClient({ binDir: options.site.binDir, slurmConf: options.site.slurmConf, timeoutMs: options.site.commandTimeoutMs });
+    this.#platform = options.site.platform ?? measuredPlatform();
   }
 
   start(sink: ExecutorSink): void {
     this.#sink = sink;
+    void this.#readPartitions();
+  }
+
+  /** Reads the partitions (`sinfo`) when due; a failure keeps what was known and is tried again later. */
+  #readPartitions(): Promise<void> {
+    if (!this.#slurm.partitions || Date.now() < this.#partitionsDue) return Promise.resolve();
+    this.#reading ??= this.#slurm
+      .partitions()
+      .then((partitions) => {
+        this.#partitions = partitions;
+        this.#partitionsDue = Date.now() + this.#o.site.partitionRefreshMs;
+      })
+      .catch((err: unknown) => {
+        this.#partitionsDue = Date.now() + Math.min(PARTITIONS_RETRY_MS, this.#o.site.partitionRefreshMs);
+        this.#o.log.warn({ err, site: this.site }, 'could not read the Slurm partitions (sinfo); tried again later');
+      })
+      .finally(() => {
+        this.#reading = undefined;
+      });
+    return this.#reading;
+  }
+
+  /** Its partitions (docs/matching.md): those configured, else Slurm's default one. */
+  resources(): ResourceDescription[] {
+    const s = this.#o.site;
+    return sitePartitions(s.partition, this.#partitions, { site: this.site, tags: s.tags ?? [], platform: this.#platform });
+  }
+
+  /** Each usable partition as a whole (Slurm queues what it cannot start yet), while a job may be added. */
+  async offers(): Promise<ResourceOffer[]> {
+    if (this.freeSlots() <= 0) return [];
+    // Only the first read is waited for: a later one (Slurm slow, or down) never holds the site's cycle.
+    if (this.#partitions === undefined) await this.#readPartitions();
+    else void this.#readPartitions();
+    return partitionOffers(this.resources(), this.#partitions);
   }
 
   /** From the commands the scheduler runs anyway: a probe never runs one. */
@@ -140,7 +190,7 @@ export class SlurmExecutor implements Executor {
           site: this.site,
           executable: m.Executable,
           argv: job.argv,
-          environment: { ...m.Environment, ...job.environment },
+          environment: { ...m.Environment, ...job.environment, DIRIGO_NUMBER_OF_PROCESSORS: String(job.processors ?? 1) },
           stdout: m.StdOutput ?? 'std.out',
           stderr: m.StdError ?? 'std.err',
           hasInput: job.inputSandbox !== null,
@@ -188,8 +238,13 @@ export class SlurmExecutor implements Executor {
       '--ntasks=1',
       '--no-requeue',
     ];
-    if (s.partition) options.push(`--partition=${s.partition}`);
+    // The partition it was matched to; a site of Slurm's default partition names none until sinfo told it.
+    const partition = job.resource || s.partition;
+    if (partition) options.push(`--partition=${partition}`);
     if (s.account) options.push(`--account=${s.account}`);
+    options.push(`--cpus-per-task=${job.processors ?? 1}`);
+    if (job.manifest.MaxRAM) options.push(`--mem=${job.manifest.MaxRAM}M`);
+    if (job.manifest.NumberOfGPUs) options.push(`--gres=gpu:${job.manifest.NumberOfGPUs}`);
     const cpu = job.manifest.CPUTime;
     // CPUTime (seconds) → --time (whole minutes, Slurm's resolution), rounded up.
     if (cpu !== undefined) options.push(`--time=${timeLimitMinutes(cpu)}`);

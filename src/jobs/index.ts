@@ -14,7 +14,7 @@ export { jobsMigrations } from './migrations.ts';
 export { JidParams } from './api-schemas.ts';
 export { JobParameterEvent, JobStatusEvent } from './event-schemas.ts';
 export { changeStatus, confirmKill, handOver } from './state-machine.ts';
-export { claimWaiting, runnableJobs, type ClaimedJob, type Claimant } from './lifecycle/claim.ts';
+export { runnableJobs, type ClaimedJob } from './lifecycle/claim.ts';
 export { Matcher, type JobMatch } from './matching/matcher.ts';
 export { EXECUTOR_HELD, heldByOthers, jobsHeldAt, keepOutputOfEndedRun, noLongerHeld, recordRunRef, renewLeases, takeOver, unconfirmedKills, type HeldJob } from './lifecycle/holding.ts';
 export { RescheduleLimit, requeueHeld } from './lifecycle/reschedule.ts';

@@ -5,13 +5,23 @@
  */
 import { Type, type Static } from 'typebox';
 import { RunningLimitsSchema } from '../protocol/running-limits.ts';
+import { ResourcePlatform, ResourceTags } from '../payload/local-site-schema.ts';
 
 export const SlurmSiteSchema = Type.Object(
   {
     name: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }),
     type: Type.Literal('slurm'),
-    /** `--partition`; Slurm's default partition when absent. */
+    /**
+     * The partitions jobs may go to, comma-separated, in the order they are offered; Slurm's default
+     * partition when absent. Each is a resource of its own: a job goes to one that fits it (docs/matching.md).
+     */
     partition: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.,-]{1,128}$' })),
+    /** How often the partitions' CPUs, memory, GPUs and time limits are read again (`sinfo`). */
+    partitionRefreshMs: Type.Integer({ minimum: 1000, default: 180000 }),
+    /** Tags its nodes offer jobs (Slurm does not say). */
+    tags: ResourceTags,
+    /** Its nodes' platform (Slurm does not say); this host's when absent. */
+    platform: ResourcePlatform,
     /** `--account`. */
     account: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,128}$' })),
     /** Extra `sbatch` options, one argument each (e.g. `["--qos=normal", "--mem=2G"]`). */

@@ -10,6 +10,7 @@
 import type { OutputLocation } from './output-tail.ts';
 import type { Manifest } from '../protocol/job-manifest.ts';
 import type { StoredObject } from './sandbox-store.ts';
+import type { ResourceDescription, ResourceOffer } from '../protocol/requirements.ts';
 
 /** What `siteState` says: `reason` with every state but ready. */
 export type BackendState = { state: 'ready' } | { state: 'not_ready' | 'unchecked'; reason: string };
@@ -27,6 +28,15 @@ export interface JobToRun {
   rescheduleCounter: number;
   /** Set in the payload's environment after the manifest's own: DIRIGO_JOB_TOKEN, DIRIGO_URL, DIRIGO_CA. */
   environment?: Record<string, string>;
+  /** Processors it was given (DIRIGO_NUMBER_OF_PROCESSORS); 1 when absent. */
+  processors?: number;
+  /** The resource it was matched to: a Slurm partition; absent where a site is one resource. */
+  resource?: string;
+}
+
+/** What a job takes of the resource that runs it: the processors it was given, the memory and GPUs it asked for. */
+export function takeOf(job: Pick<JobToRun, 'processors' | 'manifest'>): { cores: number; memoryMb: number; gpus: number } {
+  return { cores: job.processors ?? 1, memoryMb: job.manifest.MaxRAM ?? 0, gpus: job.manifest.NumberOfGPUs ?? 0 };
 }
 
 /** What a backend reports about a job it holds. */
@@ -71,6 +81,13 @@ export interface Executor {
   start(sink: ExecutorSink, wake: () => void): void;
   /** How many more jobs it takes now. */
   freeSlots(): number;
+  /** What it is (a local site: one resource; a Slurm site: one per partition), published for matching explanations. */
+  resources(): ResourceDescription[];
+  /**
+   * What it asks for now, in the order it prefers (at most freeSlots() jobs in all): a local site's free
+   * cores, memory and GPUs as one consumable offer; each usable Slurm partition as a whole.
+   */
+  offers(): Promise<ResourceOffer[]>;
   /**
    * Takes a Matched job. Resolves once the backend has it; the payload runs in the background.
    * Throwing (a batch system refusing or unreachable) puts the job back to Waiting with the error as MinorStatus.

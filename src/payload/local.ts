@@ -22,7 +22,9 @@ import type { SandboxStore, StoredObject } from './sandbox-store.ts';
 import { readConfined } from './confined-files.ts';
 import { unpackArchive } from './sandbox-archive.ts';
 import { wrapMinorStatus } from '../protocol/job-status.ts';
-import type { BackendState, Executor, ExecutorEvent, ExecutorSink, HeldJob, JobToRun } from './executor.ts';
+import { takeOf, type BackendState, type Executor, type ExecutorEvent, type ExecutorSink, type HeldJob, type JobToRun } from './executor.ts';
+import type { ResourceDescription, ResourceOffer } from '../protocol/requirements.ts';
+import { measuredCapacity, measuredPlatform, type Take } from './machine.ts';
 import { packOutput, withSkipped, type PackedOutput, type PackLimits } from './output-packing.ts';
 import type { OutputLocation } from './output-tail.ts';
 import { groupCpuSeconds, HAS_PROC, readStat } from './process-stats.ts';
@@ -31,7 +33,12 @@ import { withCliFolder, writeCliFolder } from './cli-on-path.ts';
 
 export interface LocalExecutorOptions {
   /** Its isolation is `sandbox` below (a pull agent's site has none). */
-  site: Omit<LocalSiteConfig, 'isolation' | 'runningLimits'>;
+  site: Pick<LocalSiteConfig, 'name' | 'type' | 'slots' | 'workDir' | 'keepWorkDirs'>;
+  /**
+   * What its jobs share (docs/matching.md): every running job takes the processors it was given and the
+   * memory and GPUs it asked for. The machine's cores and memory, no GPU, no tag and its platform when absent.
+   */
+  capacity?: Pick<ResourceDescription, 'cores' | 'memoryMb' | 'gpus' | 'tags' | 'platform'>;
   /** Absolute folder for working directories. */
   workDir: string;
   store: SandboxStore;
@@ -165,9 +172,36 @@ export class LocalExecutor implements Executor {
   /** The folder of the `dirigo` script that payloads find first in PATH (cli-on-path.ts), written once. */
   #cli: Promise<string | undefined> | undefined;
 
+  readonly #capacity: Pick<ResourceDescription, 'cores' | 'memoryMb' | 'gpus' | 'tags' | 'platform'>;
+
   constructor(options: LocalExecutorOptions) {
     this.#o = options;
     this.site = options.site.name;
+    this.#capacity = options.capacity ?? { ...measuredCapacity(), gpus: 0, tags: [], platform: measuredPlatform() };
+  }
+
+  /** The site as one resource, of its whole capacity (what one job may get at most). */
+  resources(): ResourceDescription[] {
+    return [{ site: this.site, resource: '', kind: 'local', ...this.#capacity, tags: [...this.#capacity.tags], cpuTime: null }];
+  }
+
+  /** What its running jobs (its own and adopted ones) leave free of its cores, memory and GPUs. */
+  freeCapacity(): Take {
+    const free = { cores: this.#capacity.cores, memoryMb: this.#capacity.memoryMb, gpus: this.#capacity.gpus };
+    for (const { job } of [...this.#running.values(), ...this.#adopted.values()]) {
+      const take = takeOf(job);
+      free.cores -= take.cores;
+      free.memoryMb -= take.memoryMb;
+      free.gpus -= take.gpus;
+    }
+    return { cores: Math.max(0, free.cores), memoryMb: Math.max(0, free.memoryMb), gpus: Math.max(0, free.gpus) };
+  }
+
+  /** One consumable offer of what is free, while a slot is free and a core is left. */
+  async offers(): Promise<ResourceOffer[]> {
+    const free = this.freeCapacity();
+    if (this.freeSlots() <= 0 || free.cores <= 0) return [];
+    return this.resources().map((r) => ({ ...r, ...free, consumable: true }));
   }
 
   start(sink: ExecutorSink, wake: () => void): void {
@@ -409,6 +443,7 @@ export class LocalExecutor implements Executor {
             ...job.environment,
             DIRIGO_JOB_ID: String(job.jobId),
             DIRIGO_SITE: this.site,
+            DIRIGO_NUMBER_OF_PROCESSORS: String(job.processors ?? 1),
           };
           // Every payload finds this software's `dirigo` first, whatever PATH its manifest sets.
           env.PATH = path;

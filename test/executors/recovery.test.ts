@@ -11,6 +11,7 @@ import { JobStatus } from '../../src/jobs/model.ts';
 import { FileSandboxStore } from '../../src/jobs/sandbox-store.ts';
 import { LocalExecutor } from '../../src/payload/local.ts';
 import { Scheduler } from '../../src/executors/scheduler.ts';
+import { Matcher } from '../../src/jobs/matching/matcher.ts';
 import { startJobsService, submit, waitForStatus } from '../jobs/helpers.ts';
 
 const quiet = { warn() {}, info() {} };
@@ -45,7 +46,9 @@ for (const { dialect, skip } of await dialects()) {
         limits: { maxFileSize: 1e6, maxSandboxSize: 1e6, maxFiles: 10 },
         log: quiet,
       });
-      return new Scheduler(svc.ctx.db, new JobEvents(), svc.ctx.dialect, { pollIntervalMs: 50, killGraceMs: 500, leaseMs: 60000, cpuCheckIntervalMs: 100, maxReschedules, adoptionGraceMs: 300000, enabled: true }, [executor], quiet);
+      const events = new JobEvents();
+      const matcher = new Matcher(svc.ctx.db, events, svc.ctx.dialect, svc.ctx.config.jobs);
+      return new Scheduler(svc.ctx.db, events, { pollIntervalMs: 50, killGraceMs: 500, leaseMs: 60000, cpuCheckIntervalMs: 100, maxReschedules, adoptionGraceMs: 300000, enabled: true }, [executor], quiet, matcher);
     }
 
     it('at start, reschedules what a dead server of this host held, runs it again, and fails what is over the limit', async () => {

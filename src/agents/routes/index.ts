@@ -8,7 +8,7 @@
  * duty the composition root starts (../duties.ts).
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { sandboxStore, type JobEvents } from '../../jobs/index.ts';
+import { sandboxStore, type JobEvents, type Matcher } from '../../jobs/index.ts';
 import type { AppContext } from '../../kernel/context.ts';
 import { agentSiteReadiness, presenceMetrics } from '../presence.ts';
 import { AgentsService } from '../service.ts';
@@ -16,9 +16,9 @@ import { agentGuards } from './guards.ts';
 import { matchRoutes } from './match.ts';
 import { heldJobRoutes } from './held-jobs.ts';
 
-/** `jobEvents`: told of every job status the agents' endpoints change. */
-export const agentsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; jobEvents: JobEvents }> = async (app, { ctx, jobEvents }) => {
-  const service = new AgentsService(ctx, sandboxStore(ctx.config), jobEvents);
+/** `jobEvents`: told of every job status the agents' endpoints change; `matcher`: chooses the jobs an agent gets. */
+export const agentsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; jobEvents: JobEvents; matcher: Matcher }> = async (app, { ctx, jobEvents, matcher }) => {
+  const service = new AgentsService(ctx, sandboxStore(ctx.config), jobEvents, matcher);
   const sites = [...service.sites.values()];
 
   if (sites.length > 0) {

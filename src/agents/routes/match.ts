@@ -22,7 +22,10 @@ export const matchRoutes: FastifyPluginAsyncTypebox<{ service: AgentsService; gu
         response: { 200: MatchReply, ...errors(400, 401, 403, 413, 415) },
       },
     },
-    async (request) => service.match(identity(request, request.body.agentId), request.body.site, request.body.slots),
+    async (request) => {
+      const { agentId, site, slots, ...free } = request.body;
+      return service.match(identity(request, agentId), site, slots, free);
+    },
   );
 
   app.post(

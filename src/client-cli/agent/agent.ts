@@ -28,10 +28,38 @@ import type { SandboxStore, SizeLimit, StoredObject } from '../../payload/sandbo
 import { PayloadTooLarge } from '../../kernel/errors.ts';
 import { checkServerVersion } from '../shared/server-version.ts';
 
+/** What the agent's node offers its jobs (docs/matching.md). */
+export interface AgentNode {
+  resource: string;
+  cores: number;
+  memoryMb: number;
+  gpus: number;
+  tags: string[];
+  platform: string | null;
+  /** Seconds the agent may run jobs from its start; no limit when absent. */
+  cpuTime?: number;
+}
+
+/** The match request: what the agent has free now (the generated client learns these fields when it is regenerated). */
+interface MatchRequest {
+  agentId: string;
+  site: string;
+  slots: number;
+  resource: string;
+  cores: number;
+  memoryMb: number;
+  gpus: number;
+  tags: string[];
+  platform?: string;
+  cpuTime?: number;
+}
+
 export interface JobAgentOptions {
   url: string;
   site: string;
   slots: number;
+  /** What the node offers; one core per slot, memory and time without limit, no GPU, tag or platform when absent. */
+  node?: AgentNode;
   /** HTTPS dispatcher with the CA (and client certificate when flow A is used). */
   dispatcher: HttpAgent;
   /** Returns a valid access token; `refresh` asks for a new one (after a 401). */
@@ -90,6 +118,8 @@ export class JobAgent {
   #wakeUp: (() => void) | undefined;
   #heartbeatTimer: NodeJS.Timeout | undefined;
   #stopping: Promise<void> | undefined;
+  readonly #node: AgentNode;
+  readonly #startedAt = Date.now();
   matched = 0;
   finished = 0;
 
@@ -99,11 +129,13 @@ export class JobAgent {
     this.#api.use({ onResponse: ({ response }) => checkServerVersion(options.url, response.headers) });
     this.agentId = options.agentId ?? AgentJournal.agentId(options.workDir);
     this.#journal = new AgentJournal(options.workDir);
+    this.#node = options.node ?? { resource: this.agentId, cores: options.slots, memoryMb: 2 ** 30, gpus: 0, tags: [], platform: null };
     this.#executor = new LocalExecutor({
       site: { name: options.site, type: 'local', slots: options.slots, workDir: options.workDir, keepWorkDirs: false },
       workDir: options.workDir,
       store: this.#store(),
       slots: options.slots,
+      capacity: this.#node,
       killGraceMs: options.killGraceMs,
       cpuCheckIntervalMs: 1000,
       limits: options.limits,
@@ -319,10 +351,11 @@ export class JobAgent {
       // Runs adopted after a restart end here (the executor watches its own runs itself).
       for (const event of await this.#executor.poll([])) await this.#report(event).catch((err: Error) => this.#o.log(`job ${event.jobId}: ${err.message}`));
       const free = this.#executor.freeSlots();
+      const request = this.#matchRequest(free);
       let got = 0;
-      if (free > 0) {
+      if (request) {
         try {
-          const { data: reply } = await this.#call((headers) => this.#api.POST('/agents/match', { headers, body: { agentId: this.agentId, site: this.#o.site, slots: free } }));
+          const { data: reply } = await this.#call((headers) => this.#api.POST('/agents/match', { headers, body: request }));
           this.#heartbeatMs = reply.heartbeatIntervalMs;
           got = reply.jobs.length;
           this.matched += got;
@@ -337,6 +370,8 @@ export class JobAgent {
               owner: '',
               ownerGroup: '',
               rescheduleCounter: job.RescheduleCounter,
+              // From a service older than matching: one processor.
+              processors: (job as { Processors?: number }).Processors ?? 1,
               environment: { DIRIGO_JOB_TOKEN: job.JobToken, DIRIGO_URL: this.#o.url, ...(this.#o.caFile ? { DIRIGO_CA: this.#o.caFile } : {}) },
             };
             this.#jobs.set(job.JobID, toRun);
@@ -352,7 +387,12 @@ export class JobAgent {
         this.#scheduleHeartbeat();
       }
       if (once && got === 0 && this.#executor.activeJobs().length === 0) break;
-      if (got > 0 && this.#executor.freeSlots() > 0) continue;
+      const timeLeft = this.#timeLeft();
+      if (timeLeft !== undefined && timeLeft <= 0 && this.#executor.activeJobs().length === 0) {
+        this.#o.log(`agent ${this.agentId}: its --cpu-time is spent and its jobs have ended`);
+        break;
+      }
+      if (got > 0 && this.#matchRequest(this.#executor.freeSlots())) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, this.#o.idlePollMs);
         this.#wakeUp = () => {
@@ -363,6 +403,32 @@ export class JobAgent {
       this.#wakeUp = undefined;
     }
     await this.stop();
+  }
+
+  /** Seconds it may still run jobs (--cpu-time from its start); undefined without a limit. */
+  #timeLeft(): number | undefined {
+    return this.#node.cpuTime === undefined ? undefined : this.#node.cpuTime - Math.floor((Date.now() - this.#startedAt) / 1000);
+  }
+
+  /**
+   * What to ask for with `free` slots: the cores, memory and GPUs its running jobs leave, and the time it
+   * has left; undefined when nothing is free (no slot, no core, its time is up).
+   */
+  #matchRequest(free: number): MatchRequest | undefined {
+    const left = this.#executor.freeCapacity();
+    const node = this.#node;
+    const timeLeft = this.#timeLeft();
+    if (free <= 0 || left.cores <= 0 || (timeLeft !== undefined && timeLeft <= 0)) return undefined;
+    return {
+      agentId: this.agentId,
+      site: this.#o.site,
+      slots: free,
+      resource: node.resource,
+      ...left,
+      tags: node.tags,
+      ...(node.platform ? { platform: node.platform } : {}),
+      ...(timeLeft !== undefined ? { cpuTime: timeLeft } : {}),
+    };
   }
 
   /** Stops matching; running payloads are stopped and their jobs given back to the service (rescheduled). */

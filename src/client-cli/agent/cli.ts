@@ -4,7 +4,7 @@
  * group with the Pilot property) or a pilot token (--token / DIRIGO_TOKEN), then takes and runs jobs of
  * its site until stopped (SIGTERM/SIGINT) or, with --once, until no job is left.
  */
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism, hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { connect, CONNECTION_OPTIONS } from '../shared/http.ts';
@@ -12,6 +12,8 @@ import { CliError } from '../../terminal/output.ts';
 import { certificateToken } from '../shared/certificate-token.ts';
 import { environment } from '../../kernel/config.ts';
 import { JobAgent } from './agent.ts';
+import { measuredCapacity, measuredPlatform } from '../../payload/machine.ts';
+import { PLATFORM_PATTERN, REQUIREMENT_LIMITS, TAG_PATTERN } from '../../protocol/requirements.ts';
 
 const USAGE = `usage: dirigo agent --url URL --site NAME [--slots N] [options]
 
@@ -26,6 +28,14 @@ options:
   --once               exit once no job is waiting and every taken job has ended
   --poll SECONDS       pause between match requests while idle (default 2)
   --agent-id ID        name this agent (default: host name and a random suffix)
+what the node offers jobs (a job takes the cores it is given, and its MaxRAM and NumberOfGPUs, until it ends):
+  --cores N            processors (default: the number of CPUs, or --slots when larger)
+  --memory MB          memory in MB (default: the machine's)
+  --gpus N             GPUs (default 0)
+  --tag TAG            a tag jobs may require (Tags), repeatable
+  --platform NAME      its platform (default: measured, e.g. Linux_x86_64_glibc-2.36)
+  --resource NAME      its name in matching explanations (default: the host name)
+  --cpu-time SECONDS   how long the agent may run jobs from its start (default: no limit)
 authentication (one of):
   --cert FILE --key FILE [--group G] [--setup S]   a robot certificate (flow A); the group needs the Pilot property
   --token TOKEN | DIRIGO_TOKEN=...                 a token of a group with the Pilot property
@@ -48,6 +58,13 @@ export async function agentCommand(argv: string[]): Promise<number> {
       once: { type: 'boolean' },
       poll: { type: 'string' },
       'agent-id': { type: 'string' },
+      cores: { type: 'string' },
+      memory: { type: 'string' },
+      gpus: { type: 'string' },
+      tag: { type: 'string', multiple: true },
+      platform: { type: 'string' },
+      resource: { type: 'string' },
+      'cpu-time': { type: 'string' },
       token: { type: 'string' },
       group: { type: 'string' },
       setup: { type: 'string' },
@@ -65,6 +82,20 @@ export async function agentCommand(argv: string[]): Promise<number> {
   const poll = values.poll === undefined ? 2 : Number(values.poll);
   if (!Number.isFinite(poll) || poll < 0.01 || poll > 3600) throw new CliError(`--poll must be a number of seconds from 0.01 to 3600, not ${values.poll}`, 2);
   if (values['agent-id'] !== undefined && !/^[A-Za-z0-9_.-]{1,40}$/.test(values['agent-id'])) throw new CliError('--agent-id: 1 to 40 letters, digits, _ . -', 2);
+  const machine = measuredCapacity();
+  // At least --slots: an agent told to run more jobs than the node has CPUs keeps running that many 1-core jobs.
+  const cores = integerOption('--cores', values.cores, Math.max(machine.cores, slots), 1, REQUIREMENT_LIMITS.processors);
+  const memoryMb = integerOption('--memory', values.memory, machine.memoryMb, 1, REQUIREMENT_LIMITS.maxRamMb);
+  const gpus = integerOption('--gpus', values.gpus, 0, 0, REQUIREMENT_LIMITS.gpus);
+  const cpuTime = values['cpu-time'] === undefined ? undefined : integerOption('--cpu-time', values['cpu-time'], 0, 1, 2 ** 31 - 1);
+  const tags = [...new Set(values.tag ?? [])].sort();
+  const badTag = tags.find((t) => !TAG_PATTERN.test(t));
+  if (badTag !== undefined) throw new CliError(`--tag ${JSON.stringify(badTag)}: letters, digits and _ . : + - (at most 64)`, 2);
+  if (tags.length > REQUIREMENT_LIMITS.tags) throw new CliError(`--tag: at most ${REQUIREMENT_LIMITS.tags} tags`, 2);
+  if (values.platform !== undefined && !PLATFORM_PATTERN.test(values.platform)) throw new CliError(`--platform ${JSON.stringify(values.platform)}: letters, digits and _ . + - (e.g. Linux_x86_64_glibc-2.36)`, 2);
+  if (values.resource !== undefined && !/^[A-Za-z0-9_.-]{1,128}$/.test(values.resource)) throw new CliError('--resource: 1 to 128 letters, digits, _ . -', 2);
+  // A host name outside the resource pattern (rare) is cut to what it allows.
+  const resource = values.resource ?? (hostname().replace(/[^A-Za-z0-9_.-]/g, '-').slice(0, 128) || 'agent');
 
   const conn = connect(values);
   const fixed = values.token ?? (conn.hasCertificate ? undefined : environment.get('DIRIGO_TOKEN'));
@@ -83,6 +114,7 @@ export async function agentCommand(argv: string[]): Promise<number> {
     url: conn.url,
     site: values.site,
     slots,
+    node: { resource, cores, memoryMb, gpus, tags, platform: values.platform ?? measuredPlatform(), ...(cpuTime !== undefined ? { cpuTime } : {}) },
     dispatcher: conn.agent,
     token,
     workDir: resolve(values['work-dir'] ?? join(tmpdir(), `dirigo-agent-${process.pid}`)),
@@ -107,4 +139,12 @@ export async function agentCommand(argv: string[]): Promise<number> {
   }
   process.stderr.write(`agent ${agent.agentId}: ${agent.matched} job(s) taken, ${agent.finished} reported\n`);
   return 0;
+}
+
+/** An integer option from `min` to `max`, `fallback` when absent. */
+function integerOption(name: string, text: string | undefined, fallback: number, min: number, max: number): number {
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < min || n > max) throw new CliError(`${name} must be an integer from ${min} to ${max}, not ${text}`, 2);
+  return n;
 }
