@@ -15,7 +15,7 @@ import type { JobsConfig } from '../jobs/index.ts';
 import { JobStatus } from '../protocol/job-status.ts';
 import { changeStatus, confirmKill, handOver } from '../jobs/index.ts';
 import { splitArguments } from '../jobs/index.ts';
-import { runnableJobs, type ClaimedJob, type JobMatch, type Matcher } from '../jobs/index.ts';
+import { runnableJobs, type ClaimedJob, type Matcher } from '../jobs/index.ts';
 import { publishResources } from '../sites/index.ts';
 import type { ResourceOffer } from '../protocol/requirements.ts';
 import { EXECUTOR_HELD as HELD, heldByOthers, jobsHeldAt, keepOutputOfEndedRun, noLongerHeld, recordRunRef, renewLeases, takeOver, unconfirmedKills, type HeldJob } from '../jobs/index.ts';
@@ -255,11 +255,10 @@ export class Scheduler {
   }
 
   /**
-   * What an executor needs to run (or follow) these jobs: each with its own token and its processors (a
-   * job adopted from a dead holder: the fewest its manifest asks for, which is what it was given unless it
-   * asked for a range).
+   * What an executor needs to run (or follow) these jobs: each with its own token and the processors it was
+   * given when matched (recorded, so a job adopted from a dead holder gets the same).
    */
-  async #jobsToRun(jobs: readonly (ClaimedJob | JobMatch)[]): Promise<JobToRun[]> {
+  async #jobsToRun(jobs: readonly ClaimedJob[]): Promise<JobToRun[]> {
     const tokens = await jobTokens(this.#db);
     const service = this.#jobEnvironment();
     return jobs.map((job) => ({
@@ -270,7 +269,7 @@ export class Scheduler {
       owner: job.owner,
       ownerGroup: job.ownerGroup,
       rescheduleCounter: job.rescheduleCounter,
-      processors: 'processors' in job ? job.processors : (job.manifest.NumberOfProcessors ?? job.manifest.MinNumberOfProcessors ?? 1),
+      processors: job.processors,
       environment: { ...service, DIRIGO_JOB_TOKEN: tokens.sign(job.jobId, job.rescheduleCounter) },
     }));
   }

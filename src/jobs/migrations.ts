@@ -190,4 +190,13 @@ export const jobsMigrations: Record<string, Migration> = {
   '2026_11_27_0300_jobs_task_queue_upkeep': {
     up: createTaskQueueUpkeep,
   },
+  // Matching reads task queues (jobs_queue_pick), no longer every Waiting job by priority: the two old
+  // matching indexes only cost writes. "Why is it waiting" counts the owner's jobs that go first.
+  '2026_11_27_0400_jobs_match_indexes': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.dropIndex('jobs_match').execute();
+      await db.schema.dropIndex('jobs_match_order').execute();
+      await sql`CREATE INDEX jobs_owner_waiting ON jobs (owner, owner_group, user_priority, job_id) WHERE status = 'Waiting'`.execute(db);
+    },
+  },
 };

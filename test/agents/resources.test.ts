@@ -17,7 +17,6 @@ import { startAgent, type AgentProcess } from './agent-process.ts';
 import { Matcher } from '../../src/jobs/matching/matcher.ts';
 import type { ResourceOffer } from '../../src/protocol/requirements.ts';
 import { measuredPlatform } from '../../src/payload/machine.ts';
-import { NEEDS_REAL_MATCHER } from '../helpers/real-matcher.ts';
 
 const FINAL = ['Done', 'Failed', 'Killed'];
 
@@ -110,7 +109,7 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(bad.status, 400, bad.text);
     });
 
-    test('agents with different nodes get only the jobs they satisfy', { skip: NEEDS_REAL_MATCHER }, async () => {
+    test('agents with different nodes get only the jobs they satisfy', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'dirigo-agent-fit-'));
       const workA = mkdtempSync(join(tmpdir(), 'dirigo-agent-A-'));
       const workB = mkdtempSync(join(tmpdir(), 'dirigo-agent-B-'));

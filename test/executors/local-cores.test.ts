@@ -11,7 +11,6 @@ import { after, before, describe, test } from 'node:test';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { startJobsService, submit, waitForStatus } from '../jobs/helpers.ts';
-import { NEEDS_REAL_MATCHER } from '../helpers/real-matcher.ts';
 
 /** A payload that records its processors, says it started, and waits (at most 30 s) until `until` holds. */
 function payload(dir: string, until: string): { Executable: string; Arguments: string } {
@@ -59,7 +58,7 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(readFileSync(join(dir, `procs.${big}`), 'utf8').trim(), '4');
     });
 
-    test('a job of a processor range gets every free core; one asking for more than the site has never runs here', { skip: NEEDS_REAL_MATCHER }, async () => {
+    test('a job of a processor range gets every free core; one asking for more than the site has never runs here', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'dirigo-cores-'));
       const range = await submit(svc, alice, { ...payload(dir, 'true'), MinNumberOfProcessors: 2, MaxNumberOfProcessors: 8, Sites: ['Local'] });
       const tooBig = await submit(svc, alice, { ...payload(dir, 'true'), NumberOfProcessors: 5, Sites: ['Local'] });

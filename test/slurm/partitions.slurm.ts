@@ -11,7 +11,6 @@ import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { startJobsService, submit, untar, waitForStatus } from '../jobs/helpers.ts';
 import { slurmUnavailable } from './slurm-available.ts';
-import { NEEDS_REAL_MATCHER } from '../helpers/real-matcher.ts';
 
 const noSlurm = slurmUnavailable();
 const FINAL = ['Done', 'Failed', 'Killed'];
@@ -77,7 +76,7 @@ describe('Slurm partitions as resources', async () => {
         assert.ok(['short|1|10:00', 'debug|1|UNLIMITED'].includes(`${s.partition}|${s.cpus}|${s.timeLimit}`), JSON.stringify(s));
       });
 
-      test('a job needing what only debug has (2 CPUs, an hour) goes to debug, never to short', { timeout: 300_000, skip: NEEDS_REAL_MATCHER }, async () => {
+      test('a job needing what only debug has (2 CPUs, an hour) goes to debug, never to short', { timeout: 300_000 }, async () => {
         const twoCores = await run(svc, alice, { NumberOfProcessors: 2, Sites: ['Cluster'] });
         assert.equal(twoCores.stdout.trim(), 'procs=2');
         assert.deepEqual([slurmJob(svc, twoCores.jid).partition, slurmJob(svc, twoCores.jid).cpus], ['debug', 2]);
