@@ -51,21 +51,18 @@ for (const { dialect, skip } of await dialects()) {
     });
 
     /**
-     * A Waiting job goes into the task queue of its owner, group and requirements (made, or its count
-     * raised), as submission files it; `tq` names one instead, or null for none.
+     * A Waiting job goes into the task queue of its owner, group and requirements (made when new), as
+     * submission files it (the triggers count it); `tq` names one instead, or null for none.
      */
     async function queueOf(owner: string, group: string, manifest: Manifest, type: string): Promise<number> {
       const req = { ...requirementsOf(manifest, 'test', [...(manifest.Sites ?? []), 'Local']), jobType: type };
       const hash = createHash('sha256').update(requirementsKey(req)).digest('hex');
       const found = await scratch.db.selectFrom('task_queues').select('tq_id').where('owner', '=', owner).where('owner_group', '=', group).where('req_hash', '=', hash).executeTakeFirst();
-      if (found) {
-        await scratch.db.updateTable('task_queues').set((eb) => ({ waiting: eb('waiting', '+', 1) })).where('tq_id', '=', found.tq_id).execute();
-        return Number(found.tq_id);
-      }
+      if (found) return Number(found.tq_id);
       const list = (xs: string[]) => (xs.length ? `,${xs.join(',')},` : '');
       const row = await scratch.db
         .insertInto('task_queues')
-        .values({ owner, owner_group: group, req_hash: hash, requirements: JSON.stringify(req), job_type: type, min_processors: req.minProcessors, max_processors: req.maxProcessors, max_ram: req.maxRamMb, gpus: req.gpus, cpu_time: req.cpuTime, tags: list(req.tags), platforms: list(req.platforms), sites: req.sites ? list(req.sites) : null, banned_sites: list(req.bannedSites), waiting: 1, created_at: T })
+        .values({ owner, owner_group: group, req_hash: hash, requirements: JSON.stringify(req), job_type: type, min_processors: req.minProcessors, max_processors: req.maxProcessors, max_ram: req.maxRamMb, gpus: req.gpus, cpu_time: req.cpuTime, tags: list(req.tags), platforms: list(req.platforms), sites: req.sites ? list(req.sites) : null, banned_sites: list(req.bannedSites), created_at: T })
         .returning('tq_id')
         .executeTakeFirstOrThrow();
       return Number(row.tq_id);

@@ -8,6 +8,7 @@ import { sql } from 'kysely';
 import { openDatabase, type Db } from '../../src/kernel/db/database.ts';
 import { Matcher } from '../../src/jobs/matching/matcher.ts';
 import { activeBans } from '../../src/sites/index.ts';
+import { ban } from '../../src/sites/site-status.ts';
 import { changeStatus } from '../../src/jobs/state-machine.ts';
 import { POSTGRES_URL, dialects } from '../helpers/dialects.ts';
 import type { ScratchDb } from '../helpers/upgrade-db.ts';
@@ -61,14 +62,9 @@ for (const { dialect, skip } of await dialects()) {
       await sql`delete from jobs`.execute(s.db);
       await submitAs(s.db, 'alice', 'g', Array.from({ length: 20 }, () => ({})));
       const matchers = [new Matcher(s.db, events, dialect, config()), new Matcher(other, events, dialect, config())];
-      const now = new Date().toISOString();
-      await s.db
-        .insertInto('site_status')
-        .values([
-          { site: 'A', resource: '', status: 'Banned', reason: 'test', changed_by: 'admin', changed_at: now },
-          { site: 'B', resource: 'node1', status: 'Banned', reason: 'test', changed_by: 'admin', changed_at: now },
-        ])
-        .execute();
+      // Through one instance's database handle; the other instance's cache learns of them within seconds.
+      await ban(s.db, { site: 'A', reason: 'test', by: 'admin' });
+      await ban(s.db, { site: 'B', resource: 'node1', reason: 'test', by: 'admin' });
       assert.equal((await activeBans(s.db)).length, 2);
       await new Promise((r) => setTimeout(r, 2100));
       const claims = await Promise.all(Array.from({ length: 16 }, (_, i) => matchers[i % 2]!.claim(offer(i % 4 === 0 ? 'A' : 'B', { resource: 'node1' }), 1, claimant)));

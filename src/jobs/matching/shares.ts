@@ -45,12 +45,13 @@ async function heldByOwner(db: Db): Promise<{ owner_group: string; owner: string
  */
 async function workCounts(db: Db): Promise<{ group: string; user: string; waiting: number; running: number }[]> {
   const [waiting, held] = await Promise.all([
-    db
-      .selectFrom('task_queues')
-      .select(['owner_group', 'owner', sql<number>`sum(waiting)`.as('n')])
-      .where('waiting', '>', 0)
-      .groupBy(['owner_group', 'owner'])
-      .execute(),
+    // The queues' counts and the changes not yet folded into them (PostgreSQL appends; task-queues.ts).
+    sql<{ owner_group: string; owner: string; n: number | string }>`
+      select t.owner_group, t.owner, sum(t.waiting + coalesce(d.n, 0)) as n
+      from task_queues t left join (select tq_id, sum(n) as n from task_queue_deltas group by tq_id) d on d.tq_id = t.tq_id
+      group by t.owner_group, t.owner having sum(t.waiting + coalesce(d.n, 0)) > 0`
+      .execute(db)
+      .then((r) => r.rows),
     heldByOwner(db),
   ]);
   return [
