@@ -80,7 +80,7 @@ export async function insertJobs(db: Db, events: JobEvents, who: Submitter, jobs
 async function insertBatch(db: Db, batch: readonly Submission[], committing: () => void): Promise<number[][]> {
   const now = nowIso();
   const all = batch.flatMap(({ who, jobs, sandbox }) =>
-    jobs.map(({ manifest, sites }) => ({
+    jobs.map(({ manifest, sites, requirements: req }) => ({
       job_name: manifest.JobName ?? 'Unknown',
       job_group: manifest.JobGroup ?? '',
       job_type: manifest.JobType ?? 'User',
@@ -100,6 +100,13 @@ async function insertBatch(db: Db, batch: readonly Submission[], committing: () 
       manifest: JSON.stringify(manifest),
       input_sandbox: sandbox?.sha256 ?? null,
       input_sandbox_size: sandbox?.size ?? null,
+      // The requirements as job attributes (model.ts): searched and summarised like the others.
+      processors: req.minProcessors,
+      max_ram: req.maxRamMb,
+      gpus: req.gpus,
+      tags: req.tags.join(','),
+      platform: req.platforms.join(','),
+      cpu_time: req.cpuTime,
     })),
   );
   const oneStatement = dialectOf(db) === 'postgres' && all.length <= 200 && !all.some((row) => row.manifest.includes('%j'));

@@ -176,6 +176,11 @@ for (const { dialect, skip } of await dialects()) {
       assert.deepEqual(found.jobs, [{ JobID: jid, Owner: 'alice' }]);
       const counted = unwrap(await alice.GET('/jobs/summary', { params: { query: { groupBy: ['Owner'], JobID: [jid] } } }));
       assert.deepEqual(counted.summary, [{ Owner: 'alice', count: 1 }]);
+      const why = unwrap(await alice.GET('/jobs/{jid}/matching', { params: { path: { jid } } }));
+      assert.equal(why.JobID, jid);
+      assert.ok(why.resources.some((r) => r.site === 'Local'));
+      const shares = unwrap(await alice.GET('/jobs/shares'));
+      assert.ok(shares.halfLifeSeconds > 0);
       let job = unwrap(await alice.GET('/jobs/{jid}', { params: { path: { jid } } }));
       for (const deadline = Date.now() + 20000; !FINAL.includes(String(job.Status)) && Date.now() < deadline; ) {
         await new Promise((r) => setTimeout(r, 50));
