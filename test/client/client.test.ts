@@ -32,10 +32,12 @@ import { FINAL, untar } from '../jobs/helpers.ts';
 type Operation = { operationId: string; responses: Record<string, unknown> };
 const DOCUMENT = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../packages/client/openapi.json'), 'utf8')) as { paths: Record<string, Record<string, Operation>> };
 
-/** Method + path → the document's operation, by the path templates. */
-const ROUTES = Object.entries(DOCUMENT.paths).flatMap(([template, item]) =>
-  Object.entries(item).map(([method, op]) => ({ method: method.toUpperCase(), pattern: new RegExp(`^${template.replace(/\{\w+\}/g, '[^/]+')}$`), op })),
-);
+/** Method + path → the document's operation, by the path templates: literal segments first (/jobs/shares before /jobs/{jid}), as the server routes them. */
+const ROUTES = Object.entries(DOCUMENT.paths)
+  .flatMap(([template, item]) =>
+    Object.entries(item).map(([method, op]) => ({ method: method.toUpperCase(), pattern: new RegExp(`^${template.replace(/\{\w+\}/g, '[^/]+')}$`), params: template.split('{').length, op })),
+  )
+  .sort((a, b) => a.params - b.params);
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' } as const;
 
