@@ -63,13 +63,18 @@ for (const { dialect, skip } of await dialects()) {
       for (const part of ['NumberOfProcessors 4', 'MaxRAM 2048 MB', 'Tags GPU, cvmfs:lhcb', 'Platform Linux_x86_64_glibc-2.17', 'Sites Pool']) assert.ok(requirements.includes(part), `${part} in ${requirements}`);
       // Local is not among its Sites: a "no", naming the attribute and why.
       const local = matching.locator('tr[data-site="Local"]');
-      assert.equal(await local.getByRole('cell').nth(1).textContent(), 'no');
+      assert.equal(await local.getByRole('cell').nth(0).textContent(), 'no');
       await local.getByText('Sites', { exact: true }).waitFor();
       await local.getByText(/the job may run only at Pool/).waitFor();
       // Every resource of the answer has its row.
       assert.equal(await matching.getByTestId('matching-resources').locator('tbody tr').count(), answer.resources.length);
       await assertAccessible(page, 'the Why waiting tab');
       await screenshots(page, shot('why-waiting'));
+      // At phone width the table still shows each verdict whole.
+      await page.setViewportSize({ width: 390, height: 844 });
+      for (const badge of await matching.locator('.mantine-Badge-label').all()) {
+        assert.ok(await badge.evaluate((el) => el.scrollWidth <= el.clientWidth), `the verdict '${await badge.textContent()}' is not cut at phone width`);
+      }
       assert.deepEqual(problems, []);
       await context.close();
     });

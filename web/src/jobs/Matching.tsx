@@ -9,6 +9,8 @@ import { api, unwrap } from '../api.ts';
 
 type MatchingAnswer = operations['getJobMatching']['responses'][200]['content']['application/json'];
 
+const KIND = { local: 'local site', slurm: 'Slurm partition', agents: 'agents' } as const;
+
 const percent = (x: number) => `${(x * 100).toFixed(1)} %`;
 
 /** The requirements that ask for something, as the manifest names them. */
@@ -65,22 +67,24 @@ export function Matching({ jid }: { jid: number }) {
       <Table striped withTableBorder data-testid="matching-resources">
         <Table.Thead>
           <Table.Tr>
-            <Table.Th scope="col">Site</Table.Th>
-            <Table.Th scope="col">Resource</Table.Th>
-            <Table.Th scope="col">Could run there</Table.Th>
+            <Table.Th scope="col">Where</Table.Th>
+            <Table.Th scope="col">Eligible</Table.Th>
             <Table.Th scope="col">Held back by</Table.Th>
           </Table.Tr>
         </Table.Thead>
         <Table.Tbody>
           {answer.resources.map((r) => (
             <Table.Tr key={`${r.site}/${r.resource}`} data-site={r.site}>
-              <Table.Th scope="row">{r.site}</Table.Th>
+              <Table.Th scope="row">
+                {r.site}
+                <Text size="xs" fw={400}>
+                  {r.resource ? `${r.resource} · ` : ''}
+                  {KIND[r.kind]}
+                </Text>
+              </Table.Th>
               <Table.Td>
-                {r.resource || '—'} <Text span size="xs">({r.kind})</Text>
-              </Table.Td>
-              <Table.Td>
-                {/* The word, not the colour alone, says it. */}
-                <Badge color={r.eligible ? 'green' : 'red'} variant="light">
+                {/* As the statuses are shown: a coloured dot beside the word, which reads in either theme; never cut. */}
+                <Badge color={r.eligible ? 'green' : 'red'} variant="dot" styles={{ label: { overflow: 'visible' } }}>
                   {r.eligible ? 'yes' : 'no'}
                 </Badge>
               </Table.Td>
