@@ -32,20 +32,34 @@ export const ATTRIBUTES = {
   EndExecTime: { column: 'end_exec_time', type: 'string' },
   HeartBeatTime: { column: 'heartbeat_time', type: 'string' },
   ExitCode: { column: 'exit_code', type: 'integer' },
+  NumberOfProcessors: { column: 'processors', type: 'integer' },
+  MaxRAM: { column: 'max_ram', type: 'integer' },
+  NumberOfGPUs: { column: 'gpus', type: 'integer' },
+  Tags: { column: 'tags', type: 'string' },
+  Platform: { column: 'platform', type: 'string' },
+  CPUTime: { column: 'cpu_time', type: 'integer' },
+  TaskQueueID: { column: 'tq_id', type: 'integer' },
 } as const satisfies { [K in AttributeName]: { column: keyof Row; type: (typeof ATTRIBUTE_TYPES)[K] } };
 
 type IntegerAttribute = { [K in AttributeName]: (typeof ATTRIBUTES)[K]['type'] extends 'integer' ? K : never }[AttributeName];
 const INT32 = { minimum: -2147483648, maximum: 2147483647 };
+const SAFE = { minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
 
 /**
  * The values each integer attribute's column holds: PostgreSQL refuses to compare a 32-bit column with a
  * number outside it (a 500), SQLite compares any 64-bit one, so values outside are refused up front alike.
  */
 export const INTEGER_RANGES: Record<IntegerAttribute, { minimum: number; maximum: number }> = {
-  JobID: { minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER },
+  JobID: SAFE,
   UserPriority: INT32,
   RescheduleCounter: INT32,
   ExitCode: INT32,
+  NumberOfProcessors: INT32,
+  MaxRAM: INT32,
+  NumberOfGPUs: INT32,
+  // bigint columns.
+  CPUTime: SAFE,
+  TaskQueueID: SAFE,
 };
 export const ATTRIBUTE_NAMES = Object.keys(ATTRIBUTES) as AttributeName[];
 export const ATTRIBUTE_COLUMNS = ATTRIBUTE_NAMES.map((n) => ATTRIBUTES[n].column);

@@ -14,6 +14,7 @@ import { jobEventsRoute } from './events-routes.ts';
 import { JDL_MEDIA_TYPE } from '../protocol/jdl.ts';
 import { jobRoutes } from './job-routes.ts';
 import { listingRoutes } from './listing-routes.ts';
+import { matchingRoutes } from './matching-routes.ts';
 import { jobMetrics } from './metrics.ts';
 import { reportRoutes } from './report-routes.ts';
 import type { JobRouteOptions } from './route-options.ts';
@@ -60,6 +61,7 @@ export const jobsRoutes: FastifyPluginAsyncTypebox<JobsRoutesOptions> = async (a
   await app.register(listingRoutes, options);
   await app.register(jobEventsRoute, { ctx, auth, streams: events });
   await app.register(jobRoutes, options);
+  await app.register(matchingRoutes, options);
   await app.register(sandboxRoutes, options);
   await app.register(submissionRoutes, options);
   await app.register(reportRoutes, options);

@@ -104,6 +104,7 @@ async function insertBatch(db: Db, batch: readonly Submission[], committing: () 
       manifest: JSON.stringify(manifest),
       input_sandbox: sandbox?.sha256 ?? null,
       input_sandbox_size: sandbox?.size ?? null,
+      // The requirements as job attributes (model.ts): searched and summarised like the others.
       ...requirementColumns(requirements),
       tq_id: tqIds[k++]!,
     })),

@@ -26,6 +26,15 @@ export const ATTRIBUTE_TYPES = {
   EndExecTime: 'string',
   HeartBeatTime: 'string',
   ExitCode: 'integer',
+  // The requirements (docs/matching.md), as matching reads them: the fewest processors until matched, then
+  // the number given; lists comma-separated and sorted ('' for none).
+  NumberOfProcessors: 'integer',
+  MaxRAM: 'integer',
+  NumberOfGPUs: 'integer',
+  Tags: 'string',
+  Platform: 'string',
+  CPUTime: 'integer',
+  TaskQueueID: 'integer',
 } as const satisfies Record<string, 'string' | 'integer'>;
 
 export type AttributeName = keyof typeof ATTRIBUTE_TYPES;

@@ -19,7 +19,7 @@ const SEED = process.env.DIRIGO_FUZZ_SEED === undefined ? 303030 : Number(proces
 /** Each of the eight surfaces gets its share (25 cases each in npm test), at least a handful. */
 const PER_SURFACE = Math.max(6, Math.ceil(RUNS / 16));
 
-const ATTRIBUTES = ['JobID', 'Status', 'MinorStatus', 'ApplicationStatus', 'Owner', 'OwnerGroup', 'Site', 'JobName', 'JobGroup', 'JobType', 'Priority', 'UserPriority', 'ExitCode', 'SubmissionTime', 'LastUpdateTime', 'RescheduleCounter', 'Setup', 'NotAnAttribute'];
+const ATTRIBUTES = ['JobID', 'Status', 'MinorStatus', 'ApplicationStatus', 'Owner', 'OwnerGroup', 'Site', 'JobName', 'JobGroup', 'JobType', 'Priority', 'UserPriority', 'ExitCode', 'SubmissionTime', 'LastUpdateTime', 'RescheduleCounter', 'Setup', 'NumberOfProcessors', 'MaxRAM', 'CPUTime', 'TaskQueueID', 'Tags', 'NotAnAttribute'];
 const OPERATORS = ['eq', 'neq', 'in', 'not in', 'lt', 'le', 'gt', 'ge', 'like', 'regex', ''];
 
 const text = fc.oneof(

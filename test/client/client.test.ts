@@ -32,10 +32,12 @@ import { FINAL, untar } from '../jobs/helpers.ts';
 type Operation = { operationId: string; responses: Record<string, unknown> };
 const DOCUMENT = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../packages/client/openapi.json'), 'utf8')) as { paths: Record<string, Record<string, Operation>> };
 
-/** Method + path → the document's operation, by the path templates. */
-const ROUTES = Object.entries(DOCUMENT.paths).flatMap(([template, item]) =>
-  Object.entries(item).map(([method, op]) => ({ method: method.toUpperCase(), pattern: new RegExp(`^${template.replace(/\{\w+\}/g, '[^/]+')}$`), op })),
-);
+/** Method + path → the document's operation, by the path templates: literal segments first (/jobs/shares before /jobs/{jid}), as the server routes them. */
+const ROUTES = Object.entries(DOCUMENT.paths)
+  .flatMap(([template, item]) =>
+    Object.entries(item).map(([method, op]) => ({ method: method.toUpperCase(), pattern: new RegExp(`^${template.replace(/\{\w+\}/g, '[^/]+')}$`), params: template.split('{').length, op })),
+  )
+  .sort((a, b) => a.params - b.params);
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' } as const;
 
@@ -176,6 +178,11 @@ for (const { dialect, skip } of await dialects()) {
       assert.deepEqual(found.jobs, [{ JobID: jid, Owner: 'alice' }]);
       const counted = unwrap(await alice.GET('/jobs/summary', { params: { query: { groupBy: ['Owner'], JobID: [jid] } } }));
       assert.deepEqual(counted.summary, [{ Owner: 'alice', count: 1 }]);
+      const why = unwrap(await alice.GET('/jobs/{jid}/matching', { params: { path: { jid } } }));
+      assert.equal(why.JobID, jid);
+      assert.ok(why.resources.some((r) => r.site === 'Local'));
+      const shares = unwrap(await alice.GET('/jobs/shares'));
+      assert.ok(shares.halfLifeSeconds > 0);
       let job = unwrap(await alice.GET('/jobs/{jid}', { params: { path: { jid } } }));
       for (const deadline = Date.now() + 20000; !FINAL.includes(String(job.Status)) && Date.now() < deadline; ) {
         await new Promise((r) => setTimeout(r, 50));

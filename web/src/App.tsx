@@ -10,6 +10,7 @@ import { currentTokens, onTokens, signIn, signOut } from './session.ts';
 import { navigate, useLocation } from './url-state.ts';
 import { JobMonitor } from './jobs/JobMonitor.tsx';
 import { SubmitPage } from './jobs/SubmitPage.tsx';
+import { SharesPage } from './jobs/SharesPage.tsx';
 import { CataloguePage } from './catalogue/CataloguePage.tsx';
 import { AccountPage } from './account/AccountPage.tsx';
 import { SitesPage } from './sites/SitesPage.tsx';
@@ -17,6 +18,7 @@ import { SitesPage } from './sites/SitesPage.tsx';
 const PAGES = [
   { page: '', label: 'Job monitor' },
   { page: 'submit', label: 'Submit' },
+  { page: 'shares', label: 'Fair share' },
   { page: 'catalogue', label: 'File catalogue' },
   { page: 'sites', label: 'Sites' },
   { page: 'account', label: 'Account' },
@@ -65,6 +67,8 @@ function Page({ page, params }: { page: string; params: URLSearchParams }) {
   switch (page) {
     case 'submit':
       return <SubmitPage />;
+    case 'shares':
+      return <SharesPage />;
     case 'catalogue':
       return <CataloguePage params={params} />;
     case 'sites':

@@ -610,6 +610,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/jobs/shares": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Fair share: each group's and user's share, target and actual fraction of recent work, Waiting and running jobs (docs/matching.md) */
+        get: operations["getJobShares"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{jid}/matching": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Why a job waits: for every site, Slurm partition and live agent class, whether it could go there, and the requirement, ban, limit or share that holds it back */
+        get: operations["getJobMatching"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/jobs/{jid}/inputsandbox": {
         parameters: {
             query?: never;
@@ -3800,6 +3834,20 @@ export interface operations {
                 HeartBeatTime?: string[];
                 /** @description restrict to these ExitCode values (repeat the key: OR; at most 1000 values) */
                 ExitCode?: number[];
+                /** @description restrict to these NumberOfProcessors values (repeat the key: OR; at most 1000 values) */
+                NumberOfProcessors?: number[];
+                /** @description restrict to these MaxRAM values (repeat the key: OR; at most 1000 values) */
+                MaxRAM?: number[];
+                /** @description restrict to these NumberOfGPUs values (repeat the key: OR; at most 1000 values) */
+                NumberOfGPUs?: number[];
+                /** @description restrict to these Tags values (repeat the key: OR; at most 1000 values) */
+                Tags?: string[];
+                /** @description restrict to these Platform values (repeat the key: OR; at most 1000 values) */
+                Platform?: string[];
+                /** @description restrict to these CPUTime values (repeat the key: OR; at most 1000 values) */
+                CPUTime?: number[];
+                /** @description restrict to these TaskQueueID values (repeat the key: OR; at most 1000 values) */
+                TaskQueueID?: number[];
             };
             header?: never;
             path?: never;
@@ -3841,6 +3889,13 @@ export interface operations {
                             EndExecTime: string | null;
                             HeartBeatTime: string | null;
                             ExitCode: number | null;
+                            NumberOfProcessors: number | null;
+                            MaxRAM: number | null;
+                            NumberOfGPUs: number | null;
+                            Tags: string | null;
+                            Platform: string | null;
+                            CPUTime: number | null;
+                            TaskQueueID: number | null;
                         }[];
                         /** @description pass as cursor to get the page after this one (same restrictions and sort); null on the last page */
                         nextCursor: string | null;
@@ -4100,6 +4155,20 @@ export interface operations {
                 HeartBeatTime?: string[];
                 /** @description restrict to these ExitCode values (repeat the key: OR; at most 1000 values) */
                 ExitCode?: number[];
+                /** @description restrict to these NumberOfProcessors values (repeat the key: OR; at most 1000 values) */
+                NumberOfProcessors?: number[];
+                /** @description restrict to these MaxRAM values (repeat the key: OR; at most 1000 values) */
+                MaxRAM?: number[];
+                /** @description restrict to these NumberOfGPUs values (repeat the key: OR; at most 1000 values) */
+                NumberOfGPUs?: number[];
+                /** @description restrict to these Tags values (repeat the key: OR; at most 1000 values) */
+                Tags?: string[];
+                /** @description restrict to these Platform values (repeat the key: OR; at most 1000 values) */
+                Platform?: string[];
+                /** @description restrict to these CPUTime values (repeat the key: OR; at most 1000 values) */
+                CPUTime?: number[];
+                /** @description restrict to these TaskQueueID values (repeat the key: OR; at most 1000 values) */
+                TaskQueueID?: number[];
             };
             header?: never;
             path?: never;
@@ -4134,6 +4203,13 @@ export interface operations {
                         EndExecTime: string | null;
                         HeartBeatTime: string | null;
                         ExitCode: number | null;
+                        NumberOfProcessors: number | null;
+                        MaxRAM: number | null;
+                        NumberOfGPUs: number | null;
+                        Tags: string | null;
+                        Platform: string | null;
+                        CPUTime: number | null;
+                        TaskQueueID: number | null;
                     };
                 };
             };
@@ -4179,7 +4255,7 @@ export interface operations {
         parameters: {
             query: {
                 /** @description attributes to count per combination of (repeat the key; one to four, each once) */
-                groupBy: ("JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode")[];
+                groupBy: ("JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID")[];
                 /** @description true: every job the caller may see */
                 allOwners?: boolean;
                 /** @description restrict to these JobID values (repeat the key: OR; at most 1000 values) */
@@ -4222,6 +4298,20 @@ export interface operations {
                 HeartBeatTime?: string[];
                 /** @description restrict to these ExitCode values (repeat the key: OR; at most 1000 values) */
                 ExitCode?: number[];
+                /** @description restrict to these NumberOfProcessors values (repeat the key: OR; at most 1000 values) */
+                NumberOfProcessors?: number[];
+                /** @description restrict to these MaxRAM values (repeat the key: OR; at most 1000 values) */
+                MaxRAM?: number[];
+                /** @description restrict to these NumberOfGPUs values (repeat the key: OR; at most 1000 values) */
+                NumberOfGPUs?: number[];
+                /** @description restrict to these Tags values (repeat the key: OR; at most 1000 values) */
+                Tags?: string[];
+                /** @description restrict to these Platform values (repeat the key: OR; at most 1000 values) */
+                Platform?: string[];
+                /** @description restrict to these CPUTime values (repeat the key: OR; at most 1000 values) */
+                CPUTime?: number[];
+                /** @description restrict to these TaskQueueID values (repeat the key: OR; at most 1000 values) */
+                TaskQueueID?: number[];
             };
             header?: never;
             path?: never;
@@ -4303,22 +4393,22 @@ export interface operations {
                          * @description a job attribute
                          * @enum {string}
                          */
-                        parameter: "JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode";
+                        parameter: "JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID";
                         /** @enum {string} */
                         operator: "eq" | "neq" | "in" | "not in" | "lt" | "le" | "gt" | "ge" | "like";
                         value?: string | number;
                         /** @description at most 1000; a repeated value counts once */
                         values?: (string | number)[];
                     }[];
-                    /** @description attributes to return (default all), each once: at most 20 */
-                    parameters?: ("JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode")[];
+                    /** @description attributes to return (default all), each once: at most 27 */
+                    parameters?: ("JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID")[];
                     /** @description sort keys in order (default: JobID descending), at most 4, each attribute once; JobID is always the last key */
                     sort?: {
                         /**
                          * @description a job attribute
                          * @enum {string}
                          */
-                        parameter: "JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode";
+                        parameter: "JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID";
                         direction?: "asc" | "desc";
                     }[];
                     page?: {
@@ -4366,6 +4456,13 @@ export interface operations {
                             EndExecTime?: string | null;
                             HeartBeatTime?: string | null;
                             ExitCode?: number | null;
+                            NumberOfProcessors?: number | null;
+                            MaxRAM?: number | null;
+                            NumberOfGPUs?: number | null;
+                            Tags?: string | null;
+                            Platform?: string | null;
+                            CPUTime?: number | null;
+                            TaskQueueID?: number | null;
                         }[];
                         /** @description continues after the last job; null on the last page */
                         nextCursor: string | null;
@@ -4475,6 +4572,20 @@ export interface operations {
                 HeartBeatTime?: string[];
                 /** @description restrict to these ExitCode values (repeat the key: OR; at most 1000 values) */
                 ExitCode?: number[];
+                /** @description restrict to these NumberOfProcessors values (repeat the key: OR; at most 1000 values) */
+                NumberOfProcessors?: number[];
+                /** @description restrict to these MaxRAM values (repeat the key: OR; at most 1000 values) */
+                MaxRAM?: number[];
+                /** @description restrict to these NumberOfGPUs values (repeat the key: OR; at most 1000 values) */
+                NumberOfGPUs?: number[];
+                /** @description restrict to these Tags values (repeat the key: OR; at most 1000 values) */
+                Tags?: string[];
+                /** @description restrict to these Platform values (repeat the key: OR; at most 1000 values) */
+                Platform?: string[];
+                /** @description restrict to these CPUTime values (repeat the key: OR; at most 1000 values) */
+                CPUTime?: number[];
+                /** @description restrict to these TaskQueueID values (repeat the key: OR; at most 1000 values) */
+                TaskQueueID?: number[];
             };
             header?: {
                 /** @description The id of the last event received: the stream resumes after it (the HTML Server-Sent Events reconnection header) */
@@ -4675,6 +4786,13 @@ export interface operations {
                         EndExecTime: string | null;
                         HeartBeatTime: string | null;
                         ExitCode: number | null;
+                        NumberOfProcessors: number | null;
+                        MaxRAM: number | null;
+                        NumberOfGPUs: number | null;
+                        Tags: string | null;
+                        Platform: string | null;
+                        CPUTime: number | null;
+                        TaskQueueID: number | null;
                         StatusHistory: {
                             Status: string;
                             MinorStatus: string;
@@ -4874,6 +4992,190 @@ export interface operations {
                         [key: string]: unknown;
                     };
                     "text/x-jdl": string;
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getJobShares: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description how fast past usage fades: it counts half after this long */
+                        halfLifeSeconds: number;
+                        /** @description groups with Waiting or recent work, furthest below their target first */
+                        groups: {
+                            group: string;
+                            /** @description the configured share (groups); equal inside a group (users) */
+                            share: number;
+                            /** @description the fraction of recent work it should get, among those with work */
+                            target: number;
+                            /** @description the fraction of recent work it got (decayed usage over everyone's) */
+                            actual: number;
+                            /** @description decayed processors matched lately (jobs.fairShare.halfLifeMs) */
+                            usage: number;
+                            /** @description its Waiting jobs */
+                            waiting: number;
+                            /** @description its Matched, Running and Completing jobs */
+                            running: number;
+                            users: {
+                                user: string;
+                                /** @description the configured share (groups); equal inside a group (users) */
+                                share: number;
+                                /** @description the fraction of recent work it should get, among those with work */
+                                target: number;
+                                /** @description the fraction of recent work it got (decayed usage over everyone's) */
+                                actual: number;
+                                /** @description decayed processors matched lately (jobs.fairShare.halfLifeMs) */
+                                usage: number;
+                                /** @description its Waiting jobs */
+                                waiting: number;
+                                /** @description its Matched, Running and Completing jobs */
+                                running: number;
+                            }[];
+                        }[];
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getJobMatching: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a job id (a positive integer) */
+                jid: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        JobID: number;
+                        Status: string;
+                        /** @description its task queue while it waits */
+                        TaskQueueID: number | null;
+                        /** @description its requirements as matching reads them */
+                        requirements: {
+                            [key: string]: unknown;
+                        };
+                        /** @description every configured site, Slurm partition and live agent class */
+                        resources: {
+                            site: string;
+                            /** @description a Slurm partition, an agent class's resource name; '' for the site as a whole */
+                            resource: string;
+                            kind: "local" | "slurm" | "agents";
+                            /** @description whether the job could be matched there now */
+                            eligible: boolean;
+                            holdBack: {
+                                kind: "requirement" | "ban" | "limit" | "share" | "status";
+                                attribute: string;
+                                reason: string;
+                            }[];
+                        }[];
+                        share: {
+                            group: string;
+                            user: string;
+                            groupTarget: number;
+                            groupActual: number;
+                            userTarget: number;
+                            userActual: number;
+                            /** @description jobs of its owner's that go first (higher Priority, older) */
+                            ahead: number;
+                        } | null;
+                        /** @description one sentence: why it waits, or that it is no longer waiting */
+                        summary: string;
+                    };
                 };
             };
             /** @description OAuth 2.0-shaped error */
@@ -5494,6 +5796,20 @@ export interface operations {
                     site: string;
                     /** @description how many jobs the agent can take now */
                     slots: number;
+                    /** @description the agent's resource (its node), for matching explanations; its agentId when absent */
+                    resource?: string;
+                    /** @description processors free now, shared by the jobs taken; slots when absent */
+                    cores?: number;
+                    /** @description memory free now in MB, shared by the jobs taken (their MaxRAM); no limit when absent */
+                    memoryMb?: number;
+                    /** @description GPUs free now; none when absent */
+                    gpus?: number;
+                    /** @description tags the node offers (Tags) */
+                    tags?: string[];
+                    /** @description the node's platform (Linux_x86_64_glibc-2.36); unknown when absent: only jobs naming none match */
+                    platform?: string;
+                    /** @description seconds the agent may still run a job (CPUTime); no limit when absent */
+                    cpuTime?: number;
                 };
             };
         };
@@ -5519,6 +5835,8 @@ export interface operations {
                             RescheduleCounter: number;
                             /** @description the job's own token, for its reports (DIRIGO_JOB_TOKEN in the payload's environment) */
                             JobToken: string;
+                            /** @description processors the job was given, out of the cores offered (DIRIGO_NUMBER_OF_PROCESSORS) */
+                            Processors: number;
                         }[];
                         /** @description milliseconds until the next heartbeat is due */
                         heartbeatIntervalMs: number;

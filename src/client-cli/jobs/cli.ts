@@ -22,6 +22,7 @@ import { fileNameProblem } from '../../protocol/file-names.ts';
 import { JDL_MEDIA_TYPE, JdlSyntaxError, parseJdl } from '../../protocol/jdl.ts';
 import { unpackArchive } from '../../payload/sandbox-archive.ts';
 import { formatJob, type JobDescription } from './show-cli.ts';
+import { formatMatching, formatShares } from './matching-cli.ts';
 
 const USAGE = `usage: dirigo jobs <command> [options]
 
@@ -40,6 +41,11 @@ commands:
                                     job counts per combination of the attributes' values
   show JID...                       attributes, reported parameters (name = value) and status history
                                     (Status, MinorStatus, ApplicationStatus, time, source)
+  why JID                           why a job waits: for each site, partition and agent class, whether
+                                    it could run there or which requirement, ban, limit or share holds
+                                    it back; its owner's share; a summary
+  shares                            fair share: each group's and user's share, target and actual
+                                    fraction of recent work, Waiting and running jobs
   kill JID...                       kill the jobs
   reschedule JID...                 send jobs that ended back to Waiting (one request for all)
   delete JID...                     delete jobs that ended or wait (one request for all)
@@ -68,11 +74,12 @@ examples:
   dirigo jobs submit parametric.jdl
   dirigo jobs list --status Running --status Waiting --all
   dirigo jobs list --max all --json > jobs.ndjson
+  dirigo jobs why 42
   dirigo jobs wait 4 5 --timeout 600 && dirigo jobs sandbox 4 5 output
 `;
 
 /** The subcommands, also taken after the singular `dirigo job` (job-cli.ts). */
-export const JOBS_COMMANDS = ['submit', 'list', 'search', 'peek', 'summary', 'show', 'kill', 'reschedule', 'delete', 'manifest', 'sandbox', 'wait', 'watch'] as const;
+export const JOBS_COMMANDS = ['submit', 'list', 'search', 'peek', 'summary', 'show', 'why', 'shares', 'kill', 'reschedule', 'delete', 'manifest', 'sandbox', 'wait', 'watch'] as const;
 
 const OPTIONS = {
   ...CREDENTIAL_OPTIONS,
@@ -330,6 +337,18 @@ export async function jobsCommand(argv: string[]): Promise<number> {
         print(values, job, () => formatJob(job));
         return EXIT.ok;
       });
+    case 'why': {
+      const ids = jids(args);
+      if (ids.length > 1) throw new CliError('why takes one job id', EXIT.usage);
+      const res = await answer(conn, api(conn, token).GET('/jobs/{jid}/matching', { params: { path: { jid: Number(ids[0]) } } }));
+      print(values, res, () => formatMatching(res));
+      return EXIT.ok;
+    }
+    case 'shares': {
+      const res = await answer(conn, api(conn, token).GET('/jobs/shares'));
+      print(values, res, () => formatShares(res));
+      return EXIT.ok;
+    }
     case 'kill':
     case 'reschedule':
     case 'delete':

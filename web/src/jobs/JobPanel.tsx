@@ -1,6 +1,6 @@
 /**
  * One job: attributes, status history as a timeline, parameters reported by the job, its manifest as
- * JSON or JDL, sandbox downloads, the end of a running job's output, and actions.
+ * JSON or JDL, sandbox downloads, the end of a running job's output, why it waits, and actions.
  */
 import { useCallback, useEffect, useState } from 'react';
 import { Alert, Badge, Button, Code, Drawer, Group, ScrollArea, SegmentedControl, Stack, Tabs, Text, Timeline, Tooltip } from '@mantine/core';
@@ -10,6 +10,7 @@ import { ATTRIBUTES, formatValue, isFinal, statusColor, type JobDetail } from '.
 import { actOnJobs, type JobAction } from './actions.ts';
 import { ConfirmJobs } from './ConfirmJobs.tsx';
 import { OutputSandbox } from './OutputSandbox.tsx';
+import { Matching } from './Matching.tsx';
 import { formatTimestamp } from '../time-format.ts';
 
 function Manifest({ jid }: { jid: number }) {
@@ -180,6 +181,7 @@ export function JobPanel({ jid, onClose, onChanged }: { jid: number; onClose(): 
               <Tabs.Tab value="parameters">Parameters</Tabs.Tab>
               <Tabs.Tab value="manifest">Manifest</Tabs.Tab>
               <Tabs.Tab value="peek">Output</Tabs.Tab>
+              <Tabs.Tab value="matching">Why waiting</Tabs.Tab>
             </Tabs.List>
             <Tabs.Panel value="attributes" pt="sm">
               <FieldTable rows={ATTRIBUTES.map((a) => [a, formatValue(a, job[a])])} />
@@ -208,6 +210,9 @@ export function JobPanel({ jid, onClose, onChanged }: { jid: number; onClose(): 
             </Tabs.Panel>
             <Tabs.Panel value="peek" pt="sm">
               <Output jid={jid} status={job.Status ?? ''} />
+            </Tabs.Panel>
+            <Tabs.Panel value="matching" pt="sm">
+              <Matching jid={jid} />
             </Tabs.Panel>
           </Tabs>
           {confirming && (

@@ -20,6 +20,8 @@ function columnWidth(c: Attribute): number | undefined {
   if (c === 'ApplicationStatus') return 115;
   if (c === 'Site' || c === 'Owner') return 85;
   if (TIME_ATTRIBUTES.includes(c)) return 172;
+  // Numbers under a header that breaks at its words (Number/Of/Processors).
+  if (c === 'NumberOfProcessors' || c === 'NumberOfGPUs' || c === 'MaxRAM' || c === 'CPUTime' || c === 'TaskQueueID') return 100;
   return undefined;
 }
 

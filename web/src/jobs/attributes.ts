@@ -9,8 +9,11 @@ export type Attribute = keyof JobRecord;
 export const ATTRIBUTES: readonly Attribute[] = [
   'JobID', 'JobName', 'Status', 'MinorStatus', 'ApplicationStatus', 'Site', 'Owner', 'OwnerGroup', 'JobGroup', 'JobType',
   'Setup', 'OwnerDN', 'UserPriority', 'RescheduleCounter', 'SubmissionTime', 'LastUpdateTime', 'StartExecTime', 'EndExecTime',
-  'HeartBeatTime', 'ExitCode',
+  'HeartBeatTime', 'ExitCode', 'NumberOfProcessors', 'MaxRAM', 'NumberOfGPUs', 'Tags', 'Platform', 'CPUTime', 'TaskQueueID',
 ];
+
+/** Attributes whose values are integers: a search compares them as numbers. */
+export const INTEGER_ATTRIBUTES: readonly Attribute[] = ['JobID', 'UserPriority', 'RescheduleCounter', 'ExitCode', 'NumberOfProcessors', 'MaxRAM', 'NumberOfGPUs', 'CPUTime', 'TaskQueueID'];
 
 export const DEFAULT_COLUMNS: readonly Attribute[] = ['JobID', 'JobName', 'Status', 'MinorStatus', 'ApplicationStatus', 'Site', 'Owner', 'SubmissionTime', 'LastUpdateTime'];
 

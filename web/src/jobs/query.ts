@@ -3,7 +3,7 @@
  * each), a time range on one time attribute, sort, columns, page size and cursor, the selected job.
  */
 import type { operations } from '@dirigo/client/schema';
-import { ATTRIBUTES, DEFAULT_COLUMNS, TIME_ATTRIBUTES, type Attribute } from './attributes.ts';
+import { ATTRIBUTES, DEFAULT_COLUMNS, INTEGER_ATTRIBUTES, TIME_ATTRIBUTES, type Attribute } from './attributes.ts';
 
 type SearchBody = NonNullable<operations['searchJobs']['requestBody']>['content']['application/json'];
 type Condition = NonNullable<SearchBody['search']>[number];
@@ -57,7 +57,7 @@ export function readView(params: URLSearchParams): JobView {
 export function searchBody(view: JobView): SearchBody {
   const search: Condition[] = [];
   for (const [parameter, values] of Object.entries(view.filters) as [Attribute, string[]][]) {
-    const typed = parameter === 'JobID' || parameter === 'UserPriority' || parameter === 'RescheduleCounter' || parameter === 'ExitCode' ? values.map(Number) : values;
+    const typed = INTEGER_ATTRIBUTES.includes(parameter) ? values.map(Number) : values;
     search.push({ parameter, operator: 'in', values: typed });
   }
   if (view.from) search.push({ parameter: view.timeAttribute, operator: 'ge', value: new Date(view.from).toISOString() });
