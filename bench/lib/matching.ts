@@ -15,7 +15,8 @@ import { migrations } from '../../src/app/migrations.ts';
 import { validateConfig } from '../../src/kernel/config.ts';
 import { JobsConfigSchema, type JobsConfig } from '../../src/jobs/config-schema.ts';
 import { JobEvents } from '../../src/jobs/lifecycle/job-events.ts';
-import { Matcher, type JobMatch } from '../../src/jobs/matching/matcher.ts';
+import { Matcher } from '../../src/jobs/matching/matcher.ts';
+import type { ClaimedJob } from '../../src/jobs/lifecycle/claim.ts';
 import { explainMatching } from '../../src/jobs/matching/explain.ts';
 import { fairShares } from '../../src/jobs/matching/shares.ts';
 import { requirementsOf } from '../../src/jobs/requirements.ts';
@@ -192,7 +193,7 @@ function percentile(sorted: number[], p: number): number {
 }
 
 /** Where a match breaks its offer: a requirement unmet, or more than a consumable offer has. */
-export function offerViolations(offer: ResourceOffer, got: readonly JobMatch[]): number {
+export function offerViolations(offer: ResourceOffer, got: readonly ClaimedJob[]): number {
   let bad = 0;
   let used = 0;
   for (const m of got) {

@@ -12,7 +12,7 @@ import { dialects } from '../helpers/dialects.ts';
 import { freshDatabase, offerOf, offerViolations, runClaimers, seed, shareErrors, type BenchDb } from '../../bench/lib/matching.ts';
 import { requirementsOf } from '../../src/jobs/requirements.ts';
 import { requirementsKey, type Requirements } from '../../src/protocol/requirements.ts';
-import type { JobMatch } from '../../src/jobs/matching/matcher.ts';
+import type { ClaimedJob } from '../../src/jobs/lifecycle/claim.ts';
 import type { Manifest } from '../../src/jobs/manifest.ts';
 
 const JOBS = 600;
@@ -20,7 +20,7 @@ const QUEUES = 60;
 
 describe('matching bench: its checks', () => {
   it('counts a match that breaks its offer', () => {
-    const match = (manifest: Record<string, unknown>, processors: number): JobMatch => ({ jobId: 1, manifest: { Executable: '/bin/true', ...manifest }, inputSandbox: null, owner: 'u', ownerGroup: 'g', rescheduleCounter: 0, processors });
+    const match = (manifest: Record<string, unknown>, processors: number): ClaimedJob => ({ jobId: 1, manifest: { Executable: '/bin/true', ...manifest }, inputSandbox: null, owner: 'u', ownerGroup: 'g', rescheduleCounter: 0, processors });
     const offer = { ...offerOf(2), cores: 4, consumable: true, tags: [], gpus: 0 };
     assert.equal(offerViolations(offer, [match({ NumberOfProcessors: 2 }, 2)]), 0);
     assert.equal(offerViolations(offer, [match({ NumberOfProcessors: 16 }, 16)]), 2, 'a requirement unmet, and more than the offer has');

@@ -24,12 +24,6 @@ import { headsOf, pickPostgres, pickSqlite, type Head, type Picked } from './pic
 import { foldQueueDeltas, waitingByQueue } from './task-queues.ts';
 import { chargeAll, readUsage, type Charge } from './usage.ts';
 
-/** A job matched to a resource: what its holder needs to run it, and the processors it was given. */
-export interface JobMatch extends ClaimedJob {
-  /** Processors given (DIRIGO_NUMBER_OF_PROCESSORS): within the job's range, at most the offer's free cores. */
-  processors: number;
-}
-
 /** How stale the queue list and others' usage may be: a new queue is seen, and usage shared, within this. */
 const REFRESH_MS = 200;
 /** How stale the bans may be (the issue: every instance obeys a ban within seconds). */
@@ -113,7 +107,7 @@ export class Matcher {
    * Waiting → Matched for up to `maxJobs` jobs that `offer` satisfies (every requirement; a consumable
    * offer shrinks with each job), not held back by a ban or a running limit, chosen by fair share.
    */
-  async claim(offer: ResourceOffer, maxJobs: number, claimant: Claimant): Promise<JobMatch[]> {
+  async claim(offer: ResourceOffer, maxJobs: number, claimant: Claimant): Promise<ClaimedJob[]> {
     if (maxJobs <= 0 || (await this.#banned(offer))) return [];
     const started = Date.now();
     if (this.#refreshedAt === 0) await this.#refresh();
@@ -121,7 +115,7 @@ export class Matcher {
     else if (started - this.#refreshedAt > REFRESH_MS) this.#refresh().catch(() => {});
     const limits = this.#limits.get(offer.site);
     const o = { ...offer };
-    const out: JobMatch[] = [];
+    const out: ClaimedJob[] = [];
     const run = async (trx: Transaction<Database> | null): Promise<void> => {
       const held = limits && trx ? await lockAndCount(trx, offer.site) : null;
       for (let steps = 0; out.length < maxJobs && steps < 4 * maxJobs + 8; steps++) {
@@ -152,7 +146,7 @@ export class Matcher {
    * user's best jobs. @returns the jobs taken ([] when the chosen queues turned out empty), null when no
    * queue fits
    */
-  async #step(trx: Transaction<Database> | null, o: ResourceOffer, want: number, claimant: Claimant, limits: RunningLimits | undefined, held: Held | null): Promise<JobMatch[] | null> {
+  async #step(trx: Transaction<Database> | null, o: ResourceOffer, want: number, claimant: Claimant, limits: RunningLimits | undefined, held: Held | null): Promise<ClaimedJob[] | null> {
     let fitting = this.#fitting(o);
     if (limits && held) fitting = fittingOf(fitting.queues.filter((q) => room(limits, held, q) > 0));
     if (fitting.queues.length === 0) return null;

@@ -16,9 +16,8 @@ import type { Manifest } from '../manifest.ts';
 import type { Claimant, ClaimedJob } from '../lifecycle/claim.ts';
 import type { JobEvents } from '../lifecycle/job-events.ts';
 
-/** A job taken: what its holder runs, the processors it got and its queue. */
+/** A job taken: what its holder runs (with the processors it got) and its queue. */
 export interface Picked extends ClaimedJob {
-  processors: number;
   tqId: number;
 }
 
