@@ -9,9 +9,6 @@
  * its offer (a requirement unmet, more than a consumable offer has, a job matched twice). Also timed: what
  * GET /jobs/shares and GET /jobs/{jid}/matching compute at each size ("shares ms", "why ms").
  *
- * While Matcher.claim is the contract's stub (any Waiting job, by priority, for the offer's site) the rates
- * are the stub's and the checks count the matches that break their offer and the shares it ignores.
- *
  * Defaults: 10,000 / 100,000 / 1,000,000 jobs on both databases (seeding a million takes 30–70 s here).
  * Quick: `--sizes 10000` (under a minute). Sizes also from DIRIGO_BENCH_MATCHING_SIZES.
  * Usage: node bench/scale/matching.ts [--sizes 10000,100000] [--dialect sqlite|postgres|both] [--queues 1200]
