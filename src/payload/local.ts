@@ -118,6 +118,8 @@ interface Running {
   cpuUsed?: number;
   signalled?: boolean;
   killTimer?: NodeJS.Timeout;
+  /** Its payload has exited (or never started): its cores, memory and GPUs are free while its output is packed. */
+  exited?: boolean;
   done: Promise<void>;
 }
 
@@ -188,7 +190,7 @@ export class LocalExecutor implements Executor {
   /** What its running jobs (its own and adopted ones) leave free of its cores, memory and GPUs. */
   freeCapacity(): Take {
     const free = { cores: this.#capacity.cores, memoryMb: this.#capacity.memoryMb, gpus: this.#capacity.gpus };
-    for (const { job } of [...this.#running.values(), ...this.#adopted.values()]) {
+    for (const { job } of [...[...this.#running.values()].filter((r) => !r.exited), ...this.#adopted.values()]) {
       const take = takeOf(job);
       free.cores -= take.cores;
       free.memoryMb -= take.memoryMb;
@@ -498,6 +500,7 @@ export class LocalExecutor implements Executor {
         }
         if (startError) await errFile.write(`${startError}\n`);
       } finally {
+        r.exited = true;
         await out.close();
         await errFile.close();
       }
