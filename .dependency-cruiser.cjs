@@ -24,7 +24,7 @@ const MAY_IMPORT = {
   jobs: ['registry', 'cluster', 'auth', 'sites'],
   catalogue: ['registry', 'auth'],
   executors: ['jobs', 'sites'],
-  agents: ['cluster', 'auth', 'jobs', 'sites'],
+  agents: ['cluster', 'auth', 'jobs', 'sites', 'executors'],
   webapp: ['registry', 'auth'],
   downloads: [],
 };

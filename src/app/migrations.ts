@@ -9,7 +9,7 @@ import { catalogueMigrations } from '../catalogue/index.ts';
 import { registryMigrations } from '../registry/index.ts';
 import { clusterMigrations } from '../cluster/index.ts';
 import { federationMigrations } from '../federation/index.ts';
-import { agentsMigrations } from '../agents/index.ts';
+import { agentsMigrations, pilotsMigrations } from '../agents/index.ts';
 import { sitesMigrations } from '../sites/index.ts';
 
 export const migrations: Record<string, Migration> = {
@@ -20,5 +20,6 @@ export const migrations: Record<string, Migration> = {
   ...clusterMigrations,
   ...federationMigrations,
   ...agentsMigrations,
+  ...pilotsMigrations,
   ...sitesMigrations,
 };
