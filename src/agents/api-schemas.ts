@@ -42,7 +42,12 @@ const MatchedJob = Type.Object({
 
 const HeartbeatInterval = Type.Integer({ minimum: 1, description: 'milliseconds until the next heartbeat is due' });
 
-export const MatchReply = Type.Object({ jobs: Type.Array(MatchedJob, { description: 'empty when no job waits' }), heartbeatIntervalMs: HeartbeatInterval });
+/** A command for the pilot (docs/pilots.md), present while one is pending. */
+const PilotCommand = Type.Optional(
+  Type.Union([Type.Literal('drain'), Type.Literal('stop')], { description: 'drain: take no new job, finish the running ones, then end; stop: give the running jobs back (rescheduled) and end' }),
+);
+
+export const MatchReply = Type.Object({ jobs: Type.Array(MatchedJob, { description: 'empty when no job waits, or a command is pending' }), heartbeatIntervalMs: HeartbeatInterval, command: PilotCommand });
 
 export const HeartbeatBody = Type.Object(
   {
@@ -61,7 +66,7 @@ export const HeartbeatBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const HeartbeatReply = Type.Object({ kill: Type.Array(JobId, { description: 'jobs the agent must stop: killed, or no longer its own' }), heartbeatIntervalMs: HeartbeatInterval });
+export const HeartbeatReply = Type.Object({ kill: Type.Array(JobId, { description: 'jobs the agent must stop: killed, or no longer its own' }), heartbeatIntervalMs: HeartbeatInterval, command: PilotCommand });
 
 export const StatusBody = Type.Object(
   {

@@ -16,6 +16,9 @@ import { REQUIREMENT_LIMITS, type ResourceOffer } from '../protocol/requirements
 import { AGENT_HELD, endPulledRun, jobTokens, pulledRun, recordHeartbeats, recordOutputSandbox, reportPulledRun, RescheduleLimit, splitArguments, statusOf, storeOutputTail } from '../jobs/index.ts';
 import { holderOf, type AgentIdentity } from './identity.ts';
 import { seen } from './presence.ts';
+import { nowIso } from '../kernel/db/database.ts';
+import { isFinalPilotState, PilotState, type PilotCommand } from './pilots/states.ts';
+import { insertPilot, latestPilotOf, pilotById, pilotSeen, recordPilotJobs, type PilotRow } from './pilots/store.ts';
 
 export interface MatchedJob {
   JobID: number;
@@ -69,13 +72,17 @@ export class AgentsService {
    * Waiting → Matched for up to `slots` jobs of `siteName` (at most the site's maxJobsPerMatch) that fit
    * together in what the agent has free, each with its job token and its processors.
    */
-  async match(agent: AgentIdentity, siteName: string, slots: number, free: AgentOffer = {}): Promise<{ jobs: MatchedJob[]; heartbeatIntervalMs: number }> {
-    const site = this.sites.get(siteName);
-    if (!site) {
-      const known = [...this.sites.keys()];
-      throw new InvalidRequest(`site: '${siteName}' is not an agents site${known.length ? ` (agents sites: ${known.join(', ')})` : ' (none is configured)'}`);
+  async match(agent: AgentIdentity, siteName: string, slots: number, free: AgentOffer = {}): Promise<{ jobs: MatchedJob[]; heartbeatIntervalMs: number; command?: PilotCommand }> {
+    const site = this.agentSite(siteName);
+    if (agent.pilot && agent.pilot.site !== site.name) {
+      throw new InsufficientPrivileges(`pilot ${agent.pilot.pilot_id} belongs to site ${agent.pilot.site}; it may not take jobs of site ${site.name}`);
     }
+    const pilot = agent.pilot ?? (await this.#robotPilot(agent, site.name));
     await seen(this.#ctx.db, agent, site.name);
+    await pilotSeen(this.#ctx.db, pilot.pilot_id);
+    // A draining or stopping pilot is given no job; the command tells it why.
+    const command = commandOf(pilot);
+    if (command) return { jobs: [], heartbeatIntervalMs: site.heartbeatIntervalMs, command };
     const holder = holderOf(agent);
     const offer = agentOffer(site.name, agent, slots, free);
     const { consumable: _, ...description } = offer;
@@ -86,7 +93,9 @@ export class AgentsService {
       heartbeat: true,
       minorStatus: `Pilot agent ${agent.agentId} (${agent.user}) at site ${site.name}`,
       source: `Agent@${site.name}`,
+      pilotReference: String(pilot.pilot_id),
     });
+    await recordPilotJobs(this.#ctx.db, pilot.pilot_id, claimed.map((job) => job.jobId));
     const tokens = await jobTokens(this.#ctx.db);
     const jobs = claimed.map((job) => ({
       JobID: job.jobId,
@@ -104,8 +113,10 @@ export class AgentsService {
    * Records the agent's heartbeat for `jobIds`, and the output tails it sent for those it still holds.
    * @returns the jobs it must stop
    */
-  async heartbeat(agent: AgentIdentity, jobIds: readonly number[], outputs: readonly { jid: number; tail: string; size: number }[]): Promise<number[]> {
+  async heartbeat(agent: AgentIdentity, jobIds: readonly number[], outputs: readonly { jid: number; tail: string; size: number }[]): Promise<{ kill: number[]; command?: PilotCommand }> {
+    const pilot = agent.pilot ?? (await this.#robotPilot(agent));
     await seen(this.#ctx.db, agent);
+    if (pilot) await pilotSeen(this.#ctx.db, pilot.pilot_id);
     const jobs = [...new Set(jobIds)];
     const kill = await recordHeartbeats(this.#ctx.db, this.#events, holderOf(agent), jobs, { minorStatus: `Heartbeats from agent ${agent.agentId} resumed`, source: 'AgentHeartbeat' });
     // Only the output of jobs the agent still holds is kept, cut to what peek serves.
@@ -113,11 +124,41 @@ export class AgentsService {
     for (const { jid, tail, size } of outputs) {
       if (held.has(jid)) await storeOutputTail(this.#ctx.db, jid, tail.slice(-this.#ctx.config.jobs.peekBytes), size);
     }
-    return kill;
+    const command = pilot && commandOf(pilot);
+    return command ? { kill, command } : { kill };
+  }
+
+  /** The configured agents site `name`. @throws InvalidRequest naming the agents sites */
+  agentSite(name: string): AgentSiteConfig {
+    const site = this.sites.get(name);
+    if (site) return site;
+    const known = [...this.sites.keys()];
+    throw new InvalidRequest(`site: '${name}' is not an agents site${known.length ? ` (agents sites: ${known.join(', ')})` : ' (none is configured)'}`);
+  }
+
+  /**
+   * The pilot of an agent that acts with its robot's access token (docs/pilots.md "Identity"): its newest
+   * pilot while that one has not ended; with `site` (a match), a new manual pilot otherwise.
+   * @throws InsufficientPrivileges once that pilot was revoked
+   */
+  async #robotPilot(agent: AgentIdentity, site: string): Promise<PilotRow>;
+  async #robotPilot(agent: AgentIdentity): Promise<PilotRow | undefined>;
+  async #robotPilot(agent: AgentIdentity, site?: string): Promise<PilotRow | undefined> {
+    const db = this.#ctx.db;
+    const latest = await latestPilotOf(db, agent.user, agent.agentId);
+    if (latest?.revoked_by != null) {
+      throw new InsufficientPrivileges(`agent ${agent.agentId} of ${agent.user} is refused: its pilot ${latest.pilot_id} was revoked by ${latest.revoked_by}${latest.reason ? ` (${latest.reason})` : ''}`);
+    }
+    if (latest && !isFinalPilotState(latest.state)) return latest;
+    if (site === undefined) return undefined;
+    const id = await insertPilot(db, { site, resource: '', reason: 'an agent acting with its robot credential', origin: 'manual', owner: agent.user, agent_id: agent.agentId, state: PilotState.Running, started_at: nowIso() });
+    return (await pilotById(db, id))!;
   }
 
   /** The job if this agent holds it. @throws NotFound (no such job), InsufficientPrivileges (not its own), InvalidTransition (its own, but no longer active). */
   async held(agent: AgentIdentity, jobId: number): Promise<PulledRun> {
+    // A pilot token was checked by the guard; a robot's agent is refused here once its pilot was revoked.
+    if (!agent.pilot) await this.#robotPilot(agent);
     const row = await pulledRun(this.#ctx.db, jobId, holderOf(agent));
     if (row && AGENT_HELD.some((status) => status === row.status)) return row;
     // Its own job, but killed or rescheduled meanwhile: the agent must stop it.
@@ -198,4 +239,9 @@ export function agentOffer(site: string, agent: Pick<AgentIdentity, 'agentId'>, 
 
 function isReadable(body: unknown): body is Readable {
   return typeof body === 'object' && body !== null && typeof (body as { pipe?: unknown }).pipe === 'function';
+}
+
+/** The command a pilot has pending, if any (docs/pilots.md: drain or stop). */
+function commandOf(pilot: Pick<PilotRow, 'command'>): PilotCommand | undefined {
+  return pilot.command === 'drain' || pilot.command === 'stop' ? pilot.command : undefined;
 }

@@ -97,6 +97,7 @@ const plugin: FastifyPluginAsyncTypebox<{ publicUrl: () => string; description: 
         { name: 'OAuth 2.0 pages', description: 'The sign-in, consent, device and sign-out pages a browser shows' },
         { name: 'Account', description: 'The signed-in user\'s account: who they are, their grants and browser sessions, with revocation' },
         { name: 'Agents', description: 'Pull-mode job agents on worker nodes' },
+        { name: 'Pilots', description: 'Agent processes as pilots: registration, pilot tokens, final reports (docs/pilots.md)' },
         { name: 'Sites', description: 'Sites and their resources: status, bans with their history' },
         { name: 'Operations', description: 'Probes and metrics' },
         { name: 'Downloads', description: 'The single executable (client and agent) that matches this server, with its SHA-256' },

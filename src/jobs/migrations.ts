@@ -199,4 +199,10 @@ export const jobsMigrations: Record<string, Migration> = {
       await sql`CREATE INDEX jobs_owner_waiting ON jobs (owner, owner_group, user_priority, job_id) WHERE status = 'Waiting'`.execute(db);
     },
   },
+  // The pilot that last took a job (docs/pilots.md): the PilotReference attribute, set by the claim.
+  '2026_11_28_0200_jobs_pilot_reference': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable('jobs').addColumn('pilot_reference', 'varchar(64)').execute();
+    },
+  },
 };

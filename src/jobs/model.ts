@@ -39,6 +39,7 @@ export const ATTRIBUTES = {
   Platform: { column: 'platform', type: 'string' },
   CPUTime: { column: 'cpu_time', type: 'integer' },
   TaskQueueID: { column: 'tq_id', type: 'integer' },
+  PilotReference: { column: 'pilot_reference', type: 'string' },
 } as const satisfies { [K in AttributeName]: { column: keyof Row; type: (typeof ATTRIBUTE_TYPES)[K] } };
 
 type IntegerAttribute = { [K in AttributeName]: (typeof ATTRIBUTES)[K]['type'] extends 'integer' ? K : never }[AttributeName];

@@ -50,6 +50,8 @@ export interface JobTable {
   cpu_time: Generated<number>;
   /** Its task queue while it waits (and the last one after). */
   tq_id: number | null;
+  /** The pilot that last took it (its PilotID), set by the claim; null until a pilot takes it. */
+  pilot_reference: string | null;
 }
 
 /** Waiting jobs grouped by owner, group and requirements (docs/matching.md). */

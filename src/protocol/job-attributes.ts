@@ -35,6 +35,8 @@ export const ATTRIBUTE_TYPES = {
   Platform: 'string',
   CPUTime: 'integer',
   TaskQueueID: 'integer',
+  // The pilot that last took it (docs/pilots.md), its PilotID as text; null until a pilot takes it.
+  PilotReference: 'string',
 } as const satisfies Record<string, 'string' | 'integer'>;
 
 export type AttributeName = keyof typeof ATTRIBUTE_TYPES;

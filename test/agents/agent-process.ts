@@ -1,4 +1,7 @@
-/** `dirigo agent` as a real child process, authenticated with the test PKI's `pilot` certificate (flow A). */
+/**
+ * `dirigo agent` as a real child process, authenticated with the test PKI's `pilot` certificate (flow A),
+ * or, with `pilot`, as a factory pilot with its secret (DIRIGO_PILOT_SECRET).
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +19,11 @@ export interface AgentProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export function startAgent(url: string, pki: TestPki, options: { site: string; slots?: number; user?: string; group?: string; extra?: string[]; workDir?: string }): AgentProcess {
+export function startAgent(
+  url: string,
+  pki: TestPki,
+  options: { site: string; slots?: number; user?: string; group?: string; extra?: string[]; workDir?: string; pilot?: { id: number; secret: string } },
+): AgentProcess {
   const user = pki.users[options.user ?? 'pilot']!;
   // A given work directory is an agent started again where it ran before.
   const workDir = options.workDir ?? mkdtempSync(join(tmpdir(), 'dirigo-agent-'));
@@ -28,16 +35,15 @@ export function startAgent(url: string, pki: TestPki, options: { site: string; s
       '--url', url,
       '--site', options.site,
       '--slots', String(options.slots ?? 2),
-      '--cert', user.certFile,
-      '--key', user.keyFile,
+      ...(options.pilot
+        ? ['--pilot-id', String(options.pilot.id)]
+        : ['--cert', user.certFile, '--key', user.keyFile, '--group', options.group ?? 'dirigo_pilot', '--setup', TEST_SETUP]),
       '--ca', pki.caFile,
-      '--group', options.group ?? 'dirigo_pilot',
-      '--setup', TEST_SETUP,
       '--poll', '0.1',
       '--work-dir', workDir,
       ...(options.extra ?? []),
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...(options.pilot ? { DIRIGO_PILOT_SECRET: options.pilot.secret } : {}) } },
   );
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));

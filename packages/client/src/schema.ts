@@ -775,7 +775,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Agent heartbeat; the reply lists the jobs the agent must stop */
+        /** Agent heartbeat; the reply lists the jobs the agent must stop, and a pending pilot command */
         post: operations["agentHeartbeat"];
         delete?: never;
         options?: never;
@@ -845,6 +845,57 @@ export interface paths {
         put?: never;
         /** Report the final status of a held job */
         post: operations["agentFinish"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/pilots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Register a hand-started agent as a manual pilot (a Pilot group's access token); answers its first pilot token */
+        post: operations["registerPilot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/pilots/{pid}/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A pilot token: for a factory pilot's secret, the pilot's own pilot token, or its owner's Pilot access token */
+        post: operations["pilotToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/pilots/{pid}/end": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The pilot's final report (its pilot token): Done, or Failed with the reason */
+        post: operations["endPilot"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3848,6 +3899,8 @@ export interface operations {
                 CPUTime?: number[];
                 /** @description restrict to these TaskQueueID values (repeat the key: OR; at most 1000 values) */
                 TaskQueueID?: number[];
+                /** @description restrict to these PilotReference values (repeat the key: OR; at most 1000 values) */
+                PilotReference?: string[];
             };
             header?: never;
             path?: never;
@@ -3896,6 +3949,7 @@ export interface operations {
                             Platform: string | null;
                             CPUTime: number | null;
                             TaskQueueID: number | null;
+                            PilotReference: string | null;
                         }[];
                         /** @description pass as cursor to get the page after this one (same restrictions and sort); null on the last page */
                         nextCursor: string | null;
@@ -4169,6 +4223,8 @@ export interface operations {
                 CPUTime?: number[];
                 /** @description restrict to these TaskQueueID values (repeat the key: OR; at most 1000 values) */
                 TaskQueueID?: number[];
+                /** @description restrict to these PilotReference values (repeat the key: OR; at most 1000 values) */
+                PilotReference?: string[];
             };
             header?: never;
             path?: never;
@@ -4210,6 +4266,7 @@ export interface operations {
                         Platform: string | null;
                         CPUTime: number | null;
                         TaskQueueID: number | null;
+                        PilotReference: string | null;
                     };
                 };
             };
@@ -4255,7 +4312,7 @@ export interface operations {
         parameters: {
             query: {
                 /** @description attributes to count per combination of (repeat the key; one to four, each once) */
-                groupBy: ("JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID")[];
+                groupBy: ("JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID" | "PilotReference")[];
                 /** @description true: every job the caller may see */
                 allOwners?: boolean;
                 /** @description restrict to these JobID values (repeat the key: OR; at most 1000 values) */
@@ -4312,6 +4369,8 @@ export interface operations {
                 CPUTime?: number[];
                 /** @description restrict to these TaskQueueID values (repeat the key: OR; at most 1000 values) */
                 TaskQueueID?: number[];
+                /** @description restrict to these PilotReference values (repeat the key: OR; at most 1000 values) */
+                PilotReference?: string[];
             };
             header?: never;
             path?: never;
@@ -4393,22 +4452,22 @@ export interface operations {
                          * @description a job attribute
                          * @enum {string}
                          */
-                        parameter: "JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID";
+                        parameter: "JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID" | "PilotReference";
                         /** @enum {string} */
                         operator: "eq" | "neq" | "in" | "not in" | "lt" | "le" | "gt" | "ge" | "like";
                         value?: string | number;
                         /** @description at most 1000; a repeated value counts once */
                         values?: (string | number)[];
                     }[];
-                    /** @description attributes to return (default all), each once: at most 27 */
-                    parameters?: ("JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID")[];
+                    /** @description attributes to return (default all), each once: at most 28 */
+                    parameters?: ("JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID" | "PilotReference")[];
                     /** @description sort keys in order (default: JobID descending), at most 4, each attribute once; JobID is always the last key */
                     sort?: {
                         /**
                          * @description a job attribute
                          * @enum {string}
                          */
-                        parameter: "JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID";
+                        parameter: "JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID" | "PilotReference";
                         direction?: "asc" | "desc";
                     }[];
                     page?: {
@@ -4463,6 +4522,7 @@ export interface operations {
                             Platform?: string | null;
                             CPUTime?: number | null;
                             TaskQueueID?: number | null;
+                            PilotReference?: string | null;
                         }[];
                         /** @description continues after the last job; null on the last page */
                         nextCursor: string | null;
@@ -4586,6 +4646,8 @@ export interface operations {
                 CPUTime?: number[];
                 /** @description restrict to these TaskQueueID values (repeat the key: OR; at most 1000 values) */
                 TaskQueueID?: number[];
+                /** @description restrict to these PilotReference values (repeat the key: OR; at most 1000 values) */
+                PilotReference?: string[];
             };
             header?: {
                 /** @description The id of the last event received: the stream resumes after it (the HTML Server-Sent Events reconnection header) */
@@ -4793,6 +4855,7 @@ export interface operations {
                         Platform: string | null;
                         CPUTime: number | null;
                         TaskQueueID: number | null;
+                        PilotReference: string | null;
                         StatusHistory: {
                             Status: string;
                             MinorStatus: string;
@@ -5821,7 +5884,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description empty when no job waits */
+                        /** @description empty when no job waits, or a command is pending */
                         jobs: {
                             JobID: number;
                             /** @description the manifest as stored (GET /jobs/{jid}/manifest) */
@@ -5840,6 +5903,8 @@ export interface operations {
                         }[];
                         /** @description milliseconds until the next heartbeat is due */
                         heartbeatIntervalMs: number;
+                        /** @description drain: take no new job, finish the running ones, then end; stop: give the running jobs back (rescheduled) and end */
+                        command?: "drain" | "stop";
                     };
                 };
             };
@@ -5936,6 +6001,8 @@ export interface operations {
                         kill: number[];
                         /** @description milliseconds until the next heartbeat is due */
                         heartbeatIntervalMs: number;
+                        /** @description drain: take no new job, finish the running ones, then end; stop: give the running jobs back (rescheduled) and end */
+                        command?: "drain" | "stop";
                     };
                 };
             };
@@ -6357,6 +6424,299 @@ export interface operations {
             };
             /** @description OAuth 2.0-shaped error */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    registerPilot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description a configured site of type agents */
+                    site: string;
+                    /** @description jobs it runs at once */
+                    slots?: number;
+                    cores?: number;
+                    memoryMb?: number;
+                    gpus?: number;
+                    /** @description seconds it may run jobs */
+                    cpuTime?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the PilotID */
+                        PilotID: number;
+                        /** @description the agent id it uses in /agents calls: pilot-<PilotID> */
+                        AgentID: string;
+                        /** @description dirigo-pilot.<PilotID>.<expiry>.<MAC> */
+                        access_token: string;
+                        /** @enum {string} */
+                        token_type: "Bearer";
+                        /** @description seconds */
+                        expires_in: number;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    pilotToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the PilotID */
+                pid: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description a factory pilot's secret (DIRIGO_PILOT_SECRET) */
+                    secret?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the PilotID */
+                        PilotID: number;
+                        /** @description the agent id it uses in /agents calls: pilot-<PilotID> */
+                        AgentID: string;
+                        /** @description dirigo-pilot.<PilotID>.<expiry>.<MAC> */
+                        access_token: string;
+                        /** @enum {string} */
+                        token_type: "Bearer";
+                        /** @description seconds */
+                        expires_in: number;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    endPilot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the PilotID */
+                pid: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Done: it ended normally; Failed: on an error */
+                    state: "Done" | "Failed";
+                    /** @description why it ended */
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the PilotID */
+                        PilotID: number;
+                        State: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -45,4 +45,10 @@ export const pilotsMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // An agent of the previous release (a robot's access token) is found by its user and agent id.
+  '2026_11_28_0210_pilots_owner_agent': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.createIndex('pilots_owner_agent').on('pilots').columns(['owner', 'agent_id']).execute();
+    },
+  },
 };

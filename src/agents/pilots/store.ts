@@ -80,3 +80,14 @@ export function pilotCounts(pilots: readonly Pick<PilotRow, 'state'>[]): { queue
 export async function pilotSeen(db: Db, pilotId: number): Promise<void> {
   await db.updateTable('pilots').set({ last_seen: nowIso() }).where('pilot_id', '=', pilotId).execute();
 }
+
+/** Sets the agent id a pilot uses, when it has none yet (its first token exchange). */
+export async function setPilotAgentId(db: Db, pilotId: number, agentId: string): Promise<void> {
+  await db.updateTable('pilots').set({ agent_id: agentId }).where('pilot_id', '=', pilotId).where('agent_id', 'is', null).execute();
+}
+
+/** The newest pilot of `owner` using `agentId` (an agent of the previous release is keyed by these). */
+export async function latestPilotOf(db: Db, owner: string, agentId: string): Promise<PilotRow | undefined> {
+  return db.selectFrom('pilots').selectAll().where('owner', '=', owner).where('agent_id', '=', agentId).orderBy('pilot_id', 'desc').limit(1).executeTakeFirst();
+}
+

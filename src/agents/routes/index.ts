@@ -15,6 +15,8 @@ import { AgentsService } from '../service.ts';
 import { agentGuards } from './guards.ts';
 import { matchRoutes } from './match.ts';
 import { heldJobRoutes } from './held-jobs.ts';
+import { PilotSessions } from '../pilots/sessions.ts';
+import { pilotTokenRoutes } from '../pilots/token-routes.ts';
 
 /** `jobEvents`: told of every job status the agents' endpoints change; `matcher`: chooses the jobs an agent gets. */
 export const agentsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; jobEvents: JobEvents; matcher: Matcher }> = async (app, { ctx, jobEvents, matcher }) => {
@@ -29,7 +31,10 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; jobEvent
   // The output sandbox arrives as the raw tar.gz; the store counts its size against the limit.
   app.addContentTypeParser(['application/gzip', 'application/octet-stream'], (_request, payload, done) => done(null, payload));
 
+  // The pilot a pilot token speaks for (guards.ts), on this plugin's routes only.
+  app.decorateRequest('pilot', null);
   const guards = agentGuards(ctx);
   await app.register(matchRoutes, { service, guards });
   await app.register(heldJobRoutes, { service, guards });
+  await app.register(pilotTokenRoutes, { ctx, sessions: new PilotSessions(ctx.db, (name) => service.agentSite(name)) });
 };

@@ -36,14 +36,14 @@ export const matchRoutes: FastifyPluginAsyncTypebox<{ service: AgentsService; gu
         tags,
         security,
         operationId: 'agentHeartbeat',
-        summary: 'Agent heartbeat; the reply lists the jobs the agent must stop',
+        summary: 'Agent heartbeat; the reply lists the jobs the agent must stop, and a pending pilot command',
         body: HeartbeatBody,
         response: { 200: HeartbeatReply, ...errors(400, 401, 403, 413, 415) },
       },
     },
     async (request) => {
-      const kill = await service.heartbeat(identity(request, request.body.agentId), request.body.jobs, request.body.outputs ?? []);
-      return { kill, heartbeatIntervalMs: service.heartbeatIntervalMs };
+      const { kill, command } = await service.heartbeat(identity(request, request.body.agentId), request.body.jobs, request.body.outputs ?? []);
+      return { kill, heartbeatIntervalMs: service.heartbeatIntervalMs, ...(command ? { command } : {}) };
     },
   );
 };

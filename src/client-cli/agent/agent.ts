@@ -67,6 +67,8 @@ export interface JobAgentOptions {
   workDir: string;
   /** Pause between match requests while nothing is waiting. */
   idlePollMs: number;
+  /** End once nothing was matched for this long and no job runs (a pilot ends when the work is gone); never when absent. */
+  idleTimeoutMs?: number;
   killGraceMs: number;
   limits: { maxFileSize: number; maxSandboxSize: number; maxFiles: number };
   agentId?: string;
@@ -83,6 +85,11 @@ function transient(err: unknown): boolean {
 /** The service's answer to a job report that the job must stop: killed, rescheduled, or not ours any more. */
 function jobTakenAway(err: unknown): err is DirigoApiError {
   return err instanceof DirigoApiError && (err.status === 403 || err.status === 409);
+}
+
+/** The service no longer takes this agent's token: its pilot was revoked or ended (401 after renewal). */
+function refusedAgent(err: unknown): err is DirigoApiError {
+  return err instanceof DirigoApiError && err.status === 401;
 }
 
 /** What a typed call resolves to. */
@@ -120,8 +127,16 @@ export class JobAgent {
   #stopping: Promise<void> | undefined;
   readonly #node: AgentNode;
   readonly #startedAt = Date.now();
+  /** When it last took a job or ran one: --idle-timeout counts from here. */
+  #busyAt = Date.now();
+  /** `drain`: it takes no new job, and ends once its jobs have. */
+  #draining = false;
+  /** Why the service no longer takes it (its pilot revoked or ended, a refused match): run() throws it. */
+  #fatal: Error | undefined;
   matched = 0;
   finished = 0;
+  /** Why it ended, for its pilot's final report. */
+  endReason = 'stopped';
 
   constructor(options: JobAgentOptions) {
     this.#o = options;
@@ -327,9 +342,35 @@ export class JobAgent {
         this.#o.log(`job ${jid}: the service asks to stop it`);
         await this.#executor.kill(jid);
       }
+      if (reply.command) this.#command(reply.command);
     } catch (err) {
       this.#o.log(`heartbeat failed: ${(err as Error).message}`);
+      if (refusedAgent(err)) this.#fail(err);
     }
+  }
+
+  /** A pilot command of the service (docs/pilots.md): drain, or stop at once. */
+  #command(command: 'drain' | 'stop'): void {
+    if (this.#stopped) return;
+    if (command === 'stop') {
+      this.#o.log(`agent ${this.agentId}: the service says stop; its jobs go back`);
+      this.endReason = 'stopped by the service';
+      void this.stop();
+      return;
+    }
+    if (this.#draining) return;
+    this.#o.log(`agent ${this.agentId}: the service says drain; it takes no new job`);
+    this.#draining = true;
+    this.endReason = 'drained';
+    this.#wakeUp?.();
+  }
+
+  /** The service refuses this agent (revoked, ended): its payloads stop, and run() fails with why. */
+  #fail(err: Error): void {
+    if (this.#fatal) return;
+    this.#fatal = err;
+    this.#o.log(`agent ${this.agentId}: refused by the service (${err.message}); stopping its jobs`);
+    void this.stop();
   }
 
   #scheduleHeartbeat(): void {
@@ -357,6 +398,7 @@ export class JobAgent {
         try {
           const { data: reply } = await this.#call((headers) => this.#api.POST('/agents/match', { headers, body: request }));
           this.#heartbeatMs = reply.heartbeatIntervalMs;
+          if (reply.command) this.#command(reply.command);
           got = reply.jobs.length;
           this.matched += got;
           for (const job of reply.jobs) {
@@ -380,16 +422,33 @@ export class JobAgent {
         } catch (err) {
           if (err instanceof DirigoApiError && (err.status === 400 || err.status === 403)) throw err;
           this.#o.log(`match failed: ${(err as Error).message}`);
+          if (refusedAgent(err)) this.#fail(err);
         }
       }
       if (!heartbeating) {
         heartbeating = true;
         this.#scheduleHeartbeat();
       }
-      if (once && got === 0 && this.#executor.activeJobs().length === 0) break;
+      const idle = this.#executor.activeJobs().length === 0;
+      if (got > 0 || !idle) this.#busyAt = Date.now();
+      if (once && got === 0 && idle) {
+        this.endReason = 'no job left (--once)';
+        break;
+      }
+      if (this.#draining && idle) {
+        this.#o.log(`agent ${this.agentId}: drained`);
+        break;
+      }
       const timeLeft = this.#timeLeft();
-      if (timeLeft !== undefined && timeLeft <= 0 && this.#executor.activeJobs().length === 0) {
+      if (timeLeft !== undefined && timeLeft <= 0 && idle) {
         this.#o.log(`agent ${this.agentId}: its --cpu-time is spent and its jobs have ended`);
+        this.endReason = 'its time is spent';
+        break;
+      }
+      const idleFor = Date.now() - this.#busyAt;
+      if (this.#o.idleTimeoutMs !== undefined && idle && idleFor >= this.#o.idleTimeoutMs) {
+        this.#o.log(`agent ${this.agentId}: no job for ${Math.round(idleFor / 1000)} s (--idle-timeout)`);
+        this.endReason = `no job for ${Math.round(idleFor / 1000)} s`;
         break;
       }
       if (got > 0 && this.#matchRequest(this.#executor.freeSlots())) continue;
@@ -403,6 +462,7 @@ export class JobAgent {
       this.#wakeUp = undefined;
     }
     await this.stop();
+    if (this.#fatal) throw this.#fatal;
   }
 
   /** Seconds it may still run jobs (--cpu-time from its start); undefined without a limit. */
@@ -418,7 +478,7 @@ export class JobAgent {
     const left = this.#executor.freeCapacity();
     const node = this.#node;
     const timeLeft = this.#timeLeft();
-    if (free <= 0 || left.cores <= 0 || (timeLeft !== undefined && timeLeft <= 0)) return undefined;
+    if (this.#draining || free <= 0 || left.cores <= 0 || (timeLeft !== undefined && timeLeft <= 0)) return undefined;
     return {
       agentId: this.agentId,
       site: this.#o.site,

@@ -17,6 +17,8 @@ export interface Claimant {
   heartbeat: boolean;
   minorStatus: string;
   source: string;
+  /** The pilot that takes the jobs (their PilotReference, docs/pilots.md); the jobs keep theirs when absent. */
+  pilotReference?: string | undefined;
 }
 
 /** What a holder needs to run a job it holds. */

@@ -80,7 +80,8 @@ export async function pickPostgres(db: Db, events: JobEvents, p: PickRequest, wi
       update jobs set status = ${JobStatus.Matched}, minor_status = ${minorStatus}, last_update_time = ${now}, site = ${p.site},
         executor_id = ${c.executorId}, executor_ref = ${c.executorRef}, lease_until = ${c.leaseUntil},
         heartbeat_time = ${c.heartbeat ? sql`${now}` : sql`jobs.heartbeat_time`},
-        processors = ${q.processors}
+        processors = ${q.processors},
+        pilot_reference = ${c.pilotReference !== undefined ? sql`${c.pilotReference}` : sql`jobs.pilot_reference`}
       from picked where jobs.job_id = picked.job_id and jobs.status = ${JobStatus.Waiting}
       returning jobs.job_id, jobs.manifest, jobs.input_sandbox, jobs.owner, jobs.owner_group, jobs.reschedule_counter, jobs.application_status,
         jobs.user_priority, jobs.processors, jobs.tq_id
@@ -127,7 +128,7 @@ export async function pickSqlite(trx: Transaction<Database>, events: JobEvents, 
     to: JobStatus.Matched,
     minorStatus: c.minorStatus,
     source: c.source,
-    set: { site: p.site, executor_id: c.executorId, executor_ref: c.executorRef, lease_until: c.leaseUntil, ...(c.heartbeat ? { heartbeat_time: nowIso() } : {}) },
+    set: { site: p.site, executor_id: c.executorId, executor_ref: c.executorRef, lease_until: c.leaseUntil, ...(c.heartbeat ? { heartbeat_time: nowIso() } : {}), ...(c.pilotReference !== undefined ? { pilot_reference: c.pilotReference } : {}) },
   });
   if (won.length === 0) return [];
   for (const q of p.queues) {
