@@ -98,6 +98,7 @@ const plugin: FastifyPluginAsyncTypebox<{ publicUrl: () => string; description: 
         { name: 'Account', description: 'The signed-in user\'s account: who they are, their grants and browser sessions, with revocation' },
         { name: 'Agents', description: 'Pull-mode job agents on worker nodes' },
         { name: 'Sites', description: 'Sites and their resources: status, bans with their history' },
+        { name: 'Pilots', description: 'The pilot registry: every agent run, its state and jobs; drain, stop, revoke' },
         { name: 'Operations', description: 'Probes and metrics' },
         { name: 'Downloads', description: 'The single executable (client and agent) that matches this server, with its SHA-256' },
       ],

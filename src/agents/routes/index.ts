@@ -15,6 +15,7 @@ import { AgentsService } from '../service.ts';
 import { agentGuards } from './guards.ts';
 import { matchRoutes } from './match.ts';
 import { heldJobRoutes } from './held-jobs.ts';
+import { pilotRegistryRoutes } from '../pilots/registry-routes.ts';
 
 /** `jobEvents`: told of every job status the agents' endpoints change; `matcher`: chooses the jobs an agent gets. */
 export const agentsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; jobEvents: JobEvents; matcher: Matcher }> = async (app, { ctx, jobEvents, matcher }) => {
@@ -32,4 +33,5 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; jobEvent
   const guards = agentGuards(ctx);
   await app.register(matchRoutes, { service, guards });
   await app.register(heldJobRoutes, { service, guards });
+  await app.register(pilotRegistryRoutes, { ctx, jobEvents });
 };
