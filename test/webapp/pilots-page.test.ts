@@ -97,11 +97,12 @@ for (const { dialect, skip } of await dialects()) {
         await panel.getByRole('button', { name: 'Revoke' }).click();
         const dialog = page.getByRole('dialog', { name: `Revoke pilot ${p.live}?` });
         assert.match(await dialog.getByTestId('confirm-pilots').innerText(), new RegExp(`Pilot ${p.live} · Batch \\(Running\\)`));
+        await dialog.getByLabel('Reason (optional)').fill('node compromised');
         await dialog.getByRole('button', { name: `Revoke pilot ${p.live}` }).click();
         await dialog.waitFor({ state: 'detached' });
         await page.getByRole('status').getByText(`revoke: pilot ${p.live}`).waitFor();
         const revoked = await pilotById(svc.ctx.db, p.live);
-        assert.deepEqual([revoked!.state, revoked!.revoked_by], ['Aborted', 'bob']);
+        assert.deepEqual([revoked!.state, revoked!.revoked_by, revoked!.reason], ['Aborted', 'bob', 'node compromised']);
         await page.getByRole('button', { name: 'Close the pilot panel' }).click();
         await page.locator(`tr[data-pilot="${p.live}"][data-state="Aborted"]`).waitFor();
 

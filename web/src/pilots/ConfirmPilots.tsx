@@ -2,7 +2,8 @@
  * Drain, stop and revoke change what running pilots do: they ask first, naming the pilots they will act
  * on. Cancel has the focus, so that Enter pressed by habit does nothing.
  */
-import { Button, Group, List, Modal, Stack, Text } from '@mantine/core';
+import { useState } from 'react';
+import { Button, Group, List, Modal, Stack, Text, Textarea } from '@mantine/core';
 
 export type PilotAction = 'drain' | 'stop' | 'revoke';
 
@@ -21,8 +22,9 @@ export interface PilotRef {
   State: string;
 }
 
-export function ConfirmPilots({ action, pilots, onConfirm, onCancel }: { action: PilotAction; pilots: readonly PilotRef[]; onConfirm(): void; onCancel(): void }) {
+export function ConfirmPilots({ action, pilots, onConfirm, onCancel }: { action: PilotAction; pilots: readonly PilotRef[]; onConfirm(reason: string | undefined): void; onCancel(): void }) {
   const { verb, effect } = WHAT[action];
+  const [reason, setReason] = useState('');
   const which = pilots.length === 1 ? `pilot ${pilots[0]!.PilotID}` : `${pilots.length} pilots`;
   return (
     <Modal opened onClose={onCancel} title={`${verb} ${which}?`} centered closeButtonProps={{ 'aria-label': 'Close, doing nothing' }}>
@@ -36,11 +38,12 @@ export function ConfirmPilots({ action, pilots, onConfirm, onCancel }: { action:
           ))}
         </List>
         {pilots.length > NAMED && <Text size="sm">and {pilots.length - NAMED} more.</Text>}
+        <Textarea label="Reason (optional)" description="Shown with the pilots, for whoever looks at them later" autosize minRows={1} maxLength={500} value={reason} onChange={(e) => setReason(e.currentTarget.value)} />
         <Group justify="flex-end" gap="xs">
           <Button variant="default" onClick={onCancel} data-autofocus>
             Cancel
           </Button>
-          <Button color={action === 'revoke' ? 'red' : 'blue'} onClick={onConfirm}>
+          <Button color={action === 'revoke' ? 'red' : 'blue'} onClick={() => onConfirm(reason.trim() ? reason : undefined)}>
             {verb} {which}
           </Button>
         </Group>

@@ -111,10 +111,10 @@ export function PilotsPage({ params }: { params: URLSearchParams }) {
   const chosen = shown.filter((p) => selected.has(p.PilotID));
   const live = chosen.filter((p) => !isEnded(p.State));
 
-  const act = async (action: PilotAction, pilots: Pilot[]) => {
+  const act = async (action: PilotAction, pilots: Pilot[], reason: string | undefined) => {
     setConfirming(undefined);
     try {
-      const done = unwrap(await api.POST('/pilots/command', { body: { command: action, pilots: pilots.map((p) => p.PilotID) } }));
+      const done = unwrap(await api.POST('/pilots/command', { body: { command: action, pilots: pilots.map((p) => p.PilotID), ...(reason ? { reason } : {}) } }));
       setNotice(`${action}: ${done.pilots.length ? done.pilots.map((id) => `pilot ${id}`).join(', ') : 'no pilot that has not ended'}`);
       setSelected(new Set());
       await load();
@@ -244,7 +244,7 @@ export function PilotsPage({ params }: { params: URLSearchParams }) {
           version={list}
         />
       )}
-      {confirming && <ConfirmPilots action={confirming.action} pilots={confirming.pilots} onCancel={() => setConfirming(undefined)} onConfirm={() => void act(confirming.action, confirming.pilots)} />}
+      {confirming && <ConfirmPilots action={confirming.action} pilots={confirming.pilots} onCancel={() => setConfirming(undefined)} onConfirm={(reason) => void act(confirming.action, confirming.pilots, reason)} />}
     </Stack>
   );
 }
