@@ -10,9 +10,11 @@ import assert from 'node:assert/strict';
 import { dialects } from '../helpers/dialects.ts';
 import { TEST_SETUP, type TestService } from '../helpers/service.ts';
 import { submit, waitForStatus } from '../jobs/helpers.ts';
-import { pilotById, recordPilotJobs } from '../../src/agents/pilots/store.ts';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { insertPilot, pilotById, recordPilotJobs } from '../../src/agents/pilots/store.ts';
 import { pilotAgentId } from '../../src/agents/pilots/release.ts';
-import { insertPilots, startPilotsService, type PilotFixture } from './pilot-fixture.ts';
+import { insertPilots, STAGING, startPilotsService, type PilotFixture } from './pilot-fixture.ts';
 
 const PILOT_KEYS = [
   'PilotID', 'Site', 'Resource', 'Origin', 'BatchReference', 'Owner', 'AgentID', 'State', 'Reason', 'Command', 'RevokedBy',
@@ -142,6 +144,24 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(notYet.status, 404);
       assert.match(notYet.json.error_description, /has no output yet \(Waiting\)/);
       assert.equal((await get('/pilots/999999/logs', admin)).status, 404);
+    });
+
+    it('follows no symbolic link in the staging directory: a pilot output that is a link, or in a linked directory, is not there', async () => {
+      const secret = join(svc.dataDir, 'not-for-pilots.txt');
+      writeFileSync(secret, 'secret\n');
+      const linked = await insertPilot(svc.ctx.db, { site: 'Batch', resource: '', reason: '', origin: 'factory', owner: 'pilot', batch_ref: '2001', state: 'Running' });
+      mkdirSync(join(svc.dataDir, STAGING, String(linked)), { recursive: true });
+      symlinkSync(secret, join(svc.dataDir, STAGING, String(linked), 'pilot.log'));
+      const inDir = await insertPilot(svc.ctx.db, { site: 'Batch', resource: '', reason: '', origin: 'factory', owner: 'pilot', batch_ref: '2002', state: 'Running' });
+      mkdirSync(join(svc.dataDir, 'elsewhere'));
+      writeFileSync(join(svc.dataDir, 'elsewhere', 'pilot.log'), 'secret\n');
+      symlinkSync(join(svc.dataDir, 'elsewhere'), join(svc.dataDir, STAGING, String(inDir)));
+      for (const id of [linked, inDir]) {
+        const res = await get(`/pilots/${id}/logs`, admin);
+        assert.equal(res.status, 404, res.text);
+        assert.match(res.json.error_description, /has no output yet \(Running\)/);
+      }
+      await svc.ctx.db.deleteFrom('pilots').where('pilot_id', 'in', [linked, inDir]).execute();
     });
 
     it('refuses commands to plain users (403) and to tokens limited by capability scopes; 400 naming the problem; 404 for unknown pilots and sites', async () => {

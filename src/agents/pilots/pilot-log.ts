@@ -4,8 +4,9 @@
  * staging directory. The file's path is made here from the configuration and the PilotID (an integer),
  * never from the database or the request.
  */
-import { open } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { constants } from 'node:fs';
+import { lstat, open } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import type { AgentSiteConfig } from '../../jobs/index.ts';
 import { NotFound } from '../../kernel/errors.ts';
 import { isFinalPilotState } from './states.ts';
@@ -20,15 +21,22 @@ export function liveLogPath(dataDir: string, site: AgentSiteConfig, pilotId: num
   return resolve(dataDir, site.factory.stagingDir, String(pilotId), 'pilot.log');
 }
 
-/** The end of the file (at most `bytes`), or undefined when it cannot be read. */
+/**
+ * The end of the file (at most `bytes`), or undefined when it cannot be read. The staging directory is
+ * written by batch jobs, whose payloads run other users' code: a symbolic link (the pilot's directory or
+ * its output) or anything but a regular file is not followed, so that no link leads to the service's own
+ * files.
+ */
 async function tail(path: string, bytes: number): Promise<string | undefined> {
   let file;
   try {
-    file = await open(path, 'r');
-    const { size } = await file.stat();
-    const length = Math.min(size, bytes);
+    if (!(await lstat(dirname(path))).isDirectory()) return undefined;
+    file = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const stat = await file.stat();
+    if (!stat.isFile()) return undefined;
+    const length = Math.min(stat.size, bytes);
     const buffer = Buffer.alloc(length);
-    const { bytesRead } = await file.read(buffer, 0, length, size - length);
+    const { bytesRead } = await file.read(buffer, 0, length, stat.size - length);
     return buffer.subarray(0, bytesRead).toString('utf8');
   } catch {
     return undefined;
