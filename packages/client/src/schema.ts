@@ -6887,7 +6887,7 @@ export interface operations {
                     pilots?: number[];
                     /** @description every not-ended pilot of this site (or `pilots`) */
                     site?: string;
-                    /** @description why, in words others will read in the pilot */
+                    /** @description why: a revoked pilot's Reason (`revoked by <user>` when absent); in the service's log for drain and stop */
                     reason?: string;
                 };
             };

@@ -83,7 +83,7 @@ export const PilotCommandBody = Type.Object(
     command: PilotCommandName,
     pilots: Type.Optional(Type.Array(PilotId, { minItems: 1, maxItems: 1000, description: 'these pilots (or `site`)' })),
     site: Type.Optional(Type.String({ pattern: SITE_NAME, description: "every not-ended pilot of this site (or `pilots`)" })),
-    reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500, pattern: '\\S', description: 'why, in words others will read in the pilot' })),
+    reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500, pattern: '\\S', description: "why: a revoked pilot's Reason (`revoked by <user>` when absent); in the service's log for drain and stop" })),
   },
   { additionalProperties: false },
 );

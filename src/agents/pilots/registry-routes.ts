@@ -183,7 +183,7 @@ export const pilotRegistryRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; j
               targets.map((p) => Number(p.pilot_id)),
               command,
             );
-      request.log.info({ command, pilots: applied, by: principal.username }, 'pilot command');
+      request.log.info({ command, pilots: applied, by: principal.username, reason }, 'pilot command');
       return { command, pilots: applied };
     },
   );

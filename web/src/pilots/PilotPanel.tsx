@@ -134,7 +134,8 @@ export function PilotPanel({ pilotId, mayManage, onClose, onAction, version }: {
             <Title order={3} size="h5">
               Output
             </Title>
-            <Log pilotId={pilotId} version={version} />
+            {/* An ended pilot's output no longer changes: read again only while it runs. */}
+            <Log pilotId={pilotId} version={isEnded(pilot.State) ? pilot.State : version} />
           </>
         )}
       </Stack>
