@@ -16,10 +16,9 @@ import { agentSites } from '../service.ts';
 import { PilotCommandBody, PilotCommandReply, PilotDetail, PilotList, PilotParams, PilotSearchQuery, PilotSummary, PilotSummaryQuery } from './api-schemas.ts';
 import { commandPilots, revokePilots } from './operator.ts';
 import { pilotLog } from './pilot-log.ts';
-import { pilotDetail, pilotSummary, searchPilots } from './search.ts';
+import { pilotDetail, pilotsByIds, pilotSummary, searchPilots } from './search.ts';
 import { livePilots, pilotById, type PilotRow } from './store.ts';
 import { isFinalPilotState } from './states.ts';
-import './tables.ts';
 
 const tags = ['Pilots'];
 const security = SECURITY.token;
@@ -164,7 +163,7 @@ export const pilotRegistryRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; j
       let targets: PilotRow[];
       if (ids !== undefined) {
         const wanted = [...new Set(ids)];
-        targets = await ctx.db.selectFrom('pilots').selectAll().where('pilot_id', 'in', wanted).execute();
+        targets = await pilotsByIds(ctx.db, wanted);
         const missing = wanted.filter((id) => !targets.some((p) => Number(p.pilot_id) === id));
         if (missing.length > 0) throw new NotFound(`no pilot ${missing.join(', ')}`);
         targets = targets.filter((p) => !isFinalPilotState(p.state));

@@ -107,3 +107,9 @@ export async function pilotDetail(db: Db, pilotId: number): Promise<Static<typeo
     Jobs: jobs.map((j) => ({ JobID: Number(j.job_id), TakenAt: j.taken_at, Status: statuses.get(Number(j.job_id)) ?? null })),
   };
 }
+
+/** The pilots of `pilotIds` that exist, in no order. */
+export async function pilotsByIds(db: Db, pilotIds: readonly number[]): Promise<PilotRow[]> {
+  if (pilotIds.length === 0) return [];
+  return db.selectFrom('pilots').selectAll().where('pilot_id', 'in', [...pilotIds]).execute();
+}
