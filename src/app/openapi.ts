@@ -99,6 +99,7 @@ const plugin: FastifyPluginAsyncTypebox<{ publicUrl: () => string; description: 
         { name: 'Agents', description: 'Pull-mode job agents on worker nodes' },
         { name: 'Pilots', description: 'Agent processes as pilots: registration, pilot tokens, final reports (docs/pilots.md)' },
         { name: 'Sites', description: 'Sites and their resources: status, bans with their history' },
+        { name: 'Pilots', description: 'The pilot registry: every agent run, its state and jobs; drain, stop, revoke' },
         { name: 'Operations', description: 'Probes and metrics' },
         { name: 'Downloads', description: 'The single executable (client and agent) that matches this server, with its SHA-256' },
       ],

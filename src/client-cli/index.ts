@@ -11,3 +11,4 @@ export { tokenCommand } from './auth/token-cli.ts';
 export { agentCommand } from './agent/cli.ts';
 export { proxyCommand } from './pki/cli.ts';
 export { sitesCommand } from './sites/cli.ts';
+export { pilotsCommand } from './pilots/cli.ts';

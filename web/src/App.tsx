@@ -14,6 +14,7 @@ import { SharesPage } from './jobs/SharesPage.tsx';
 import { CataloguePage } from './catalogue/CataloguePage.tsx';
 import { AccountPage } from './account/AccountPage.tsx';
 import { SitesPage } from './sites/SitesPage.tsx';
+import { PilotsPage } from './pilots/PilotsPage.tsx';
 
 const PAGES = [
   { page: '', label: 'Job monitor' },
@@ -21,6 +22,7 @@ const PAGES = [
   { page: 'shares', label: 'Fair share' },
   { page: 'catalogue', label: 'File catalogue' },
   { page: 'sites', label: 'Sites' },
+  { page: 'pilots', label: 'Pilots' },
   { page: 'account', label: 'Account' },
 ] as const;
 
@@ -73,6 +75,8 @@ function Page({ page, params }: { page: string; params: URLSearchParams }) {
       return <CataloguePage params={params} />;
     case 'sites':
       return <SitesPage />;
+    case 'pilots':
+      return <PilotsPage params={params} />;
     case 'account':
       return <AccountPage />;
     default:

@@ -858,7 +858,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** Search the pilot registry: pilots by site, state (repeat the key), origin, owner, batch reference or a job they took; newest first, paged */
+        get: operations["listPilots"];
         put?: never;
         /** Register a hand-started agent as a manual pilot (a Pilot group's access token); answers its first pilot token */
         post: operations["registerPilot"];
@@ -896,6 +897,74 @@ export interface paths {
         put?: never;
         /** The pilot's final report (its pilot token): Done, or Failed with the reason */
         post: operations["endPilot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/pilots/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Pilots per site and state, with the filters of GET /pilots */
+        get: operations["summarizePilots"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/pilots/{pid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One pilot, with the jobs it took and their status now */
+        get: operations["getPilot"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/pilots/{pid}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A pilot's batch output: what was read when it ended, or the live file while a factory pilot runs (JobAdministrator, SiteManager, its owner) */
+        get: operations["getPilotLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/pilots/command": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Drain (finish its jobs, take no more), stop (give its jobs back) or revoke (Aborted at once, its tokens refused, its jobs rescheduled) pilots named by id, or every pilot of a site that has not ended (JobAdministrator, SiteManager) */
+        post: operations["commandPilots"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6469,6 +6538,125 @@ export interface operations {
             };
         };
     };
+    listPilots: {
+        parameters: {
+            query?: {
+                /** @description pilots of this site */
+                site?: string;
+                /** @description pilots in any of these states (repeat the key) */
+                state?: ("Submitted" | "Waiting" | "Running" | "Done" | "Failed" | "Aborted" | "Lost")[];
+                /** @description factory or manual */
+                origin?: "factory" | "manual";
+                /** @description pilots acting for this user */
+                owner?: string;
+                /** @description the batch system's id */
+                batchRef?: string;
+                /** @description a JobID: the pilots that took it */
+                job?: number;
+                /** @description at most this many pilots, newest first (default 100) */
+                limit?: number;
+                /** @description skip this many (default 0) */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description newest first */
+                        pilots: {
+                            PilotID: number;
+                            Site: string;
+                            /** @description the Slurm partition (or node) it asked for; '' when none */
+                            Resource: string;
+                            /** @description `factory` (submitted by this service) or `manual` (started by hand) */
+                            Origin: string;
+                            /** @description the batch system's id (Slurm job id); null for a manual pilot */
+                            BatchReference: string | null;
+                            /** @description the user whose rights it acts with */
+                            Owner: string;
+                            /** @description the agent id it uses in /agents calls; null before its first token */
+                            AgentID: string | null;
+                            /**
+                             * @description a pilot state: Submitted, Waiting, Running, Done, Failed, Aborted, Lost
+                             * @enum {string}
+                             */
+                            State: "Submitted" | "Waiting" | "Running" | "Done" | "Failed" | "Aborted" | "Lost";
+                            /** @description why it is in its state */
+                            Reason: string;
+                            /** @description sent in its next heartbeat reply; null when none */
+                            Command: "drain" | "stop" | null;
+                            /** @description who revoked it; null when nobody did */
+                            RevokedBy: string | null;
+                            /** @description jobs it runs at once */
+                            Slots: number | null;
+                            /** @description cores */
+                            Cores: number | null;
+                            /** @description memory, MB */
+                            MemoryMB: number | null;
+                            /** @description GPUs */
+                            GPUs: number | null;
+                            /** @description wall-clock seconds */
+                            CPUTime: number | null;
+                            /** @description ISO 8601, UTC */
+                            SubmittedAt: string;
+                            StartedAt: string | null;
+                            LastSeen: string | null;
+                            EndedAt: string | null;
+                            /** @description jobs it took */
+                            JobCount: number;
+                        }[];
+                        /** @description how many match, in all pages */
+                        total: number;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     registerPilot: {
         parameters: {
             query?: never;
@@ -6735,6 +6923,363 @@ export interface operations {
             };
             /** @description OAuth 2.0-shaped error */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    summarizePilots: {
+        parameters: {
+            query?: {
+                /** @description pilots of this site */
+                site?: string;
+                /** @description pilots in any of these states (repeat the key) */
+                state?: ("Submitted" | "Waiting" | "Running" | "Done" | "Failed" | "Aborted" | "Lost")[];
+                /** @description factory or manual */
+                origin?: "factory" | "manual";
+                /** @description pilots acting for this user */
+                owner?: string;
+                /** @description the batch system's id */
+                batchRef?: string;
+                /** @description a JobID: the pilots that took it */
+                job?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description one row per site and state that has pilots, by site then state */
+                        summary: {
+                            Site: string;
+                            /**
+                             * @description a pilot state: Submitted, Waiting, Running, Done, Failed, Aborted, Lost
+                             * @enum {string}
+                             */
+                            State: "Submitted" | "Waiting" | "Running" | "Done" | "Failed" | "Aborted" | "Lost";
+                            Count: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPilot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a PilotID */
+                pid: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        PilotID: number;
+                        Site: string;
+                        /** @description the Slurm partition (or node) it asked for; '' when none */
+                        Resource: string;
+                        /** @description `factory` (submitted by this service) or `manual` (started by hand) */
+                        Origin: string;
+                        /** @description the batch system's id (Slurm job id); null for a manual pilot */
+                        BatchReference: string | null;
+                        /** @description the user whose rights it acts with */
+                        Owner: string;
+                        /** @description the agent id it uses in /agents calls; null before its first token */
+                        AgentID: string | null;
+                        /**
+                         * @description a pilot state: Submitted, Waiting, Running, Done, Failed, Aborted, Lost
+                         * @enum {string}
+                         */
+                        State: "Submitted" | "Waiting" | "Running" | "Done" | "Failed" | "Aborted" | "Lost";
+                        /** @description why it is in its state */
+                        Reason: string;
+                        /** @description sent in its next heartbeat reply; null when none */
+                        Command: "drain" | "stop" | null;
+                        /** @description who revoked it; null when nobody did */
+                        RevokedBy: string | null;
+                        /** @description jobs it runs at once */
+                        Slots: number | null;
+                        /** @description cores */
+                        Cores: number | null;
+                        /** @description memory, MB */
+                        MemoryMB: number | null;
+                        /** @description GPUs */
+                        GPUs: number | null;
+                        /** @description wall-clock seconds */
+                        CPUTime: number | null;
+                        /** @description ISO 8601, UTC */
+                        SubmittedAt: string;
+                        StartedAt: string | null;
+                        LastSeen: string | null;
+                        EndedAt: string | null;
+                        /** @description jobs it took */
+                        JobCount: number;
+                        /** @description the jobs it took, oldest first */
+                        Jobs: {
+                            JobID: number;
+                            /** @description ISO 8601, UTC */
+                            TakenAt: string;
+                            /** @description the job's status now; null when the job no longer exists */
+                            Status: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPilotLogs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a PilotID */
+                pid: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The end of its batch output (at most 1 MiB) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    commandPilots: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    command: "drain" | "stop" | "revoke";
+                    /** @description these pilots (or `site`) */
+                    pilots?: number[];
+                    /** @description every not-ended pilot of this site (or `pilots`) */
+                    site?: string;
+                    /** @description why: a revoked pilot's Reason (`revoked by <user>` when absent); in the service's log for drain and stop */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        command: "drain" | "stop" | "revoke";
+                        /** @description the pilots it applied to (those not ended) */
+                        pilots: number[];
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

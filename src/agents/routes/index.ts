@@ -17,6 +17,7 @@ import { matchRoutes } from './match.ts';
 import { heldJobRoutes } from './held-jobs.ts';
 import { PilotSessions } from '../pilots/sessions.ts';
 import { pilotTokenRoutes } from '../pilots/token-routes.ts';
+import { pilotRegistryRoutes } from '../pilots/registry-routes.ts';
 
 /** `jobEvents`: told of every job status the agents' endpoints change; `matcher`: chooses the jobs an agent gets. */
 export const agentsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; jobEvents: JobEvents; matcher: Matcher }> = async (app, { ctx, jobEvents, matcher }) => {
@@ -37,4 +38,5 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; jobEvent
   await app.register(matchRoutes, { service, guards });
   await app.register(heldJobRoutes, { service, guards });
   await app.register(pilotTokenRoutes, { ctx, sessions: new PilotSessions(ctx.db, (name) => service.agentSite(name)) });
+  await app.register(pilotRegistryRoutes, { ctx, jobEvents });
 };

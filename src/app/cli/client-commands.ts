@@ -11,6 +11,7 @@ import {
   logoutCommand,
   proxyCommand,
   sitesCommand,
+  pilotsCommand,
   tokenCommand,
   whoamiCommand,
 } from '../../client-cli/index.ts';
@@ -22,6 +23,7 @@ export const clientCommands: CommandTable = {
   job: { run: jobCommand, summary: "inside a job: report its ApplicationStatus, parameters and heartbeat with the job's token; otherwise as jobs" },
   catalogue: { run: catalogueCommand, summary: 'file catalogue: ls, stat, meta, search, find, fields, mkdir, register, setmeta, rm, import' },
   sites: { run: sitesCommand, summary: 'sites: status, banned resources and history; ban and unban (SiteManager, JobAdministrator)' },
+  pilots: { run: pilotsCommand, summary: 'pilots of agents sites: list, summary, show, logs; drain, stop, revoke (SiteManager, JobAdministrator)' },
   agent: { run: agentCommand, summary: 'pull-mode job agent for a worker node (takes and runs jobs of an agents site)' },
   login: { run: loginCommand, summary: 'sign in with the device flow and cache the token (OAuth 2.0)' },
   logout: { run: logoutCommand, summary: 'revoke and forget the cached token' },

@@ -46,6 +46,13 @@ export async function statusOf(db: Db, jobId: number): Promise<string | undefine
   return row?.status;
 }
 
+/** The status of each of `jobIds` that exists (for pages that list jobs another domain recorded: a pilot's). */
+export async function statusesOf(db: Db, jobIds: readonly number[]): Promise<Map<number, string>> {
+  if (jobIds.length === 0) return new Map();
+  const rows = await db.selectFrom('jobs').select(['job_id', 'status']).where('job_id', 'in', [...jobIds]).execute();
+  return new Map(rows.map((r) => [Number(r.job_id), r.status]));
+}
+
 /**
  * Records a heartbeat for the jobs `holder` runs: their heartbeat time, and Stalled → Running for a job
  * whose agent came back (`resumed` says so in its MinorStatus). @returns the ids among `jobIds` the agent
