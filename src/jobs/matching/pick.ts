@@ -1,8 +1,9 @@
 /**
- * Taking the best Waiting jobs of some task queues (one user's, chosen by fair share): highest Priority,
- * then oldest, across those queues, each read from the head of its range in `jobs_queue_pick`. Waiting →
- * Matched with a compare-and-set and history rows, as lifecycle/claim.ts does; on PostgreSQL the pick is
- * `FOR UPDATE SKIP LOCKED`, so concurrent claimers take different jobs without waiting for each other.
+ * Taking the best Waiting jobs of task queues chosen by fair share: highest Priority, then oldest, each
+ * read from the head of its queue's range in `jobs_queue_pick`. Waiting → Matched with a compare-and-set
+ * and history rows, as lifecycle/claim.ts does; on PostgreSQL the pick is `FOR UPDATE SKIP LOCKED`, so
+ * concurrent claimers take different jobs without waiting for each other, and one statement serves the
+ * rounds of several claims (matcher.ts).
  */
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../../kernel/db/database.ts';
@@ -80,7 +81,7 @@ type PgRow = Row & { next: boolean; slot: number | null; user_priority: number }
  * its best jobs that no concurrent statement holds (`FOR UPDATE SKIP LOCKED`: only those rows are
  * locked, nobody waits), as many as the orders want from it together, dealt out in the orders' order (a
  * queue short of jobs leaves the later ones short); then the compare-and-set, each job with its order's
- * claimant, site and processors, and the history rows. A queue any order marks `withNext` also gets its
+ * claimant, site and processors, and the history rows. Every queue taken from also gets its
  * next head, read in the same statement, so that the next pick need not look for it.
  * @returns per order, the jobs it got in the order of its takes, then highest Priority, oldest first; the next heads by queue
  */
