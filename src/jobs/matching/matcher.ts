@@ -122,10 +122,10 @@ export class Matcher {
   #refreshedAt = 0;
   #refreshing: Promise<void> | null = null;
   #bans: { at: number; bans: SiteBan[] } = { at: 0, bans: [] };
+  #bansLoading: Promise<SiteBan[]> | null = null;
   /** PostgreSQL: rounds waiting for a pick statement, and the statements in flight. */
   #orders: { order: PickOrder; resolve(r: { picked: Picked[]; next: Map<number, Head> }): void; reject(err: unknown): void }[] = [];
   #picking = 0;
-  #bansLoading: Promise<SiteBan[]> | null = null;
 
   constructor(db: Db, events: JobEvents, dialect: Dialect, config: JobsConfig) {
     this.#db = db;
