@@ -1,6 +1,6 @@
 /**
- * Running limits and bans hold with two matchers (two instances: on PostgreSQL two connection pools on one
- * database) claiming concurrently.
+ * Running limits and bans hold, and every job is taken once and recorded with its own claimant, with two
+ * matchers (two instances: on PostgreSQL two connection pools on one database) claiming concurrently.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -70,6 +70,49 @@ for (const { dialect, skip } of await dialects()) {
       const claims = await Promise.all(Array.from({ length: 16 }, (_, i) => matchers[i % 2]!.claim(offer(i % 4 === 0 ? 'A' : 'B', { resource: 'node1' }), 1, claimant)));
       assert.equal(claims.flat().length, 0);
       assert.equal((await matchers[1]!.claim(offer('B', { resource: 'node2' }), 1, claimant)).length, 1);
+    });
+
+    it('takes every job once under concurrent claims, each recorded with its own claimant, site and processors', async () => {
+      await sql`delete from site_status`.execute(s.db);
+      await sql`delete from jobs`.execute(s.db);
+      // Several users and queues (fixed sizes and a range), so that concurrent claims share queues and statements.
+      for (const user of ['ann', 'ben', 'cid']) {
+        await submitAs(s.db, user, user === 'cid' ? 'h' : 'g', [
+          ...Array.from({ length: 20 }, (_, i) => ({ Priority: i % 3 })),
+          ...Array.from({ length: 10 }, () => ({ NumberOfProcessors: 2 })),
+          ...Array.from({ length: 10 }, () => ({ MinNumberOfProcessors: 1, MaxNumberOfProcessors: 4 })),
+        ]);
+      }
+      const matchers = [new Matcher(s.db, events, dialect, config()), new Matcher(other, events, dialect, config())];
+      const who = (i: number) => ({ ...claimant, executorId: `agent:c${i}`, executorRef: `ref-${i}`, minorStatus: `Matched by c${i}`, source: `Source${i}` });
+      const got = new Map<number, { claimer: number; site: string; processors: number }>();
+      for (let round = 0; round < 6; round++) {
+        const claims = await Promise.all(
+          Array.from({ length: 24 }, (_, i) => matchers[i % 2]!.claim(offer(i % 3 === 0 ? 'A' : 'B', { cores: 1 + (i % 4), consumable: i % 2 === 0 }), 3, who(i))),
+        );
+        claims.forEach((jobs, i) => {
+          for (const j of jobs) {
+            assert.ok(!got.has(j.jobId), `job ${j.jobId} matched twice`);
+            got.set(j.jobId, { claimer: i, site: i % 3 === 0 ? 'A' : 'B', processors: j.processors });
+          }
+        });
+      }
+      assert.equal(got.size, 120);
+      const rows = await s.db.selectFrom('jobs').select(['job_id', 'status', 'site', 'executor_id', 'executor_ref', 'minor_status', 'processors']).execute();
+      for (const r of rows) {
+        const g = got.get(Number(r.job_id))!;
+        assert.deepEqual(
+          { status: r.status, site: r.site, executor: r.executor_id, ref: r.executor_ref, minor: r.minor_status, processors: r.processors },
+          { status: 'Matched', site: g.site, executor: `agent:c${g.claimer}`, ref: `ref-${g.claimer}`, minor: `Matched by c${g.claimer}`, processors: g.processors },
+        );
+      }
+      // The earlier tests' jobs left their history behind.
+      const history = await s.db.selectFrom('job_status_history').select(['job_id', 'minor_status', 'source']).where('status', '=', 'Matched').where('job_id', 'in', [...got.keys()]).execute();
+      assert.equal(history.length, 120);
+      for (const h of history) {
+        const g = got.get(Number(h.job_id))!;
+        assert.deepEqual({ minor: h.minor_status, source: h.source }, { minor: `Matched by c${g.claimer}`, source: `Source${g.claimer}` });
+      }
     });
   });
 }
