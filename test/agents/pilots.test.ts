@@ -5,7 +5,7 @@
  * an agent of the previous release (a robot's access token) is registered as a manual pilot.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,6 +31,19 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false> |
     if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** A child process to its end, without blocking this process (which serves the requests). */
+function run(command: string, args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', reject);
+    child.once('close', (status) => resolve({ status, stdout, stderr }));
+  });
 }
 
 for (const { dialect, skip } of await dialects()) {
@@ -371,7 +384,8 @@ for (const { dialect, skip } of await dialects()) {
         "w = requests.post(f'{url}/pilots/{pid}/token', json={'secret': 'wrong'}, verify=ca, timeout=30)",
         "print(json.dumps({'status': r.status_code, 'body': r.json(), 'wrong': w.status_code, 'challenge': w.headers.get('WWW-Authenticate')}))",
       ].join('\n');
-      const r = spawnSync('python3', ['-c', script, svc.url, svc.pki.caFile, String(p.id), p.secret], { encoding: 'utf8', timeout: 60000 });
+      // Not spawnSync: the service answers from this process.
+      const r = await run('python3', ['-c', script, svc.url, svc.pki.caFile, String(p.id), p.secret]);
       assert.equal(r.status, 0, r.stderr);
       const out = JSON.parse(r.stdout) as { status: number; body: { PilotID: number; AgentID: string; token_type: string }; wrong: number; challenge: string };
       assert.equal(out.status, 200);
