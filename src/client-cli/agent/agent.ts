@@ -136,7 +136,7 @@ export class JobAgent {
   matched = 0;
   finished = 0;
   /** Why it ended, for its pilot's final report. */
-  endReason = 'stopped';
+  endReason = 'stopped by a signal';
 
   constructor(options: JobAgentOptions) {
     this.#o = options;
