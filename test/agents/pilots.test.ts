@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
@@ -85,6 +85,7 @@ for (const { dialect, skip } of await dialects()) {
           { name: 'Local', type: 'local', slots: 2 },
           { name: 'Pool', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 60000 },
           { name: 'Quiet', type: 'agents', heartbeatIntervalMs: 200 },
+          { name: 'Short', type: 'agents', heartbeatIntervalMs: 200, pilotTokenLifetimeMs: 10000 },
         ],
       });
       alice = await svc.token('alice');
@@ -344,6 +345,20 @@ for (const { dialect, skip } of await dialects()) {
       });
       assert.equal(r.status, 2, r.stderr);
       assert.match(r.stderr, /DIRIGO_PILOT_SECRET/);
+    });
+
+    test('an agent renews its pilot token before it expires: heartbeats go on past its lifetime, and its final report is taken', async () => {
+      const p = await factoryPilot('Short');
+      // Its secret from a file (the environment's is wrong: the file wins).
+      const secretFile = join(scratch, 'short.secret');
+      writeFileSync(secretFile, `${p.secret}\n`, { mode: 0o600 });
+      const agent = startAgent(svc.url, svc.pki, { site: 'Short', slots: 1, pilot: { id: p.id, secret: 'wrong' }, extra: ['--pilot-secret-file', secretFile, '--idle-timeout', '13'] });
+      agents.push(agent);
+      assert.equal(await agent.exited, 0, agent.log());
+      assert.doesNotMatch(agent.log(), /heartbeat failed|match failed/);
+      const row = (await pilotById(svc.ctx.db, p.id))!;
+      assert.equal(row.state, 'Done', agent.log());
+      assert.ok(Date.parse(row.ended_at!) - Date.parse(row.started_at!) > 10000, 'it outlived its first token');
     });
 
     test('an access token of a Pilot group still works on /agents/*: a manual pilot is registered at its first match, and refused (403) once revoked', async () => {
