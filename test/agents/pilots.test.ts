@@ -5,9 +5,9 @@
  * an agent of the previous release (a robot's access token) is registered as a manual pilot.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
@@ -31,6 +31,19 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false> |
     if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** A child process to its end, without blocking this process (which serves the requests). */
+function run(command: string, args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', reject);
+    child.once('close', (status) => resolve({ status, stdout, stderr }));
+  });
 }
 
 for (const { dialect, skip } of await dialects()) {
@@ -72,6 +85,7 @@ for (const { dialect, skip } of await dialects()) {
           { name: 'Local', type: 'local', slots: 2 },
           { name: 'Pool', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 60000 },
           { name: 'Quiet', type: 'agents', heartbeatIntervalMs: 200 },
+          { name: 'Short', type: 'agents', heartbeatIntervalMs: 200, pilotTokenLifetimeMs: 10000 },
         ],
       });
       alice = await svc.token('alice');
@@ -333,6 +347,20 @@ for (const { dialect, skip } of await dialects()) {
       assert.match(r.stderr, /DIRIGO_PILOT_SECRET/);
     });
 
+    test('an agent renews its pilot token before it expires: heartbeats go on past its lifetime, and its final report is taken', async () => {
+      const p = await factoryPilot('Short');
+      // Its secret from a file (the environment's is wrong: the file wins).
+      const secretFile = join(scratch, 'short.secret');
+      writeFileSync(secretFile, `${p.secret}\n`, { mode: 0o600 });
+      const agent = startAgent(svc.url, svc.pki, { site: 'Short', slots: 1, pilot: { id: p.id, secret: 'wrong' }, extra: ['--pilot-secret-file', secretFile, '--idle-timeout', '13'] });
+      agents.push(agent);
+      assert.equal(await agent.exited, 0, agent.log());
+      assert.doesNotMatch(agent.log(), /heartbeat failed|match failed/);
+      const row = (await pilotById(svc.ctx.db, p.id))!;
+      assert.equal(row.state, 'Done', agent.log());
+      assert.ok(Date.parse(row.ended_at!) - Date.parse(row.started_at!) > 10000, 'it outlived its first token');
+    });
+
     test('an access token of a Pilot group still works on /agents/*: a manual pilot is registered at its first match, and refused (403) once revoked', async () => {
       const jid = await submit(svc, alice, { Executable: '/bin/true', Sites: ['Quiet'] });
       const m = await svc.request('/agents/match', { method: 'POST', token: robot, json: { agentId: 'legacy-1', site: 'Quiet', slots: 1 } });
@@ -371,7 +399,8 @@ for (const { dialect, skip } of await dialects()) {
         "w = requests.post(f'{url}/pilots/{pid}/token', json={'secret': 'wrong'}, verify=ca, timeout=30)",
         "print(json.dumps({'status': r.status_code, 'body': r.json(), 'wrong': w.status_code, 'challenge': w.headers.get('WWW-Authenticate')}))",
       ].join('\n');
-      const r = spawnSync('python3', ['-c', script, svc.url, svc.pki.caFile, String(p.id), p.secret], { encoding: 'utf8', timeout: 60000 });
+      // Not spawnSync: the service answers from this process.
+      const r = await run('python3', ['-c', script, svc.url, svc.pki.caFile, String(p.id), p.secret]);
       assert.equal(r.status, 0, r.stderr);
       const out = JSON.parse(r.stdout) as { status: number; body: { PilotID: number; AgentID: string; token_type: string }; wrong: number; challenge: string };
       assert.equal(out.status, 200);

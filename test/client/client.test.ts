@@ -245,6 +245,16 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(unwrap(await pilot.POST('/agents/jobs/{jid}/finish', { params: { path: { jid: jid! } }, body: { agentId, outcome: 'done', exitCode: 0, minorStatus: 'Execution complete' } })).Status, 'Done');
     });
 
+    it('pilots: register, renew the pilot token, end', async () => {
+      const registered = unwrap(await pilot.POST('/pilots', { body: { site: 'Pool', slots: 1 } }));
+      assert.equal(registered.AgentID, `pilot-${registered.PilotID}`);
+      const path = { pid: registered.PilotID };
+      const renewed = unwrap(await pilot.POST('/pilots/{pid}/token', { params: { path }, headers: { authorization: `Bearer ${registered.access_token}` }, body: {} }));
+      assert.equal(renewed.token_type, 'Bearer');
+      const ended = unwrap(await pilot.POST('/pilots/{pid}/end', { params: { path }, headers: { authorization: `Bearer ${renewed.access_token}` }, body: { state: 'Done', reason: 'client test' } }));
+      assert.deepEqual(ended, { PilotID: registered.PilotID, State: 'Done' });
+    });
+
     it('the file catalogue: fields, directories, files, metadata, search, bulk, removal', async () => {
       const admin = client({ token: await svc.token('admin', 'dirigo_admin') });
       try {

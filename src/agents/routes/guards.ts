@@ -10,7 +10,7 @@ import { InsufficientPrivileges } from '../../kernel/errors.ts';
 import type { AgentIdentity } from '../identity.ts';
 import { pilotAgentId } from '../pilots/release.ts';
 import type { PilotRow } from '../pilots/store.ts';
-import { verifyPilotToken } from '../pilots/tokens.ts';
+import { PILOT_TOKEN_PREFIX, verifyPilotToken } from '../pilots/tokens.ts';
 
 /** The group property that lets a token act as an agent (DIRAC's `Pilot`, `GenericPilot`). */
 export const PILOT_PROPERTY = 'Pilot';
@@ -31,12 +31,13 @@ export function requirePilot(principal: Principal): void {
 }
 
 // RFC 6750 §2.1: a pilot token comes in the Authorization header only; anywhere else it is no access token (401).
-const PILOT_BEARER = /^bearer +(dirigo-pilot\.[A-Za-z0-9_.-]+) *$/i;
+const BEARER = /^bearer +(\S+) *$/i;
 
 /** The pilot token of the Authorization header, when it carries one. */
 export function pilotBearer(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
-  return header === undefined ? undefined : PILOT_BEARER.exec(header)?.[1];
+  const token = header === undefined ? undefined : BEARER.exec(header)?.[1];
+  return token?.startsWith(PILOT_TOKEN_PREFIX) ? token : undefined;
 }
 
 export type AgentGuards = ReturnType<typeof agentGuards>;

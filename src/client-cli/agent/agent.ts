@@ -136,7 +136,7 @@ export class JobAgent {
   matched = 0;
   finished = 0;
   /** Why it ended, for its pilot's final report. */
-  endReason = 'stopped';
+  endReason = 'stopped by a signal';
 
   constructor(options: JobAgentOptions) {
     this.#o = options;
@@ -174,7 +174,8 @@ export class JobAgent {
         throw cause ? new Error(`${(err as Error).message}: ${cause.message}`, { cause }) : err;
       }
       if (result.response.status === 401 && attempt === 0) {
-        await result.response.body?.cancel();
+        // The client may have read the error body already (a locked stream refuses to be cancelled).
+        await result.response.body?.cancel().catch(() => undefined);
         continue;
       }
       if (!result.response.ok) throw new DirigoApiError(result.response.status, result.error as Partial<ErrorAnswer> | undefined);
@@ -529,10 +530,10 @@ export class JobAgent {
     const stopped = await this.#executor.close();
     for (const jid of stopped) {
       this.#forget(jid);
-      await this.#finish(jid, { outcome: 'rescheduled', exitCode: null, minorStatus: `Agent ${this.agentId} was stopped while the job ran` }).catch((err: Error) =>
-        this.#o.log(`job ${jid}: could not give it back: ${err.message}`),
+      await this.#finish(jid, { outcome: 'rescheduled', exitCode: null, minorStatus: `Agent ${this.agentId} was stopped while the job ran` }).then(
+        () => this.#o.log(`job ${jid} given back to the service`),
+        (err: Error) => this.#o.log(`job ${jid}: could not give it back: ${err.message}`),
       );
-      this.#o.log(`job ${jid} given back to the service`);
     }
     for (const file of this.#outputs.values()) await rm(file, { force: true });
   }
