@@ -3,3 +3,4 @@ export { agentsRoutes } from './routes/index.ts';
 export { startAgentDuties } from './duties.ts';
 export { agentsMigrations } from './presence.ts';
 export { pilotsMigrations } from './pilots/migrations.ts';
+export { startPilotFactory } from './factory/index.ts';

@@ -7,7 +7,7 @@ import fp from 'fastify-plugin';
 import { authRoutes } from '../auth/index.ts';
 import { JobEvents, jobsRoutes, Matcher, removeStaleUploads, sandboxStore, startEventStreams, startJobDuties } from '../jobs/index.ts';
 import { startScheduling } from '../executors/index.ts';
-import { agentsRoutes, startAgentDuties } from '../agents/index.ts';
+import { agentsRoutes, startAgentDuties, startPilotFactory } from '../agents/index.ts';
 import { catalogueRoutes } from '../catalogue/index.ts';
 import { federationRoutes } from '../federation/index.ts';
 import { webAppRoutes } from '../webapp/index.ts';
@@ -102,6 +102,7 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   startJobDuties(ctx, sandboxes, instance.log);
   await instance.register(agentsRoutes, { ctx, jobEvents, matcher });
   instance.addHook('onReady', async () => startAgentDuties(ctx, jobEvents, instance.log));
+  instance.addHook('onReady', async () => startPilotFactory(ctx, jobEvents, instance.log));
   await instance.register(sitesRoutes, { ctx, sites: () => configuredSites(ctx.config) });
   await instance.register(catalogueRoutes, { ctx });
   await instance.register(webAppRoutes, { ctx });

@@ -1,5 +1,5 @@
 /**
- * A thin client for Slurm's commands (`sbatch`, `squeue`, `scancel`), run without a shell. Status is read
+ * A thin client for Slurm's commands (`sbatch`, `squeue`, `scancel`, `sinfo`, `sacct`), run without a shell. Status is read
  * for many jobs in one `squeue --states=all` call: with accounting off (`sacct` has nothing), finished
  * jobs stay visible there for `MinJobAge` seconds, which is all the executor needs.
  */
@@ -37,6 +37,7 @@ export interface SlurmClientOptions {
 const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin';
 const SLURM_ID = /^\d+(_\d+)?$/;
 const UNKNOWN_IDS = /Invalid job id/i;
+const NO_ACCOUNTING = /accounting storage is disabled/i;
 const ALREADY_GONE = /Invalid job id|already completing or completed|Job\/step already/i;
 
 /**
@@ -125,6 +126,23 @@ export class SlurmClient {
     } catch (err) {
       // Some Slurm versions fail when none of the ids is known; that means "none of them exists".
       if (err instanceof SlurmCommandError && UNKNOWN_IDS.test(err.message)) return new Map();
+      throw err;
+    }
+    return parseSqueue(out, wanted);
+  }
+
+  /**
+   * What Slurm's accounting (`sacct`) says of `ids`: for jobs `squeue` no longer lists (purged after
+   * MinJobAge). Empty when accounting is off (`accounting_storage/none`): nothing more is known then.
+   */
+  async accounting(ids: readonly string[]): Promise<Map<string, SlurmJobInfo>> {
+    const wanted = new Set(ids.filter((id) => SLURM_ID.test(id)));
+    if (wanted.size === 0) return new Map();
+    let out: string;
+    try {
+      out = await this.#run('sacct', ['--noheader', '--allocations', '--parsable2', `--jobs=${[...wanted].join(',')}`, '--format=JobID,State,Reason'], NO_ACCOUNTING, true);
+    } catch (err) {
+      if (err instanceof SlurmCommandError && NO_ACCOUNTING.test(err.message)) return new Map();
       throw err;
     }
     return parseSqueue(out, wanted);
