@@ -173,7 +173,8 @@ export class SiteFactory {
       return;
     }
     const age = Date.now() - Date.parse(p.submitted_at);
-    if (this.#submitting.has(p.pilot_id) || age < 2 * this.site.factory.commandTimeoutMs + this.site.factory.intervalMs) return;
+    // A submission in progress (here, or on the instance that held the duty before) answers within its timeout.
+    if (this.#submitting.has(p.pilot_id) || age < 2 * this.site.factory.commandTimeoutMs + 60_000) return;
     const dir = pilotDir(this.#root, p.pilot_id);
     const found = await this.#batch.find(`dirigo-pilot-${p.pilot_id}`, dir).catch(() => undefined);
     if (found) {

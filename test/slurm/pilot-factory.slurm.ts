@@ -1,0 +1,220 @@
+/**
+ * The pilot factory against the real daemons of scripts/slurm-dev.sh. Its parts, driven round by round
+ * with harmless batch jobs: pilots submitted within the limits (kept PENDING with --begin), followed to
+ * Waiting, revoked ones cancelled, Lost when their batch job ends without the agent's report (with their
+ * output kept), a refused sbatch making a Failed pilot, a banned site getting none.
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { dialects } from '../helpers/dialects.ts';
+import type { TestService } from '../helpers/service.ts';
+import { startJobsService } from '../jobs/helpers.ts';
+import { slurmUnavailable } from './slurm-available.ts';
+import { JobEvents } from '../../src/jobs/index.ts';
+import { ban, unban } from '../../src/sites/site-status.ts';
+import { SiteFactory, type FactorySite } from '../../src/agents/factory/factory.ts';
+import { SlurmBatch } from '../../src/agents/factory/slurm-batch.ts';
+import { insertPilot, pilotById, setPilotState, type PilotRow } from '../../src/agents/pilots/store.ts';
+import { PilotState } from '../../src/agents/pilots/states.ts';
+
+const noSlurm = slurmUnavailable();
+const quiet = { warn() {}, info() {} };
+
+function squeue(id: string): { state: string; name: string; partition: string; limit: string } | undefined {
+  const out = execFileSync('squeue', ['--noheader', '--states=all', `--jobs=${id}`, '--format=%T|%j|%P|%l'], { encoding: 'utf8' }).trim();
+  const [state, name, partition, limit] = out.split('|');
+  return state ? { state, name: name!, partition: partition!, limit: limit! } : undefined;
+}
+
+async function pilotsOf(svc: TestService, site: string): Promise<PilotRow[]> {
+  return svc.ctx.db.selectFrom('pilots').selectAll().where('site', '=', site).orderBy('pilot_id').execute();
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 60000): Promise<T> {
+  for (const end = Date.now() + ms; ; ) {
+    const v = await probe();
+    if (v !== undefined && v !== false) return v;
+    assert.ok(Date.now() < end, `timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+for (const { dialect, skip } of await dialects()) {
+  describe(`pilot factory parts (${dialect})`, { skip: noSlurm ? `Slurm unavailable: ${noSlurm}` : skip }, () => {
+    let svc: TestService;
+    const submitted = new Set<string>();
+    const factoryOf = (name: string) => {
+      const site = svc.ctx.config.jobs.sites.find((s) => s.name === name) as FactorySite;
+      const batch = new SlurmBatch(site.factory);
+      // Every batch job the factory makes is remembered, to be cancelled whatever happens.
+      const submit = batch.submit.bind(batch);
+      batch.submit = async (script, job) => {
+        const ref = await submit(script, job);
+        submitted.add(ref);
+        return ref;
+      };
+      return { factory: new SiteFactory(svc.ctx, new JobEvents(), site, batch, quiet), batch, site };
+    };
+    const factory = (name: string, extra: object) => ({ name, type: 'agents', factory: { type: 'slurm', owner: 'pilot', intervalMs: 3600000, commandTimeoutMs: 20000, ...extra } });
+
+    before(async () => {
+      svc = await startJobsService(dialect, {
+        // The rounds are driven by the test: no duty runs.
+        scheduler: { enabled: false },
+        sites: [
+          // Held an hour by --begin: PENDING for as long as the test needs.
+          factory('Held', { partition: 'debug', maxWaiting: 2, maxPilots: 3, timeLimitSeconds: 600, sbatchOptions: ['--begin=now+1hour'] }),
+          factory('Refused', { partition: 'no_such_partition' }),
+          factory('Hand', { partition: 'debug' }),
+        ],
+      });
+      const alice = await svc.token('alice');
+      for (const site of ['Held', 'Refused']) {
+        const res = await svc.request('/jobs', { method: 'POST', token: alice, json: Array.from({ length: 5 }, () => ({ Executable: '/bin/true', Sites: [site] })) });
+        assert.equal(res.status, 201, res.text);
+      }
+    });
+    after(async () => {
+      if (submitted.size > 0) execFileSync('scancel', [...submitted]);
+      await svc?.close();
+    });
+
+    test('pilots are submitted within maxWaiting, with their resources, a private script holding their secret, and followed to Waiting', { timeout: 120000 }, async () => {
+      const { factory: f, site } = factoryOf('Held');
+      await f.round();
+      let pilots = await pilotsOf(svc, 'Held');
+      assert.equal(pilots.length, 2, 'maxWaiting');
+      const root = join(svc.dataDir, site.factory.stagingDir);
+      for (const p of pilots) {
+        assert.equal(p.origin, 'factory');
+        assert.equal(p.owner, 'pilot');
+        assert.equal(p.resource, 'debug');
+        assert.ok(p.batch_ref, 'its batch reference is recorded');
+        const slurm = squeue(p.batch_ref!);
+        assert.equal(slurm?.name, `dirigo-pilot-${p.pilot_id}`);
+        assert.equal(slurm?.partition, 'debug');
+        assert.equal(slurm?.limit, '10:00');
+        const dir = join(root, String(p.pilot_id));
+        assert.equal(statSync(dir).mode & 0o777, 0o700);
+        const script = join(dir, 'pilot.sh');
+        assert.equal(statSync(script).mode & 0o777, 0o700);
+        const text = readFileSync(script, 'utf8');
+        const secret = /^export DIRIGO_PILOT_SECRET='([A-Za-z0-9_-]{43})'$/m.exec(text)?.[1];
+        assert.ok(secret, text);
+        assert.equal(createHash('sha256').update(secret).digest('hex'), p.secret_hash);
+        assert.match(text, new RegExp(`'--pilot-id' '${p.pilot_id}' .*'--idle-timeout' '60' '--resource' 'debug'`));
+        assert.match(text, /'--cpu-time' '540'/);
+      }
+      // Followed: PENDING is Waiting. The limits hold: no more while two are queued.
+      await f.round();
+      pilots = await pilotsOf(svc, 'Held');
+      assert.equal(pilots.length, 2);
+      assert.deepEqual(pilots.map((p) => p.state), ['Waiting', 'Waiting']);
+      assert.match(pilots[0]!.reason, /queued in the batch system \(batch job \d+: BeginTime\)/);
+    });
+
+    test('a revoked pilot has its batch job cancelled, its output read and its directory removed; another takes its place', { timeout: 120000 }, async () => {
+      const { factory: f, site } = factoryOf('Held');
+      const [first] = await pilotsOf(svc, 'Held');
+      assert.ok(await setPilotState(svc.ctx.db, first!.pilot_id, PilotState.Aborted, 'revoked by the test'));
+      await f.round();
+      await until('its batch job cancelled', async () => squeue(first!.batch_ref!)?.state === 'CANCELLED');
+      const pilots = await pilotsOf(svc, 'Held');
+      // One queued left of two: one more, and the three the partition allows live now.
+      assert.equal(pilots.filter((p) => p.state !== 'Aborted').length, 2);
+      assert.equal(pilots.length, 3);
+      await f.round();
+      const ended = await pilotById(svc.ctx.db, first!.pilot_id);
+      assert.equal(ended?.state, 'Aborted');
+      assert.equal(ended?.log, '', 'it never ran: its output is empty');
+      assert.equal(existsSync(join(svc.dataDir, site.factory.stagingDir, String(first!.pilot_id))), false);
+      // maxPilots: 3 live would be allowed, but maxWaiting already holds.
+      await f.round();
+      assert.equal((await pilotsOf(svc, 'Held')).length, 3);
+    });
+
+    test('a banned site gets no pilot; once unbanned it does', { timeout: 120000 }, async () => {
+      const { factory: f } = factoryOf('Held');
+      await ban(svc.ctx.db, { site: 'Held', reason: 'test', by: 'admin' });
+      for (const p of await pilotsOf(svc, 'Held')) await setPilotState(svc.ctx.db, p.pilot_id, PilotState.Aborted, 'cleared by the test');
+      const before = (await pilotsOf(svc, 'Held')).length;
+      await f.round();
+      await f.round();
+      assert.equal((await pilotsOf(svc, 'Held')).length, before, 'no pilot while banned');
+      await unban(svc.ctx.db, { site: 'Held', reason: 'test', by: 'admin' });
+      await f.round();
+      assert.equal((await pilotsOf(svc, 'Held')).filter((p) => p.state !== 'Aborted').length, 2);
+    });
+
+    test("a refused sbatch makes the pilot Failed with Slurm's words, and the partition waits before the next try", { timeout: 120000 }, async () => {
+      const { factory: f } = factoryOf('Refused');
+      await f.round();
+      let pilots = await pilotsOf(svc, 'Refused');
+      assert.equal(pilots.length, 2);
+      assert.deepEqual(pilots.map((p) => p.state), ['Failed', 'Failed']);
+      assert.match(pilots[0]!.reason, /the batch system refused it: sbatch: .*invalid partition/i);
+      assert.match(pilots[1]!.reason, /^not submitted: pilot \d+ was refused/);
+      await f.round();
+      pilots = await pilotsOf(svc, 'Refused');
+      assert.equal(pilots.length, 2, 'no new try before the pause is over');
+    });
+
+    test("a pilot whose batch job ends without the agent's report is Lost, with Slurm's state, and its output kept", { timeout: 120000 }, async () => {
+      const { factory: f, batch, site } = factoryOf('Hand');
+      const root = join(svc.dataDir, site.factory.stagingDir);
+      // Pilots made by hand, each with a harmless batch job: one cancelled outside Dirigo, one that just ends.
+      const start = async (body: string) => {
+        const pilotId = await insertPilot(svc.ctx.db, { site: 'Hand', resource: 'debug', origin: 'factory', owner: 'pilot', reason: 'test' });
+        const dir = join(root, String(pilotId));
+        mkdirSync(dir, { recursive: true, mode: 0o700 });
+        writeFileSync(join(dir, 'pilot.sh'), `#!/bin/bash\n${body}\n`, { mode: 0o700 });
+        const ref = await batch.submit(join(dir, 'pilot.sh'), { name: `dirigo-pilot-${pilotId}`, dir, output: batch.outputPath(dir), partition: 'debug', cores: 1, gpus: 0, timeLimitSeconds: 120, extra: [] });
+        await svc.ctx.db.updateTable('pilots').set({ batch_ref: ref }).where('pilot_id', '=', pilotId).execute();
+        return { pilotId, ref, dir };
+      };
+      const cancelled = await start('echo started; sleep 100');
+      const ends = await start('echo short run; exit 3');
+      await until('the first one running', async () => squeue(cancelled.ref)?.state === 'RUNNING' && existsSync(join(cancelled.dir, 'pilot.log')) && readFileSync(join(cancelled.dir, 'pilot.log'), 'utf8').includes('started'));
+      await f.follow();
+      assert.equal((await pilotById(svc.ctx.db, cancelled.pilotId))?.state, 'Running');
+      execFileSync('scancel', [cancelled.ref]);
+      await until('both ended in Slurm', async () => ['CANCELLED', 'COMPLETED'].includes(squeue(cancelled.ref)?.state ?? '') && squeue(ends.ref)?.state === 'FAILED');
+      await f.follow();
+      const a = await pilotById(svc.ctx.db, cancelled.pilotId);
+      assert.equal(a?.state, 'Lost');
+      assert.match(a!.reason, new RegExp(`batch job ${cancelled.ref} ended CANCELLED.* without the agent's final report`));
+      assert.match(a!.log ?? '', /started/);
+      assert.ok(a!.ended_at);
+      const b = await pilotById(svc.ctx.db, ends.pilotId);
+      assert.equal(b?.state, 'Lost');
+      assert.match(b!.reason, /ended FAILED/);
+      assert.equal(b!.log, 'short run\n');
+      assert.equal(existsSync(cancelled.dir), false);
+      assert.equal(existsSync(ends.dir), false);
+    });
+
+    test('a row whose sbatch never answered is found again by its name and directory, or Failed', { timeout: 60000 }, async () => {
+      const { factory: f } = factoryOf('Hand');
+      const pilotId = await insertPilot(svc.ctx.db, { site: 'Hand', resource: 'debug', origin: 'factory', owner: 'pilot', reason: 'test' });
+      await svc.ctx.db.updateTable('pilots').set({ submitted_at: new Date(Date.now() - 3600_000).toISOString() }).where('pilot_id', '=', pilotId).execute();
+      await f.follow();
+      const p = await pilotById(svc.ctx.db, pilotId);
+      assert.equal(p?.state, 'Failed');
+      assert.match(p!.reason, /never answered/);
+      // One whose batch job exists: its reference is recorded.
+      const { batch, site } = factoryOf('Hand');
+      const found = await insertPilot(svc.ctx.db, { site: 'Hand', resource: 'debug', origin: 'factory', owner: 'pilot', reason: 'test' });
+      await svc.ctx.db.updateTable('pilots').set({ submitted_at: new Date(Date.now() - 3600_000).toISOString() }).where('pilot_id', '=', found).execute();
+      const dir = join(svc.dataDir, site.factory.stagingDir, String(found));
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      writeFileSync(join(dir, 'pilot.sh'), '#!/bin/bash\nsleep 1\n', { mode: 0o700 });
+      const ref = await batch.submit(join(dir, 'pilot.sh'), { name: `dirigo-pilot-${found}`, dir, output: batch.outputPath(dir), partition: 'debug', cores: 1, gpus: 0, timeLimitSeconds: 60, extra: [] });
+      await f.follow();
+      assert.equal((await pilotById(svc.ctx.db, found))?.batch_ref, ref);
+    });
+  });
+}
