@@ -2,4 +2,3 @@
 export { startScheduling } from './scheduling.ts';
 /** Slurm's commands and partitions, for the agents' pilot factory. */
 export { SlurmClient, SlurmCommandError, type SlurmJobInfo } from './slurm-client.ts';
-export type { SlurmPartition } from './slurm-partitions.ts';

@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { dialects } from '../helpers/dialects.ts';
-import type { TestService } from '../helpers/service.ts';
+import { startTestService, type TestService } from '../helpers/service.ts';
 import { startJobsService } from '../jobs/helpers.ts';
 import { slurmUnavailable } from './slurm-available.ts';
 import { JobEvents } from '../../src/jobs/index.ts';
@@ -70,15 +70,18 @@ for (const { dialect, skip } of await dialects()) {
           factory('Held', { partition: 'debug', maxWaiting: 2, maxPilots: 3, timeLimitSeconds: 600, sbatchOptions: ['--begin=now+1hour'] }),
           factory('Refused', { partition: 'no_such_partition' }),
           factory('Hand', { partition: 'debug' }),
+          factory('Race', { partition: 'debug', maxWaiting: 3, maxPilots: 3, sbatchOptions: ['--begin=now+1hour'] }),
         ],
       });
       const alice = await svc.token('alice');
-      for (const site of ['Held', 'Refused']) {
+      for (const site of ['Held', 'Refused', 'Race']) {
         const res = await svc.request('/jobs', { method: 'POST', token: alice, json: Array.from({ length: 5 }, () => ({ Executable: '/bin/true', Sites: [site] })) });
         assert.equal(res.status, 201, res.text);
       }
     });
+    let other: TestService | undefined;
     after(async () => {
+      await other?.close();
       if (submitted.size > 0) execFileSync('scancel', [...submitted]);
       await svc?.close();
     });
@@ -195,6 +198,20 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(b!.log, 'short run\n');
       assert.equal(existsSync(cancelled.dir), false);
       assert.equal(existsSync(ends.dir), false);
+    });
+
+    test('two instances deciding at once never pass the limits (the site lock)', { skip: dialect === 'sqlite' && 'several instances share PostgreSQL', timeout: 120000 }, async () => {
+      other = await startTestService({ dialect, sharing: svc, config: { jobs: svc.ctx.config.jobs } });
+      const here = factoryOf('Race');
+      const there = new SiteFactory(other.ctx, new JobEvents(), here.site, here.batch, quiet);
+      for (let i = 0; i < 4; i++) {
+        await Promise.all([here.factory.supply('debug'), there.supply('debug')]);
+        const live = (await pilotsOf(svc, 'Race')).filter((p) => p.state !== 'Aborted');
+        assert.equal(live.length, 3, `round ${i}: ${live.length} pilots live where 3 are allowed`);
+        // One ends: the next round may replace it, once.
+        await setPilotState(svc.ctx.db, live[0]!.pilot_id, PilotState.Aborted, 'ended by the test');
+      }
+      await here.factory.follow();
     });
 
     test('a row whose sbatch never answered is found again by its name and directory, or Failed', { timeout: 60000 }, async () => {

@@ -5,6 +5,7 @@
 import { join } from 'node:path';
 import { SlurmClient, SlurmCommandError, type SlurmJobInfo } from '../../executors/index.ts';
 import type { PilotFactoryConfig } from '../../jobs/index.ts';
+import { PILOT_LOG } from './staging.ts';
 import { BatchRefused, type BatchJobState, type BatchPartition, type BatchSystem, type PilotSubmission } from './batch.ts';
 
 /** Slurm states in which the pilot has not started yet. */
@@ -95,6 +96,6 @@ export class SlurmBatch implements BatchSystem {
   }
 
   outputPath(dir: string): string {
-    return join(dir, 'pilot.log');
+    return join(dir, PILOT_LOG);
   }
 }

@@ -7,6 +7,8 @@ import { open, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
 export const PILOT_SCRIPT = 'pilot.sh';
+/** Its batch output (Slurm's `--output`): read into the registry when it ends; GET /pilots/{pid}/logs reads it live. */
+export const PILOT_LOG = 'pilot.log';
 /** What the factory keeps of a pilot's output in the registry: its end. */
 export const MAX_PILOT_LOG = 1024 * 1024;
 
@@ -18,11 +20,6 @@ export function stagingRoot(dataDir: string, stagingDir: string): string {
 /** A pilot's own directory. */
 export function pilotDir(root: string, pilotId: number): string {
   return join(root, String(pilotId));
-}
-
-/** The batch output of a pilot (Slurm's `--output`): read by the factory when it ends, and live by GET /pilots/{pid}/logs. */
-export function pilotOutputFile(dataDir: string, stagingDir: string, pilotId: number): string {
-  return join(pilotDir(stagingRoot(dataDir, stagingDir), pilotId), 'pilot.log');
 }
 
 /**
