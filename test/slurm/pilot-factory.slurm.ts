@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { dialects } from '../helpers/dialects.ts';
@@ -232,6 +233,152 @@ for (const { dialect, skip } of await dialects()) {
       const ref = await batch.submit(join(dir, 'pilot.sh'), { name: `dirigo-pilot-${found}`, dir, output: batch.outputPath(dir), partition: 'debug', cores: 1, gpus: 0, timeLimitSeconds: 60, extra: [] });
       await f.follow();
       assert.equal((await pilotById(svc.ctx.db, found))?.batch_ref, ref);
+    });
+  });
+}
+
+/** Pilots of `site` per state, as the registry has them now. */
+async function pilotStates(db: TestService['ctx']['db'], site: string): Promise<Map<string, number>> {
+  const rows = await db.selectFrom('pilots').select(['state']).where('site', '=', site).execute();
+  const out = new Map<string, number>();
+  for (const r of rows) out.set(r.state, (out.get(r.state) ?? 0) + 1);
+  return out;
+}
+
+/** The pilots that took `jid`, oldest first. */
+async function pilotsOfJob(db: TestService['ctx']['db'], jid: number): Promise<PilotRow[]> {
+  return db.selectFrom('pilots').innerJoin('pilot_jobs', 'pilot_jobs.pilot_id', 'pilots.pilot_id').selectAll('pilots').where('pilot_jobs.job_id', '=', jid).orderBy('pilot_jobs.taken_at').execute();
+}
+
+/** Samples the registry until stopped: the most pilots live and queued at once. */
+function sampleLimits(db: TestService['ctx']['db'], site: string): { stop(): Promise<{ live: number; queued: number; samples: number }> } {
+  let live = 0;
+  let queued = 0;
+  let samples = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const s = await pilotStates(db, site);
+      const q = (s.get('Submitted') ?? 0) + (s.get('Waiting') ?? 0);
+      live = Math.max(live, q + (s.get('Running') ?? 0));
+      queued = Math.max(queued, q);
+      samples++;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return { live, queued, samples };
+    },
+  };
+}
+
+for (const { dialect, skip } of await dialects()) {
+  describe(`pilot factory end to end (${dialect})`, { skip: noSlurm ? `Slurm unavailable: ${noSlurm}` : skip }, () => {
+    let svc: TestService;
+    let alice: string;
+    const marks = mkdtempSync(join(tmpdir(), 'pilot-marks-'));
+    before(async () => {
+      svc = await startJobsService(dialect, {
+        scheduler: { pollIntervalMs: 200 },
+        sites: [
+          {
+            name: 'Pool',
+            type: 'agents',
+            heartbeatIntervalMs: 1000,
+            factory: { type: 'slurm', owner: 'pilot', partition: 'debug', maxWaiting: 2, maxPilots: 3, slots: 1, cores: 1, timeLimitSeconds: 600, idleTimeoutSeconds: 4, intervalMs: 500 },
+          },
+        ],
+      });
+      alice = await svc.token('alice');
+    });
+    after(async () => {
+      // Whatever is left of ours in Slurm goes.
+      const refs = (await svc.ctx.db.selectFrom('pilots').select('batch_ref').where('batch_ref', 'is not', null).execute()).map((r) => r.batch_ref!);
+      if (refs.length > 0) execFileSync('scancel', refs);
+      await svc?.close();
+    });
+
+    const untilDone = async (jids: number[], ms: number) => {
+      for (const end = Date.now() + ms; ; ) {
+        const rows = await svc.ctx.db.selectFrom('jobs').select(['job_id', 'status']).where('job_id', 'in', jids).execute();
+        const failed = rows.find((r) => ['Failed', 'Killed'].includes(r.status));
+        assert.ok(!failed, `job ${failed?.job_id} ${failed?.status}`);
+        if (rows.every((r) => r.status === 'Done')) return;
+        assert.ok(Date.now() < end, `jobs still ${[...new Set(rows.map((r) => r.status))].join(', ')}`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    };
+    const untilPilotsEnded = async () =>
+      until('every pilot ended, its output read', async () => {
+        const rows = await svc.ctx.db.selectFrom('pilots').select(['state', 'log']).where('site', '=', 'Pool').execute();
+        return rows.every((r) => ['Done', 'Failed', 'Aborted', 'Lost'].includes(r.state) && r.log !== null) ? rows : undefined;
+      }, 90000);
+
+    test('50 jobs and no agent started by hand: factory pilots run them all, within the limits, and end Done once the work is gone', { timeout: 240000 }, async () => {
+      const sampler = sampleLimits(svc.ctx.db, 'Pool');
+      const res = await svc.request('/jobs', { method: 'POST', token: alice, json: Array.from({ length: 50 }, (_, i) => ({ Executable: '/bin/echo', Arguments: `job ${i}`, Sites: ['Pool'] })) });
+      assert.equal(res.status, 201, res.text);
+      const jids = res.json.jids as number[];
+      await untilDone(jids, 180000);
+      const pilots = await untilPilotsEnded();
+      const limits = await sampler.stop();
+      assert.ok(limits.samples > 10);
+      assert.ok(limits.live <= 3, `at most maxPilots live: saw ${limits.live}`);
+      assert.ok(limits.queued <= 2, `at most maxWaiting queued: saw ${limits.queued}`);
+      assert.ok(pilots.every((p) => p.state === 'Done'), JSON.stringify(pilots.map((p) => p.state)));
+      for (const jid of jids) {
+        const took = await pilotsOfJob(svc.ctx.db, jid);
+        assert.equal(took.length, 1, `job ${jid} was taken once`);
+        assert.equal(took[0]!.site, 'Pool');
+        assert.equal(took[0]!.origin, 'factory');
+        const job = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
+        assert.equal(String(job.PilotReference), String(took[0]!.pilot_id));
+      }
+      // Every pilot's output was kept: its agent's own words.
+      const logs = await svc.ctx.db.selectFrom('pilots').select('log').where('site', '=', 'Pool').execute();
+      assert.ok(logs.some((l) => /agent/.test(l.log ?? '')), logs[0]?.log ?? '');
+    });
+
+    test("scancel of a running pilot's batch job: the pilot is Lost, its job rescheduled and Done by another pilot", { timeout: 180000 }, async () => {
+      const mark = join(marks, `first-${dialect}`);
+      // Its first run waits to be cut short; the run after the reschedule ends at once.
+      const jid = (await svc.request('/jobs', { method: 'POST', token: alice, json: { Executable: '/bin/sh', Arguments: `-c "test -e ${mark} && exit 0; touch ${mark}; sleep 300"`, Sites: ['Pool'] } })).json.jids[0] as number;
+      const first = await until('the job running in a pilot', async () => {
+        const job = await svc.ctx.db.selectFrom('jobs').select('status').where('job_id', '=', jid).executeTakeFirst();
+        const took = await pilotsOfJob(svc.ctx.db, jid);
+        return job?.status === 'Running' && existsSync(mark) && took.length === 1 ? took[0] : undefined;
+      }, 90000);
+      execFileSync('scancel', [first.batch_ref!]);
+      const lost = await until('the pilot Lost', async () => {
+        const p = await pilotById(svc.ctx.db, first.pilot_id);
+        return p && p.state !== 'Running' ? p : undefined;
+      }, 90000);
+      assert.equal(lost.state, 'Lost', lost.reason);
+      assert.match(lost.reason, /CANCELLED/);
+      await untilDone([jid], 120000);
+      const job = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
+      assert.equal(job.RescheduleCounter, 1);
+      const took = await pilotsOfJob(svc.ctx.db, jid);
+      assert.equal(took.length, 2);
+      assert.notEqual(took[1]!.pilot_id, first.pilot_id);
+      assert.equal(String(job.PilotReference), String(took[1]!.pilot_id));
+      await untilPilotsEnded();
+    });
+
+    test('a banned site gets no new pilot; lifted, its jobs run', { timeout: 180000 }, async () => {
+      await untilPilotsEnded();
+      await ban(svc.ctx.db, { site: 'Pool', reason: 'test', by: 'admin' });
+      const before = (await svc.ctx.db.selectFrom('pilots').select('pilot_id').execute()).length;
+      const jids = (await svc.request('/jobs', { method: 'POST', token: alice, json: Array.from({ length: 3 }, () => ({ Executable: '/bin/true', Sites: ['Pool'] })) })).json.jids as number[];
+      // Several factory rounds (500 ms each) pass; none submits.
+      await new Promise((r) => setTimeout(r, 4000));
+      assert.equal((await svc.ctx.db.selectFrom('pilots').select('pilot_id').execute()).length, before);
+      await unban(svc.ctx.db, { site: 'Pool', reason: 'test', by: 'admin' });
+      await untilDone(jids, 120000);
+      await untilPilotsEnded();
     });
   });
 }
