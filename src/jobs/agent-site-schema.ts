@@ -24,7 +24,7 @@ export const PilotFactorySchema = Type.Object(
     maxPilots: Type.Integer({ minimum: 0, maximum: 100000, default: 10 }),
     /** Jobs one pilot runs at once (`--slots`; its `--cpus-per-task` unless `cores` says more). */
     slots: Type.Integer({ minimum: 1, maximum: 1000, default: 1 }),
-    /** Cores, memory (MB) and GPUs a pilot asks Slurm for and offers jobs; the partition's per node when absent. */
+    /** Cores, memory (MB) and GPUs a pilot asks Slurm for and offers jobs; cores: `slots` when absent; memory: Slurm's default (the partition's per node offered) when absent. */
     cores: Type.Optional(Type.Integer({ minimum: 1, maximum: 4096 })),
     memoryMb: Type.Optional(Type.Integer({ minimum: 1 })),
     gpus: Type.Integer({ minimum: 0, maximum: 64, default: 0 }),
