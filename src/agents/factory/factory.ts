@@ -230,7 +230,7 @@ export class SiteFactory {
     if (retry && Date.now() < retry.at) return;
     const url = this.#publicUrl();
     if (!url) return;
-    const demand = await waitingFor(this.#ctx.db, await this.offer(partition));
+    const demand = await waitingFor(this.#ctx.db, await this.offer(partition), this.site.runningLimits);
     if (demand === 0) return;
     const planned = await this.#reserve(partition, demand);
     if (planned.length === 0) return;

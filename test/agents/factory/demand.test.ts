@@ -60,6 +60,14 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(await waitingFor(svc.ctx.db, { ...offer, cpuTime: 3600 }), 5);
     });
 
+    test("a site's running limits leave room for as many as they allow", async () => {
+      const offer = await factory.offer('debug');
+      // Nothing held at Pool yet: a limit of 3 User jobs counts 3 of the 4, one of 0 none.
+      assert.equal(await waitingFor(svc.ctx.db, offer, { JobType: { User: 3 } }), 3);
+      assert.equal(await waitingFor(svc.ctx.db, offer, { Owner: { alice: 0 } }), 0);
+      assert.equal(await waitingFor(svc.ctx.db, offer, { Owner: { bob: 0 } }), 4);
+    });
+
     test('nothing for a banned partition, or a banned site', async () => {
       await ban(svc.ctx.db, { site: 'Pool', resource: 'debug', reason: 'test', by: 'admin' });
       assert.equal(await waitingFor(svc.ctx.db, await factory.offer('debug')), 0);
