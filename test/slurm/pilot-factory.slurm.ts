@@ -11,7 +11,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { dialects } from '../helpers/dialects.ts';
+import { dialects, postgresUnavailable } from '../helpers/dialects.ts';
+import { startCluster, type Cluster, type Instance } from '../helpers/cluster.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { startJobsService } from '../jobs/helpers.ts';
 import { slurmUnavailable } from './slurm-available.ts';
@@ -382,3 +383,66 @@ for (const { dialect, skip } of await dialects()) {
     });
   });
 }
+
+const noPostgres = await postgresUnavailable();
+describe('pilot factory with two instances on one PostgreSQL database', { skip: noSlurm ? `Slurm unavailable: ${noSlurm}` : noPostgres ? `PostgreSQL unavailable: ${noPostgres}` : false }, () => {
+  let cluster: Cluster;
+  let a: Instance;
+  let b: Instance;
+  before(async () => {
+    cluster = await startCluster({
+      scheduler: { pollIntervalMs: 200, leaseMs: 3000 },
+      sites: [
+        {
+          name: 'Pool',
+          type: 'agents',
+          heartbeatIntervalMs: 1000,
+          // One staging directory for both, as hosts running one site share it.
+          factory: { type: 'slurm', owner: 'pilot', partition: 'debug', maxWaiting: 2, maxPilots: 2, slots: 1, cores: 1, timeLimitSeconds: 600, idleTimeoutSeconds: 4, intervalMs: 300, stagingDir: mkdtempSync(join(tmpdir(), 'dirigo-pilot-staging-')) },
+        },
+      ],
+    });
+    a = await cluster.start('a');
+    b = await cluster.start('b');
+  });
+  after(async () => {
+    const refs = (await cluster.sql<{ batch_ref: string }>(`select batch_ref from pilots where batch_ref is not null`)).map((r) => r.batch_ref);
+    if (refs.length > 0) execFileSync('scancel', refs);
+    await cluster?.close();
+  });
+
+  test('20 jobs through either instance: the pilots never pass the limits, and run them all', { timeout: 240000 }, async () => {
+    const token = await cluster.token(a, 'alice');
+    let live = 0;
+    let queued = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const rows = await cluster.sql<{ state: string; n: string }>(`select state, count(*) as n from pilots where site = 'Pool' group by state`);
+        const n = (s: string) => Number(rows.find((r) => r.state === s)?.n ?? 0);
+        queued = Math.max(queued, n('Submitted') + n('Waiting'));
+        live = Math.max(live, n('Submitted') + n('Waiting') + n('Running'));
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    const jids: number[] = [];
+    for (const instance of [a, b]) {
+      const res = await cluster.request(instance, '/jobs', { method: 'POST', token, json: Array.from({ length: 10 }, () => ({ Executable: '/bin/true', Sites: ['Pool'] })) });
+      assert.equal(res.status, 201, res.text);
+      jids.push(...(res.json.jids as number[]));
+    }
+    for (const end = Date.now() + 180000; ; ) {
+      const rows = await cluster.sql<{ status: string }>(`select status from jobs where job_id = any($1)`, [jids]);
+      if (rows.every((r) => r.status === 'Done')) break;
+      assert.ok(!rows.some((r) => ['Failed', 'Killed'].includes(r.status)), JSON.stringify(rows));
+      assert.ok(Date.now() < end, `jobs still ${[...new Set(rows.map((r) => r.status))].join(', ')}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    sampling = false;
+    await sampler;
+    assert.ok(live <= 2, `at most maxPilots live: saw ${live}`);
+    assert.ok(queued <= 2, `at most maxWaiting queued: saw ${queued}`);
+    const took = await cluster.sql<{ n: string }>(`select count(distinct job_id) as n from pilot_jobs where job_id = any($1)`, [jids]);
+    assert.equal(Number(took[0]!.n), 20);
+  });
+});
