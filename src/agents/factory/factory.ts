@@ -162,6 +162,9 @@ export class SiteFactory {
       const now = await pilotById(this.#ctx.db, p.pilot_id);
       const released = now ? await releasePilotJobs(this.#ctx.db, this.#events, now, `Pilot ${p.pilot_id} lost: ${why}`, this.#ctx.config.jobs.scheduler.maxReschedules) : [];
       this.#log.info({ site: this.site.name, pilot: p.pilot_id, released }, `pilot ${p.pilot_id} lost: ${why}`);
+      // It never reached the service (no token exchanged): its successors would most likely end alike, so
+      // the partition waits as after a refusal instead of sending one pilot after another.
+      if (now && now.agent_id === null) this.#pause(p.resource);
     }
     await this.#keepOutput(p);
   }
