@@ -343,29 +343,42 @@ for (const { dialect, skip } of await dialects()) {
       assert.ok(logs.some((l) => /agent/.test(l.log ?? '')), logs[0]?.log ?? '');
     });
 
-    test("scancel of a running pilot's batch job: the pilot is Lost, its job rescheduled and Done by another pilot", { timeout: 180000 }, async () => {
-      const mark = join(marks, `first-${dialect}`);
-      // Its first run waits to be cut short; the run after the reschedule ends at once.
+    /** Runs a job whose first run waits to be cut short (the run after its reschedule ends at once), cuts it short with `cut`, and returns what the pilot became. */
+    const cutShort = async (name: string, cut: (ref: string) => void): Promise<{ jid: number; first: PilotRow; ended: PilotRow }> => {
+      const mark = join(marks, `${name}-${dialect}`);
       const jid = (await svc.request('/jobs', { method: 'POST', token: alice, json: { Executable: '/bin/sh', Arguments: `-c "test -e ${mark} && exit 0; touch ${mark}; sleep 300"`, Sites: ['Pool'] } })).json.jids[0] as number;
       const first = await until('the job running in a pilot', async () => {
         const job = await svc.ctx.db.selectFrom('jobs').select('status').where('job_id', '=', jid).executeTakeFirst();
         const took = await pilotsOfJob(svc.ctx.db, jid);
         return job?.status === 'Running' && existsSync(mark) && took.length === 1 ? took[0] : undefined;
       }, 90000);
-      execFileSync('scancel', [first.batch_ref!]);
-      const lost = await until('the pilot Lost', async () => {
+      cut(first.batch_ref!);
+      const ended = await until('the pilot ended', async () => {
         const p = await pilotById(svc.ctx.db, first.pilot_id);
         return p && p.state !== 'Running' ? p : undefined;
       }, 90000);
-      assert.equal(lost.state, 'Lost', lost.reason);
-      assert.match(lost.reason, /CANCELLED/);
       await untilDone([jid], 120000);
       const job = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
       assert.equal(job.RescheduleCounter, 1);
       const took = await pilotsOfJob(svc.ctx.db, jid);
       assert.equal(took.length, 2);
-      assert.notEqual(took[1]!.pilot_id, first.pilot_id);
+      assert.notEqual(took[1]!.pilot_id, first.pilot_id, 'another pilot ran it');
       assert.equal(String(job.PilotReference), String(took[1]!.pilot_id));
+      return { jid, first, ended };
+    };
+
+    test("a pilot's agent killed outright (a node lost): the pilot is Lost with Slurm's state, its job rescheduled, then Done by another pilot", { timeout: 180000 }, async () => {
+      // SIGUSR2, which the agent does not handle, ends it at once (scancel's KILL is a cancel: SIGTERM first).
+      const { ended } = await cutShort('killed', (ref) => execFileSync('scancel', ['--full', '--signal=USR2', ref]));
+      assert.equal(ended.state, 'Lost', ended.reason);
+      assert.match(ended.reason, /^batch job \d+ ended [A-Z_]+.* without the agent's final report$/);
+      await untilPilotsEnded();
+    });
+
+    test("scancel of a running pilot's batch job: its agent gives the job back and ends; the job is Done by another pilot", { timeout: 180000 }, async () => {
+      const { ended } = await cutShort('cancelled', (ref) => execFileSync('scancel', [ref]));
+      // SIGTERM first: the agent stops as told (docs/pilots.md: Done when stopped), or Slurm's KILL beats its report (Lost).
+      assert.ok(['Done', 'Lost'].includes(ended.state), `${ended.state}: ${ended.reason}`);
       await untilPilotsEnded();
     });
 
