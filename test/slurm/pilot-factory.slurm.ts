@@ -308,7 +308,13 @@ for (const { dialect, skip } of await dialects()) {
         const failed = rows.find((r) => ['Failed', 'Killed'].includes(r.status));
         assert.ok(!failed, `job ${failed?.job_id} ${failed?.status}`);
         if (rows.every((r) => r.status === 'Done')) return;
-        assert.ok(Date.now() < end, `jobs still ${[...new Set(rows.map((r) => r.status))].join(', ')}`);
+        if (Date.now() > end) {
+          // What the jobs and the pilots say, to tell why.
+          const stuck = rows.filter((r) => r.status !== 'Done').map((r) => r.job_id);
+          const history = await svc.ctx.db.selectFrom('job_status_history').selectAll().where('job_id', 'in', stuck.slice(0, 3)).execute().catch(() => []);
+          const pilots = await svc.ctx.db.selectFrom('pilots').select(['pilot_id', 'state', 'reason', 'agent_id']).execute();
+          assert.fail(`jobs still ${[...new Set(rows.map((r) => r.status))].join(', ')}\n${JSON.stringify(history, null, 1)}\n${JSON.stringify(pilots)}`);
+        }
         await new Promise((r) => setTimeout(r, 250));
       }
     };

@@ -187,8 +187,17 @@ export class SiteFactory {
     }
   }
 
-  /** The end of its batch output into the registry, then its directory goes. */
+  /**
+   * Its batch job ended: its agent is gone. A job it still holds (it ended without giving one back) is
+   * rescheduled, then the end of its batch output goes into the registry and its directory goes.
+   */
   async #keepOutput(p: PilotRow): Promise<void> {
+    const now = await pilotById(this.#ctx.db, p.pilot_id);
+    if (now?.agent_id) {
+      const why = `pilot ${p.pilot_id} ended (${now.state}) and its batch job too, with the job still held`;
+      const released = await releasePilotJobs(this.#ctx.db, this.#events, now, why, this.#ctx.config.jobs.scheduler.maxReschedules);
+      if (released.length > 0) this.#log.warn({ site: this.site.name, pilot: p.pilot_id, released }, why);
+    }
     const dir = pilotDir(this.#root, p.pilot_id);
     const log = await tailOf(this.#batch.outputPath(dir));
     await this.#ctx.db.updateTable('pilots').set({ log }).where('pilot_id', '=', p.pilot_id).where('log', 'is', null).execute();
