@@ -291,14 +291,18 @@ export class SiteFactory {
     for (const p of planned) this.#submitting.add(p.pilotId);
     try {
       await mkdir(this.#root, { recursive: true, mode: 0o700 });
-      const cli = await writeCliFolder(this.#root);
       const ca = this.#caFile();
       for (let i = 0; i < planned.length; i++) {
         const { pilotId, secret } = planned[i]!;
         const dir = pilotDir(this.#root, pilotId);
         let ref: string;
         try {
-          await mkdir(dir, { recursive: true, mode: 0o700 });
+          // A directory of this id left by another database on the same staging directory goes first: its
+          // content (payloads wrote there) is never written through.
+          await removePilotDir(this.#root, pilotId);
+          await mkdir(dir, { mode: 0o700 });
+          // Its own `dirigo`, as a Slurm job has: nothing another pilot's payload could change.
+          const cli = await writeCliFolder(dir);
           const script = join(dir, PILOT_SCRIPT);
           const agent = {
             url,
@@ -314,7 +318,7 @@ export class SiteFactory {
             resource: partition,
             workDir: join(dir, 'work'),
           };
-          await writeFile(script, pilotScript({ pilotId, site: this.site.name, secret, agent, cliFolder: cli }), { mode: 0o700 });
+          await writeFile(script, pilotScript({ pilotId, site: this.site.name, secret, agent, cliFolder: cli }), { mode: 0o700, flag: 'wx' });
           ref = await this.#batch.submit(script, {
             name: `dirigo-pilot-${pilotId}`,
             dir,

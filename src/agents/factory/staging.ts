@@ -3,8 +3,9 @@
  * site's): `<dataDir>/<stagingDir>/<PilotID>/` holds its script (with its secret), its batch output and its
  * agent's working directories. Everything is private to the service's user (0700).
  */
-import { open, rm } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { constants } from 'node:fs';
+import { lstat, open, rm } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 
 export const PILOT_SCRIPT = 'pilot.sh';
 /** Its batch output (Slurm's `--output`): read into the registry when it ends; GET /pilots/{pid}/logs reads it live. */
@@ -24,22 +25,25 @@ export function pilotDir(root: string, pilotId: number): string {
 
 /**
  * The last `max` bytes of `file` as text a database can store (invalid UTF-8 replaced, NUL bytes
- * dropped); '' when there is no such file.
+ * dropped); '' when there is no such file. Payloads (other users' code) run inside the pilot's directory:
+ * a symbolic link (the file or its directory) or anything but a regular file is not read, so that no
+ * link brings the service's own files into the registry.
  */
 export async function tailOf(file: string, max = MAX_PILOT_LOG): Promise<string> {
   let handle;
   try {
-    handle = await open(file, 'r');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return '';
-    throw err;
+    if (!(await lstat(dirname(file))).isDirectory()) return '';
+    handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return '';
   }
   try {
-    const { size } = await handle.stat();
-    const length = Math.min(size, max);
+    const stat = await handle.stat();
+    if (!stat.isFile()) return '';
+    const length = Math.min(stat.size, max);
     const buffer = Buffer.alloc(length);
-    await handle.read(buffer, 0, length, size - length);
-    return buffer.toString('utf8').replaceAll('\0', '');
+    const { bytesRead } = await handle.read(buffer, 0, length, stat.size - length);
+    return buffer.subarray(0, bytesRead).toString('utf8').replaceAll('\0', '');
   } finally {
     await handle.close();
   }

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -128,5 +128,22 @@ describe('pilot output', () => {
     assert.ok(text.startsWith('czz'), text.slice(0, 10));
     assert.equal(text.length, MAX_PILOT_LOG - 1);
     assert.equal(await tailOf(join(dir, 'none')), '');
+  });
+
+  test('a symbolic link or a FIFO in place of the output, or of its directory, is not read', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pilot-log-'));
+    const secret = join(dir, 'secret');
+    writeFileSync(secret, 'the service key\n');
+    mkdirSync(join(dir, '1'));
+    symlinkSync(secret, join(dir, '1', 'pilot.log'));
+    assert.equal(await tailOf(join(dir, '1', 'pilot.log')), '');
+    mkdirSync(join(dir, 'real'));
+    writeFileSync(join(dir, 'real', 'pilot.log'), 'output\n');
+    symlinkSync(join(dir, 'real'), join(dir, '2'));
+    assert.equal(await tailOf(join(dir, '2', 'pilot.log')), '');
+    assert.equal(await tailOf(join(dir, 'real', 'pilot.log')), 'output\n');
+    mkdirSync(join(dir, '3'));
+    execFileSync('mkfifo', [join(dir, '3', 'pilot.log')]);
+    assert.equal(await tailOf(join(dir, '3', 'pilot.log')), '');
   });
 });
