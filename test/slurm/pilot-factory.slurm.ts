@@ -2,7 +2,10 @@
  * The pilot factory against the real daemons of scripts/slurm-dev.sh. Its parts, driven round by round
  * with harmless batch jobs: pilots submitted within the limits (kept PENDING with --begin), followed to
  * Waiting, revoked ones cancelled, Lost when their batch job ends without the agent's report (with their
- * output kept), a refused sbatch making a Failed pilot, a banned site getting none.
+ * output kept), a refused sbatch making a Failed pilot, a banned site getting none. End to end, with the
+ * real agent in its pilot mode: 50 jobs run by factory pilots within the limits, a killed agent's pilot
+ * Lost and its job run by another, scancel, revoke, a ban; then two `dirigo serve` instances on one
+ * PostgreSQL database.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -331,6 +334,7 @@ for (const { dialect, skip } of await dialects()) {
       const jids = res.json.jids as number[];
       await untilDone(jids, 180000);
       const pilots = await untilPilotsEnded();
+      const pilotIds = (await svc.ctx.db.selectFrom('pilots').select('pilot_id').where('site', '=', 'Pool').orderBy('pilot_id').execute()).map((r) => Number(r.pilot_id));
       const limits = await sampler.stop();
       assert.ok(limits.samples > 10);
       assert.ok(limits.live <= 3, `at most maxPilots live: saw ${limits.live}`);
@@ -347,10 +351,16 @@ for (const { dialect, skip } of await dialects()) {
       // Every pilot's output was kept: its agent's own words.
       const logs = await svc.ctx.db.selectFrom('pilots').select('log').where('site', '=', 'Pool').execute();
       assert.ok(logs.some((l) => /agent/.test(l.log ?? '')), logs[0]?.log ?? '');
+      // The registry shows it.
+      const admin = await svc.token('admin', 'dirigo_admin');
+      const shown = await svc.request(`/pilots/${pilotIds[0]}/logs`, { token: admin });
+      assert.equal(shown.status, 200, shown.text);
+      const stored = await pilotById(svc.ctx.db, pilotIds[0]!);
+      assert.equal(shown.text, stored!.log);
     });
 
     /** Runs a job whose first run waits to be cut short (the run after its reschedule ends at once), cuts it short with `cut`, and returns what the pilot became. */
-    const cutShort = async (name: string, cut: (ref: string) => void): Promise<{ jid: number; first: PilotRow; ended: PilotRow }> => {
+    const cutShort = async (name: string, cut: (pilot: PilotRow) => unknown): Promise<{ jid: number; first: PilotRow; ended: PilotRow }> => {
       const mark = join(marks, `${name}-${dialect}`);
       const jid = (await svc.request('/jobs', { method: 'POST', token: alice, json: { Executable: '/bin/sh', Arguments: `-c "test -e ${mark} && exit 0; touch ${mark}; sleep 300"`, Sites: ['Pool'] } })).json.jids[0] as number;
       const first = await until('the job running in a pilot', async () => {
@@ -358,7 +368,7 @@ for (const { dialect, skip } of await dialects()) {
         const took = await pilotsOfJob(svc.ctx.db, jid);
         return job?.status === 'Running' && existsSync(mark) && took.length === 1 ? took[0] : undefined;
       }, 90000);
-      cut(first.batch_ref!);
+      await cut(first);
       const ended = await until('the pilot ended', async () => {
         const p = await pilotById(svc.ctx.db, first.pilot_id);
         return p && p.state !== 'Running' ? p : undefined;
@@ -375,16 +385,27 @@ for (const { dialect, skip } of await dialects()) {
 
     test("a pilot's agent killed outright (a node lost): the pilot is Lost with Slurm's state, its job rescheduled, then Done by another pilot", { timeout: 180000 }, async () => {
       // SIGUSR2, which the agent does not handle, ends it at once (scancel's KILL is a cancel: SIGTERM first).
-      const { ended } = await cutShort('killed', (ref) => execFileSync('scancel', ['--full', '--signal=USR2', ref]));
+      const { ended } = await cutShort('killed', (p) => execFileSync('scancel', ['--full', '--signal=USR2', p.batch_ref!]));
       assert.equal(ended.state, 'Lost', ended.reason);
       assert.match(ended.reason, /^batch job \d+ ended [A-Z_]+.* without the agent's final report$/);
       await untilPilotsEnded();
     });
 
     test("scancel of a running pilot's batch job: its agent gives the job back and ends; the job is Done by another pilot", { timeout: 180000 }, async () => {
-      const { ended } = await cutShort('cancelled', (ref) => execFileSync('scancel', [ref]));
+      const { ended } = await cutShort('cancelled', (p) => execFileSync('scancel', [p.batch_ref!]));
       // SIGTERM first: the agent stops as told (docs/pilots.md: Done when stopped), or Slurm's KILL beats its report (Lost).
       assert.ok(['Done', 'Lost'].includes(ended.state), `${ended.state}: ${ended.reason}`);
+      await untilPilotsEnded();
+    });
+
+    test('a revoked pilot is Aborted, the factory cancels its batch job, and its job is Done by another pilot', { timeout: 180000 }, async () => {
+      const admin = await svc.token('admin', 'dirigo_admin');
+      const { first, ended } = await cutShort('revoked', async (p) => {
+        const res = await svc.request('/pilots/command', { method: 'POST', token: admin, json: { command: 'revoke', pilots: [p.pilot_id], reason: 'test' } });
+        assert.equal(res.status, 200, res.text);
+      });
+      assert.equal(ended.state, 'Aborted');
+      await until('its batch job cancelled', async () => squeue(first.batch_ref!)?.state === 'CANCELLED', 60000);
       await untilPilotsEnded();
     });
 
