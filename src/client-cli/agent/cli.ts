@@ -164,12 +164,20 @@ export async function agentCommand(argv: string[]): Promise<number> {
     ...(values.ca ?? environment.get('DIRIGO_CA') ? { caFile: resolve((values.ca ?? environment.get('DIRIGO_CA'))!) } : {}),
     log,
   });
-  const stop = () => void agent.stop();
+  let signalled = false;
+  const stop = () => {
+    signalled = true;
+    void agent.stop();
+  };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
   try {
     await agent.run(values.once ?? false);
-    await session.end('Done', agent.endReason).catch((err: Error) => log(`pilot ${session.pilotId}: its final report failed: ${err.message}`));
+    // A factory pilot ended by a signal was ended by its batch system (scancel, a node going down): its jobs
+    // are given back, and it sends no final report, so that the factory marks it Lost with the batch
+    // system's reason (docs/pilots.md). A hand-started agent stopped by its operator ends Done.
+    if (signalled && values['pilot-id'] !== undefined) log(`pilot ${session.pilotId}: stopped by a signal; its batch system says how it ended`);
+    else await session.end('Done', agent.endReason).catch((err: Error) => log(`pilot ${session.pilotId}: its final report failed: ${err.message}`));
   } catch (err) {
     await session.end('Failed', (err as Error).message).catch((e: Error) => log(`pilot ${session.pilotId}: its final report failed: ${e.message}`));
     throw new CliError((err as Error).message);
