@@ -1,0 +1,80 @@
+/**
+ * Review of issue 35's pilot identity (see /work/notes/review-pilots.md): each test states what docs/pilots.md
+ * promises and FAILS on main while the finding stands.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { PilotState } from '../../src/agents/pilots/states.ts';
+import { insertPilot, pilotById } from '../../src/agents/pilots/store.ts';
+import { secretHash } from '../../src/agents/pilots/sessions.ts';
+import { dialects } from '../helpers/dialects.ts';
+import type { TestService } from '../helpers/service.ts';
+import { startJobsService, submit } from '../jobs/helpers.ts';
+
+for (const { dialect, skip } of await dialects()) {
+  describe(`pilots' identity, review findings (${dialect})`, { skip }, () => {
+    let svc: TestService;
+    let alice: string;
+    let robot: string;
+
+    async function pilotToken(site: string): Promise<{ id: number; token: string }> {
+      const secret = randomBytes(32).toString('base64url');
+      const id = await insertPilot(svc.ctx.db, { site, resource: 'debug', reason: '', origin: 'factory', owner: 'pilot', state: PilotState.Submitted, secret_hash: secretHash(secret) });
+      const res = await svc.request(`/pilots/${id}/token`, { method: 'POST', json: { secret } });
+      assert.equal(res.status, 200, res.text);
+      return { id, token: res.json.access_token as string };
+    }
+
+    before(async () => {
+      svc = await startJobsService(dialect, {
+        scheduler: { maxReschedules: 3 },
+        sites: [
+          { name: 'Local', type: 'local', slots: 1 },
+          { name: 'R1', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
+          { name: 'R2', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
+          { name: 'R3', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
+          { name: 'R4', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
+        ],
+      });
+      alice = await svc.token('alice');
+      robot = await svc.token('pilot', 'dirigo_pilot');
+    });
+    after(async () => svc?.close());
+
+    test("F1: a robot's access token may not act as agent pilot-<N> of a factory pilot (that pilot answers only to its secret), nor for it at another site", async () => {
+      const p = await pilotToken('R1');
+      const jid = await submit(svc, alice, { Executable: '/bin/true', Sites: ['R4'] });
+      // The robot (the factory's owner too) matches at site R4 under the agent id of pilot p, a factory pilot of R1.
+      const m = await svc.request('/agents/match', { method: 'POST', token: robot, json: { agentId: `pilot-${p.id}`, site: 'R4', slots: 1 } });
+      const took: number[] = m.status === 200 ? m.json.jobs.map((j: { JobID: number }) => j.JobID) : [];
+      if (took.includes(jid)) {
+        const job = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
+        // Recorded as pilot p's job although pilot p is of R1; pilot p's token now reports on a job of R4.
+        const r = await svc.request(`/agents/jobs/${jid}/status`, { method: 'POST', token: p.token, json: { agentId: `pilot-${p.id}`, status: 'Running' } });
+        assert.fail(`a robot's access token matched job ${jid} of R4 as agent pilot-${p.id} (factory pilot of R1): PilotReference ${job.PilotReference}; pilot ${p.id}'s token then reports on it: ${r.status}`);
+      }
+      assert.equal(m.status, 403, m.text);
+    });
+
+    test('F2: a pilot that reports its end while it holds a job gives the job back (as revoke does), not left to the stall detector', async () => {
+      const p = await pilotToken('R2');
+      const jid = await submit(svc, alice, { Executable: '/bin/true', Sites: ['R2'] });
+      const m = await svc.request('/agents/match', { method: 'POST', token: p.token, json: { agentId: `pilot-${p.id}`, site: 'R2', slots: 1 } });
+      assert.deepEqual(m.json.jobs.map((j: { JobID: number }) => j.JobID), [jid]);
+      const end = await svc.request(`/pilots/${p.id}/end`, { method: 'POST', token: p.token, json: { state: 'Done', reason: 'no work left' } });
+      assert.equal(end.status, 200, end.text);
+      const job = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
+      assert.equal(job.Status, 'Waiting', `pilot ${p.id} ended Done; its job ${jid} is ${job.Status} (${job.MinorStatus}), held by a pilot whose token no longer works`);
+    });
+
+    test('F3: one pilot token has one spelling: a PilotID with a leading zero is refused', async () => {
+      const p = await pilotToken('R3');
+      const [, id, exp, mac] = p.token.split('.');
+      const variant = `dirigo-pilot.0${id}.${exp}.${mac}`;
+      const res = await svc.request('/agents/heartbeat', { method: 'POST', token: variant, json: { agentId: `pilot-${p.id}`, jobs: [] } });
+      assert.equal(res.status, 401, `the token ${variant} was honoured: ${res.text}`);
+      assert.ok(await pilotById(svc.ctx.db, p.id));
+    });
+  });
+}
