@@ -149,7 +149,8 @@ export class AgentsService {
     if (latest?.revoked_by != null) {
       throw new InsufficientPrivileges(`agent ${agent.agentId} of ${agent.user} is refused: its pilot ${latest.pilot_id} was revoked by ${latest.revoked_by}${latest.reason ? ` (${latest.reason})` : ''}`);
     }
-    if (latest && !isFinalPilotState(latest.state)) return latest;
+    // Only a manual pilot of this site is reused: a factory pilot answers to its secret alone (F1 of the review).
+    if (latest && !isFinalPilotState(latest.state) && latest.origin === 'manual' && (site === undefined || latest.site === site)) return latest;
     if (site === undefined) return undefined;
     const id = await insertPilot(db, { site, resource: '', reason: 'an agent acting with its robot credential', origin: 'manual', owner: agent.user, agent_id: agent.agentId, state: PilotState.Running, started_at: nowIso() });
     return (await pilotById(db, id))!;
