@@ -35,6 +35,8 @@ for (const { dialect, skip } of await dialects()) {
           { name: 'R2', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
           { name: 'R3', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
           { name: 'R4', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
+          { name: 'R5', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
+          { name: 'R6', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
         ],
       });
       alice = await svc.token('alice');
@@ -55,6 +57,19 @@ for (const { dialect, skip } of await dialects()) {
         assert.fail(`a robot's access token matched job ${jid} of R4 as agent pilot-${p.id} (factory pilot of R1): PilotReference ${job.PilotReference}; pilot ${p.id}'s token then reports on it: ${r.status}`);
       }
       assert.equal(m.status, 403, m.text);
+    });
+
+    test("F1: an agent acting with its robot's access token reuses only a manual pilot of the same site", async () => {
+      const agentId = `robot-agent-${dialect}`;
+      const first = await svc.request('/agents/match', { method: 'POST', token: robot, json: { agentId, site: 'R5', slots: 1 } });
+      assert.equal(first.status, 200, first.text);
+      const jid = await submit(svc, alice, { Executable: '/bin/true', Sites: ['R6'] });
+      const m = await svc.request('/agents/match', { method: 'POST', token: robot, json: { agentId, site: 'R6', slots: 1 } });
+      assert.deepEqual(m.json.jobs.map((j: { JobID: number }) => j.JobID), [jid]);
+      const job = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
+      const pilot = await pilotById(svc.ctx.db, Number(job.PilotReference));
+      assert.equal(pilot?.site, 'R6', `job ${jid} of R6 recorded under pilot ${job.PilotReference} of ${pilot?.site}`);
+      assert.equal(pilot?.origin, 'manual');
     });
 
     test('F2: a pilot that reports its end while it holds a job gives the job back (as revoke does), not left to the stall detector', async () => {
