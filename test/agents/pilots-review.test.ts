@@ -17,6 +17,7 @@ for (const { dialect, skip } of await dialects()) {
     let svc: TestService;
     let alice: string;
     let robot: string;
+    let admin: string;
 
     async function pilotToken(site: string): Promise<{ id: number; token: string }> {
       const secret = randomBytes(32).toString('base64url');
@@ -37,10 +38,12 @@ for (const { dialect, skip } of await dialects()) {
           { name: 'R4', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
           { name: 'R5', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
           { name: 'R6', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
+          { name: 'R7', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
         ],
       });
       alice = await svc.token('alice');
       robot = await svc.token('pilot', 'dirigo_pilot');
+      admin = await svc.token('admin', 'dirigo_admin');
     });
     after(async () => svc?.close());
 
@@ -81,6 +84,28 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(end.status, 200, end.text);
       const job = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
       assert.equal(job.Status, 'Waiting', `pilot ${p.id} ended Done; its job ${jid} is ${job.Status} (${job.MinorStatus}), held by a pilot whose token no longer works`);
+    });
+
+    test('F4: matches racing a revoke leave no job Matched with the revoked pilot', async () => {
+      const p = await pilotToken('R7');
+      const jids = await Promise.all(Array.from({ length: 12 }, () => submit(svc, alice, { Executable: '/bin/true', Sites: ['R7'] })));
+      const match = async (): Promise<void> => {
+        for (let i = 0; i < 3; i++) {
+          const m = await svc.request('/agents/match', { method: 'POST', token: p.token, json: { agentId: `pilot-${p.id}`, site: 'R7', slots: 1 } });
+          if (m.status !== 200) return;
+        }
+      };
+      const revoke = async (): Promise<void> => {
+        await svc.request('/agents/match', { method: 'POST', token: p.token, json: { agentId: `pilot-${p.id}`, site: 'R7', slots: 1 } });
+        const r = await svc.request('/pilots/command', { method: 'POST', token: admin, json: { command: 'revoke', pilots: [p.id], reason: 'race' } });
+        assert.equal(r.status, 200, r.text);
+      };
+      await Promise.all([match(), match(), match(), match(), revoke()]);
+      assert.equal((await pilotById(svc.ctx.db, p.id))?.state, PilotState.Aborted);
+      for (const jid of jids) {
+        const job = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
+        assert.ok(!(job.Status === 'Matched' && job.PilotReference === String(p.id)), `job ${jid} is left Matched with revoked pilot ${p.id}: ${job.MinorStatus}`);
+      }
     });
 
     test('F3: one pilot token has one spelling: a PilotID with a leading zero is refused', async () => {
