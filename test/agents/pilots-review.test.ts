@@ -114,6 +114,16 @@ for (const { dialect, skip } of await dialects()) {
       const variant = `dirigo-pilot.0${id}.${exp}.${mac}`;
       const res = await svc.request('/agents/heartbeat', { method: 'POST', token: variant, json: { agentId: `pilot-${p.id}`, jobs: [] } });
       assert.equal(res.status, 401, `the token ${variant} was honoured: ${res.text}`);
+      // The last of 43 base64url characters carries 2 unused bits: another character decoding to the same MAC is refused too.
+      const last = mac!.at(-1)!;
+      const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+      const sibling = alphabet[alphabet.indexOf(last) ^ 1]!;
+      const other = `dirigo-pilot.${id}.${exp}.${mac!.slice(0, -1)}${sibling}`;
+      assert.deepEqual(Buffer.from(other.split('.')[3]!, 'base64url'), Buffer.from(mac!, 'base64url'));
+      const res2 = await svc.request('/agents/heartbeat', { method: 'POST', token: other, json: { agentId: `pilot-${p.id}`, jobs: [] } });
+      assert.equal(res2.status, 401, `the token ${other} was honoured: ${res2.text}`);
+      const good = await svc.request('/agents/heartbeat', { method: 'POST', token: p.token, json: { agentId: `pilot-${p.id}`, jobs: [] } });
+      assert.equal(good.status, 200, good.text);
       assert.ok(await pilotById(svc.ctx.db, p.id));
     });
   });
