@@ -39,6 +39,8 @@ for (const { dialect, skip } of await dialects()) {
           { name: 'R5', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
           { name: 'R6', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
           { name: 'R7', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
+          // F6: short stall rules, so that the agents' duty looks every 250 ms.
+          { name: 'R8', type: 'agents', heartbeatIntervalMs: 100, stalledAfterMs: 500, failStalledAfterMs: 200 },
         ],
       });
       alice = await svc.token('alice');
@@ -106,6 +108,33 @@ for (const { dialect, skip } of await dialects()) {
         const job = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
         assert.ok(!(job.Status === 'Matched' && job.PilotReference === String(p.id)), `job ${jid} is left Matched with revoked pilot ${p.id}: ${job.MinorStatus}`);
       }
+    });
+
+    test("F6: a hand-started pilot not heard from for longer than its site's stall rules becomes Lost; one that keeps sending heartbeats stays Running", async () => {
+      const register = async (): Promise<{ id: number; token: string }> => {
+        const r = await svc.request('/pilots', { method: 'POST', token: robot, json: { site: 'R8' } });
+        assert.equal(r.status, 201, r.text);
+        return { id: r.json.PilotID as number, token: r.json.access_token as string };
+      };
+      const [silent, alive] = [await register(), await register()];
+      const jid = await submit(svc, alice, { Executable: '/bin/true', Sites: ['R8'] });
+      const m = await svc.request('/agents/match', { method: 'POST', token: silent.token, json: { agentId: `pilot-${silent.id}`, site: 'R8', slots: 1 } });
+      assert.deepEqual(m.json.jobs.map((j: { JobID: number }) => j.JobID), [jid]);
+      let state: string | undefined;
+      for (let i = 0; i < 400 && state !== PilotState.Lost; i++) {
+        const hb = await svc.request('/agents/heartbeat', { method: 'POST', token: alive.token, json: { agentId: `pilot-${alive.id}`, jobs: [] } });
+        assert.equal(hb.status, 200, hb.text);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        state = (await pilotById(svc.ctx.db, silent.id))?.state;
+      }
+      const lost = await pilotById(svc.ctx.db, silent.id);
+      assert.equal(lost?.state, PilotState.Lost);
+      assert.match(lost!.reason, /not heard from/);
+      assert.equal((await pilotById(svc.ctx.db, alive.id))?.state, PilotState.Running);
+      const job = (await svc.request(`/jobs/${jid}`, { token: alice })).json;
+      assert.ok(!['Matched', 'Running'].includes(job.Status as string), `job ${jid} is still ${job.Status} under lost pilot ${silent.id}`);
+      const refused = await svc.request('/agents/heartbeat', { method: 'POST', token: silent.token, json: { agentId: `pilot-${silent.id}`, jobs: [] } });
+      assert.equal(refused.status, 401, refused.text);
     });
 
     test('F3: one pilot token has one spelling: a PilotID with a leading zero is refused', async () => {

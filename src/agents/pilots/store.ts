@@ -91,3 +91,31 @@ export async function latestPilotOf(db: Db, owner: string, agentId: string): Pro
   return db.selectFrom('pilots').selectAll().where('owner', '=', owner).where('agent_id', '=', agentId).orderBy('pilot_id', 'desc').limit(1).executeTakeFirst();
 }
 
+
+/** Running manual pilots of `site` not heard from since `since` (last_seen, or started_at when never seen). */
+export async function silentManualPilots(db: Db, site: string, since: string): Promise<number[]> {
+  const rows = await db
+    .selectFrom('pilots')
+    .select('pilot_id')
+    .where('site', '=', site)
+    .where('origin', '=', 'manual')
+    .where('state', '=', PilotState.Running)
+    .where((eb) => eb.or([eb('last_seen', '<', since), eb.and([eb('last_seen', 'is', null), eb('started_at', '<', since)])]))
+    .orderBy('pilot_id')
+    .limit(1000)
+    .execute();
+  return rows.map((r) => Number(r.pilot_id));
+}
+
+/** Running → Lost (with `reason`) when the pilot is still silent since `since`. @returns whether it changed */
+export async function loseSilentPilot(db: Db, pilotId: number, since: string, reason: string): Promise<boolean> {
+  const now = nowIso();
+  const result = await db
+    .updateTable('pilots')
+    .set({ state: PilotState.Lost, reason: reason.slice(0, 512), ended_at: now, command: null })
+    .where('pilot_id', '=', pilotId)
+    .where('state', '=', PilotState.Running)
+    .where((eb) => eb.or([eb('last_seen', '<', since), eb.and([eb('last_seen', 'is', null), eb('started_at', '<', since)])]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}

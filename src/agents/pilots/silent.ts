@@ -1,0 +1,28 @@
+/**
+ * A hand-started agent that dies without its final report (SIGKILL, a lost node, an older agent that just
+ * stops) leaves its manual pilot Running: no batch system tells of its end. Silent for longer than its
+ * site's stall rules (`stalledAfterMs + failStalledAfterMs`, when its jobs would have failed too), it
+ * becomes Lost and gives back what it still holds. Run by the agents' duty (../duties.ts).
+ */
+import type { AgentSiteConfig, JobEvents } from '../../jobs/index.ts';
+import type { Db } from '../../kernel/db/database.ts';
+import { releasePilotJobs } from './release.ts';
+import { loseSilentPilot, pilotById, silentManualPilots } from './store.ts';
+
+/** @returns the pilots made Lost, by PilotID */
+export async function loseSilentPilots(db: Db, events: JobEvents, sites: readonly Pick<AgentSiteConfig, 'name' | 'stalledAfterMs' | 'failStalledAfterMs'>[], maxReschedules: number): Promise<number[]> {
+  const lost: number[] = [];
+  for (const site of sites) {
+    const silentMs = site.stalledAfterMs + site.failStalledAfterMs;
+    const since = new Date(Date.now() - silentMs).toISOString();
+    for (const id of await silentManualPilots(db, site.name, since)) {
+      const reason = `its agent was not heard from for more than ${Math.round(silentMs / 1000)} s, without its final report`;
+      // The compare-and-set re-checks the silence: a heartbeat that arrived meanwhile keeps it Running.
+      if (!(await loseSilentPilot(db, id, since, reason))) continue;
+      const pilot = await pilotById(db, id);
+      if (pilot) await releasePilotJobs(db, events, pilot, `Pilot ${id} lost: ${reason}`, maxReschedules);
+      lost.push(id);
+    }
+  }
+  return lost;
+}
