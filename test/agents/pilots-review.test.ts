@@ -8,6 +8,11 @@ import { after, before, describe, test } from 'node:test';
 import { PilotState } from '../../src/agents/pilots/states.ts';
 import { insertPilot, pilotById } from '../../src/agents/pilots/store.ts';
 import { secretHash } from '../../src/agents/pilots/sessions.ts';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent } from 'undici';
+import { PilotSession } from '../../src/client-cli/agent/pilot.ts';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { startJobsService, submit } from '../jobs/helpers.ts';
@@ -39,6 +44,7 @@ for (const { dialect, skip } of await dialects()) {
           { name: 'R5', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
           { name: 'R6', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
           { name: 'R7', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
+          { name: 'R9', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 600000 },
           // F6: short stall rules, so that the agents' duty looks every 250 ms.
           { name: 'R8', type: 'agents', heartbeatIntervalMs: 100, stalledAfterMs: 500, failStalledAfterMs: 200 },
         ],
@@ -135,6 +141,33 @@ for (const { dialect, skip } of await dialects()) {
       assert.ok(!['Matched', 'Running'].includes(job.Status as string), `job ${jid} is still ${job.Status} under lost pilot ${silent.id}`);
       const refused = await svc.request('/agents/heartbeat', { method: 'POST', token: silent.token, json: { agentId: `pilot-${silent.id}`, jobs: [] } });
       assert.equal(refused.status, 401, refused.text);
+    });
+
+    test('F7: a hand-started agent whose pilot was revoked does not register again from the same work directory, until its pilot id file is removed', async () => {
+      const r = await svc.request('/pilots', { method: 'POST', token: robot, json: { site: 'R9' } });
+      assert.equal(r.status, 201, r.text);
+      const pid = r.json.PilotID as number;
+      const revoke = await svc.request('/pilots/command', { method: 'POST', token: admin, json: { command: 'revoke', pilots: [pid], reason: 'node compromised' } });
+      assert.deepEqual(revoke.json.pilots, [pid]);
+      const workDir = mkdtempSync(join(tmpdir(), 'f7-'));
+      writeFileSync(join(workDir, '.pilot-id'), `${pid}\n`);
+      const dispatcher = new Agent({ connect: { ca: svc.pki.ca.certPem } });
+      try {
+        const count = async (): Promise<number> => (await svc.request('/pilots?site=R9', { token: alice })).json.total as number;
+        const before = await count();
+        const session = (): PilotSession => new PilotSession({ url: svc.url, dispatcher, credential: { robot: async () => robot }, log: () => {} });
+        const offer = { site: 'R9', slots: 1, cores: 1, memoryMb: 1000, gpus: 0 };
+        await assert.rejects(session().register(offer, workDir), new RegExp(`pilot ${pid} of this work directory was revoked by admin \\(node compromised\\)`));
+        assert.equal(await count(), before, 'a revoked agent registered a new pilot');
+        rmSync(join(workDir, '.pilot-id'));
+        const again = session();
+        await again.register(offer, workDir);
+        assert.notEqual(again.pilotId, pid);
+        assert.equal(await count(), before + 1);
+      } finally {
+        await dispatcher.close();
+        rmSync(workDir, { recursive: true, force: true });
+      }
     });
 
     test('F3: one pilot token has one spelling: a PilotID with a leading zero is refused', async () => {
