@@ -6,8 +6,9 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { PilotState } from '../../src/agents/pilots/states.ts';
-import { insertPilot, pilotById } from '../../src/agents/pilots/store.ts';
-import { secretHash } from '../../src/agents/pilots/sessions.ts';
+import { insertPilot, pilotById, setPilotState } from '../../src/agents/pilots/store.ts';
+import { PilotSessions, secretHash } from '../../src/agents/pilots/sessions.ts';
+import { JobEvents, type AgentSiteConfig } from '../../src/jobs/index.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -168,6 +169,18 @@ for (const { dialect, skip } of await dialects()) {
         await dispatcher.close();
         rmSync(workDir, { recursive: true, force: true });
       }
+    });
+
+    test('F9/F10: a revoke writes its state and RevokedBy together; a token exchange that lost its compare-and-set to a revoke is refused', async () => {
+      const id = await insertPilot(svc.ctx.db, { site: 'R1', resource: 'debug', reason: '', origin: 'factory', owner: 'pilot', state: PilotState.Submitted, secret_hash: secretHash('s') });
+      const stale = (await pilotById(svc.ctx.db, id))!;
+      assert.ok(await setPilotState(svc.ctx.db, id, PilotState.Aborted, 'node compromised', undefined, 'admin'));
+      const row = (await pilotById(svc.ctx.db, id))!;
+      assert.deepEqual([row.state, row.revoked_by], [PilotState.Aborted, 'admin']);
+      // The exchange read its pilot (Submitted) before the revoke: its move to Running fails, and so does the exchange.
+      const site = svc.ctx.config.jobs.sites.find((s) => s.name === 'R1') as AgentSiteConfig;
+      const sessions = new PilotSessions(svc.ctx.db, () => site, { events: new JobEvents(), maxReschedules: 3 });
+      await assert.rejects(sessions.exchange(id, { pilotToken: stale }), new RegExp(`pilot ${id} was revoked by admin`));
     });
 
     test('F3: one pilot token has one spelling: a PilotID with a leading zero is refused', async () => {

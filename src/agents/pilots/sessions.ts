@@ -110,8 +110,11 @@ export class PilotSessions {
     }
     const refused = pilotRefusal(pilot);
     if (refused) throw new InvalidToken(refused);
-    if ((QUEUED_PILOT_STATES as readonly string[]).includes(pilot.state)) {
-      await setPilotState(this.#db, pilot.pilot_id, PilotState.Running, 'its agent started', QUEUED_PILOT_STATES);
+    if ((QUEUED_PILOT_STATES as readonly string[]).includes(pilot.state) && !(await setPilotState(this.#db, pilot.pilot_id, PilotState.Running, 'its agent started', QUEUED_PILOT_STATES))) {
+      // The compare-and-set lost: to another exchange (Running now, fine), or to a revoke or an end (refused).
+      const now = await pilotById(this.#db, pilot.pilot_id);
+      const late = now ? pilotRefusal(now) : `pilot ${pilotId} does not exist`;
+      if (late) throw new InvalidToken(late);
     }
     if (pilot.agent_id === null) await setPilotAgentId(this.#db, pilot.pilot_id, pilotAgentId(pilot.pilot_id));
     return this.#answer(pilot);

@@ -29,9 +29,10 @@ export async function pilotById(db: Db, pilotId: number): Promise<PilotRow | und
 
 /**
  * `from` → `to` (with `reason`), when the pilot is in one of `from` (any state that is not final when
- * absent). Entering Running stamps started_at, a final state ended_at. @returns whether it changed.
+ * absent). Entering Running stamps started_at, a final state ended_at; `revokedBy` is written in the same
+ * statement, so that no reader sees a revoked pilot without who revoked it. @returns whether it changed.
  */
-export async function setPilotState(db: Db, pilotId: number, to: PilotState, reason: string, from?: readonly PilotState[]): Promise<boolean> {
+export async function setPilotState(db: Db, pilotId: number, to: PilotState, reason: string, from?: readonly PilotState[], revokedBy?: string): Promise<boolean> {
   const now = nowIso();
   let q = db
     .updateTable('pilots')
@@ -40,6 +41,7 @@ export async function setPilotState(db: Db, pilotId: number, to: PilotState, rea
       reason: reason.slice(0, 512),
       ...(to === PilotState.Running ? { started_at: now } : {}),
       ...(isFinalPilotState(to) ? { ended_at: now, command: null } : {}),
+      ...(revokedBy !== undefined ? { revoked_by: revokedBy } : {}),
     })
     .where('pilot_id', '=', pilotId);
   q = from ? q.where('state', 'in', [...from]) : q.where('state', 'not in', [...FINAL_PILOT_STATES]);
