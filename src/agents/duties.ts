@@ -19,8 +19,9 @@ export function startAgentDuties(ctx: AppContext, jobEvents: JobEvents, log: Fas
   // The tightest stall limit decides how often to look (a quarter of it, between 0.25 s and 30 s).
   const interval = Math.max(250, Math.min(30000, ...sites.map((s) => s.stalledAfterMs / 4)));
   const loop = runDuty(ctx.db, 'agent-stalls', interval, async () => {
+    const now = Date.now();
     await detectStalls(ctx.db, jobEvents, sites, ctx.config.jobs.scheduler.maxReschedules, AGENT_HOLDER_PREFIX);
-    await loseSilentPilots(ctx.db, jobEvents, sites, ctx.config.jobs.scheduler.maxReschedules);
+    await loseSilentPilots(ctx.db, jobEvents, sites, ctx.config.jobs.scheduler.maxReschedules, now);
     await forgetGoneAgents(ctx.db);
   }, log);
   ctx.onClose(() => loop.stop());

@@ -9,12 +9,17 @@ import type { Db } from '../../kernel/db/database.ts';
 import { releasePilotJobs } from './release.ts';
 import { loseSilentPilot, pilotById, silentManualPilots } from './store.ts';
 
-/** @returns the pilots made Lost, by PilotID */
-export async function loseSilentPilots(db: Db, events: JobEvents, sites: readonly Pick<AgentSiteConfig, 'name' | 'stalledAfterMs' | 'failStalledAfterMs'>[], maxReschedules: number): Promise<number[]> {
+/**
+ * `now`: when the round's stall detection began. A pilot's last_seen is written after its jobs' heartbeat
+ * times (service.ts), so with the same `now` the stall detector has already handled its silent jobs by its
+ * own rules (a Stalled job is failed or rescheduled there); this gives back only what is left.
+ * @returns the pilots made Lost, by PilotID
+ */
+export async function loseSilentPilots(db: Db, events: JobEvents, sites: readonly Pick<AgentSiteConfig, 'name' | 'stalledAfterMs' | 'failStalledAfterMs'>[], maxReschedules: number, now: number): Promise<number[]> {
   const lost: number[] = [];
   for (const site of sites) {
     const silentMs = site.stalledAfterMs + site.failStalledAfterMs;
-    const since = new Date(Date.now() - silentMs).toISOString();
+    const since = new Date(now - silentMs).toISOString();
     for (const id of await silentManualPilots(db, site.name, since)) {
       const reason = `its agent was not heard from for more than ${Math.round(silentMs / 1000)} s, without its final report`;
       // The compare-and-set re-checks the silence: a heartbeat that arrived meanwhile keeps it Running.
