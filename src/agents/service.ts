@@ -81,12 +81,10 @@ export class AgentsService {
     }
     const pilot = agent.pilot ?? (await this.#robotPilot(agent, site.name));
     await seen(this.#ctx.db, agent, site.name);
+    await pilotSeen(this.#ctx.db, pilot.pilot_id);
     // A draining or stopping pilot is given no job; the command tells it why.
     const command = commandOf(pilot);
-    if (command) {
-      await pilotSeen(this.#ctx.db, pilot.pilot_id);
-      return { jobs: [], heartbeatIntervalMs: site.heartbeatIntervalMs, command };
-    }
+    if (command) return { jobs: [], heartbeatIntervalMs: site.heartbeatIntervalMs, command };
     const holder = holderOf(agent);
     const offer = agentOffer(site.name, agent, slots, free);
     const { consumable: _, ...description } = offer;
@@ -100,8 +98,6 @@ export class AgentsService {
       pilotReference: String(pilot.pilot_id),
     });
     await recordPilotJobs(this.#ctx.db, pilot.pilot_id, claimed.map((job) => job.jobId));
-    // Seen after its jobs' heartbeat times were written: a silent pilot's jobs are never newer (pilots/silent.ts).
-    await pilotSeen(this.#ctx.db, pilot.pilot_id);
     // A revoke sets Aborted before it reads pilot_jobs: read after recording, either it saw these jobs or this sees Aborted.
     const late = await this.#lateRefusal(pilot.pilot_id);
     if (late) {
@@ -129,10 +125,9 @@ export class AgentsService {
   async heartbeat(agent: AgentIdentity, jobIds: readonly number[], outputs: readonly { jid: number; tail: string; size: number }[]): Promise<{ kill: number[]; command?: PilotCommand }> {
     const pilot = agent.pilot ?? (await this.#robotPilot(agent));
     await seen(this.#ctx.db, agent);
+    if (pilot) await pilotSeen(this.#ctx.db, pilot.pilot_id);
     const jobs = [...new Set(jobIds)];
     const kill = await recordHeartbeats(this.#ctx.db, this.#events, holderOf(agent), jobs, { minorStatus: `Heartbeats from agent ${agent.agentId} resumed`, source: 'AgentHeartbeat' });
-    // Seen after its jobs' heartbeats: a silent pilot's jobs are never newer than its last_seen (pilots/silent.ts).
-    if (pilot) await pilotSeen(this.#ctx.db, pilot.pilot_id);
     // Only the output of jobs the agent still holds is kept, cut to what peek serves.
     const held = new Set(jobs.filter((jid) => !kill.includes(jid)));
     for (const { jid, tail, size } of outputs) {
