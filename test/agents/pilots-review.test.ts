@@ -123,17 +123,26 @@ for (const { dialect, skip } of await dialects()) {
         assert.equal(r.status, 201, r.text);
         return { id: r.json.PilotID as number, token: r.json.access_token as string };
       };
-      const [silent, alive] = [await register(), await register()];
-      const jid = await submit(svc, alice, { Executable: '/bin/true', Sites: ['R8'] });
-      const m = await svc.request('/agents/match', { method: 'POST', token: silent.token, json: { agentId: `pilot-${silent.id}`, site: 'R8', slots: 1 } });
-      assert.deepEqual(m.json.jobs.map((j: { JobID: number }) => j.JobID), [jid]);
+      const [silent, alive, reporting] = [await register(), await register(), await register()];
+      const take = async (p: { id: number; token: string }): Promise<number> => {
+        const jid = await submit(svc, alice, { Executable: '/bin/true', Sites: ['R8'] });
+        const m = await svc.request('/agents/match', { method: 'POST', token: p.token, json: { agentId: `pilot-${p.id}`, site: 'R8', slots: 1 } });
+        assert.deepEqual(m.json.jobs.map((j: { JobID: number }) => j.JobID), [jid]);
+        return jid;
+      };
+      const jid = await take(silent);
+      // A pilot silent itself whose job is still heard from (its payload's reports refresh the job's heartbeat) is not lost.
+      const reported = await take(reporting);
       let state: string | undefined;
-      for (let i = 0; i < 400 && state !== PilotState.Lost; i++) {
+      for (let i = 0, after = 0; i < 400 && after < 30; i++) {
         const hb = await svc.request('/agents/heartbeat', { method: 'POST', token: alive.token, json: { agentId: `pilot-${alive.id}`, jobs: [] } });
         assert.equal(hb.status, 200, hb.text);
+        await svc.ctx.db.updateTable('jobs').set({ heartbeat_time: new Date().toISOString() }).where('job_id', '=', reported).execute();
         await new Promise((resolve) => setTimeout(resolve, 50));
         state = (await pilotById(svc.ctx.db, silent.id))?.state;
+        if (state === PilotState.Lost) after++;
       }
+      assert.equal((await pilotById(svc.ctx.db, reporting.id))?.state, PilotState.Running);
       const lost = await pilotById(svc.ctx.db, silent.id);
       assert.equal(lost?.state, PilotState.Lost);
       assert.match(lost!.reason, /not heard from/);
