@@ -5,7 +5,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { AppContext } from '../kernel/context.ts';
-import { InsufficientPrivileges, InvalidRequest, InvalidTransition, NotFound } from '../kernel/errors.ts';
+import { InsufficientPrivileges, InvalidRequest, InvalidToken, InvalidTransition, NotFound } from '../kernel/errors.ts';
 import type { AgentSiteConfig, JobEvents, PulledRun } from '../jobs/index.ts';
 import type { Manifest } from '../protocol/job-manifest.ts';
 import { JobStatus } from '../protocol/job-status.ts';
@@ -19,6 +19,8 @@ import { seen } from './presence.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import { isFinalPilotState, PilotState, type PilotCommand } from './pilots/states.ts';
 import { insertPilot, latestPilotOf, pilotById, pilotSeen, recordPilotJobs, type PilotRow } from './pilots/store.ts';
+import { giveBackClaimed } from './pilots/release.ts';
+import { pilotRefusal } from './pilots/tokens.ts';
 
 export interface MatchedJob {
   JobID: number;
@@ -96,6 +98,13 @@ export class AgentsService {
       pilotReference: String(pilot.pilot_id),
     });
     await recordPilotJobs(this.#ctx.db, pilot.pilot_id, claimed.map((job) => job.jobId));
+    // A revoke sets Aborted before it reads pilot_jobs: read after recording, either it saw these jobs or this sees Aborted.
+    const late = await this.#lateRefusal(pilot.pilot_id);
+    if (late) {
+      await giveBackClaimed(this.#ctx.db, this.#events, holder.executorId, claimed.map((job) => job.jobId), `pilot ${pilot.pilot_id} ${late.refused ? 'ended' : `was told to ${late.command}`} while matching`, site.name, this.#ctx.config.jobs.scheduler.maxReschedules);
+      if (late.refused) throw agent.pilot ? new InvalidToken(late.refused) : new InsufficientPrivileges(late.refused);
+      return { jobs: [], heartbeatIntervalMs: site.heartbeatIntervalMs, command: late.command! };
+    }
     const tokens = await jobTokens(this.#ctx.db);
     const jobs = claimed.map((job) => ({
       JobID: job.jobId,
@@ -149,10 +158,20 @@ export class AgentsService {
     if (latest?.revoked_by != null) {
       throw new InsufficientPrivileges(`agent ${agent.agentId} of ${agent.user} is refused: its pilot ${latest.pilot_id} was revoked by ${latest.revoked_by}${latest.reason ? ` (${latest.reason})` : ''}`);
     }
-    if (latest && !isFinalPilotState(latest.state)) return latest;
+    // Only a manual pilot of this site is reused: a factory pilot answers to its secret alone (F1 of the review).
+    if (latest && !isFinalPilotState(latest.state) && latest.origin === 'manual' && (site === undefined || latest.site === site)) return latest;
     if (site === undefined) return undefined;
     const id = await insertPilot(db, { site, resource: '', reason: 'an agent acting with its robot credential', origin: 'manual', owner: agent.user, agent_id: agent.agentId, state: PilotState.Running, started_at: nowIso() });
     return (await pilotById(db, id))!;
+  }
+
+  /** Why the pilot may not keep what it just claimed (revoked or ended, or a command came), read again now. */
+  async #lateRefusal(pilotId: number): Promise<{ refused?: string; command?: PilotCommand } | undefined> {
+    const now = await pilotById(this.#ctx.db, pilotId);
+    const refused = now ? pilotRefusal(now) : `pilot ${pilotId} does not exist`;
+    if (refused) return { refused };
+    const command = commandOf(now!);
+    return command ? { command } : undefined;
   }
 
   /** The job if this agent holds it. @throws NotFound (no such job), InsufficientPrivileges (not its own), InvalidTransition (its own, but no longer active). */

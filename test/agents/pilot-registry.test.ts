@@ -14,6 +14,7 @@ import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { insertPilot, pilotById, recordPilotJobs } from '../../src/agents/pilots/store.ts';
 import { pilotAgentId } from '../../src/agents/pilots/release.ts';
+import { issuePilotToken } from '../../src/agents/pilots/tokens.ts';
 import { insertPilots, STAGING, startPilotsService, type PilotFixture } from './pilot-fixture.ts';
 
 const PILOT_KEYS = [
@@ -217,8 +218,9 @@ for (const { dialect, skip } of await dialects()) {
       const jid = await submit(svc, alice, { Executable: '/bin/true', Sites: ['Pool'] });
       // The drain of the test before is lifted: a pilot with a command pending is given no job.
       await svc.ctx.db.updateTable('pilots').set({ command: null }).where('pilot_id', '=', p.running).execute();
-      // The pilot's agent takes the job as pilot-<PilotID>.
-      const matched = await svc.request('/agents/match', { method: 'POST', token: pilot, json: { agentId: pilotAgentId(p.running), site: 'Pool', slots: 1 } });
+      // The pilot's agent takes the job as pilot-<PilotID>, with its pilot token (that agent id is reserved for it).
+      const { token: pilotToken } = await issuePilotToken(svc.ctx.db, p.running, 900000);
+      const matched = await svc.request('/agents/match', { method: 'POST', token: pilotToken, json: { agentId: pilotAgentId(p.running), site: 'Pool', slots: 1 } });
       assert.equal(matched.status, 200, matched.text);
       assert.deepEqual(matched.json.jobs.map((j: { JobID: number }) => j.JobID), [jid]);
       await recordPilotJobs(svc.ctx.db, p.running, [jid]);

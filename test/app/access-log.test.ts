@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { redactUrl } from '../../src/kernel/logging.ts';
 
-const SECRETS = ['access_token', 'refresh_token', 'code', 'client_secret', 'password', 'state', 'user_code', 'Access_Token'];
+const SECRETS = ['access_token', 'refresh_token', 'code', 'client_secret', 'secret', 'password', 'state', 'user_code', 'Access_Token'];
 const escapeAll = (s: string) => [...s].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join('');
 
 describe('access-log URL redaction', () => {
@@ -29,6 +29,11 @@ describe('access-log URL redaction', () => {
         });
       }),
     );
+  });
+
+  it("hides a pilot's secret sent in the query (POST /pilots/{pid}/token?secret=…)", () => {
+    const logged = redactUrl('/pilots/2/token?secret=nZoKNBmDqUMrkgX2fhFClFeXDXH8qbY9JH_xD8aqDaI');
+    assert.ok(!logged.includes('nZoKNBmDqUMrkgX2fhFClFeXDXH8qbY9JH_xD8aqDaI'), logged);
   });
 
   it('returns a URL without secrets unchanged', () => {

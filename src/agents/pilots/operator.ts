@@ -32,8 +32,7 @@ export async function revokePilots(db: Db, events: JobEvents, pilots: readonly P
   for (const pilot of pilots) {
     const id = Number(pilot.pilot_id);
     // The compare-and-set decides: a pilot that ended meanwhile (its final report, Lost) stays as it is.
-    if (!(await setPilotState(db, id, PilotState.Aborted, reason))) continue;
-    await db.updateTable('pilots').set({ revoked_by: by }).where('pilot_id', '=', id).execute();
+    if (!(await setPilotState(db, id, PilotState.Aborted, reason, undefined, by))) continue;
     // Read again: its agent id may have been set since `pilots` was read (a factory pilot's first token).
     const now = (await pilotById(db, id)) ?? pilot;
     await releasePilotJobs(db, events, now, `Pilot ${id} revoked by ${by}: ${reason}`, maxReschedules);

@@ -24,3 +24,16 @@ export async function releasePilotJobs(db: Db, events: JobEvents, pilot: Pick<Pi
 export function pilotAgentId(pilotId: number): string {
   return `pilot-${pilotId}`;
 }
+
+/**
+ * Jobs a match just claimed for a pilot that was revoked, ended or commanded meanwhile go back to Waiting,
+ * not counted as a reschedule: they never ran. @returns those that went back
+ */
+export async function giveBackClaimed(db: Db, events: JobEvents, holder: string, jobIds: readonly number[], why: string, site: string, maxReschedules: number): Promise<number[]> {
+  const limit = new RescheduleLimit(maxReschedules);
+  const back: number[] = [];
+  for (const jobId of jobIds) {
+    if (await requeueHeld(db, events, jobId, { holder, why, counts: false, limit, source: `Pilot@${site}` })) back.push(jobId);
+  }
+  return back;
+}

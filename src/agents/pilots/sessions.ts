@@ -5,11 +5,11 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Principal } from '../../auth/index.ts';
-import type { AgentSiteConfig } from '../../jobs/index.ts';
+import type { AgentSiteConfig, JobEvents } from '../../jobs/index.ts';
 import type { Db } from '../../kernel/db/database.ts';
 import { nowIso } from '../../kernel/db/database.ts';
 import { InsufficientPrivileges, InvalidToken, InvalidTransition, NotFound } from '../../kernel/errors.ts';
-import { pilotAgentId } from './release.ts';
+import { pilotAgentId, releasePilotJobs } from './release.ts';
 import { PilotState, QUEUED_PILOT_STATES } from './states.ts';
 import { insertPilot, pilotById, setPilotAgentId, setPilotState, type PilotRow } from './store.ts';
 import { issuePilotToken, pilotRefusal } from './tokens.ts';
@@ -46,11 +46,16 @@ export function secretHash(secret: string): string {
 export class PilotSessions {
   readonly #db: Db;
   readonly #site: (name: string) => AgentSiteConfig;
+  readonly #release: { events: JobEvents; maxReschedules: number };
 
-  /** `site`: the agents site of that name (@throws InvalidRequest when there is none). */
-  constructor(db: Db, site: (name: string) => AgentSiteConfig) {
+  /**
+   * `site`: the agents site of that name (@throws InvalidRequest when there is none); `release`: how jobs a
+   * pilot still holds at its end are given back.
+   */
+  constructor(db: Db, site: (name: string) => AgentSiteConfig, release: { events: JobEvents; maxReschedules: number }) {
     this.#db = db;
     this.#site = site;
+    this.#release = release;
   }
 
   async #answer(pilot: Pick<PilotRow, 'pilot_id' | 'site'>): Promise<PilotTokenAnswer> {
@@ -105,8 +110,11 @@ export class PilotSessions {
     }
     const refused = pilotRefusal(pilot);
     if (refused) throw new InvalidToken(refused);
-    if ((QUEUED_PILOT_STATES as readonly string[]).includes(pilot.state)) {
-      await setPilotState(this.#db, pilot.pilot_id, PilotState.Running, 'its agent started', QUEUED_PILOT_STATES);
+    if ((QUEUED_PILOT_STATES as readonly string[]).includes(pilot.state) && !(await setPilotState(this.#db, pilot.pilot_id, PilotState.Running, 'its agent started', QUEUED_PILOT_STATES))) {
+      // The compare-and-set lost: to another exchange (Running now, fine), or to a revoke or an end (refused).
+      const now = await pilotById(this.#db, pilot.pilot_id);
+      const late = now ? pilotRefusal(now) : `pilot ${pilotId} does not exist`;
+      if (late) throw new InvalidToken(late);
     }
     if (pilot.agent_id === null) await setPilotAgentId(this.#db, pilot.pilot_id, pilotAgentId(pilot.pilot_id));
     return this.#answer(pilot);
@@ -119,6 +127,9 @@ export class PilotSessions {
       const now = await pilotById(this.#db, pilotId);
       throw new InvalidTransition(`pilot ${pilotId} is ${now?.state ?? 'gone'} now; its report was not applied`);
     }
+    // Jobs it still holds (a crashing agent, another implementation) would wait for the stall detector: given back now.
+    const ended = (await pilotById(this.#db, pilotId)) ?? pilot;
+    await releasePilotJobs(this.#db, this.#release.events, ended, `Pilot ${pilotId} ended (${state}) while holding the job`, this.#release.maxReschedules);
     return { PilotID: pilotId, State: state };
   }
 }

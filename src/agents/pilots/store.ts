@@ -3,7 +3,7 @@
  * change is a compare-and-set on the state it leaves, so that a factory, an agent's report and an
  * operator's command racing each other end in one valid state.
  */
-import type { Insertable, Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Db } from '../../kernel/db/database.ts';
 import { nowIso } from '../../kernel/db/database.ts';
 import { FINAL_PILOT_STATES, isFinalPilotState, PilotState, QUEUED_PILOT_STATES } from './states.ts';
@@ -29,9 +29,10 @@ export async function pilotById(db: Db, pilotId: number): Promise<PilotRow | und
 
 /**
  * `from` → `to` (with `reason`), when the pilot is in one of `from` (any state that is not final when
- * absent). Entering Running stamps started_at, a final state ended_at. @returns whether it changed.
+ * absent). Entering Running stamps started_at, a final state ended_at; `revokedBy` is written in the same
+ * statement, so that no reader sees a revoked pilot without who revoked it. @returns whether it changed.
  */
-export async function setPilotState(db: Db, pilotId: number, to: PilotState, reason: string, from?: readonly PilotState[]): Promise<boolean> {
+export async function setPilotState(db: Db, pilotId: number, to: PilotState, reason: string, from?: readonly PilotState[], revokedBy?: string): Promise<boolean> {
   const now = nowIso();
   let q = db
     .updateTable('pilots')
@@ -40,6 +41,7 @@ export async function setPilotState(db: Db, pilotId: number, to: PilotState, rea
       reason: reason.slice(0, 512),
       ...(to === PilotState.Running ? { started_at: now } : {}),
       ...(isFinalPilotState(to) ? { ended_at: now, command: null } : {}),
+      ...(revokedBy !== undefined ? { revoked_by: revokedBy } : {}),
     })
     .where('pilot_id', '=', pilotId);
   q = from ? q.where('state', 'in', [...from]) : q.where('state', 'not in', [...FINAL_PILOT_STATES]);
@@ -91,3 +93,39 @@ export async function latestPilotOf(db: Db, owner: string, agentId: string): Pro
   return db.selectFrom('pilots').selectAll().where('owner', '=', owner).where('agent_id', '=', agentId).orderBy('pilot_id', 'desc').limit(1).executeTakeFirst();
 }
 
+
+/**
+ * Running manual pilots of `site` not heard from since `since` (last_seen, or started_at when never seen),
+ * none of whose agent's jobs (held as `<held.prefix><agent_id>` in one of `held.statuses`) had a heartbeat
+ * since then either.
+ */
+export async function silentManualPilots(db: Db, site: string, since: string, held: { prefix: string; statuses: readonly string[] }): Promise<number[]> {
+  const rows = await db
+    .selectFrom('pilots')
+    .select('pilot_id')
+    .where('site', '=', site)
+    .where('origin', '=', 'manual')
+    .where('state', '=', PilotState.Running)
+    .where((eb) => eb.or([eb('last_seen', '<', since), eb.and([eb('last_seen', 'is', null), eb('started_at', '<', since)])]))
+    // The jobs table is the jobs domain's: a plain SQL condition on its holder and heartbeat columns, no import.
+    .where(
+      sql<boolean>`not exists (select 1 from jobs where jobs.executor_id = ${held.prefix} || pilots.agent_id and jobs.status in (${sql.join([...held.statuses])}) and jobs.heartbeat_time >= ${since})`,
+    )
+    .orderBy('pilot_id')
+    .limit(1000)
+    .execute();
+  return rows.map((r) => Number(r.pilot_id));
+}
+
+/** Running → Lost (with `reason`) when the pilot is still silent since `since`. @returns whether it changed */
+export async function loseSilentPilot(db: Db, pilotId: number, since: string, reason: string): Promise<boolean> {
+  const now = nowIso();
+  const result = await db
+    .updateTable('pilots')
+    .set({ state: PilotState.Lost, reason: reason.slice(0, 512), ended_at: now, command: null })
+    .where('pilot_id', '=', pilotId)
+    .where('state', '=', PilotState.Running)
+    .where((eb) => eb.or([eb('last_seen', '<', since), eb.and([eb('last_seen', 'is', null), eb('started_at', '<', since)])]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}

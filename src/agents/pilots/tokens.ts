@@ -15,6 +15,9 @@ const KEY_NAME = 'pilot-token-key';
 /** What every pilot token starts with: how the agents' guard tells one from an access token (a JWT). */
 export const PILOT_TOKEN_PREFIX = `${PREFIX}.`;
 
+/** PilotIDs are int32 keys. */
+const MAX_PILOT_ID = 2 ** 31 - 1;
+
 export interface PilotTokenClaims {
   pilotId: number;
   /** Expiry, Unix seconds. */
@@ -48,14 +51,20 @@ export class PilotTokens {
     return `${PREFIX}.${pilotId}.${exp}.${this.#mac(pilotId, exp).toString('base64url')}`;
   }
 
-  /** The pilot and expiry a token names, when its MAC is right (compared in constant time); expiry is not checked here. */
+  /**
+   * The pilot and expiry a token names, when its MAC is right; expiry is not checked here. One token has one
+   * spelling: numbers without leading zeros, and the MAC compared (in constant time) as the string this
+   * service writes, so that the unused bits of its last base64url character (RFC 4648 §5) cannot vary.
+   */
   verify(token: string): PilotTokenClaims | undefined {
-    const m = /^dirigo-pilot\.(\d{1,15})\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/.exec(token);
+    const m = /^dirigo-pilot\.([1-9]\d{0,9})\.([1-9]\d{0,11})\.([A-Za-z0-9_-]{43})$/.exec(token);
     if (!m) return undefined;
     const pilotId = Number(m[1]);
     const exp = Number(m[2]);
-    const given = Buffer.from(m[3]!, 'base64url');
-    return given.length === 32 && timingSafeEqual(given, this.#mac(pilotId, exp)) ? { pilotId, exp } : undefined;
+    if (pilotId > MAX_PILOT_ID) return undefined;
+    const given = Buffer.from(m[3]!, 'ascii');
+    const expected = Buffer.from(this.#mac(pilotId, exp).toString('base64url'), 'ascii');
+    return given.length === expected.length && timingSafeEqual(given, expected) ? { pilotId, exp } : undefined;
   }
 }
 

@@ -62,6 +62,8 @@ export function agentGuards(ctx: AppContext) {
   };
 }
 
+const PILOT_AGENT_ID = /^pilot-\d+$/;
+
 /** The agent `agentId` of the request's pilot, or of its (Pilot group) user. @throws InsufficientPrivileges for another pilot's agent id */
 export function identity(request: FastifyRequest, agentId: string): AgentIdentity {
   const pilot = request.pilot;
@@ -70,5 +72,7 @@ export function identity(request: FastifyRequest, agentId: string): AgentIdentit
     if (agentId !== own) throw new InsufficientPrivileges(`the token of pilot ${pilot.pilot_id} acts only as agent ${own}, not ${agentId}`);
     return { user: pilot.owner, agentId, pilot };
   }
+  // `pilot-<PilotID>` is a pilot token's agent id: an access token acting under it would hold that pilot's jobs.
+  if (PILOT_AGENT_ID.test(agentId)) throw new InsufficientPrivileges(`agent id ${agentId} is reserved for the pilot token of pilot ${agentId.slice(6)}; an access token may not use it`);
   return { user: request.principal!.username, agentId };
 }

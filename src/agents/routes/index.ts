@@ -37,6 +37,6 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; jobEvent
   const guards = agentGuards(ctx);
   await app.register(matchRoutes, { service, guards });
   await app.register(heldJobRoutes, { service, guards });
-  await app.register(pilotTokenRoutes, { ctx, sessions: new PilotSessions(ctx.db, (name) => service.agentSite(name)) });
+  await app.register(pilotTokenRoutes, { ctx, sessions: new PilotSessions(ctx.db, (name) => service.agentSite(name), { events: jobEvents, maxReschedules: ctx.config.jobs.scheduler.maxReschedules }) });
   await app.register(pilotRegistryRoutes, { ctx, jobEvents });
 };

@@ -3,7 +3,7 @@
  * secret (a factory pilot, `--pilot-id` and DIRIGO_PILOT_SECRET) or by registering with its robot
  * credential (a hand-started agent, `POST /pilots`), renewed at 80 % of its lifetime, and it reports its
  * end. A hand-started agent keeps its PilotID in its work directory, so that after a restart it goes on
- * as the same pilot (and adopts its jobs) while that pilot lives.
+ * as the same pilot (and adopts its jobs) while that pilot lives, and stops for good once it was revoked.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -141,6 +141,9 @@ export class PilotSession {
         return;
       } catch (err) {
         if (!(err instanceof DirigoApiError) || ![401, 403, 404].includes(err.status)) throw err;
+        // A revoked pilot stays out: a supervisor restarting this agent must not bring it back as a new pilot.
+        const revoked = await this.#revocation(kept);
+        if (revoked) throw new Error(`pilot ${kept} of this work directory ${revoked}: the agent does not register again. To start a new pilot here on purpose, remove ${file}`, { cause: err });
         this.#o.log(`pilot ${kept} of this work directory is over (${err.description || err.message}); registering a new one`);
       }
     }
@@ -152,6 +155,19 @@ export class PilotSession {
     this.#take(answer);
     writeFileSync(file, `${answer.PilotID}\n`, { mode: 0o600 });
     this.#o.log(`registered as pilot ${answer.PilotID}`);
+  }
+
+  /** "was revoked by …" when the registry says an operator revoked `pid` (GET /pilots/{pid}); undefined otherwise. */
+  async #revocation(pid: number): Promise<string | undefined> {
+    const robot = this.#robot();
+    let pilot: { RevokedBy: string | null; Reason: string };
+    try {
+      pilot = await send(async () => this.#api.GET('/pilots/{pid}', { params: { path: { pid } }, headers: { authorization: `Bearer ${await robot(false)}` } }));
+    } catch (err) {
+      if (err instanceof DirigoApiError && err.status === 404) return undefined;
+      throw err;
+    }
+    return pilot.RevokedBy === null ? undefined : `was revoked by ${pilot.RevokedBy}${pilot.Reason ? ` (${pilot.Reason})` : ''}`;
   }
 
   #robot(): (refresh: boolean) => Promise<string> {
