@@ -20,7 +20,7 @@ export { waitingFor } from './matching/demand.ts';
 export { EXECUTOR_HELD, heldByOthers, jobsHeldAt, keepOutputOfEndedRun, noLongerHeld, recordRunRef, renewLeases, takeOver, unconfirmedKills, type HeldJob } from './lifecycle/holding.ts';
 export { RescheduleLimit, requeueHeld } from './lifecycle/reschedule.ts';
 export { AGENT_HELD, endPulledRun, pulledRun, recordHeartbeats, recordOutputSandbox, reportPulledRun, statusOf, type PulledRun, type PullHolder } from './lifecycle/pulled-runs.ts';
-export { statusesOf } from './lifecycle/pulled-runs.ts';
+export { heardSince, statusesOf } from './lifecycle/pulled-runs.ts';
 export { detectStalls } from './lifecycle/stalls.ts';
 export { JobEvents } from './lifecycle/job-events.ts';
 export { splitArguments } from './arguments.ts';

@@ -4,7 +4,7 @@
  * site's stall rules (`stalledAfterMs + failStalledAfterMs`, when its jobs would have failed too), it
  * becomes Lost and gives back what it still holds. Run by the agents' duty (../duties.ts).
  */
-import { AGENT_HELD, type AgentSiteConfig, type JobEvents } from '../../jobs/index.ts';
+import { heardSince, type AgentSiteConfig, type JobEvents } from '../../jobs/index.ts';
 import { AGENT_HOLDER_PREFIX } from '../identity.ts';
 import type { Db } from '../../kernel/db/database.ts';
 import { releasePilotJobs } from './release.ts';
@@ -21,7 +21,10 @@ export async function loseSilentPilots(db: Db, events: JobEvents, sites: readonl
   for (const site of sites) {
     const silentMs = site.stalledAfterMs + site.failStalledAfterMs;
     const since = new Date(now - silentMs).toISOString();
-    for (const id of await silentManualPilots(db, site.name, since, { prefix: AGENT_HOLDER_PREFIX, statuses: AGENT_HELD })) {
+    const candidates = await silentManualPilots(db, site.name, since);
+    const holder = (agentId: string | null) => `${AGENT_HOLDER_PREFIX}${agentId ?? ''}`;
+    const heard = await heardSince(db, candidates.flatMap((c) => (c.agentId === null ? [] : [holder(c.agentId)])), since);
+    for (const { pilotId: id } of candidates.filter((c) => c.agentId === null || !heard.has(holder(c.agentId)))) {
       const reason = `its agent was not heard from for more than ${Math.round(silentMs / 1000)} s, without its final report`;
       // The compare-and-set re-checks the silence: a heartbeat that arrived meanwhile keeps it Running.
       if (!(await loseSilentPilot(db, id, since, reason))) continue;

@@ -3,7 +3,7 @@
  * change is a compare-and-set on the state it leaves, so that a factory, an agent's report and an
  * operator's command racing each other end in one valid state.
  */
-import { sql, type Insertable, type Selectable } from 'kysely';
+import type { Insertable, Selectable } from 'kysely';
 import type { Db } from '../../kernel/db/database.ts';
 import { nowIso } from '../../kernel/db/database.ts';
 import { FINAL_PILOT_STATES, isFinalPilotState, PilotState, QUEUED_PILOT_STATES } from './states.ts';
@@ -94,27 +94,19 @@ export async function latestPilotOf(db: Db, owner: string, agentId: string): Pro
 }
 
 
-/**
- * Running manual pilots of `site` not heard from since `since` (last_seen, or started_at when never seen),
- * none of whose agent's jobs (held as `<held.prefix><agent_id>` in one of `held.statuses`) had a heartbeat
- * since then either.
- */
-export async function silentManualPilots(db: Db, site: string, since: string, held: { prefix: string; statuses: readonly string[] }): Promise<number[]> {
+/** Running manual pilots of `site` not heard from since `since` (last_seen, or started_at when never seen), with their agent ids. */
+export async function silentManualPilots(db: Db, site: string, since: string): Promise<{ pilotId: number; agentId: string | null }[]> {
   const rows = await db
     .selectFrom('pilots')
-    .select('pilot_id')
+    .select(['pilot_id', 'agent_id'])
     .where('site', '=', site)
     .where('origin', '=', 'manual')
     .where('state', '=', PilotState.Running)
     .where((eb) => eb.or([eb('last_seen', '<', since), eb.and([eb('last_seen', 'is', null), eb('started_at', '<', since)])]))
-    // The jobs table is the jobs domain's: a plain SQL condition on its holder and heartbeat columns, no import.
-    .where(
-      sql<boolean>`not exists (select 1 from jobs where jobs.executor_id = ${held.prefix} || pilots.agent_id and jobs.status in (${sql.join([...held.statuses])}) and jobs.heartbeat_time >= ${since})`,
-    )
     .orderBy('pilot_id')
     .limit(1000)
     .execute();
-  return rows.map((r) => Number(r.pilot_id));
+  return rows.map((r) => ({ pilotId: Number(r.pilot_id), agentId: r.agent_id }));
 }
 
 /** Running → Lost (with `reason`) when the pilot is still silent since `since`. @returns whether it changed */

@@ -53,6 +53,20 @@ export async function statusesOf(db: Db, jobIds: readonly number[]): Promise<Map
   return new Map(rows.map((r) => [Number(r.job_id), r.status]));
 }
 
+/** Which of `executorIds` hold an agent's job (AGENT_HELD) whose heartbeat time is `since` or later. */
+export async function heardSince(db: Db, executorIds: readonly string[], since: string): Promise<Set<string>> {
+  if (executorIds.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('jobs')
+    .select('executor_id')
+    .distinct()
+    .where('executor_id', 'in', [...executorIds])
+    .where('status', 'in', [...AGENT_HELD])
+    .where('heartbeat_time', '>=', since)
+    .execute();
+  return new Set(rows.flatMap((r) => (r.executor_id === null ? [] : [r.executor_id])));
+}
+
 /**
  * Records a heartbeat for the jobs `holder` runs: their heartbeat time, and Stalled → Running for a job
  * whose agent came back (`resumed` says so in its MinorStatus). @returns the ids among `jobIds` the agent
