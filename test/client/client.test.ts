@@ -255,6 +255,23 @@ for (const { dialect, skip } of await dialects()) {
       assert.deepEqual(ended, { PilotID: registered.PilotID, State: 'Done' });
     });
 
+    it('the pilot registry: search, summary, one pilot, its output, a drain', async () => {
+      const registered = unwrap(await pilot.POST('/pilots', { body: { site: 'Pool', slots: 1 } }));
+      const path = { pid: registered.PilotID };
+      const admin = client({ token: await svc.token('admin', 'dirigo_admin') });
+      try {
+        const found = unwrap(await admin.GET('/pilots', { params: { query: { site: 'Pool', state: ['Running'] } } }));
+        assert.ok(found.pilots.some((p) => p.PilotID === registered.PilotID));
+        assert.ok(unwrap(await admin.GET('/pilots/summary')).summary.some((r) => r.Site === 'Pool' && r.State === 'Running'));
+        assert.equal(unwrap(await admin.GET('/pilots/{pid}', { params: { path } })).Origin, 'manual');
+        // A hand-started pilot has no batch output.
+        assert.equal((await admin.GET('/pilots/{pid}/logs', { params: { path }, parseAs: 'text' })).response.status, 404);
+        assert.deepEqual(unwrap(await admin.POST('/pilots/command', { body: { command: 'drain', pilots: [registered.PilotID] } })), { command: 'drain', pilots: [registered.PilotID] });
+      } finally {
+        await admin.close();
+      }
+    });
+
     it('the file catalogue: fields, directories, files, metadata, search, bulk, removal', async () => {
       const admin = client({ token: await svc.token('admin', 'dirigo_admin') });
       try {
