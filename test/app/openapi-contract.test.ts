@@ -21,7 +21,7 @@ interface Operation {
   parameters?: { in: string; name: string }[];
   responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>;
 }
-type Document = { info: { title: string; version: string }; servers?: { url: string }[]; paths: Record<string, Partial<Record<(typeof METHODS)[number], Operation>>> };
+type Document = { info: { title: string; version: string }; servers?: { url: string }[]; tags?: { name: string }[]; paths: Record<string, Partial<Record<(typeof METHODS)[number], Operation>>> };
 
 /**
  * The routes the server registers, as `METHOD /path/{param}`, read from Fastify's own route tree (a
@@ -109,6 +109,13 @@ describe('the OpenAPI document is the API', () => {
       assert.ok(statuses.some((s) => /^[23]/.test(s)), `${key}: no 2xx or 3xx answer`);
       assert.ok(statuses.some((s) => /^4/.test(s)), `${key}: no 4xx answer`);
     }
+  });
+
+  it('declares each tag once, and every tag an operation uses', () => {
+    // OpenAPI Generator (the Python wheel) refuses a repeated tag; Redocly does not mind.
+    const names = (doc.tags ?? []).map((t) => t.name);
+    assert.deepEqual(names.filter((n, i) => names.indexOf(n) !== i), []);
+    for (const { key, op } of operations()) for (const tag of op.tags ?? []) assert.ok(names.includes(tag), `${key}: tag ${tag} is not declared`);
   });
 
   it('passes Redocly CLI with its recommended rules (redocly.yaml): no error', () => {
