@@ -8,7 +8,7 @@ import { useCallback, useEffect, useMemo, useState } from 'react';
 import { Alert, Button, Checkbox, Group, MultiSelect, Select, Stack, Table, Text, Title, VisuallyHidden } from '@mantine/core';
 import type { operations } from '@dirigo/client/schema';
 import { api, unwrap } from '../api.ts';
-import { currentTokens } from '../session.ts';
+import { useMayManage } from '../account/may-manage.ts';
 import { formatTimestamp } from '../time-format.ts';
 import { updateParams } from '../url-state.ts';
 import { ConfirmPilots, type PilotAction } from './ConfirmPilots.tsx';
@@ -21,21 +21,6 @@ type SummaryRow = operations['summarizePilots']['responses'][200]['content']['ap
 const PAGE = 100;
 /** How often counts and list are read again. */
 const REFRESH_MS = 5000;
-
-const MANAGING = ['SiteManager', 'JobAdministrator'];
-
-/** Whether the token's group may command pilots: the account says which properties each group has. */
-function useMayManage(): boolean {
-  const [may, setMay] = useState(false);
-  const group = currentTokens()?.group;
-  useEffect(() => {
-    void api
-      .GET('/oauth2/account')
-      .then((r) => setMay(unwrap(r).groups.some((g) => g.name === group && g.properties.some((p) => MANAGING.includes(p)))))
-      .catch(() => setMay(false));
-  }, [group]);
-  return may;
-}
 
 /** Counts per site (rows) and state (columns); only the states some site has. */
 function Summary({ rows }: { rows: SummaryRow[] }) {

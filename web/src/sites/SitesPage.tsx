@@ -7,27 +7,12 @@ import { useCallback, useEffect, useState } from 'react';
 import { Alert, Badge, Button, Group, Stack, Table, Text, Title } from '@mantine/core';
 import type { operations } from '@dirigo/client/schema';
 import { api, unwrap } from '../api.ts';
-import { currentTokens } from '../session.ts';
+import { useMayManage } from '../account/may-manage.ts';
 import { formatTimestamp } from '../time-format.ts';
 import { StatusDialog } from './StatusDialog.tsx';
 
 type Site = operations['listSites']['responses'][200]['content']['application/json']['sites'][number];
 type Change = operations['getSiteHistory']['responses'][200]['content']['application/json']['history'][number];
-
-const MANAGING = ['SiteManager', 'JobAdministrator'];
-
-/** Whether the token's group may ban: the account says which properties each group has. */
-function useMayManage(): boolean {
-  const [may, setMay] = useState(false);
-  const group = currentTokens()?.group;
-  useEffect(() => {
-    void api
-      .GET('/oauth2/account')
-      .then((r) => setMay(unwrap(r).groups.some((g) => g.name === group && g.properties.some((p) => MANAGING.includes(p)))))
-      .catch(() => setMay(false));
-  }, [group]);
-  return may;
-}
 
 function resourceText(site: Site): string {
   if (site.resources.length === 0) return '—';
