@@ -17,6 +17,7 @@ const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 
 interface Operation {
   operationId?: string;
+  tags?: string[];
   security?: unknown[];
   parameters?: { in: string; name: string }[];
   responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>;
