@@ -161,7 +161,9 @@ export class Matcher {
     await (inTransaction ? this.#db.transaction().execute(run) : run(null));
     // Short of jobs with a list read before this claim began: what was submitted since may fit.
     if (out.length < maxJobs && this.#refreshedAt < started) {
-      await this.#refresh();
+      await this.#refresh().catch(() => {});
+      // The refresh awaited may be one in flight that began before this claim: then one more.
+      if (this.#refreshedAt < started) await this.#refresh();
       await (inTransaction ? this.#db.transaction().execute(run) : run(null));
     }
     return out;
@@ -425,6 +427,9 @@ export class Matcher {
   /** One at a time: writes the charges, folds the queue counts (PostgreSQL), reads queues and usage. */
   #refresh(): Promise<void> {
     this.#refreshing ??= (async () => {
+      // When the read began, not when it ended: a claim that began before it ended may still miss what
+      // was submitted meanwhile, and must read again (claim()).
+      const readAt = Date.now();
       try {
         this.#writing = this.#pending;
         this.#pending = [];
@@ -476,7 +481,7 @@ export class Matcher {
             }
           }
         } else for (const id of stale) this.#heads.delete(id);
-        this.#refreshedAt = Date.now();
+        this.#refreshedAt = readAt;
       } finally {
         this.#refreshing = null;
       }
