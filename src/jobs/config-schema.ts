@@ -119,6 +119,20 @@ export const JobsConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    /** Dependencies, retries, holds and throttled sets (docs/workflows.md). */
+    workflows: Type.Object(
+      {
+        /** The most MaxRetries a manifest may ask for. */
+        maxRetries: Type.Integer({ minimum: 0, maximum: 1000, default: 10 }),
+        /** Seconds before a first retry when the manifest says nothing (RetryDelay); doubles with each retry. */
+        retryDelay: Type.Integer({ minimum: 0, maximum: 3600, default: 60 }),
+        /** The longest back-off before a retry, seconds. */
+        maxRetryDelay: Type.Integer({ minimum: 0, maximum: 86400, default: 3600 }),
+        /** How often each instance's gatekeeper looks at the jobs that may not wait yet. */
+        gatePassMs: Type.Integer({ minimum: 50, maximum: 60_000, default: 1000 }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     sites: Type.Array(Type.Union([LocalSiteSchema, SlurmSiteSchema, AgentSiteSchema]), { minItems: 1, default: [{ name: 'Local', type: 'local' }] }),
   },
   { additionalProperties: false, default: {} },

@@ -205,4 +205,36 @@ export const jobsMigrations: Record<string, Migration> = {
       await db.schema.alterTable('jobs').addColumn('pilot_reference', 'varchar(64)').execute();
     },
   },
+  // Workflows (docs/workflows.md): dependencies, retries, holds and throttled sets. A job that may not
+  // wait yet is Received with a HoldReason; the gatekeeper (flow/gates.ts) lets it on to Waiting.
+  '2026_11_29_0100_jobs_workflows': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable('jobs').addColumn('hold_reason', 'varchar(32)', (c) => c.notNull().defaultTo('')).execute();
+      await db.schema.alterTable('jobs').addColumn('not_before', 'varchar(32)').execute();
+      await db.schema.alterTable('jobs').addColumn('retry_counter', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema.alterTable('jobs').addColumn('workflow_id', 'bigint').execute();
+      await db.schema.alterTable('jobs').addColumn('workflow_node', 'varchar(128)').execute();
+      // The gatekeeper's candidates, and a workflow's jobs by status (its throttle and its summary).
+      await sql`CREATE INDEX jobs_gated ON jobs (hold_reason, job_id) WHERE status = 'Received'`.execute(db);
+      await db.schema.createIndex('jobs_workflow_status').on('jobs').columns(['workflow_id', 'status']).execute();
+      await withAutoId(db, db.schema.createTable('workflows'), 'workflow_id')
+        .addColumn('name', 'varchar(256)', (c) => c.notNull())
+        .addColumn('kind', 'varchar(16)', (c) => c.notNull())
+        .addColumn('owner', 'varchar(64)', (c) => c.notNull())
+        .addColumn('owner_group', 'varchar(64)', (c) => c.notNull())
+        .addColumn('max_running', 'integer')
+        .addColumn('nodes', 'text', (c) => c.notNull())
+        .addColumn('submission_time', 'varchar(32)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('workflows_owner').on('workflows').columns(['owner', 'workflow_id']).execute();
+      await db.schema
+        .createTable('job_dependencies')
+        .addColumn('job_id', 'bigint', (c) => c.notNull())
+        .addColumn('parent_id', 'bigint', (c) => c.notNull())
+        .addColumn('condition', 'varchar(16)', (c) => c.notNull())
+        .addPrimaryKeyConstraint('job_dependencies_pk', ['job_id', 'parent_id'])
+        .execute();
+      await db.schema.createIndex('job_dependencies_parent').on('job_dependencies').columns(['parent_id', 'job_id']).execute();
+    },
+  },
 };

@@ -40,6 +40,9 @@ export const ATTRIBUTES = {
   CPUTime: { column: 'cpu_time', type: 'integer' },
   TaskQueueID: { column: 'tq_id', type: 'integer' },
   PilotReference: { column: 'pilot_reference', type: 'string' },
+  HoldReason: { column: 'hold_reason', type: 'string' },
+  RetryCounter: { column: 'retry_counter', type: 'integer' },
+  WorkflowID: { column: 'workflow_id', type: 'integer' },
 } as const satisfies { [K in AttributeName]: { column: keyof Row; type: (typeof ATTRIBUTE_TYPES)[K] } };
 
 type IntegerAttribute = { [K in AttributeName]: (typeof ATTRIBUTES)[K]['type'] extends 'integer' ? K : never }[AttributeName];
@@ -54,6 +57,7 @@ export const INTEGER_RANGES: Record<IntegerAttribute, { minimum: number; maximum
   JobID: SAFE,
   UserPriority: INT32,
   RescheduleCounter: INT32,
+  RetryCounter: INT32,
   ExitCode: INT32,
   NumberOfProcessors: INT32,
   MaxRAM: INT32,
@@ -61,6 +65,7 @@ export const INTEGER_RANGES: Record<IntegerAttribute, { minimum: number; maximum
   // bigint columns.
   CPUTime: SAFE,
   TaskQueueID: SAFE,
+  WorkflowID: SAFE,
 };
 export const ATTRIBUTE_NAMES = Object.keys(ATTRIBUTES) as AttributeName[];
 export const ATTRIBUTE_COLUMNS = ATTRIBUTE_NAMES.map((n) => ATTRIBUTES[n].column);

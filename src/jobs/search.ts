@@ -30,7 +30,7 @@ export interface SortKey {
 
 const TIMES = new Set<AttributeName>(['SubmissionTime', 'LastUpdateTime', 'StartExecTime', 'EndExecTime', 'HeartBeatTime']);
 /** Columns that may be NULL: sorted and compared as if NULL were the smallest value, so a cursor can name it. */
-const NULLABLE: Partial<Record<AttributeName, string | number>> = { StartExecTime: '', EndExecTime: '', HeartBeatTime: '', ExitCode: -2147483648, TaskQueueID: Number.MIN_SAFE_INTEGER, PilotReference: '' };
+const NULLABLE: Partial<Record<AttributeName, string | number>> = { StartExecTime: '', EndExecTime: '', HeartBeatTime: '', ExitCode: -2147483648, TaskQueueID: Number.MIN_SAFE_INTEGER, PilotReference: '', WorkflowID: Number.MIN_SAFE_INTEGER };
 const SQL_OPERATORS = { eq: '=', neq: '<>', lt: '<', le: '<=', gt: '>', ge: '>=', like: 'like' } as const;
 
 type JobsQuery = SelectQueryBuilder<{ jobs: JobTable }, 'jobs', object>;

@@ -1,6 +1,7 @@
 /**
  * The one place where a job's status changes. The transition table is DIRAC's (JobsStateMachine in
- * DIRAC/WorkloadManagementSystem/Client/JobStatus.py, restricted to the statuses Dirigo uses); a change not
+ * DIRAC/WorkloadManagementSystem/Client/JobStatus.py, restricted to the statuses Dirigo uses, with two
+ * steps of Dirigo's holds: Waiting → Received and Received → Killed, docs/workflows.md); a change not
  * in it is refused, never applied. Each change is a compare-and-set (`... where job_id = ? and status = ?`)
  * with its history rows appended in the same transaction, so two writers racing on one job (a kill and a
  * completion, two instances) end in one valid state: the loser updates 0 rows and learns it lost.
@@ -19,9 +20,9 @@ const S = JobStatus;
 
 /** from → statuses it may go to. */
 export const TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
-  [S.Received]: [S.Checking, S.Waiting, S.Failed, S.Deleted],
+  [S.Received]: [S.Checking, S.Waiting, S.Failed, S.Killed, S.Deleted],
   [S.Checking]: [S.Waiting, S.Rescheduled, S.Failed, S.Deleted],
-  [S.Waiting]: [S.Matched, S.Rescheduled, S.Killed, S.Deleted],
+  [S.Waiting]: [S.Matched, S.Received, S.Rescheduled, S.Killed, S.Deleted],
   [S.Matched]: [S.Running, S.Failed, S.Rescheduled, S.Killed],
   [S.Running]: [S.Stalled, S.Done, S.Failed, S.Rescheduled, S.Completing, S.Killed],
   [S.Completing]: [S.Done, S.Failed, S.Stalled, S.Rescheduled, S.Killed],

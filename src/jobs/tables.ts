@@ -52,6 +52,41 @@ export interface JobTable {
   tq_id: number | null;
   /** The pilot that last took it (its PilotID), set by the claim; null until a pilot takes it. */
   pilot_reference: string | null;
+  /**
+   * Why a Received job may not wait yet (docs/workflows.md): `Held`, `ExitCode` (OnExitHold), `Dependency`,
+   * `Throttled`, `BackOff`; '' for any other job.
+   */
+  hold_reason: Generated<string>;
+  /** A retry's back-off: the job waits again no earlier than this (ISO time); null otherwise. */
+  not_before: string | null;
+  /** Automatic retries used (MaxRetries); reschedules by hand count in reschedule_counter. */
+  retry_counter: Generated<number>;
+  /** The workflow (or throttled parametric set) it belongs to; null for a job on its own. */
+  workflow_id: number | null;
+  /** Its node's name within the workflow. */
+  workflow_node: string | null;
+}
+
+/** A workflow, or a parametric set with MaxRunning (docs/workflows.md). */
+export interface WorkflowTable {
+  workflow_id: Generated<number>;
+  name: string;
+  /** `workflow` (POST /workflows) or `parametric` (POST /jobs with MaxRunning). */
+  kind: string;
+  owner: string;
+  owner_group: string;
+  /** The most of its jobs Waiting, Matched, Running, Completing or Stalled at once; null for no cap. */
+  max_running: number | null;
+  /** Its nodes as submitted, JSON: [{ Name, DependsOn: [names], DependencyType }]. */
+  nodes: string;
+  submission_time: string;
+}
+
+/** Job `job_id` waits for job `parent_id` under `condition` (afterok, afterany, afternotok). */
+export interface JobDependencyTable {
+  job_id: number;
+  parent_id: number;
+  condition: string;
 }
 
 /** Waiting jobs grouped by owner, group and requirements (docs/matching.md). */
@@ -151,6 +186,8 @@ export interface JobsTables {
   task_queues: TaskQueueTable;
   task_queue_deltas: TaskQueueDeltaTable;
   fair_share_usage: FairShareUsageTable;
+  workflows: WorkflowTable;
+  job_dependencies: JobDependencyTable;
 }
 
 declare module '../kernel/db/schema.ts' {

@@ -37,6 +37,11 @@ export const ATTRIBUTE_TYPES = {
   TaskQueueID: 'integer',
   // The pilot that last took it (docs/pilots.md), its PilotID as text; null until a pilot takes it.
   PilotReference: 'string',
+  // Workflows (docs/workflows.md): why a Received job may not wait yet ('' for none), the automatic retries
+  // it used, and the workflow it belongs to (null for none).
+  HoldReason: 'string',
+  RetryCounter: 'integer',
+  WorkflowID: 'integer',
 } as const satisfies Record<string, 'string' | 'integer'>;
 
 export type AttributeName = keyof typeof ATTRIBUTE_TYPES;

@@ -26,5 +26,19 @@ export interface Manifest {
   Platform?: string | string[];
   BannedSites?: string | string[];
   Environment?: Record<string, string>;
+  // Workflows (docs/workflows.md).
+  /** Job ids, node names (POST /workflows) or Slurm's `afterok:12:13`. */
+  DependsOn?: number | string | (number | string)[];
+  DependencyType?: 'afterok' | 'afterany' | 'afternotok';
+  NodeName?: string;
+  Hold?: boolean;
+  OnExitHold?: number[];
+  MaxRetries?: number;
+  RetryExitCodes?: number[];
+  SuccessExitCodes?: number[];
+  /** Seconds before the first retry; doubles with each. */
+  RetryDelay?: number;
+  BanFailedSites?: boolean;
+  MaxRunning?: number;
   [key: string]: unknown;
 }

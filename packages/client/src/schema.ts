@@ -3970,6 +3970,12 @@ export interface operations {
                 TaskQueueID?: number[];
                 /** @description restrict to these PilotReference values (repeat the key: OR; at most 1000 values) */
                 PilotReference?: string[];
+                /** @description restrict to these HoldReason values (repeat the key: OR; at most 1000 values) */
+                HoldReason?: string[];
+                /** @description restrict to these RetryCounter values (repeat the key: OR; at most 1000 values) */
+                RetryCounter?: number[];
+                /** @description restrict to these WorkflowID values (repeat the key: OR; at most 1000 values) */
+                WorkflowID?: number[];
             };
             header?: never;
             path?: never;
@@ -4019,6 +4025,9 @@ export interface operations {
                             CPUTime: number | null;
                             TaskQueueID: number | null;
                             PilotReference: string | null;
+                            HoldReason: string | null;
+                            RetryCounter: number | null;
+                            WorkflowID: number | null;
                         }[];
                         /** @description pass as cursor to get the page after this one (same restrictions and sort); null on the last page */
                         nextCursor: string | null;
@@ -4294,6 +4303,12 @@ export interface operations {
                 TaskQueueID?: number[];
                 /** @description restrict to these PilotReference values (repeat the key: OR; at most 1000 values) */
                 PilotReference?: string[];
+                /** @description restrict to these HoldReason values (repeat the key: OR; at most 1000 values) */
+                HoldReason?: string[];
+                /** @description restrict to these RetryCounter values (repeat the key: OR; at most 1000 values) */
+                RetryCounter?: number[];
+                /** @description restrict to these WorkflowID values (repeat the key: OR; at most 1000 values) */
+                WorkflowID?: number[];
             };
             header?: never;
             path?: never;
@@ -4336,6 +4351,9 @@ export interface operations {
                         CPUTime: number | null;
                         TaskQueueID: number | null;
                         PilotReference: string | null;
+                        HoldReason: string | null;
+                        RetryCounter: number | null;
+                        WorkflowID: number | null;
                     };
                 };
             };
@@ -4381,7 +4399,7 @@ export interface operations {
         parameters: {
             query: {
                 /** @description attributes to count per combination of (repeat the key; one to four, each once) */
-                groupBy: ("JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID" | "PilotReference")[];
+                groupBy: ("JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID" | "PilotReference" | "HoldReason" | "RetryCounter" | "WorkflowID")[];
                 /** @description true: every job the caller may see */
                 allOwners?: boolean;
                 /** @description restrict to these JobID values (repeat the key: OR; at most 1000 values) */
@@ -4440,6 +4458,12 @@ export interface operations {
                 TaskQueueID?: number[];
                 /** @description restrict to these PilotReference values (repeat the key: OR; at most 1000 values) */
                 PilotReference?: string[];
+                /** @description restrict to these HoldReason values (repeat the key: OR; at most 1000 values) */
+                HoldReason?: string[];
+                /** @description restrict to these RetryCounter values (repeat the key: OR; at most 1000 values) */
+                RetryCounter?: number[];
+                /** @description restrict to these WorkflowID values (repeat the key: OR; at most 1000 values) */
+                WorkflowID?: number[];
             };
             header?: never;
             path?: never;
@@ -4521,22 +4545,22 @@ export interface operations {
                          * @description a job attribute
                          * @enum {string}
                          */
-                        parameter: "JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID" | "PilotReference";
+                        parameter: "JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID" | "PilotReference" | "HoldReason" | "RetryCounter" | "WorkflowID";
                         /** @enum {string} */
                         operator: "eq" | "neq" | "in" | "not in" | "lt" | "le" | "gt" | "ge" | "like";
                         value?: string | number;
                         /** @description at most 1000; a repeated value counts once */
                         values?: (string | number)[];
                     }[];
-                    /** @description attributes to return (default all), each once: at most 28 */
-                    parameters?: ("JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID" | "PilotReference")[];
+                    /** @description attributes to return (default all), each once: at most 31 */
+                    parameters?: ("JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID" | "PilotReference" | "HoldReason" | "RetryCounter" | "WorkflowID")[];
                     /** @description sort keys in order (default: JobID descending), at most 4, each attribute once; JobID is always the last key */
                     sort?: {
                         /**
                          * @description a job attribute
                          * @enum {string}
                          */
-                        parameter: "JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID" | "PilotReference";
+                        parameter: "JobID" | "JobName" | "JobGroup" | "JobType" | "Owner" | "OwnerDN" | "OwnerGroup" | "Setup" | "Site" | "Status" | "MinorStatus" | "ApplicationStatus" | "UserPriority" | "RescheduleCounter" | "SubmissionTime" | "LastUpdateTime" | "StartExecTime" | "EndExecTime" | "HeartBeatTime" | "ExitCode" | "NumberOfProcessors" | "MaxRAM" | "NumberOfGPUs" | "Tags" | "Platform" | "CPUTime" | "TaskQueueID" | "PilotReference" | "HoldReason" | "RetryCounter" | "WorkflowID";
                         direction?: "asc" | "desc";
                     }[];
                     page?: {
@@ -4592,6 +4616,9 @@ export interface operations {
                             CPUTime?: number | null;
                             TaskQueueID?: number | null;
                             PilotReference?: string | null;
+                            HoldReason?: string | null;
+                            RetryCounter?: number | null;
+                            WorkflowID?: number | null;
                         }[];
                         /** @description continues after the last job; null on the last page */
                         nextCursor: string | null;
@@ -4717,6 +4744,12 @@ export interface operations {
                 TaskQueueID?: number[];
                 /** @description restrict to these PilotReference values (repeat the key: OR; at most 1000 values) */
                 PilotReference?: string[];
+                /** @description restrict to these HoldReason values (repeat the key: OR; at most 1000 values) */
+                HoldReason?: string[];
+                /** @description restrict to these RetryCounter values (repeat the key: OR; at most 1000 values) */
+                RetryCounter?: number[];
+                /** @description restrict to these WorkflowID values (repeat the key: OR; at most 1000 values) */
+                WorkflowID?: number[];
             };
             header?: {
                 /** @description The id of the last event received: the stream resumes after it (the HTML Server-Sent Events reconnection header) */
@@ -4925,6 +4958,9 @@ export interface operations {
                         CPUTime: number | null;
                         TaskQueueID: number | null;
                         PilotReference: string | null;
+                        HoldReason: string | null;
+                        RetryCounter: number | null;
+                        WorkflowID: number | null;
                         StatusHistory: {
                             Status: string;
                             MinorStatus: string;

@@ -9,7 +9,7 @@ export type Attribute = keyof JobRecord;
 export const ATTRIBUTES: readonly Attribute[] = [
   'JobID', 'JobName', 'Status', 'MinorStatus', 'ApplicationStatus', 'Site', 'Owner', 'OwnerGroup', 'JobGroup', 'JobType',
   'Setup', 'OwnerDN', 'UserPriority', 'RescheduleCounter', 'SubmissionTime', 'LastUpdateTime', 'StartExecTime', 'EndExecTime',
-  'HeartBeatTime', 'ExitCode', 'NumberOfProcessors', 'MaxRAM', 'NumberOfGPUs', 'Tags', 'Platform', 'CPUTime', 'TaskQueueID', 'PilotReference',
+  'HeartBeatTime', 'ExitCode', 'NumberOfProcessors', 'MaxRAM', 'NumberOfGPUs', 'Tags', 'Platform', 'CPUTime', 'TaskQueueID', 'PilotReference', 'HoldReason', 'RetryCounter', 'WorkflowID',
 ];
 
 /** Attributes whose values are integers: a search compares them as numbers. */
