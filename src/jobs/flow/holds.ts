@@ -80,3 +80,18 @@ export async function releaseJob(db: Db, events: JobEvents, principal: Principal
   }
   return after.status as JobStatus;
 }
+
+/**
+ * The jobs of a workflow that `action` may apply to, in the order to act: for a hold, the Received ones
+ * first (a Waiting one held makes room that no throttled job should take meanwhile), then the Waiting;
+ * for a release, the held ones, oldest first (MaxRunning admits in that order).
+ */
+export async function workflowJobsFor(db: Db, workflowId: number, action: 'hold' | 'release'): Promise<number[]> {
+  let q = db.selectFrom('jobs').select(['job_id', 'status']).where('workflow_id', '=', workflowId);
+  q =
+    action === 'hold'
+      ? q.where('status', 'in', [JobStatus.Received, JobStatus.Waiting])
+      : q.where('status', '=', JobStatus.Received).where('hold_reason', 'in', [...RELEASABLE]);
+  const rows = await q.orderBy('job_id').execute();
+  return [...rows.filter((r) => r.status === JobStatus.Received), ...rows.filter((r) => r.status !== JobStatus.Received)].map((r) => Number(r.job_id));
+}
