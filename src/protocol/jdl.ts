@@ -50,11 +50,17 @@ const MANIFEST_NAMES = [
   'ParameterStart',
   'ParameterStep',
   'ParameterFactor',
-  // What a run's end makes of the job (docs/workflows.md).
+  // Workflows (docs/workflows.md).
+  'DependsOn',
+  'DependencyType',
+  'NodeName',
+  'Hold',
+  'MaxRunning',
+  // What a run's end makes of the job.
+  'OnExitHold',
   'MaxRetries',
   'RetryExitCodes',
   'SuccessExitCodes',
-  'OnExitHold',
   'RetryDelay',
   'BanFailedSites',
 ] as const;
