@@ -88,6 +88,23 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal((await untar(out.body)).get('std.out')?.toString(), 'run\n');
     });
 
+    it('backs off RetryDelay, doubled each time, through the gatekeeper: three runs, then Failed', async () => {
+      const jid = await submit(svc, alice, { ...sh('exit 3'), MaxRetries: 2, RetryExitCodes: [3], RetryDelay: 1 });
+      const failed = await waitForStatus(svc, alice, jid, ['Failed'], 60000);
+      assert.equal(failed.MinorStatus, 'Failed after 2 retries: exit code 3');
+      assert.deepEqual([failed.RetryCounter, failed.HoldReason], [2, '']);
+      const history = (failed.StatusHistory as HistoryRow[]).map((h) => `${h.Status}: ${h.MinorStatus}`);
+      const retries = history.filter((h) => /^(Rescheduled|Received): (Retry|Retrying)/.test(h));
+      assert.equal(retries.length, 4, history.join('\n'));
+      assert.match(retries[0]!, /^Rescheduled: Retry 1 of 2: exit code 3 at site (Local|Other)$/);
+      assert.equal(retries[1], 'Received: Retrying in 1 s');
+      assert.match(retries[2]!, /^Rescheduled: Retry 2 of 2: exit code 3 at site (Local|Other)$/);
+      assert.equal(retries[3], 'Received: Retrying in 2 s', 'the delay doubles');
+      assert.equal(history.filter((h) => h.startsWith('Running:')).length, 3);
+      // Each back-off ended by the gatekeeper, to Waiting, before the next run.
+      assert.equal((failed.StatusHistory as HistoryRow[]).filter((h) => h.Status === 'Waiting').length, 3);
+    });
+
     it('waits out RetryDelay as Received (BackOff), the previous run forgotten; found by HoldReason and RetryCounter in search, summary and events', async () => {
       const events = curlStream(`${svc.url}/jobs/events?HoldReason=BackOff`, svc.pki.caFile, { authorization: `Bearer ${alice}` });
       try {
