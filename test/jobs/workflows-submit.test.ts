@@ -137,6 +137,12 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(c.HoldReason, 'Held');
       assert.equal(c.DependencyType, 'afterany');
       assert.deepEqual(c.Parents.map((p) => p.JobID), [a]);
+      // DIRAC users quote numbers and booleans too; Slurm's form as a JDL string.
+      const quoted = await svc.request('/jobs', { method: 'POST', token: alice, body: `[ Executable = "/bin/true"; Parameters = 2; MaxRunning = "2"; Hold = "true"; DependsOn = "afterany:${a}"; ]`, headers: { 'content-type': 'text/x-jdl' } });
+      assert.equal(quoted.status, 201, quoted.text);
+      const q = await job(quoted.json.jids[0]);
+      assert.deepEqual([q.HoldReason, q.DependencyType, q.Parents.map((p) => p.JobID)], ['Held', 'afterany', [a]]);
+      assert.equal((await svc.request(`/workflows/${q.WorkflowID}`, { token: alice })).json.MaxRunning, 2);
     });
 
     it('makes a throttled parametric POST /jobs a workflow of kind parametric', async () => {
