@@ -108,8 +108,14 @@ export async function describeWorkflow(db: Db, row: WorkflowRow) {
   }
   const counts: Record<string, number> = {};
   for (const j of jobs) counts[j.status] = (counts[j.status] ?? 0) + 1;
+  const byNode = new Map<string | null, typeof jobs>();
+  for (const j of jobs) {
+    const list = byNode.get(j.workflow_node);
+    if (list) list.push(j);
+    else byNode.set(j.workflow_node, [j]);
+  }
   const nodes = (JSON.parse(row.nodes) as NodeSpec[]).map((n) => {
-    const mine = jobs.filter((j) => j.workflow_node === n.Name);
+    const mine = byNode.get(n.Name) ?? [];
     const nodeCounts: Record<string, number> = {};
     for (const j of mine) nodeCounts[j.status] = (nodeCounts[j.status] ?? 0) + 1;
     return { Name: n.Name, DependsOn: n.DependsOn, DependencyType: n.DependencyType, JobIDs: mine.map((j) => Number(j.job_id)), Counts: nodeCounts };
