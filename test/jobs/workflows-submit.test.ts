@@ -163,6 +163,12 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(w.json.Name, 'scan-1');
       assert.equal(w.json.MaxRunning, 2);
       assert.equal(w.json.Jobs.length, 5);
+      assert.deepEqual(w.json.Nodes.map((n: { Name: string; JobIDs: number[] }) => [n.Name, n.JobIDs]), [['scan-1', jids]]);
+      assert.ok(w.json.Jobs.every((j: { Node: string }) => j.Node === 'scan-1'));
+      assert.equal(jobs[0]!.WorkflowNode, null);
+      // A JobGroup longer than a node name may be still names the set.
+      const long = await post('/jobs', { Executable: '/bin/true', Parameters: 2, MaxRunning: 1, JobGroup: 'g'.repeat(200) });
+      assert.equal(long.status, 201, long.text);
       assert.equal((w.json.Counts.Received ?? 0) + (w.json.Counts.Waiting ?? 0), 5);
       assert.ok((w.json.Counts.Waiting ?? 0) <= 2, JSON.stringify(w.json.Counts));
       assert.equal(w.json.Status, 'Active');

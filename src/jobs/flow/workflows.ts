@@ -114,8 +114,11 @@ export async function describeWorkflow(db: Db, row: WorkflowRow) {
     if (list) list.push(j);
     else byNode.set(j.workflow_node, [j]);
   }
-  const nodes = (JSON.parse(row.nodes) as NodeSpec[]).map((n) => {
-    const mine = byNode.get(n.Name) ?? [];
+  // A parametric set's jobs have no node name: they are its one node's.
+  const nodeOf = (name: string | null) => (row.kind === 'parametric' ? null : name);
+  const specs = JSON.parse(row.nodes) as NodeSpec[];
+  const nodes = specs.map((n) => {
+    const mine = byNode.get(nodeOf(n.Name)) ?? [];
     const nodeCounts: Record<string, number> = {};
     for (const j of mine) nodeCounts[j.status] = (nodeCounts[j.status] ?? 0) + 1;
     return { Name: n.Name, DependsOn: n.DependsOn, DependencyType: n.DependencyType, JobIDs: mine.map((j) => Number(j.job_id)), Counts: nodeCounts };
@@ -125,7 +128,7 @@ export async function describeWorkflow(db: Db, row: WorkflowRow) {
     Nodes: nodes,
     Jobs: jobs.map((j) => ({
       JobID: Number(j.job_id),
-      Node: j.workflow_node,
+      Node: row.kind === 'parametric' ? (specs[0]?.Name ?? null) : j.workflow_node,
       Status: j.status,
       MinorStatus: j.minor_status,
       HoldReason: j.hold_reason,
