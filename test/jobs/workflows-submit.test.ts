@@ -95,6 +95,18 @@ for (const { dialect, skip } of await dialects()) {
       assert.match(res.json.error_description, new RegExp(`DependsOn: alice may not see job ${bobs}`));
       const adminJob = await submit(svc, admin, { Executable: '/bin/true', DependsOn: bobs });
       assert.deepEqual((await job(adminJob, admin)).Parents, [{ JobID: bobs, Status: 'Waiting' }]);
+      // JobSharing: a member of the group of a job may depend on it; someone outside it may not.
+      const aliceProd = await svc.token('alice', 'dirigo_prod');
+      const carolProd = await svc.token('carol', 'dirigo_prod');
+      const shared = await submit(svc, aliceProd, { Executable: '/bin/true' });
+      assert.equal((await post('/jobs', { Executable: '/bin/true', DependsOn: shared }, carolProd)).status, 201);
+      assert.equal((await post('/jobs', { Executable: '/bin/true', DependsOn: shared }, bob)).status, 403);
+      // And sees the group's workflows when asking for an owner's.
+      const w = await post('/workflows', { Jobs: [{ NodeName: 'a', Executable: '/bin/true', Hold: true }] }, aliceProd);
+      assert.equal(w.status, 201, w.text);
+      const listed = await svc.request('/workflows?owner=alice', { token: carolProd });
+      assert.deepEqual(listed.json.Workflows.map((x: { WorkflowID: number }) => x.WorkflowID), [w.json.WorkflowID]);
+      assert.equal((await svc.request(`/workflows/${w.json.WorkflowID}`, { token: carolProd })).status, 200);
     });
 
     it('stores a job with parents Received (Dependency), a held one Received (Held), with one history row', async () => {

@@ -4236,6 +4236,16 @@ export interface operations {
                     ParameterStep?: number;
                     /** @description each value is multiplied by it before the step is added (default 1) */
                     ParameterFactor?: number;
+                    /** @description the jobs it waits for: a job id, a list of job ids (in POST /workflows also node names), or Slurm's "afterok:12:13"; at most 1,000 jobs */
+                    DependsOn?: number | string | (number | string)[];
+                    /** @description the condition on its parents (default afterok) */
+                    DependencyType?: "afterok" | "afterany" | "afternotok";
+                    /** @description submitted held (HoldReason Held) until released */
+                    Hold?: boolean;
+                    /** @description on a parametric manifest or in a workflow: how many of its jobs may be active at once (Slurm's %N) */
+                    MaxRunning?: number;
+                    /** @description POST /workflows only: the node's name (JobName when absent) */
+                    NodeName?: string;
                 } & {
                     [key: string]: unknown;
                 }) | ({
@@ -4273,6 +4283,16 @@ export interface operations {
                     ParameterStep?: number;
                     /** @description each value is multiplied by it before the step is added (default 1) */
                     ParameterFactor?: number;
+                    /** @description the jobs it waits for: a job id, a list of job ids (in POST /workflows also node names), or Slurm's "afterok:12:13"; at most 1,000 jobs */
+                    DependsOn?: number | string | (number | string)[];
+                    /** @description the condition on its parents (default afterok) */
+                    DependencyType?: "afterok" | "afterany" | "afternotok";
+                    /** @description submitted held (HoldReason Held) until released */
+                    Hold?: boolean;
+                    /** @description on a parametric manifest or in a workflow: how many of its jobs may be active at once (Slurm's %N) */
+                    MaxRunning?: number;
+                    /** @description POST /workflows only: the node's name (JobName when absent) */
+                    NodeName?: string;
                 } & {
                     [key: string]: unknown;
                 })[];
@@ -5292,6 +5312,16 @@ export interface operations {
                         ParameterStep?: number;
                         /** @description each value is multiplied by it before the step is added (default 1) */
                         ParameterFactor?: number;
+                        /** @description the jobs it waits for: a job id, a list of job ids (in POST /workflows also node names), or Slurm's "afterok:12:13"; at most 1,000 jobs */
+                        DependsOn?: number | string | (number | string)[];
+                        /** @description the condition on its parents (default afterok) */
+                        DependencyType?: "afterok" | "afterany" | "afternotok";
+                        /** @description submitted held (HoldReason Held) until released */
+                        Hold?: boolean;
+                        /** @description on a parametric manifest or in a workflow: how many of its jobs may be active at once (Slurm's %N) */
+                        MaxRunning?: number;
+                        /** @description POST /workflows only: the node's name (JobName when absent) */
+                        NodeName?: string;
                     } & {
                         [key: string]: unknown;
                     };
@@ -6396,6 +6426,16 @@ export interface operations {
                         ParameterStep?: number;
                         /** @description each value is multiplied by it before the step is added (default 1) */
                         ParameterFactor?: number;
+                        /** @description the jobs it waits for: a job id, a list of job ids (in POST /workflows also node names), or Slurm's "afterok:12:13"; at most 1,000 jobs */
+                        DependsOn?: number | string | (number | string)[];
+                        /** @description the condition on its parents (default afterok) */
+                        DependencyType?: "afterok" | "afterany" | "afternotok";
+                        /** @description submitted held (HoldReason Held) until released */
+                        Hold?: boolean;
+                        /** @description on a parametric manifest or in a workflow: how many of its jobs may be active at once (Slurm's %N) */
+                        MaxRunning?: number;
+                        /** @description POST /workflows only: the node's name (JobName when absent) */
+                        NodeName?: string;
                     } & {
                         [key: string]: unknown;
                     })[];
