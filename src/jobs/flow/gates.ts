@@ -456,3 +456,19 @@ export class Gatekeeper {
     return result;
   }
 }
+
+/**
+ * How many more of the workflow's jobs may be active now (Infinity without MaxRunning). Read under the
+ * gates' lock by whatever then makes one of its jobs active.
+ */
+export async function roomIn(trx: Transaction<Database>, workflowId: number): Promise<number> {
+  const wf = await trx.selectFrom('workflows').select('max_running').where('workflow_id', '=', workflowId).executeTakeFirst();
+  if (!wf || wf.max_running === null) return Infinity;
+  const row = await trx
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('workflow_id', '=', workflowId)
+    .where('status', 'in', [...ACTIVE])
+    .executeTakeFirstOrThrow();
+  return Number(wf.max_running) - Number(row.n);
+}
