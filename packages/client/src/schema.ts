@@ -4246,6 +4246,18 @@ export interface operations {
                     MaxRunning?: number;
                     /** @description POST /workflows only: the node's name (JobName when absent) */
                     NodeName?: string;
+                    /** @description automatic retries of a failed run, at most jobs.workflows.maxRetries (default 0) */
+                    MaxRetries?: number;
+                    /** @description exit codes whose runs are retried (absent: any non-zero code) */
+                    RetryExitCodes?: number[];
+                    /** @description exit codes that count as success besides 0: the job is Done */
+                    SuccessExitCodes?: number[];
+                    /** @description exit codes that hold the job (Received, HoldReason ExitCode) for a look instead of failing it; 'release' runs it again */
+                    OnExitHold?: number[];
+                    /** @description seconds before the first retry (default jobs.workflows.retryDelay); doubles with each retry, at most jobs.workflows.maxRetryDelay */
+                    RetryDelay?: number;
+                    /** @description each retry adds the site that failed to BannedSites, unless that would leave no site */
+                    BanFailedSites?: boolean;
                 } & {
                     [key: string]: unknown;
                 }) | ({
@@ -4293,6 +4305,18 @@ export interface operations {
                     MaxRunning?: number;
                     /** @description POST /workflows only: the node's name (JobName when absent) */
                     NodeName?: string;
+                    /** @description automatic retries of a failed run, at most jobs.workflows.maxRetries (default 0) */
+                    MaxRetries?: number;
+                    /** @description exit codes whose runs are retried (absent: any non-zero code) */
+                    RetryExitCodes?: number[];
+                    /** @description exit codes that count as success besides 0: the job is Done */
+                    SuccessExitCodes?: number[];
+                    /** @description exit codes that hold the job (Received, HoldReason ExitCode) for a look instead of failing it; 'release' runs it again */
+                    OnExitHold?: number[];
+                    /** @description seconds before the first retry (default jobs.workflows.retryDelay); doubles with each retry, at most jobs.workflows.maxRetryDelay */
+                    RetryDelay?: number;
+                    /** @description each retry adds the site that failed to BannedSites, unless that would leave no site */
+                    BanFailedSites?: boolean;
                 } & {
                     [key: string]: unknown;
                 })[];
@@ -5322,6 +5346,18 @@ export interface operations {
                         MaxRunning?: number;
                         /** @description POST /workflows only: the node's name (JobName when absent) */
                         NodeName?: string;
+                        /** @description automatic retries of a failed run, at most jobs.workflows.maxRetries (default 0) */
+                        MaxRetries?: number;
+                        /** @description exit codes whose runs are retried (absent: any non-zero code) */
+                        RetryExitCodes?: number[];
+                        /** @description exit codes that count as success besides 0: the job is Done */
+                        SuccessExitCodes?: number[];
+                        /** @description exit codes that hold the job (Received, HoldReason ExitCode) for a look instead of failing it; 'release' runs it again */
+                        OnExitHold?: number[];
+                        /** @description seconds before the first retry (default jobs.workflows.retryDelay); doubles with each retry, at most jobs.workflows.maxRetryDelay */
+                        RetryDelay?: number;
+                        /** @description each retry adds the site that failed to BannedSites, unless that would leave no site */
+                        BanFailedSites?: boolean;
                     } & {
                         [key: string]: unknown;
                     };
@@ -6436,6 +6472,18 @@ export interface operations {
                         MaxRunning?: number;
                         /** @description POST /workflows only: the node's name (JobName when absent) */
                         NodeName?: string;
+                        /** @description automatic retries of a failed run, at most jobs.workflows.maxRetries (default 0) */
+                        MaxRetries?: number;
+                        /** @description exit codes whose runs are retried (absent: any non-zero code) */
+                        RetryExitCodes?: number[];
+                        /** @description exit codes that count as success besides 0: the job is Done */
+                        SuccessExitCodes?: number[];
+                        /** @description exit codes that hold the job (Received, HoldReason ExitCode) for a look instead of failing it; 'release' runs it again */
+                        OnExitHold?: number[];
+                        /** @description seconds before the first retry (default jobs.workflows.retryDelay); doubles with each retry, at most jobs.workflows.maxRetryDelay */
+                        RetryDelay?: number;
+                        /** @description each retry adds the site that failed to BannedSites, unless that would leave no site */
+                        BanFailedSites?: boolean;
                     } & {
                         [key: string]: unknown;
                     })[];
