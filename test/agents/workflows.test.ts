@@ -1,7 +1,7 @@
 /**
  * Workflows on an agents site (docs/workflows.md), with real `dirigo agent` processes pulling the jobs: a
- * 1 → 2 → 1 workflow runs in order; a held job is never handed to an agent (while the agent takes other
- * work) until it is released; a parametric set with MaxRunning 1 runs one job at a time on an agent
+ * 1 → 2 → 1 workflow runs in order; held jobs (submitted held, or held while Waiting) are never handed to
+ * an agent (while it takes other work) until released; a parametric set with MaxRunning 1 runs one job at a time on an agent
  * with slots to spare.
  */
 import assert from 'node:assert/strict';
@@ -104,27 +104,35 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal((await svc.request(`/workflows/${w.WorkflowID}`, { token: alice })).json.Status, 'Done');
     });
 
-    test('a held job is not handed to an agent until it is released', { timeout: 120_000 }, async () => {
+    test('held jobs (submitted held, or held while Waiting) are not handed to an agent until released', { timeout: 120_000 }, async () => {
+      const [held, parked, free] = (await post('/jobs', [{ ...sh('echo held'), Hold: true }, sh('echo parked'), sh('echo free')])).jids as number[];
+      // Held while Waiting, before any agent asks: it leaves its task queue.
+      assert.deepEqual((await post('/jobs/hold', { jids: [parked] })).results, [{ jid: parked, Status: 'Received' }]);
       const a = agent(4);
-      const [held, free] = (await post('/jobs', [{ ...sh('echo held'), Hold: true }, sh('echo free')])).jids as number[];
-      // The agent takes and runs the free one, with slots to spare for the held one.
+      // The agent takes and runs the free one, with slots to spare for the held ones.
       assert.equal((await waitForStatus(svc, alice, free!, FINAL, 60_000)).Status, 'Done', a.log());
       const more = (await post('/jobs', sh('echo more'))).jids as number[];
       assert.equal((await waitForStatus(svc, alice, more[0]!, FINAL, 60_000)).Status, 'Done', a.log());
-      const j = await job(held!);
-      assert.deepEqual([j.Status, j.HoldReason, j.StartExecTime], ['Received', 'Held', null]);
-      assert.ok(!j.StatusHistory.some((h) => h.Status === 'Matched'), `never matched: ${JSON.stringify(j.StatusHistory)}`);
-      assert.deepEqual((await post('/jobs/release', { jids: [held] })).results, [{ jid: held, Status: 'Waiting' }]);
-      const done = (await waitForStatus(svc, alice, held!, FINAL, 60_000)) as unknown as Job;
-      assert.deepEqual([done.Status, done.Site, done.HoldReason], ['Done', 'Pool', ''], done.MinorStatus);
-      const history = done.StatusHistory.map((h) => [h.Status, h.Source]);
-      assert.deepEqual(history.slice(-5), [
-        ['Waiting', 'alice'],
-        ['Matched', 'Agent@Pool'],
-        ['Running', 'Agent@Pool'],
-        ['Completing', 'Agent@Pool'],
-        ['Done', 'Agent@Pool'],
+      for (const jid of [held!, parked!]) {
+        const j = await job(jid);
+        assert.deepEqual([j.Status, j.HoldReason, j.StartExecTime], ['Received', 'Held', null], `job ${jid}`);
+        assert.ok(!j.StatusHistory.some((h) => h.Status === 'Matched'), `job ${jid} never matched: ${JSON.stringify(j.StatusHistory)}`);
+      }
+      assert.deepEqual((await post('/jobs/release', { jids: [held, parked] })).results, [
+        { jid: held, Status: 'Waiting' },
+        { jid: parked, Status: 'Waiting' },
       ]);
+      for (const jid of [held!, parked!]) {
+        const done = (await waitForStatus(svc, alice, jid, FINAL, 60_000)) as unknown as Job;
+        assert.deepEqual([done.Status, done.Site, done.HoldReason], ['Done', 'Pool', ''], done.MinorStatus);
+        assert.deepEqual(done.StatusHistory.slice(-5).map((h) => [h.Status, h.Source]), [
+          ['Waiting', 'alice'],
+          ['Matched', 'Agent@Pool'],
+          ['Running', 'Agent@Pool'],
+          ['Completing', 'Agent@Pool'],
+          ['Done', 'Agent@Pool'],
+        ]);
+      }
     });
 
     test('MaxRunning 1: three jobs run one at a time on an agent with four slots', { timeout: 120_000 }, async () => {

@@ -1,9 +1,11 @@
 /**
  * Workflows on the Slurm site (docs/workflows.md), against the real daemons of scripts/slurm-dev.sh: a
- * 1 → 3 → 1 workflow submitted in one request runs in order as Slurm batch jobs; a held job never reaches
- * Slurm (no batch job is made for it) until it is released; a parametric set with MaxRunning 2 never has
- * more than two jobs active, in Dirigo or in Slurm; an afterok child of a job failing in Slurm ends Failed
- * without ever reaching Slurm, and an afternotok one runs.
+ * 1 → 3 → 1 workflow submitted in one request runs in order as Slurm batch jobs; a held job (submitted
+ * held, held while Waiting, or held while it waits for its parent) never reaches Slurm (no batch job is
+ * made for it) until it is released; a parametric set with MaxRunning 2 never has more than two jobs
+ * active, in Dirigo or in Slurm; Slurm's own `afterok:a:b` is understood; a workflow's kill cancels its
+ * batch job; an afterok child of a job failing in Slurm ends Failed without ever reaching Slurm, and an
+ * afternotok one runs.
  *
  * Run alone with `npm run test:slurm -- …` restricted to this file, or with the whole Slurm suite.
  */
@@ -67,7 +69,11 @@ for (const { dialect, skip } of await dialects()) {
       svc = await startJobsService(dialect, {
         scheduler: { pollIntervalMs: 200 },
         workflows: { gatePassMs: 200 },
-        sites: [{ name: 'Slurm', type: 'slurm', partition: 'debug' }],
+        // SlurmOne keeps one job in Slurm at a time: a job behind a running one stays Waiting.
+        sites: [
+          { name: 'Slurm', type: 'slurm', partition: 'debug' },
+          { name: 'SlurmOne', type: 'slurm', partition: 'debug', maxJobs: 1 },
+        ],
       });
       alice = await svc.token('alice');
     });
@@ -158,6 +164,27 @@ for (const { dialect, skip } of await dialects()) {
       const done = (await waitForStatus(svc, alice, held!, FINAL, 120_000)) as unknown as Job;
       assert.deepEqual([done.Status, done.Site, done.HoldReason], ['Done', 'Slurm', ''], done.MinorStatus);
       assert.deepEqual(batchJobs(svc).get(held!)?.map((b) => b.state), ['COMPLETED']);
+    });
+
+    test('a job held while Waiting is not sent to Slurm when room frees; released, it runs there', { timeout: 180_000 }, async () => {
+      const one = (script: string) => ({ ...sh(script), Sites: ['SlurmOne'] });
+      const [blocker] = (await post('/jobs', one('sleep 300'))).jids as number[];
+      await waitForStatus(svc, alice, blocker!, ['Running'], 120_000);
+      const [waiting] = (await post('/jobs', one('echo waited'))).jids as number[];
+      assert.equal((await job(waiting!)).Status, 'Waiting');
+      assert.deepEqual((await post('/jobs/hold', { jids: [waiting] })).results, [{ jid: waiting, Status: 'Received' }]);
+      // Room frees; another job takes it, the held one does not.
+      assert.deepEqual((await post('/jobs/kill', { jids: [blocker] })).results, [{ jid: blocker, Status: 'Killed' }]);
+      const [other] = (await post('/jobs', one('echo other'))).jids as number[];
+      assert.equal((await waitForStatus(svc, alice, other!, FINAL, 120_000)).Status, 'Done');
+      await new Promise((r) => setTimeout(r, 2000));
+      const j = await job(waiting!);
+      assert.deepEqual([j.Status, j.HoldReason, j.StartExecTime], ['Received', 'Held', null]);
+      assert.equal(batchJobs(svc).get(waiting!), undefined, 'no Slurm batch job');
+      assert.deepEqual((await post('/jobs/release', { jids: [waiting] })).results, [{ jid: waiting, Status: 'Waiting' }]);
+      const done = await waitForStatus(svc, alice, waiting!, FINAL, 120_000);
+      assert.deepEqual([done.Status, done.Site], ['Done', 'SlurmOne'], String(done.MinorStatus));
+      assert.deepEqual(batchJobs(svc).get(waiting!)?.map((b) => b.state), ['COMPLETED']);
     });
 
     test('a child held while it waits for its parent stays held once the parent is Done; released, it runs in Slurm', { timeout: 180_000 }, async () => {
