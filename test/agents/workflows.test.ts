@@ -1,8 +1,9 @@
 /**
  * Workflows on an agents site (docs/workflows.md), with real `dirigo agent` processes pulling the jobs: a
  * 1 → 2 → 1 workflow runs in order; held jobs (submitted held, or held while Waiting) are never handed to
- * an agent (while it takes other work) until released; a parametric set with MaxRunning 1 runs one job at a time on an agent
- * with slots to spare.
+ * an agent (while it takes other work) until released; a parametric set with MaxRunning 1 runs one job at
+ * a time on an agent with slots to spare; a workflow's kill reaches the agent; a parent whose agent went
+ * silent is rescheduled, and its child waits for the second run.
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -39,7 +40,12 @@ for (const { dialect, skip } of await dialects()) {
     before(async () => {
       svc = await startJobsService(dialect, {
         workflows: { gatePassMs: 200 },
-        sites: [{ name: 'Pool', type: 'agents', heartbeatIntervalMs: 200 }],
+        // Frail declares a silent agent's jobs stalled within seconds; Pool keeps the defaults, so that a
+        // busy machine's late heartbeat never reruns a job of the other tests.
+        sites: [
+          { name: 'Pool', type: 'agents', heartbeatIntervalMs: 200 },
+          { name: 'Frail', type: 'agents', heartbeatIntervalMs: 200, stalledAfterMs: 1500, failStalledAfterMs: 1000 },
+        ],
       });
       alice = await svc.token('alice');
     });
@@ -63,8 +69,8 @@ for (const { dialect, skip } of await dialects()) {
     /** A shell payload: `/bin/sh -c '<script>'` (the script has no single quotes). */
     const sh = (script: string) => ({ Executable: '/bin/sh', Arguments: `-c '${script}'`, Sites: ['Pool'] });
 
-    function agent(slots: number): AgentProcess {
-      const a = startAgent(svc.url, svc.pki, { site: 'Pool', slots });
+    function agent(slots: number, site = 'Pool'): AgentProcess {
+      const a = startAgent(svc.url, svc.pki, { site, slots });
       agents.push(a);
       return a;
     }
@@ -191,6 +197,34 @@ for (const { dialect, skip } of await dialects()) {
       }
       const child = await job(next);
       assert.deepEqual([child.Status, child.StartExecTime], ['Killed', null]);
+    });
+
+    test('a parent whose agent went silent is rescheduled, not ended: its afterok child waits for the second run', { timeout: 120_000 }, async () => {
+      const runs = join(shared, 'stalled-parent.runs');
+      const w = (await post('/workflows', {
+        Jobs: [
+          { NodeName: 'parent', ...sh(`echo run >> ${runs}; sleep 1`), Sites: ['Frail'] },
+          { NodeName: 'child', ...sh(`test $(wc -l < ${runs}) -eq 2 || exit 7`), Sites: ['Frail'], DependsOn: 'parent' },
+        ],
+      })) as { WorkflowID: number; Nodes: Record<string, number[]> };
+      const [parent, child] = [w.Nodes.parent![0]!, w.Nodes.child![0]!];
+      const first = agent(1, 'Frail');
+      await waitForStatus(svc, alice, parent, ['Running'], 60_000);
+      first.child.kill('SIGKILL');
+      await first.exited;
+      // Stalled, then Failed and rescheduled in one step: never seen ended by the gatekeeper.
+      const again = await waitForStatus(svc, alice, parent, ['Waiting'], 30_000);
+      assert.equal(again.RescheduleCounter, 1);
+      await new Promise((r) => setTimeout(r, 1000));
+      const waiting = await job(child);
+      assert.deepEqual([waiting.Status, waiting.HoldReason], ['Received', 'Dependency'], waiting.MinorStatus);
+      agent(1, 'Frail');
+      const done = await waitForStatus(svc, alice, child, FINAL, 60_000);
+      assert.equal(done.Status, 'Done', String(done.MinorStatus));
+      const p = await job(parent);
+      assert.equal(p.Status, 'Done');
+      assert.ok(done.StartExecTime! >= p.EndExecTime!, 'the child started after the second run ended');
+      assert.equal(readFileSync(runs, 'utf8'), 'run\nrun\n');
     });
   });
 }
