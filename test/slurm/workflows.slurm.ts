@@ -1,11 +1,11 @@
 /**
  * Workflows on the Slurm site (docs/workflows.md), against the real daemons of scripts/slurm-dev.sh: a
- * 1 → 3 → 1 workflow submitted in one request runs in order as Slurm batch jobs; a held job (submitted
- * held, held while Waiting, or held while it waits for its parent) never reaches Slurm (no batch job is
- * made for it) until it is released; a parametric set with MaxRunning 2 never has more than two jobs
- * active, in Dirigo or in Slurm; Slurm's own `afterok:a:b` is understood; a workflow's kill cancels its
- * batch job; an afterok child of a job failing in Slurm ends Failed without ever reaching Slurm, and an
- * afternotok one runs.
+ * 1 → 3 → 1 workflow submitted in one request runs in order as Slurm batch jobs, and so does a multipart
+ * set of JDLs with input files; a held job (submitted held, held while Waiting, or held while it waits for
+ * its parent) never reaches Slurm (no batch job is made for it) until it is released; a parametric set
+ * with MaxRunning 2 never has more than two jobs active, in Dirigo or in Slurm; Slurm's own `afterok:a:b`
+ * is understood; a workflow's kill cancels its batch job; an afterok child of a job failing in Slurm ends
+ * Failed without ever reaching Slurm, and an afternotok one runs.
  *
  * Run alone with `npm run test:slurm -- …` restricted to this file, or with the whole Slurm suite.
  */
@@ -17,7 +17,7 @@ import { basename, dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { startJobsService, waitForStatus } from '../jobs/helpers.ts';
+import { multipart, startJobsService, untar, waitForStatus } from '../jobs/helpers.ts';
 import { slurmUnavailable } from './slurm-available.ts';
 
 const noSlurm = slurmUnavailable();
@@ -142,6 +142,38 @@ for (const { dialect, skip } of await dialects()) {
       const summary = (await svc.request(`/workflows/${w.WorkflowID}`, { token: alice })).json;
       assert.equal(summary.Status, 'Done');
       assert.deepEqual(summary.Counts, { Done: 5 });
+    });
+
+    test('a multipart set of JDLs with input files runs in order on Slurm, each job with the shared input sandbox', { timeout: 240_000 }, async () => {
+      const { body, headers } = await multipart([
+        { name: 'workflow', value: JSON.stringify({ Name: 'slurm-jdl-set' }) },
+        { name: 'jdl', value: '[ JobName = "simulate"; Executable = "sim.sh"; InputSandbox = {"sim.sh"}; OutputSandbox = {"sim.txt"}; Site = "Slurm"; ]' },
+        {
+          name: 'jdl',
+          value: '[ JobName = "reconstruct"; Executable = "reco.sh"; Arguments = "%s"; Parameters = {"p", "q"}; InputSandbox = {"reco.sh"}; DependsOn = {"simulate"}; Site = "Slurm"; ]',
+        },
+        { name: 'file', value: '#!/bin/sh\necho simulated > sim.txt\n', filename: 'sim.sh' },
+        { name: 'file', value: '#!/bin/sh\necho "reconstructed $1"\n', filename: 'reco.sh' },
+      ]);
+      const res = await svc.request('/workflows', { method: 'POST', token: alice, body, headers });
+      assert.equal(res.status, 201, res.text);
+      const w = res.json as { WorkflowID: number; JobIDs: number[]; Nodes: Record<string, number[]> };
+      const [sim] = w.Nodes.simulate!;
+      const reco = w.Nodes.reconstruct!;
+      assert.equal(reco.length, 2);
+      const ends = new Map<number, Job>();
+      for (const jid of [sim!, ...reco]) {
+        const j = (await waitForStatus(svc, alice, jid, FINAL, 180_000)) as unknown as Job;
+        assert.deepEqual([j.Status, j.Site], ['Done', 'Slurm'], `job ${jid}: ${j.MinorStatus}`);
+        ends.set(jid, j);
+      }
+      for (const r of reco) assert.ok(ends.get(r)!.StartExecTime! >= ends.get(sim!)!.EndExecTime!, `job ${r} started after simulate ended`);
+      const simOut = await untar((await svc.request(`/jobs/${sim}/outputsandbox`, { token: alice })).body);
+      assert.equal(simOut.get('sim.txt')?.toString(), 'simulated\n');
+      for (const [i, r] of reco.entries()) {
+        const out = await untar((await svc.request(`/jobs/${r}/outputsandbox`, { token: alice })).body);
+        assert.equal(out.get('std.out')?.toString(), `reconstructed ${['p', 'q'][i]}\n`);
+      }
     });
 
     test('a held job never reaches Slurm until it is released, then runs there to Done', { timeout: 180_000 }, async () => {
