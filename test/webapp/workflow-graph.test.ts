@@ -124,7 +124,9 @@ for (const { dialect, skip } of await dialects()) {
         await assertAccessible(page, 'the job panel of a workflow job');
         await screenshots(page, `${dialect}-workflow-job-panel`);
         // Its parent's panel lists its dependents; the simulate job's lists the three reconstructions.
+        // (An address typed anew signs in again: two redirects back to it.)
         await page.goto(`${svc.url}/app/?job=${first}`);
+        await page.getByTestId('panel-children').waitFor();
         assert.deepEqual((await page.getByTestId('panel-children').getByRole('link').allInnerTexts()).sort(), wf.Nodes.reconstruct!.map((j) => `Job ${j}`).sort());
         await page.getByTestId('panel-workflow').getByRole('link', { name: `Workflow ${wf.WorkflowID}` }).click();
         await page.waitForURL((url) => url.pathname === `/app/workflows/${wf.WorkflowID}`);

@@ -13,6 +13,7 @@ function JobLink({ jid, status }: { jid: number; status?: string | null | undefi
   return (
     <Anchor
       size="sm"
+      underline="always"
       href={`${basePath()}?job=${jid}`}
       onClick={(e) => {
         e.preventDefault();
@@ -44,6 +45,7 @@ export function JobFlow({ job }: { job: JobDetail }) {
       <Text size="sm" key="w" data-testid="panel-workflow">
         <Anchor
           size="sm"
+          underline="always"
           href={`${basePath()}workflows/${wid}`}
           onClick={(e) => {
             e.preventDefault();

@@ -24,7 +24,7 @@ const SAFETY_MS = 10_000;
 
 function NodesTable({ workflow }: { workflow: WorkflowDetail }) {
   const byNode = new Map<string, WorkflowDetail['Jobs']>();
-  for (const j of workflow.Jobs) byNode.set(j.Node, [...(byNode.get(j.Node) ?? []), j]);
+  for (const j of workflow.Jobs) byNode.set(j.Node ?? '', [...(byNode.get(j.Node ?? '') ?? []), j]);
   return (
     <Table.ScrollContainer minWidth={560}>
       <Table striped withTableBorder aria-labelledby="workflow-nodes-title" data-testid="workflow-nodes">

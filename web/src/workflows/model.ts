@@ -1,40 +1,13 @@
 /** A workflow as GET /workflows and GET /workflows/{wid} answer it (docs/workflows.md), and its actions. */
+import type { operations } from '@dirigo/client/schema';
 import { api, unwrap } from '../api.ts';
 import { STATUSES } from '../jobs/attributes.ts';
 
-export interface WorkflowSummary {
-  WorkflowID: number;
-  Name: string;
-  Kind: string;
-  Owner: string;
-  OwnerGroup: string;
-  MaxRunning: number | null;
-  SubmissionTime: string;
-  Jobs: number;
-  Counts: Record<string, number>;
-  Status: string;
-}
-
-export interface WorkflowNode {
-  Name: string;
-  DependsOn: string[];
-  DependencyType: string;
-  JobIDs: number[];
-  Counts: Record<string, number>;
-}
-
-export interface WorkflowJob {
-  JobID: number;
-  Node: string;
-  Status: string;
-  MinorStatus: string;
-  HoldReason: string;
-  RetryCounter: number;
-  Parents: number[];
-}
-
+export type WorkflowSummary = operations['listWorkflows']['responses'][200]['content']['application/json']['Workflows'][number];
 /** The summary with its nodes; `Jobs` is the list of its jobs here, not their count. */
-export type WorkflowDetail = Omit<WorkflowSummary, 'Jobs'> & { Nodes: WorkflowNode[]; Jobs: WorkflowJob[] };
+export type WorkflowDetail = operations['getWorkflow']['responses'][200]['content']['application/json'];
+export type WorkflowJob = WorkflowDetail['Jobs'][number];
+export type WorkflowNode = WorkflowDetail['Nodes'][number];
 
 export type WorkflowAction = 'kill' | 'hold' | 'release';
 
@@ -70,11 +43,11 @@ export function workflowColor(status: string): string {
 }
 
 export async function listWorkflows(): Promise<WorkflowSummary[]> {
-  return unwrap(await api.GET('/workflows', { params: { query: { maxItems: 500 } } })).Workflows as WorkflowSummary[];
+  return unwrap(await api.GET('/workflows', { params: { query: { maxItems: 500 } } })).Workflows;
 }
 
 export async function getWorkflow(wid: number): Promise<WorkflowDetail> {
-  return unwrap(await api.GET('/workflows/{wid}', { params: { path: { wid } } })) as WorkflowDetail;
+  return unwrap(await api.GET('/workflows/{wid}', { params: { path: { wid } } }));
 }
 
 /** Acts on every job of the workflow that has not ended; the server answers each job on its own. */
