@@ -7,11 +7,6 @@ const Counts = Type.Record(Type.String(), Type.Integer({ minimum: 0 }), { descri
 const MaxRunning = Type.Integer({ minimum: 1, maximum: 2147483647, description: "how many of its jobs may be Waiting, Matched or Running at once (Slurm's %N)" });
 const WorkflowName = Type.String({ minLength: 1, maxLength: 256 });
 
-export const WorkflowHeadSchema = Type.Object(
-  { Name: Type.Optional(WorkflowName), MaxRunning: Type.Optional(MaxRunning) },
-  { additionalProperties: false, title: 'WorkflowHead', description: "the workflow's name (made up when absent) and cap" },
-);
-
 /** POST /workflows bodies. JSON first: generators make the first media type the method's main form. */
 export const workflowBodies = (config: JobsConfig) => ({
   'application/json': Type.Object(

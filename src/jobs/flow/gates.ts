@@ -35,7 +35,7 @@ const ENDED: readonly JobStatus[] = [JobStatus.Done, JobStatus.Failed, JobStatus
 
 /** A Waiting job's MinorStatus, as a submission writes it (store.ts). */
 export const WAITING_MINOR = 'Waiting for a free slot';
-/** The history's source of the gatekeeper's changes. */
+/** The history's source of the gatekeeper's own changes. */
 const SOURCE = 'Gatekeeper';
 
 /** How far back a pass looks for parents that ended: a writer's commit may come late, or its clock lag. */
@@ -157,7 +157,8 @@ async function dependencyVerdicts(trx: Transaction<Database>, jobIds: readonly n
     const before = verdicts.get(g.jobId)!;
     if (before.kind === 'never') continue;
     let v: Verdict;
-    const waiting: Verdict = { kind: 'pending', minor: `Waiting for ${g.n === 1 ? `job ${g.first}` : `${g.n} jobs`} to end (${g.condition})` };
+    // As a submission words it (insert.ts).
+    const waiting: Verdict = { kind: 'pending', minor: `Dependency: waiting for ${g.n} parent job${g.n === 1 ? '' : 's'} (${g.condition})` };
     if (g.condition === 'afterany') v = g.ended === g.n ? { kind: 'satisfied' } : waiting;
     else if (g.condition === 'afternotok') {
       if (g.ended < g.n) v = waiting;
@@ -191,7 +192,14 @@ async function setReason(trx: Transaction<Database>, jobIds: readonly number[], 
  * Applies the rules to `candidates` (Received jobs held for one of `allowed`) and to the throttled jobs
  * of `workflows`, in `trx`, which holds the gates' lock.
  */
-export async function gate(trx: Transaction<Database>, events: JobEvents, candidates: readonly Candidate[], workflows: Iterable<number>, allowed: readonly string[]): Promise<GateResult> {
+export async function gate(
+  trx: Transaction<Database>,
+  events: JobEvents,
+  candidates: readonly Candidate[],
+  workflows: Iterable<number>,
+  allowed: readonly string[],
+  source = SOURCE,
+): Promise<GateResult> {
   const now = nowIso();
   const result: GateResult = { admitted: [], failed: [], throttled: [], drained: [] };
   const reasons = new Map<string, { reason: HoldReason; minor: string; ids: number[] }>();
@@ -224,7 +232,7 @@ export async function gate(trx: Transaction<Database>, events: JobEvents, candid
     else ready.push(c);
   }
   for (const [minor, ids] of failures) {
-    result.failed.push(...(await changeStatus(trx, events, ids, { from: JobStatus.Received, to: JobStatus.Failed, minorStatus: minor, source: SOURCE, holdReasons: allowed, set: { hold_reason: '', not_before: null } })));
+    result.failed.push(...(await changeStatus(trx, events, ids, { from: JobStatus.Received, to: JobStatus.Failed, minorStatus: minor, source, holdReasons: allowed, set: { hold_reason: '', not_before: null } })));
   }
   // 3. MaxRunning, oldest first among the ready and the workflow's throttled jobs.
   const byWorkflow = new Map<number, Candidate[]>();
@@ -300,16 +308,23 @@ export async function gate(trx: Transaction<Database>, events: JobEvents, candid
     const left = ids.filter((id) => !admitted.has(id));
     if (left.length > 0) await setReason(trx, left, reason, minor, allowed);
   }
-  if (admit.length > 0) {
-    result.admitted = await changeStatus(trx, events, [...admitted], {
+  // The candidates in `source`'s name (a release), a workflow's throttled jobs in the gatekeeper's.
+  const asked = new Set(candidates.map((c) => c.jobId));
+  const batches = [
+    { ids: [...admitted].filter((id) => asked.has(id)), source, reasons: allowed },
+    { ids: [...admitted].filter((id) => !asked.has(id)), source: SOURCE, reasons: [HoldReason.Throttled] },
+  ];
+  for (const batch of batches) {
+    if (batch.ids.length === 0) continue;
+    const won = await changeStatus(trx, events, batch.ids, {
       from: JobStatus.Received,
       to: JobStatus.Waiting,
       minorStatus: WAITING_MINOR,
-      source: SOURCE,
-      // The throttled jobs of a workflow are gated too, whatever `allowed` says (a release).
-      holdReasons: [...new Set([...allowed, HoldReason.Throttled])],
+      source: batch.source,
+      holdReasons: batch.reasons,
       set: { hold_reason: '', not_before: null },
     });
+    result.admitted.push(...won);
   }
   return result;
 }
@@ -321,9 +336,10 @@ export async function underGates<T>(db: Db, wait: boolean, work: (trx: Transacti
 
 /**
  * Evaluates the given Received jobs at once (a release: held for one of `allowed`), and the throttled
- * jobs of `workflows` (a hold of an active job made room). @returns what changed
+ * jobs of `workflows` (a hold of an active job made room); `source` is who the history names.
+ * @returns what changed
  */
-export async function gateNow(db: Db, events: JobEvents, jobIds: readonly number[], allowed: readonly string[], workflows: readonly number[] = []): Promise<GateResult> {
+export async function gateNow(db: Db, events: JobEvents, jobIds: readonly number[], allowed: readonly string[], workflows: readonly number[] = [], source = SOURCE): Promise<GateResult> {
   const result = await underGates(db, true, async (trx) => {
     const rows: CandidateRow[] = [];
     for (let i = 0; i < jobIds.length; i += CHUNK) {
@@ -337,7 +353,7 @@ export async function gateNow(db: Db, events: JobEvents, jobIds: readonly number
           .execute()),
       );
     }
-    return gate(trx, events, rows.map(toCandidate), workflows, allowed);
+    return gate(trx, events, rows.map(toCandidate), workflows, allowed, source);
   });
   if (result && (result.admitted.length > 0 || result.failed.length > 0)) events.changed();
   return result!;
