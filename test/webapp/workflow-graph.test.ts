@@ -167,7 +167,7 @@ for (const { dialect, skip } of await dialects()) {
         await page.getByRole('button', { name: 'Hold', exact: true }).click();
         await page.getByRole('status').getByText(/^hold: 2 jobs/).waitFor();
         await waitForChips(page, (s) => s[String(a)] === 'Received/Held' && s[String(b)] === 'Received/Held', 'both held');
-        assert.match(await page.locator('[data-node="a"]').innerText(), /1 job, 1 held/);
+        assert.match(await page.getByTestId('workflow-graph').locator('[data-node="a"]').innerText(), /1 job, 1 held/);
         await assertAccessible(page, 'a held workflow');
         await screenshots(page, `${dialect}-workflow-held`);
 
@@ -186,9 +186,10 @@ for (const { dialect, skip } of await dialects()) {
         await page.getByTestId('panel-status').getByText('Waiting').waitFor();
 
         await page.goto(`${svc.url}/app/workflows/${wf.WorkflowID}`);
+        await page.getByTestId('workflow-graph').waitFor();
         await waitForChips(page, (s) => s[String(a)] === 'Waiting' && s[String(b)] === 'Received/Held', 'a released by its panel');
         await page.getByRole('button', { name: 'Release', exact: true }).click();
-        await page.getByRole('status').getByText(/^release: 1 job; refused: job \d+/).waitFor();
+        await page.getByRole('status').getByText(/^release: 1 job$/).waitFor();
         await waitForChips(page, (s) => s[String(a)] === 'Waiting' && s[String(b)] === 'Received/Dependency', 'b released, waiting for a again');
 
         // Another user does not see it.

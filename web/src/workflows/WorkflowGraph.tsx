@@ -14,7 +14,17 @@ import { countJobs, countsText, orderedCounts, type WorkflowDetail, type Workflo
 
 /** Up to this many jobs a node shows one chip per job; beyond, a stacked bar with counts. */
 export const CHIPS_MAX = 24;
-const BOX = { width: 236, height: 150 };
+/** Chips per row in a box, and the height of a row of chips (16 pixels and a gap of 4). */
+const CHIPS_PER_ROW = 10;
+const CHIP_ROW = 20;
+const BOX_WIDTH = 236;
+/** A box's height without its chips: padding, name, job count, the counts line (two lines at most). */
+const BOX_FRAME = 96;
+
+/** Rows of chips the fullest node needs (a stacked bar with its counts takes the room of three). */
+function chipRows(nodes: readonly WorkflowNode[]): number {
+  return Math.max(1, ...nodes.map((n) => (n.JobIDs.length > CHIPS_MAX ? 3 : Math.ceil(n.JobIDs.length / CHIPS_PER_ROW))));
+}
 const GAP = { column: 72, row: 24 };
 
 /** Held by someone (Held) or by its exit code: worth telling apart from a job that merely waits. */
@@ -57,7 +67,7 @@ function StatusBar({ counts, total }: { counts: Record<string, number>; total: n
   );
 }
 
-function NodeBox({ node, jobs, x, y }: { node: WorkflowNode; jobs: WorkflowJob[]; x: number; y: number }) {
+function NodeBox({ node, jobs, x, y, height }: { node: WorkflowNode; jobs: WorkflowJob[]; x: number; y: number; height: number }) {
   const counts = countJobs(jobs);
   const held = jobs.filter(isHeld).length;
   const parents = node.DependsOn.length ? `after ${node.DependsOn.join(', ')} (${node.DependencyType})` : 'no dependency';
@@ -68,7 +78,7 @@ function NodeBox({ node, jobs, x, y }: { node: WorkflowNode; jobs: WorkflowJob[]
       p={10}
       shadow="xs"
       component="li"
-      style={{ position: 'absolute', left: x, top: y, width: BOX.width, height: BOX.height, overflow: 'hidden', listStyle: 'none' }}
+      style={{ position: 'absolute', left: x, top: y, width: BOX_WIDTH, height, overflow: 'hidden', listStyle: 'none' }}
       data-testid="workflow-node"
       data-node={node.Name}
     >
@@ -82,7 +92,7 @@ function NodeBox({ node, jobs, x, y }: { node: WorkflowNode; jobs: WorkflowJob[]
       </Text>
       {jobs.length <= CHIPS_MAX ? (
         <>
-          <ul className="wf-chips" aria-label={`Jobs of ${node.Name}`}>
+          <ul className="wf-chips" aria-label={`Jobs of ${node.Name}`} style={{ height: Math.ceil(jobs.length / CHIPS_PER_ROW) * CHIP_ROW }}>
             {jobs.map((j) => (
               <li key={j.JobID}>
                 <JobChip job={j} />
@@ -108,11 +118,12 @@ function NodeBox({ node, jobs, x, y }: { node: WorkflowNode; jobs: WorkflowJob[]
 export function WorkflowGraph({ workflow }: { workflow: WorkflowDetail }) {
   const arrow = `wf-arrow-${useId().replace(/:/g, '')}`;
   // The shape changes only with the nodes, not with their jobs' statuses.
+  const height = BOX_FRAME + chipRows(workflow.Nodes) * CHIP_ROW;
   const shapeKey = JSON.stringify(workflow.Nodes.map((n) => [n.Name, n.DependsOn]));
   const shape = useMemo(() => {
     const nodes = (JSON.parse(shapeKey) as [string, string[]][]).map(([name, dependsOn]) => ({ name, dependsOn }));
-    return layout(nodes, { box: BOX, gap: GAP });
-  }, [shapeKey]);
+    return layout(nodes, { box: { width: BOX_WIDTH, height }, gap: GAP });
+  }, [shapeKey, height]);
   const jobsOf = useMemo(() => {
     const byId = new Map(workflow.Jobs.map((j) => [j.JobID, j]));
     return new Map(workflow.Nodes.map((n) => [n.Name, n.JobIDs.flatMap((id) => byId.get(id) ?? [])]));
@@ -146,7 +157,7 @@ export function WorkflowGraph({ workflow }: { workflow: WorkflowDetail }) {
         </svg>
         <ul style={{ margin: 0, padding: 0 }} aria-label="Nodes">
           {order.map((p) => (
-            <NodeBox key={p.name} node={nodeByName.get(p.name)!} jobs={jobsOf.get(p.name) ?? []} x={p.x} y={p.y} />
+            <NodeBox key={p.name} node={nodeByName.get(p.name)!} jobs={jobsOf.get(p.name) ?? []} x={p.x} y={p.y} height={height} />
           ))}
         </ul>
       </div>

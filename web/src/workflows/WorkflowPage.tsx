@@ -187,10 +187,10 @@ export function WorkflowPage({ wid }: { wid: number }) {
                 <Button size="xs" color="red" disabled={!open.length} onClick={() => setConfirmingKill(true)}>
                   Kill
                 </Button>
-                <Button size="xs" variant="light" onClick={() => void act('hold')}>
+                <Button size="xs" variant="default" onClick={() => void act('hold')}>
                   Hold
                 </Button>
-                <Button size="xs" variant="light" onClick={() => void act('release')}>
+                <Button size="xs" variant="default" onClick={() => void act('release')}>
                   Release
                 </Button>
               </>
