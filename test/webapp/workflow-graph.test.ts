@@ -5,7 +5,8 @@
  * panel links the workflow, its node and its parents and dependents; the workflow is reachable from
  * the Workflows page in the navigation. Hold, Release and Kill act on the whole workflow from its page
  * (held jobs show their HoldReason on the chips, in the job panel and in the monitor's HoldReason
- * column); another user does not see it. Scanned with axe-core and photographed
+ * column); Release on the monitor's selection, Hold and Release in a job's panel; another user does not
+ * see it. Scanned with axe-core and photographed
  * (test-artifacts/web/workflow-graph.png while it runs, and `<dialect>-workflow-*.png`).
  */
 import { after, before, describe, it } from 'node:test';
@@ -15,7 +16,7 @@ import type { Browser, Page } from 'playwright-core';
 import { chromiumMissing, launchChromium } from '../helpers/chromium.ts';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
-import { ARTIFACTS, assertAccessible, buildWebApp, openApp, screenshots, signInWithPassword, startWebService } from '../helpers/web-kit.ts';
+import { ARTIFACTS, assertAccessible, buildWebApp, openApp, rowStatus, screenshots, signInWithPassword, startWebService } from '../helpers/web-kit.ts';
 
 const missing = chromiumMissing('workflow graph suite');
 const sleep = (s: number) => ({ Executable: '/bin/sh', Arguments: `-c 'sleep ${s}'` });
@@ -177,13 +178,21 @@ for (const { dialect, skip } of await dialects()) {
         await held.waitFor();
         assert.match(await held.innerText(), new RegExp(`${a}\\s+Received\\s+Held\\s+${wf.WorkflowID}`, 'i'));
         assert.equal(await page.locator('tr[data-jid]').count(), 2);
-        // The job panel: its hold reason and a Release button, no Hold.
-        await page.goto(`${svc.url}/app/?job=${a}`);
-        await page.getByTestId('panel-hold-reason').getByText('Held').waitFor();
-        assert.equal(await page.getByTestId('job-panel').getByRole('button', { name: 'Hold', exact: true }).count(), 0);
-        await page.getByTestId('job-panel').getByRole('button', { name: 'Release', exact: true }).click();
-        await page.getByTestId('job-panel').getByRole('button', { name: 'Hold', exact: true }).waitFor();
-        await page.getByTestId('panel-status').getByText('Waiting').waitFor();
+        // Released from the monitor's selection; held again and released from its panel.
+        await page.getByRole('checkbox', { name: `Select job ${a}` }).check();
+        await page.getByRole('button', { name: 'Release', exact: true }).click();
+        await page.getByRole('status').getByText('release: 1 of 1 jobs').waitFor();
+        await rowStatus(page, a, ['Waiting']);
+        await page.getByRole('button', { name: `Open job ${a}` }).click();
+        const panel = page.getByTestId('job-panel');
+        await panel.getByTestId('panel-status').getByText('Waiting').waitFor();
+        assert.equal(await panel.getByRole('button', { name: 'Release', exact: true }).count(), 0);
+        await panel.getByRole('button', { name: 'Hold', exact: true }).click();
+        await panel.getByTestId('panel-hold-reason').getByText('Held').waitFor();
+        assert.equal(await panel.getByRole('button', { name: 'Hold', exact: true }).count(), 0);
+        await panel.getByRole('button', { name: 'Release', exact: true }).click();
+        await panel.getByRole('button', { name: 'Hold', exact: true }).waitFor();
+        await panel.getByTestId('panel-status').getByText('Waiting').waitFor();
 
         await page.goto(`${svc.url}/app/workflows/${wf.WorkflowID}`);
         await page.getByTestId('workflow-graph').waitFor();
