@@ -237,4 +237,11 @@ export const jobsMigrations: Record<string, Migration> = {
       await db.schema.createIndex('job_dependencies_parent').on('job_dependencies').columns(['parent_id', 'job_id']).execute();
     },
   },
+  // The gatekeeper's question, every second: which jobs ended (or were rescheduled) lately? Only those
+  // history rows are indexed, so the answer reads them alone, not every recent change (flow/gates.ts).
+  '2026_11_29_0200_jobs_history_ends': {
+    async up(db: Kysely<unknown>) {
+      await sql`CREATE INDEX job_status_history_ends ON job_status_history (status_time) WHERE status IN ('Done', 'Failed', 'Killed', 'Deleted', 'Rescheduled')`.execute(db);
+    },
+  },
 };

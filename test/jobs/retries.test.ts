@@ -183,6 +183,17 @@ for (const { dialect, skip } of await dialects()) {
       const later = await job(jid);
       assert.equal(later.Status, 'Received');
       assert.equal(later.StatusHistory.filter((h) => h.Status === 'Matched').length, 1, 'never matched again');
+      // Released, it runs again (and is held again by the same code).
+      const released = await svc.request('/jobs/release', { method: 'POST', token: alice, json: { jids: [jid] } });
+      assert.deepEqual(released.json.results, [{ jid, Status: 'Waiting' }]);
+      for (const deadline = Date.now() + 30000; ; await new Promise((r) => setTimeout(r, 100))) {
+        const again = await job(jid);
+        if (again.StatusHistory.filter((h) => h.Status === 'Received' && h.MinorStatus === 'Held: exit code 137 (OnExitHold)').length === 2) {
+          assert.deepEqual([again.Status, again.HoldReason, again.RetryCounter], ['Received', 'ExitCode', 0]);
+          break;
+        }
+        assert.ok(Date.now() < deadline, `released job ${jid} did not run again: ${again.Status} ${again.MinorStatus}`);
+      }
     });
 
     it('bans the site that failed (BanFailedSites) and retries at the other; never bans the last site', async () => {

@@ -195,5 +195,18 @@ for (const { dialect, skip } of await dialects()) {
       await end(other!, 'Done');
       await until(child!, 'Waiting');
     });
+
+    it('a job of a full workflow rescheduled by hand waits its turn (Throttled)', async () => {
+      const wid = await workflow(1);
+      const [first, second] = await submitMany(2);
+      await svc.ctx.db.updateTable('jobs').set({ workflow_id: wid }).where('job_id', 'in', [first!, second!]).execute();
+      await end(first!, 'Failed');
+      const res = await svc.request('/jobs/reschedule', { method: 'POST', token: alice, json: { jids: [first] } });
+      assert.deepEqual(res.json.results, [{ jid: first, Status: 'Received' }]);
+      const throttled = await job(first!);
+      assert.deepEqual([throttled.Status, throttled.HoldReason], ['Received', 'Throttled']);
+      await end(second!, 'Done');
+      await until(first!, 'Waiting');
+    });
   });
 }
