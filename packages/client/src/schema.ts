@@ -4236,6 +4236,18 @@ export interface operations {
                     ParameterStep?: number;
                     /** @description each value is multiplied by it before the step is added (default 1) */
                     ParameterFactor?: number;
+                    /** @description automatic retries of a failed run, at most jobs.workflows.maxRetries (default 0) */
+                    MaxRetries?: number;
+                    /** @description exit codes whose runs are retried (absent: any non-zero code) */
+                    RetryExitCodes?: number[];
+                    /** @description exit codes that count as success besides 0: the job is Done */
+                    SuccessExitCodes?: number[];
+                    /** @description exit codes that hold the job (Received, HoldReason ExitCode) for a look instead of failing it; 'release' runs it again */
+                    OnExitHold?: number[];
+                    /** @description seconds before the first retry (default jobs.workflows.retryDelay); doubles with each retry, at most jobs.workflows.maxRetryDelay */
+                    RetryDelay?: number;
+                    /** @description each retry adds the site that failed to BannedSites, unless that would leave no site */
+                    BanFailedSites?: boolean;
                 } & {
                     [key: string]: unknown;
                 }) | ({
@@ -4273,6 +4285,18 @@ export interface operations {
                     ParameterStep?: number;
                     /** @description each value is multiplied by it before the step is added (default 1) */
                     ParameterFactor?: number;
+                    /** @description automatic retries of a failed run, at most jobs.workflows.maxRetries (default 0) */
+                    MaxRetries?: number;
+                    /** @description exit codes whose runs are retried (absent: any non-zero code) */
+                    RetryExitCodes?: number[];
+                    /** @description exit codes that count as success besides 0: the job is Done */
+                    SuccessExitCodes?: number[];
+                    /** @description exit codes that hold the job (Received, HoldReason ExitCode) for a look instead of failing it; 'release' runs it again */
+                    OnExitHold?: number[];
+                    /** @description seconds before the first retry (default jobs.workflows.retryDelay); doubles with each retry, at most jobs.workflows.maxRetryDelay */
+                    RetryDelay?: number;
+                    /** @description each retry adds the site that failed to BannedSites, unless that would leave no site */
+                    BanFailedSites?: boolean;
                 } & {
                     [key: string]: unknown;
                 })[];
@@ -5292,6 +5316,18 @@ export interface operations {
                         ParameterStep?: number;
                         /** @description each value is multiplied by it before the step is added (default 1) */
                         ParameterFactor?: number;
+                        /** @description automatic retries of a failed run, at most jobs.workflows.maxRetries (default 0) */
+                        MaxRetries?: number;
+                        /** @description exit codes whose runs are retried (absent: any non-zero code) */
+                        RetryExitCodes?: number[];
+                        /** @description exit codes that count as success besides 0: the job is Done */
+                        SuccessExitCodes?: number[];
+                        /** @description exit codes that hold the job (Received, HoldReason ExitCode) for a look instead of failing it; 'release' runs it again */
+                        OnExitHold?: number[];
+                        /** @description seconds before the first retry (default jobs.workflows.retryDelay); doubles with each retry, at most jobs.workflows.maxRetryDelay */
+                        RetryDelay?: number;
+                        /** @description each retry adds the site that failed to BannedSites, unless that would leave no site */
+                        BanFailedSites?: boolean;
                     } & {
                         [key: string]: unknown;
                     };
@@ -6396,6 +6432,18 @@ export interface operations {
                         ParameterStep?: number;
                         /** @description each value is multiplied by it before the step is added (default 1) */
                         ParameterFactor?: number;
+                        /** @description automatic retries of a failed run, at most jobs.workflows.maxRetries (default 0) */
+                        MaxRetries?: number;
+                        /** @description exit codes whose runs are retried (absent: any non-zero code) */
+                        RetryExitCodes?: number[];
+                        /** @description exit codes that count as success besides 0: the job is Done */
+                        SuccessExitCodes?: number[];
+                        /** @description exit codes that hold the job (Received, HoldReason ExitCode) for a look instead of failing it; 'release' runs it again */
+                        OnExitHold?: number[];
+                        /** @description seconds before the first retry (default jobs.workflows.retryDelay); doubles with each retry, at most jobs.workflows.maxRetryDelay */
+                        RetryDelay?: number;
+                        /** @description each retry adds the site that failed to BannedSites, unless that would leave no site */
+                        BanFailedSites?: boolean;
                     } & {
                         [key: string]: unknown;
                     })[];
