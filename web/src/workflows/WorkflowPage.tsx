@@ -23,8 +23,9 @@ const RELOAD_MS = 2_000;
 const SAFETY_MS = 10_000;
 
 function NodesTable({ workflow }: { workflow: WorkflowDetail }) {
-  const byNode = new Map<string, WorkflowDetail['Jobs']>();
-  for (const j of workflow.Jobs) byNode.set(j.Node ?? '', [...(byNode.get(j.Node ?? '') ?? []), j]);
+  // By the nodes' job ids: a throttled parametric set's jobs have no node name of their own.
+  const byId = new Map(workflow.Jobs.map((j) => [j.JobID, j]));
+  const jobsOf = (n: WorkflowDetail['Nodes'][number]) => n.JobIDs.flatMap((id) => byId.get(id) ?? []);
   return (
     <Table.ScrollContainer minWidth={560}>
       <Table striped withTableBorder aria-labelledby="workflow-nodes-title" data-testid="workflow-nodes">
@@ -42,7 +43,7 @@ function NodesTable({ workflow }: { workflow: WorkflowDetail }) {
               <Table.Th scope="row">{n.Name}</Table.Th>
               <Table.Td>{n.DependsOn.length ? `${n.DependsOn.join(', ')} (${n.DependencyType})` : '—'}</Table.Td>
               <Table.Td>{n.JobIDs.length}</Table.Td>
-              <Table.Td data-testid="node-statuses">{countsText(countJobs(byNode.get(n.Name) ?? [])) || '—'}</Table.Td>
+              <Table.Td data-testid="node-statuses">{countsText(countJobs(jobsOf(n))) || '—'}</Table.Td>
             </Table.Tr>
           ))}
         </Table.Tbody>
