@@ -154,12 +154,12 @@ for (const { dialect, skip } of await dialects()) {
       const wf = await submitWorkflow(svc, 'alice', {
         Name: 'to-hold',
         Jobs: [
-          { NodeName: 'a', Executable: '/bin/true', Sites: ['Pool'] },
+          { NodeName: 'a', Executable: '/bin/true', Sites: ['Pool'], MaxRetries: 2 },
           { NodeName: 'b', Executable: '/bin/true', Sites: ['Pool'], DependsOn: 'a' },
         ],
       });
-      const [a] = wf.Nodes.a!;
-      const [b] = wf.Nodes.b!;
+      const a = wf.Nodes.a![0]!;
+      const b = wf.Nodes.b![0]!;
       const { context, page, problems } = await openApp(browser, svc);
       try {
         await signInWithPassword(page, svc, 'alice', `/app/workflows/${wf.WorkflowID}`);
@@ -187,6 +187,7 @@ for (const { dialect, skip } of await dialects()) {
         const panel = page.getByTestId('job-panel');
         await panel.getByTestId('panel-status').getByText('Waiting').waitFor();
         assert.equal(await panel.getByRole('button', { name: 'Release', exact: true }).count(), 0);
+        assert.match(await panel.getByTestId('job-flow').innerText(), new RegExp(`Workflow\\s+Workflow ${wf.WorkflowID}, node a\\s+Retries\\s+0 of 2\\s+Its dependents\\s+Job ${b}`));
         await panel.getByRole('button', { name: 'Hold', exact: true }).click();
         await panel.getByTestId('panel-hold-reason').getByText('Held').waitFor();
         assert.equal(await panel.getByRole('button', { name: 'Hold', exact: true }).count(), 0);
