@@ -15,9 +15,12 @@ import { CataloguePage } from './catalogue/CataloguePage.tsx';
 import { AccountPage } from './account/AccountPage.tsx';
 import { SitesPage } from './sites/SitesPage.tsx';
 import { PilotsPage } from './pilots/PilotsPage.tsx';
+import { WorkflowPage } from './workflows/WorkflowPage.tsx';
+import { WorkflowsPage } from './workflows/WorkflowsPage.tsx';
 
 const PAGES = [
   { page: '', label: 'Job monitor' },
+  { page: 'workflows', label: 'Workflows' },
   { page: 'submit', label: 'Submit' },
   { page: 'shares', label: 'Fair share' },
   { page: 'catalogue', label: 'File catalogue' },
@@ -65,8 +68,15 @@ function GroupSwitch({ where }: { where: 'header' | 'navbar' }) {
   );
 }
 
+/** A page's own address and those below it (`workflows` and `workflows/7`) belong to its navigation entry. */
+const isUnder = (page: string, entry: string) => page === entry || (entry !== '' && page.startsWith(`${entry}/`));
+
 function Page({ page, params }: { page: string; params: URLSearchParams }) {
+  const workflow = /^workflows\/(\d+)$/.exec(page);
+  if (workflow) return <WorkflowPage key={workflow[1]} wid={Number(workflow[1])} />;
   switch (page) {
+    case 'workflows':
+      return <WorkflowsPage />;
     case 'submit':
       return <SubmitPage />;
     case 'shares':
@@ -117,10 +127,10 @@ export function App() {
           <NavLink
             key={p.page}
             label={p.label}
-            active={page === p.page}
+            active={isUnder(page, p.page)}
             // Filled: the light variant's blue on pale blue is below 4.5:1.
             variant="filled"
-            aria-current={page === p.page ? 'page' : undefined}
+            aria-current={isUnder(page, p.page) ? 'page' : undefined}
             onClick={() => {
               navigate(p.page);
               close();

@@ -1,19 +1,39 @@
-/** Whether the signed-in group may manage sites and pilots (ban, drain, stop, revoke): the server decides, this only hides buttons. */
+/** What the signed-in group may do, for showing buttons: the server decides, this only hides buttons. */
 import { useEffect, useState } from 'react';
 import { api, unwrap } from '../api.ts';
 import { currentTokens } from '../session.ts';
 
 const MANAGING = ['SiteManager', 'JobAdministrator'];
 
-/** True when the token's group has SiteManager or JobAdministrator: the account says which properties each group has. */
-export function useMayManage(): boolean {
-  const [may, setMay] = useState(false);
+interface Rights {
+  username: string | undefined;
+  /** The properties of the token's group (JobAdministrator, SiteManager, …). */
+  properties: readonly string[];
+}
+
+/** Who is signed in and the properties of the token's group, as the account says. */
+function useRights(): Rights {
+  const [rights, setRights] = useState<Rights>({ username: undefined, properties: [] });
   const group = currentTokens()?.group;
   useEffect(() => {
     void api
       .GET('/oauth2/account')
-      .then((r) => setMay(unwrap(r).groups.some((g) => g.name === group && g.properties.some((p) => MANAGING.includes(p)))))
-      .catch(() => setMay(false));
+      .then((r) => {
+        const account = unwrap(r);
+        setRights({ username: account.username, properties: account.groups.find((g) => g.name === group)?.properties ?? [] });
+      })
+      .catch(() => setRights({ username: undefined, properties: [] }));
   }, [group]);
-  return may;
+  return rights;
+}
+
+/** True when the token's group has SiteManager or JobAdministrator (ban, drain, stop, revoke). */
+export function useMayManage(): boolean {
+  return useRights().properties.some((p) => MANAGING.includes(p));
+}
+
+/** Whether the user may act on jobs owned by `owner`: their own, or any with JobAdministrator. */
+export function useMayActOn(owner: string | undefined): boolean {
+  const { username, properties } = useRights();
+  return (owner !== undefined && owner === username) || properties.includes('JobAdministrator');
 }

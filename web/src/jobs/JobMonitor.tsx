@@ -192,6 +192,12 @@ export function JobMonitor({ params }: { params: URLSearchParams }) {
           <Button size="xs" variant="light" disabled={!selected.size} onClick={() => void act('reschedule', [...selected])}>
             Reschedule
           </Button>
+          <Button size="xs" variant="light" disabled={!selected.size} onClick={() => void act('hold', [...selected])}>
+            Hold
+          </Button>
+          <Button size="xs" variant="light" disabled={!selected.size} onClick={() => void act('release', [...selected])}>
+            Release
+          </Button>
           <Button size="xs" variant="light" color="gray" disabled={!selected.size} onClick={() => setConfirming('delete')}>
             Delete
           </Button>

@@ -1,13 +1,15 @@
 /**
  * One job: attributes, status history as a timeline, parameters reported by the job, its manifest as
- * JSON or JDL, sandbox downloads, the end of a running job's output, why it waits, and actions.
+ * JSON or JDL, sandbox downloads, the end of a running job's output, why it waits, its workflow, hold
+ * reason, retries, parents and dependents, and actions (hold and release where they apply).
  */
 import { useCallback, useEffect, useState } from 'react';
 import { Alert, Badge, Button, Code, Drawer, Group, ScrollArea, SegmentedControl, Stack, Tabs, Text, Timeline, Tooltip } from '@mantine/core';
 import { FieldTable } from '../FieldTable.tsx';
 import { api, authorizedFetch, saveResponse, unwrap } from '../api.ts';
 import { ATTRIBUTES, formatValue, isFinal, statusColor, type JobDetail } from './attributes.ts';
-import { actOnJobs, type JobAction } from './actions.ts';
+import { actOnJobs, mayHold, mayRelease, type JobAction } from './actions.ts';
+import { JobFlow } from './JobFlow.tsx';
 import { ConfirmJobs } from './ConfirmJobs.tsx';
 import { OutputSandbox } from './OutputSandbox.tsx';
 import { Matching } from './Matching.tsx';
@@ -165,6 +167,16 @@ export function JobPanel({ jid, onClose, onChanged }: { jid: number; onClose(): 
             <Button size="xs" variant="light" onClick={() => void act('reschedule')}>
               Reschedule
             </Button>
+            {mayHold(job.Status, job.HoldReason) && (
+              <Button size="xs" variant="light" onClick={() => void act('hold')}>
+                Hold
+              </Button>
+            )}
+            {mayRelease(job.Status, job.HoldReason) && (
+              <Button size="xs" variant="light" onClick={() => void act('release')}>
+                Release
+              </Button>
+            )}
             <Button size="xs" variant="light" color="gray" onClick={() => setConfirming('delete')}>
               Delete
             </Button>
@@ -174,6 +186,7 @@ export function JobPanel({ jid, onClose, onChanged }: { jid: number; onClose(): 
               {notice}
             </Alert>
           )}
+          <JobFlow job={job} />
           <Tabs defaultValue={running ? 'peek' : 'attributes'} keepMounted={false}>
             <Tabs.List>
               <Tabs.Tab value="attributes">Attributes</Tabs.Tab>

@@ -13,7 +13,7 @@ export const ATTRIBUTES: readonly Attribute[] = [
 ];
 
 /** Attributes whose values are integers: a search compares them as numbers. */
-export const INTEGER_ATTRIBUTES: readonly Attribute[] = ['JobID', 'UserPriority', 'RescheduleCounter', 'ExitCode', 'NumberOfProcessors', 'MaxRAM', 'NumberOfGPUs', 'CPUTime', 'TaskQueueID'];
+export const INTEGER_ATTRIBUTES: readonly Attribute[] = ['JobID', 'UserPriority', 'RescheduleCounter', 'ExitCode', 'NumberOfProcessors', 'MaxRAM', 'NumberOfGPUs', 'CPUTime', 'TaskQueueID', 'RetryCounter', 'WorkflowID'];
 
 export const DEFAULT_COLUMNS: readonly Attribute[] = ['JobID', 'JobName', 'Status', 'MinorStatus', 'ApplicationStatus', 'Site', 'Owner', 'SubmissionTime', 'LastUpdateTime'];
 
