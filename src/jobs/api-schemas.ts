@@ -160,6 +160,16 @@ export const JobManifest = Type.Object(
     ParameterStart: Type.Optional(Type.Number({ description: 'first value of a counted Parameters (default 1)' })),
     ParameterStep: Type.Optional(Type.Number({ description: 'added to each value to make the next (default 0)' })),
     ParameterFactor: Type.Optional(Type.Number({ description: 'each value is multiplied by it before the step is added (default 1)' })),
+    // Workflows (docs/workflows.md), the submission's keys; flow/manifest-keys.ts checks them.
+    DependsOn: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 1 }), Type.String({ minLength: 1 }), Type.Array(Type.Union([Type.Integer({ minimum: 1 }), Type.String({ minLength: 1 })]), { minItems: 1, maxItems: 1000 })], {
+        description: "the jobs it waits for: a job id, a list of job ids (in POST /workflows also node names), or Slurm's \"afterok:12:13\"; at most 1,000 jobs",
+      }),
+    ),
+    DependencyType: Type.Optional(Type.Union([Type.Literal('afterok'), Type.Literal('afterany'), Type.Literal('afternotok')], { description: 'the condition on its parents (default afterok)' })),
+    Hold: Type.Optional(Type.Boolean({ description: 'submitted held (HoldReason Held) until released' })),
+    MaxRunning: Type.Optional(Type.Integer({ minimum: 1, maximum: 2147483647, description: "on a parametric manifest or in a workflow: how many of its jobs may be active at once (Slurm's %N)" })),
+    NodeName: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,128}$', description: "POST /workflows only: the node's name (JobName when absent)" })),
     // What a run's end makes of the job (docs/workflows.md "When a run ends").
     MaxRetries: Type.Optional(Type.Integer({ minimum: 0, description: 'automatic retries of a failed run, at most jobs.workflows.maxRetries (default 0)' })),
     RetryExitCodes: Type.Optional(ExitCodes('exit codes whose runs are retried (absent: any non-zero code)')),

@@ -4236,6 +4236,16 @@ export interface operations {
                     ParameterStep?: number;
                     /** @description each value is multiplied by it before the step is added (default 1) */
                     ParameterFactor?: number;
+                    /** @description the jobs it waits for: a job id, a list of job ids (in POST /workflows also node names), or Slurm's "afterok:12:13"; at most 1,000 jobs */
+                    DependsOn?: number | string | (number | string)[];
+                    /** @description the condition on its parents (default afterok) */
+                    DependencyType?: "afterok" | "afterany" | "afternotok";
+                    /** @description submitted held (HoldReason Held) until released */
+                    Hold?: boolean;
+                    /** @description on a parametric manifest or in a workflow: how many of its jobs may be active at once (Slurm's %N) */
+                    MaxRunning?: number;
+                    /** @description POST /workflows only: the node's name (JobName when absent) */
+                    NodeName?: string;
                     /** @description automatic retries of a failed run, at most jobs.workflows.maxRetries (default 0) */
                     MaxRetries?: number;
                     /** @description exit codes whose runs are retried (absent: any non-zero code) */
@@ -4285,6 +4295,16 @@ export interface operations {
                     ParameterStep?: number;
                     /** @description each value is multiplied by it before the step is added (default 1) */
                     ParameterFactor?: number;
+                    /** @description the jobs it waits for: a job id, a list of job ids (in POST /workflows also node names), or Slurm's "afterok:12:13"; at most 1,000 jobs */
+                    DependsOn?: number | string | (number | string)[];
+                    /** @description the condition on its parents (default afterok) */
+                    DependencyType?: "afterok" | "afterany" | "afternotok";
+                    /** @description submitted held (HoldReason Held) until released */
+                    Hold?: boolean;
+                    /** @description on a parametric manifest or in a workflow: how many of its jobs may be active at once (Slurm's %N) */
+                    MaxRunning?: number;
+                    /** @description POST /workflows only: the node's name (JobName when absent) */
+                    NodeName?: string;
                     /** @description automatic retries of a failed run, at most jobs.workflows.maxRetries (default 0) */
                     MaxRetries?: number;
                     /** @description exit codes whose runs are retried (absent: any non-zero code) */
@@ -5316,6 +5336,16 @@ export interface operations {
                         ParameterStep?: number;
                         /** @description each value is multiplied by it before the step is added (default 1) */
                         ParameterFactor?: number;
+                        /** @description the jobs it waits for: a job id, a list of job ids (in POST /workflows also node names), or Slurm's "afterok:12:13"; at most 1,000 jobs */
+                        DependsOn?: number | string | (number | string)[];
+                        /** @description the condition on its parents (default afterok) */
+                        DependencyType?: "afterok" | "afterany" | "afternotok";
+                        /** @description submitted held (HoldReason Held) until released */
+                        Hold?: boolean;
+                        /** @description on a parametric manifest or in a workflow: how many of its jobs may be active at once (Slurm's %N) */
+                        MaxRunning?: number;
+                        /** @description POST /workflows only: the node's name (JobName when absent) */
+                        NodeName?: string;
                         /** @description automatic retries of a failed run, at most jobs.workflows.maxRetries (default 0) */
                         MaxRetries?: number;
                         /** @description exit codes whose runs are retried (absent: any non-zero code) */
@@ -6432,6 +6462,16 @@ export interface operations {
                         ParameterStep?: number;
                         /** @description each value is multiplied by it before the step is added (default 1) */
                         ParameterFactor?: number;
+                        /** @description the jobs it waits for: a job id, a list of job ids (in POST /workflows also node names), or Slurm's "afterok:12:13"; at most 1,000 jobs */
+                        DependsOn?: number | string | (number | string)[];
+                        /** @description the condition on its parents (default afterok) */
+                        DependencyType?: "afterok" | "afterany" | "afternotok";
+                        /** @description submitted held (HoldReason Held) until released */
+                        Hold?: boolean;
+                        /** @description on a parametric manifest or in a workflow: how many of its jobs may be active at once (Slurm's %N) */
+                        MaxRunning?: number;
+                        /** @description POST /workflows only: the node's name (JobName when absent) */
+                        NodeName?: string;
                         /** @description automatic retries of a failed run, at most jobs.workflows.maxRetries (default 0) */
                         MaxRetries?: number;
                         /** @description exit codes whose runs are retried (absent: any non-zero code) */
