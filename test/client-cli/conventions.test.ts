@@ -54,6 +54,9 @@ describe('CLI conventions', () => {
     assert.equal(complete("dirigo jobs su"), 'submit summary');
     assert.equal(complete("dirigo jobs submit --ce"), '--cert');
     assert.equal(complete("dirigo proxy ''"), 'init info destroy');
+    assert.equal(complete("dirigo workflow ''"), 'submit status list kill hold release');
+    assert.equal(complete("dirigo jobs re"), 'release reschedule');
+    assert.equal(complete("dirigo workflow status --wa"), '--watch');
     assert.equal(complete("dirigo jobs submit ''"), '', 'after the subcommand, bash offers files');
   });
 
