@@ -30,7 +30,20 @@ const ParameterName = Type.String({ pattern: PARAMETER_NAME });
 const JobParameters = Type.Record(ParameterName, Type.String({ maxLength: 4096 }), { additionalProperties: false, description: 'what the job reported about itself (POST /jobs/{jid}/report)' });
 
 /** One object rather than an allOf, which several generators reduce to its first member. */
-export const JobDescription = Type.Object({ ...jobAttributes, StatusHistory, Parameters: JobParameters }, { title: 'JobDescription' });
+export const JobDescription = Type.Object(
+  {
+    ...jobAttributes,
+    // Workflows (docs/workflows.md).
+    Parents: Type.Array(Type.Object({ JobID: Type.Integer(), Status: Type.String() }), { description: 'the jobs it waits for (DependsOn), with their statuses' }),
+    Children: Type.Array(Type.Integer(), { description: 'the jobs that wait for it' }),
+    DependencyType: Type.Unsafe<string | null>({ type: ['string', 'null'], enum: ['afterok', 'afterany', 'afternotok', null], description: 'the condition on its parents; null without parents' }),
+    MaxRetries: Type.Integer({ minimum: 0, description: 'automatic retries the manifest allows (0 by default)' }),
+    WorkflowNode: Type.Unsafe<string | null>({ type: ['string', 'null'], description: 'its node within its workflow; null outside workflows' }),
+    StatusHistory,
+    Parameters: JobParameters,
+  },
+  { title: 'JobDescription' },
+);
 
 /** POST /jobs/{jid}/report: what a running job says about itself; every report is also a heartbeat. */
 export const ReportBody = Type.Object(

@@ -16,4 +16,6 @@ export interface JobRouteOptions {
 }
 
 export const tags = ['Jobs'];
+/** /workflows (flow/): its own tag, declared once in the document's tags (app/openapi.ts). */
+export const workflowTags = ['Workflows'];
 export const security = SECURITY.token;

@@ -7,8 +7,12 @@ import type { AppContext } from '../kernel/context.ts';
 import { nowIso } from '../kernel/db/database.ts';
 import { Conflict, InvalidRequest, InvalidTransition, NotFound } from '../kernel/errors.ts';
 import type { JobsConfig } from './config-schema.ts';
-import { checkManifest, checkManifestTemplate } from './manifest.ts';
-import { planParametric, type ParametricPlan } from './parametric.ts';
+import { checkParents, dependenciesOf } from './flow/dependencies.ts';
+import { insertFlowJobs } from './flow/insert.ts';
+import { isPlain } from './flow/manifest-keys.ts';
+import { planJobs, planWorkflow, type FlowPlan, type WorkflowHead } from './flow/plan.ts';
+import { activeJobsOf, describeWorkflow, listWorkflows, visibleWorkflow } from './flow/workflows.ts';
+import { prepareManifests } from './prepare.ts';
 import { isFinal, JobStatus, toRecord, type AttributeName } from './model.ts';
 import { jobParameters } from './reports.ts';
 import { outputTailOf } from './peek.ts';
@@ -20,7 +24,7 @@ import type { SandboxStore, StoredObject } from './sandbox-store.ts';
 import { canTransition, changeStatus, KILL_PENDING } from './state-machine.ts';
 import type { JobEvents } from './lifecycle/job-events.ts';
 import { submissions } from './metrics.ts';
-import { getJob, insertJobs, listJobs, statusHistory, streamJobs, type JobRow, type Restrictions } from './store.ts';
+import { getJob, insertJobs, listJobs, statusHistory, streamJobs, type JobRow, type Restrictions, type Submitter } from './store.ts';
 
 /** The ApplicationStatus of a job killed while its payload ran. */
 const APPLICATION_KILLED = 'Killed';
@@ -60,7 +64,8 @@ export class JobsService {
    * Checks each manifest as a template and measures what its parameters make (jobs.maxParametricJobs,
    * jobs.maxSubmissionBytes) before expanding it, checks every job (all or nothing), then inserts them in
    * one transaction (shared with the submissions that arrived meanwhile: store.ts); a parametric
-   * submission's jobs share its input sandbox.
+   * submission's jobs share its input sandbox. Jobs held, with parents or throttled take their own
+   * transaction (flow/insert.ts) and start Received.
    */
   async submit(
     principal: Principal,
@@ -68,44 +73,53 @@ export class JobsService {
     fileNames: readonly string[] = [],
     storeSandbox: () => Promise<StoredObject | undefined> = async () => undefined,
   ): Promise<number[]> {
-    const limit = this.config.maxParametricJobs;
-    const plans: { plan: ParametricPlan; where: string }[] = [];
-    let count = 0;
-    let bytes = 0;
-    manifests.forEach((m, i) => {
-      const where = manifests.length > 1 ? `manifest[${i}]` : 'manifest';
-      // Checked as a template first: what no parameter can change is refused before a single copy is made.
-      checkManifestTemplate(m, where, this.config);
-      const plan = planParametric(m, where, limit);
-      count += plan.count;
-      bytes += plan.bytes;
-      if (count > limit) throw new InvalidRequest(`the submission makes ${count} or more jobs; at most ${limit} are allowed (jobs.maxParametricJobs)`);
-      plans.push({ plan, where });
-    });
-    if (bytes > this.config.maxSubmissionBytes) {
-      throw new InvalidRequest(
-        `the submission's parametric jobs would take about ${bytes} bytes of manifests once their parameters are filled in; at most ${this.config.maxSubmissionBytes} are allowed (jobs.maxSubmissionBytes)`,
-      );
+    const prepared = prepareManifests(manifests, this.config, this.sites, fileNames, false);
+    if (prepared.every((p) => isPlain(p.keys))) {
+      // The sandbox is durable before any row can point at it.
+      const sandbox = await storeSandbox();
+      const ids = await insertJobs(this.ctx.db, this.events, this.#submitter(principal), prepared.flatMap((p) => p.jobs), sandbox);
+      submissions.inc(ids.length);
+      this.scheduler?.wake();
+      return ids;
     }
-    const jobs: { manifest: unknown; where: string }[] = [];
-    for (const { plan, where } of plans) {
-      const expanded = plan.expand();
-      for (const [n, manifest] of expanded.entries()) jobs.push({ manifest, where: expanded.length > 1 ? `${where} (parameter ${n})` : where });
-    }
-    const checked = jobs.map(({ manifest, where }) => checkManifest(manifest, where, this.sites, fileNames, this.config));
-    // The sandbox is durable before any row can point at it.
+    return (await this.#submitFlow(principal, planJobs(prepared), storeSandbox)).ids;
+  }
+
+  /**
+   * POST /workflows: each manifest a node (docs/workflows.md), all stored in one transaction with the
+   * workflow row. @returns the workflow's id, its jobs' ids and each node's
+   */
+  async submitWorkflow(
+    principal: Principal,
+    head: WorkflowHead,
+    manifests: readonly unknown[],
+    fileNames: readonly string[] = [],
+    storeSandbox: () => Promise<StoredObject | undefined> = async () => undefined,
+  ): Promise<{ WorkflowID: number; JobIDs: number[]; Nodes: Record<string, number[]> }> {
+    if (manifests.length === 0) throw new InvalidRequest('Jobs: a workflow needs at least one job description');
+    const prepared = prepareManifests(manifests, this.config, this.sites, fileNames, true, (i) => `Jobs[${i}]`);
+    const plan = planWorkflow(prepared, head);
+    const { ids, workflowIds } = await this.#submitFlow(principal, plan, storeSandbox);
+    const nodes: Record<string, number[]> = {};
+    for (const [name, indices] of plan.nodeJobs) nodes[name] = indices.map((i) => ids[i]!);
+    return { WorkflowID: workflowIds[0]!, JobIDs: ids, Nodes: nodes };
+  }
+
+  /** Parents checked, sandbox stored, then jobs, dependencies and workflows in one transaction; the gatekeeper woken. */
+  async #submitFlow(principal: Principal, plan: FlowPlan, storeSandbox: () => Promise<StoredObject | undefined>) {
+    await checkParents(this.ctx.db, principal, plan.jobs.flatMap((j) => j.parentIds));
     const sandbox = await storeSandbox();
-    const user = this.ctx.registry.user(principal.username);
-    const ids = await insertJobs(
-      this.ctx.db,
-      this.events,
-      { username: principal.username, dn: user?.dns[0] ?? '', group: principal.group, setup: principal.setup },
-      checked,
-      sandbox,
-    );
-    submissions.inc(ids.length);
+    const stored = await insertFlowJobs(this.ctx.db, this.#submitter(principal), plan.jobs, plan.workflows, sandbox);
+    submissions.inc(stored.ids.length);
+    // The gatekeeper (flow/gates.ts) listens to the jobs' events; the scheduler matches the Waiting ones.
+    this.events.changed();
     this.scheduler?.wake();
-    return ids;
+    return stored;
+  }
+
+  #submitter(principal: Principal): Submitter {
+    const user = this.ctx.registry.user(principal.username);
+    return { username: principal.username, dn: user?.dns[0] ?? '', group: principal.group, setup: principal.setup };
   }
 
   async list(principal: Principal, allOwners: boolean, restrictions: Restrictions, maxJobs: number, startJob: number, sort: readonly SortKey[] = [], cursor?: string) {
@@ -138,8 +152,16 @@ export class JobsService {
 
   async describe(principal: Principal, jobId: number) {
     const row = await this.visibleJob(principal, jobId);
-    const [history, parameters] = await Promise.all([statusHistory(this.ctx.db, jobId), jobParameters(this.ctx.db, jobId)]);
-    return { ...toRecord(row), StatusHistory: history, Parameters: parameters };
+    const [history, parameters, dependencies] = await Promise.all([statusHistory(this.ctx.db, jobId), jobParameters(this.ctx.db, jobId), dependenciesOf(this.ctx.db, jobId)]);
+    const maxRetries = (JSON.parse(row.manifest) as { MaxRetries?: unknown }).MaxRetries;
+    return {
+      ...toRecord(row),
+      ...dependencies,
+      MaxRetries: typeof maxRetries === 'number' ? maxRetries : 0,
+      WorkflowNode: row.workflow_node,
+      StatusHistory: history,
+      Parameters: parameters,
+    };
   }
 
   /**
@@ -162,6 +184,23 @@ export class JobsService {
     const read = await this.scheduler?.peek(jobId, row.site, row.executor_ref, stdout, maxBytes);
     if (!read) throw new Conflict(`job ${jobId} runs at site ${row.site}, whose working directories this instance cannot read; ask the instance that runs it`);
     return read;
+  }
+
+  /** GET /workflows: one's own, or `owner`'s as the jobs' visibility allows, newest first. */
+  async workflows(principal: Principal, owner: string | undefined, maxItems: number) {
+    const visibility = owner === undefined ? { kind: 'own' as const, owner: principal.username } : listVisibility(principal, true);
+    return listWorkflows(this.ctx.db, visibility, owner, maxItems);
+  }
+
+  /** GET /workflows/{wid}. @throws NotFound, also for a workflow the principal may not see */
+  async workflow(principal: Principal, workflowId: number) {
+    return describeWorkflow(this.ctx.db, await visibleWorkflow(this.ctx.db, principal, workflowId));
+  }
+
+  /** Kills every job of the workflow that has not ended, held ones too, answering each. @throws NotFound */
+  async killWorkflow(principal: Principal, workflowId: number): Promise<ActionResult[]> {
+    await visibleWorkflow(this.ctx.db, principal, workflowId);
+    return this.act(principal, 'kill', await activeJobsOf(this.ctx.db, workflowId));
   }
 
   /** Kills, reschedules or deletes each job, answering each one (DIRAC's bulk job commands). */

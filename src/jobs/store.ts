@@ -83,32 +83,7 @@ async function insertBatch(db: Db, batch: readonly Submission[], committing: () 
   // Each job's task queue, made first on its own (an empty queue left by a failed insert is harmless).
   const tqIds = await taskQueueIds(db, batch.flatMap(({ who, jobs }) => jobs.map((j) => ({ owner: who.username, ownerGroup: who.group, requirements: j.requirements }))));
   let k = 0;
-  const all = batch.flatMap(({ who, jobs, sandbox }) =>
-    jobs.map(({ manifest, sites, requirements }) => ({
-      job_name: manifest.JobName ?? 'Unknown',
-      job_group: manifest.JobGroup ?? '',
-      job_type: manifest.JobType ?? 'User',
-      owner: who.username,
-      owner_dn: who.dn,
-      owner_group: who.group,
-      setup: who.setup,
-      site: sites === null ? 'ANY' : sites.length === 1 ? sites[0]! : 'Multiple',
-      sites: encodeSites(sites),
-      status: JobStatus.Waiting,
-      minor_status: WAITING,
-      application_status: 'Unknown',
-      user_priority: manifest.Priority ?? 1,
-      reschedule_counter: 0,
-      submission_time: now,
-      last_update_time: now,
-      manifest: JSON.stringify(manifest),
-      input_sandbox: sandbox?.sha256 ?? null,
-      input_sandbox_size: sandbox?.size ?? null,
-      // The requirements as job attributes (model.ts): searched and summarised like the others.
-      ...requirementColumns(requirements),
-      tq_id: tqIds[k++]!,
-    })),
-  );
+  const all = batch.flatMap(({ who, jobs, sandbox }) => jobs.map((job) => jobRow(who, job, sandbox, tqIds[k++]!, now)));
   const oneStatement = dialectOf(db) === 'postgres' && all.length <= 200 && !all.some((row) => row.manifest.includes('%j'));
   const ids = oneStatement ? await insertOneStatement(db, all, now, committing) : await insertInTransaction(db, all, now, committing);
   transitions.inc({ to: JobStatus.Waiting }, ids.length);
@@ -117,8 +92,53 @@ async function insertBatch(db: Db, batch: readonly Submission[], committing: () 
   return batch.map(({ jobs }) => ids.slice(at, (at += jobs.length)));
 }
 
+/** A new job's row, Waiting (a workflow's jobs change status, hold reason and workflow: flow/insert.ts). */
+export function jobRow(who: Submitter, { manifest, sites, requirements }: CheckedManifest, sandbox: InputSandboxRef | undefined, tqId: number, now: string): Insertable<JobTable> & { manifest: string } {
+  return {
+    job_name: manifest.JobName ?? 'Unknown',
+    job_group: manifest.JobGroup ?? '',
+    job_type: manifest.JobType ?? 'User',
+    owner: who.username,
+    owner_dn: who.dn,
+    owner_group: who.group,
+    setup: who.setup,
+    site: sites === null ? 'ANY' : sites.length === 1 ? sites[0]! : 'Multiple',
+    sites: encodeSites(sites),
+    status: JobStatus.Waiting,
+    minor_status: WAITING,
+    application_status: 'Unknown',
+    user_priority: manifest.Priority ?? 1,
+    reschedule_counter: 0,
+    submission_time: now,
+    last_update_time: now,
+    manifest: JSON.stringify(manifest),
+    input_sandbox: sandbox?.sha256 ?? null,
+    input_sandbox_size: sandbox?.size ?? null,
+    // The requirements as job attributes (model.ts): searched and summarised like the others.
+    ...requirementColumns(requirements),
+    tq_id: tqId,
+  };
+}
+
+/**
+ * `%j` is the job's own id (parametric.ts), known only once its row is inserted: filled in within the same
+ * transaction. `ids` are the ids of `rows`, in order.
+ */
+export async function fillJobIds(trx: Db, rows: readonly { manifest: string }[], ids: readonly number[]): Promise<void> {
+  for (const [k, row] of rows.entries()) {
+    if (!row.manifest.includes('%j')) continue;
+    const jobId = ids[k]!;
+    const manifest = fillJobId(JSON.parse(row.manifest) as Manifest, jobId);
+    await trx
+      .updateTable('jobs')
+      .set({ manifest: JSON.stringify(manifest), job_name: manifest.JobName ?? 'Unknown', job_group: manifest.JobGroup ?? '' })
+      .where('job_id', '=', jobId)
+      .execute();
+  }
+}
+
 /** The rows, their `%j` filled and their history, in one transaction. @returns their ids in order */
-async function insertInTransaction(db: Db, all: Insertable<JobTable>[], now: string, committing: () => void): Promise<number[]> {
+async function insertInTransaction(db: Db, all: (Insertable<JobTable> & { manifest: string })[], now: string, committing: () => void): Promise<number[]> {
   return db.transaction().execute(async (trx) => {
     const ids: number[] = [];
     for (let i = 0; i < all.length; i += 200) {
@@ -126,17 +146,7 @@ async function insertInTransaction(db: Db, all: Insertable<JobTable>[], now: str
       const inserted = await trx.insertInto('jobs').values(rows).returning('job_id').execute();
       // One statement numbers its rows in order (other writers' ids may come between, never inside).
       const chunk = inserted.map((r) => Number(r.job_id)).sort((a, b) => a - b);
-      // `%j` is the job's own id (parametric.ts), known only now: filled in within the same transaction.
-      for (const [k, row] of rows.entries()) {
-        if (!row.manifest.includes('%j')) continue;
-        const jobId = chunk[k]!;
-        const manifest = fillJobId(JSON.parse(row.manifest) as Manifest, jobId);
-        await trx
-          .updateTable('jobs')
-          .set({ manifest: JSON.stringify(manifest), job_name: manifest.JobName ?? 'Unknown', job_group: manifest.JobGroup ?? '' })
-          .where('job_id', '=', jobId)
-          .execute();
-      }
+      await fillJobIds(trx, rows, chunk);
       const step = (status: JobStatus, minor: string) => chunk.map((job_id) => ({ job_id, status, minor_status: minor, application_status: 'Unknown', status_time: now, source: 'JobManager' }));
       await trx
         .insertInto('job_status_history')
@@ -181,7 +191,7 @@ async function insertOneStatement(db: Db, rows: Insertable<JobTable>[], now: str
   }
 }
 
-const WAITING = 'Waiting for a free slot';
+export const WAITING = 'Waiting for a free slot';
 
 export type Restrictions = Partial<Record<AttributeName, (string | number)[]>>;
 

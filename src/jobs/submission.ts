@@ -22,6 +22,8 @@ import type { SandboxStore, SizeLimit, StoredObject } from './sandbox-store.ts';
 
 export interface ParsedSubmission {
   manifests: unknown[];
+  /** The text of the other fields the caller accepts (POST /workflows: `workflow`), by name. */
+  fields: Map<string, string>;
   fileNames: string[];
   /** Packs and stores the spooled files (call after the manifests are checked); undefined without files. */
   storeSandbox(): Promise<StoredObject | undefined>;
@@ -67,8 +69,17 @@ function parseManifestText(text: string, index: number, jdl: boolean): unknown {
   return manifest;
 }
 
-/** Reads a multipart submission, spooling its files; the caller stores the sandbox and cleans up. */
-export async function readMultipart(request: FastifyRequest, config: JobsConfig, store: SandboxStore, tmpDir: string): Promise<ParsedSubmission> {
+/**
+ * Reads a multipart submission, spooling its files; the caller stores the sandbox and cleans up. Fields
+ * named in `extraFields` are handed back as text (once each), any other field is refused.
+ */
+export async function readMultipart(
+  request: FastifyRequest,
+  config: JobsConfig,
+  store: SandboxStore,
+  tmpDir: string,
+  extraFields: readonly string[] = [],
+): Promise<ParsedSubmission> {
   const limits = config.sandbox;
   // A manifest part may be as large as a JSON body (the multipart field size is set to it: routes.ts).
   const manifestLimit: SizeLimit = { bytes: config.jsonBodyLimit, setting: 'jobs.jsonBodyLimit' };
@@ -78,6 +89,7 @@ export async function readMultipart(request: FastifyRequest, config: JobsConfig,
   const manifests: unknown[] = [];
   const files: ArchiveFile[] = [];
   const names = new Set<string>();
+  const fields = new Map<string, string>();
   let total = 0;
   const cleanup = () => rm(spool, { recursive: true, force: true });
   try {
@@ -96,7 +108,16 @@ export async function readMultipart(request: FastifyRequest, config: JobsConfig,
           }
           continue;
         }
-        if (part.type === 'field') throw new InvalidRequest(`unexpected form field '${part.fieldname}': only 'manifest' and 'jdl' parts and files are accepted`);
+        if (part.type === 'field' && extraFields.includes(part.fieldname)) {
+          if (fields.has(part.fieldname)) throw new InvalidRequest(`the '${part.fieldname}' part is given twice`);
+          if (part.valueTruncated) throw new PayloadTooLarge(`the '${part.fieldname}' part`, manifestLimit);
+          fields.set(part.fieldname, typeof part.value === 'string' ? part.value : JSON.stringify(part.value));
+          continue;
+        }
+        if (part.type === 'field') {
+          const accepted = ['manifest', 'jdl', ...extraFields].map((f) => `'${f}'`).join(', ');
+          throw new InvalidRequest(`unexpected form field '${part.fieldname}': only ${accepted} parts and files are accepted`);
+        }
         const name = part.filename;
         const problem = fileNameProblem(name ?? '');
         if (problem) {
@@ -139,6 +160,7 @@ export async function readMultipart(request: FastifyRequest, config: JobsConfig,
     if (manifests.length === 0) throw new InvalidRequest("the multipart request has no 'manifest' or 'jdl' part");
     return {
       manifests,
+      fields,
       fileNames: files.map((f) => f.name),
       // gzip may make incompressible data slightly larger: the limit is on the files, checked above.
       storeSandbox: async () => (files.length > 0 ? store.put(packFiles(files), { ...sandboxLimit, bytes: limits.maxSandboxSize + 1024 * 1024 }) : undefined),

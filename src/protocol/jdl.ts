@@ -50,6 +50,18 @@ const MANIFEST_NAMES = [
   'ParameterStart',
   'ParameterStep',
   'ParameterFactor',
+  // Workflows (docs/workflows.md).
+  'DependsOn',
+  'DependencyType',
+  'NodeName',
+  'Hold',
+  'MaxRunning',
+  'OnExitHold',
+  'MaxRetries',
+  'RetryExitCodes',
+  'SuccessExitCodes',
+  'RetryDelay',
+  'BanFailedSites',
 ] as const;
 
 /** DIRAC's names for what the manifest calls otherwise. */

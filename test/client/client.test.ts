@@ -218,6 +218,21 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(unwrap(await alice.POST('/jobs/delete', { body: { jids: [jid] } })).results[0]?.jid, jid);
     });
 
+    it('workflows: submit, list, get, kill', async () => {
+      const submitted = unwrap(
+        await alice.POST('/workflows', {
+          body: { Name: 'client', Jobs: [{ NodeName: 'first', Executable: '/bin/sleep', Arguments: '30', Sites: ['Pool'] }, { NodeName: 'second', Executable: '/bin/true', DependsOn: ['first'] }] },
+        }),
+      );
+      assert.deepEqual(Object.keys(submitted.Nodes), ['first', 'second']);
+      const path = { wid: submitted.WorkflowID };
+      assert.ok(unwrap(await alice.GET('/workflows', { params: { query: { maxItems: 10 } } })).Workflows.some((w) => w.WorkflowID === submitted.WorkflowID));
+      const described = unwrap(await alice.GET('/workflows/{wid}', { params: { path } }));
+      assert.deepEqual(described.Jobs.map((j) => j.Parents.length), [0, 1]);
+      const killed = unwrap(await alice.POST('/workflows/{wid}/kill', { params: { path } }));
+      assert.deepEqual(killed.results.map((r) => r.jid).sort((a, b) => a - b), submitted.JobIDs);
+    });
+
     it('agents: match, heartbeat, input sandbox, status, output sandbox, finish', async () => {
       const [jid] = (await submitWithFiles(alice, [{ Executable: 'run.sh', InputSandbox: ['run.sh'], Sites: ['Pool'] }], [{ name: 'run.sh', content: '#!/bin/sh\n' }])).jids;
       const agentId = `client-${dialect}`;

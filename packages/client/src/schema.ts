@@ -749,6 +749,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/workflows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Workflows and throttled parametric sets, newest first: one's own, or an owner's as the jobs' visibility allows */
+        get: operations["listWorkflows"];
+        put?: never;
+        /** Submit a workflow: several job descriptions that depend on each other by node name, stored all or nothing */
+        post: operations["submitWorkflow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/workflows/{wid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A workflow: its summary, its nodes with their jobs and counts, and its jobs with their parents */
+        get: operations["getWorkflow"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/workflows/{wid}/kill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Kill every job of the workflow that has not ended, held ones too, answering each job */
+        post: operations["killWorkflow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agents/match": {
         parameters: {
             query?: never;
@@ -4961,6 +5013,22 @@ export interface operations {
                         HoldReason: string | null;
                         RetryCounter: number | null;
                         WorkflowID: number | null;
+                        /** @description the jobs it waits for (DependsOn), with their statuses */
+                        Parents: {
+                            JobID: number;
+                            Status: string;
+                        }[];
+                        /** @description the jobs that wait for it */
+                        Children: number[];
+                        /**
+                         * @description the condition on its parents; null without parents
+                         * @enum {string|null}
+                         */
+                        DependencyType: "afterok" | "afterany" | "afternotok" | null;
+                        /** @description automatic retries the manifest allows (0 by default) */
+                        MaxRetries: number;
+                        /** @description its node within its workflow; null outside workflows */
+                        WorkflowNode: string | null;
                         StatusHistory: {
                             Status: string;
                             MinorStatus: string;
@@ -5930,6 +5998,403 @@ export interface operations {
             };
             /** @description OAuth 2.0-shaped error */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWorkflows: {
+        parameters: {
+            query?: {
+                /** @description only this owner's workflows (others' need JobAdministrator, JobMonitor, or JobSharing in their group) */
+                owner?: string;
+                maxItems?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        Workflows: {
+                            WorkflowID: number;
+                            Name: string;
+                            /** @description workflow (POST /workflows) or parametric (POST /jobs with MaxRunning) */
+                            Kind: string;
+                            Owner: string;
+                            OwnerGroup: string;
+                            MaxRunning: number | null;
+                            SubmissionTime: string;
+                            /** @description how many jobs it has */
+                            Jobs: number;
+                            /** @description Status → how many of its jobs have it */
+                            Counts: {
+                                [key: string]: number;
+                            };
+                            /** @description Active while a job has not ended; then Done (all Done), Failed (one Failed), else Killed */
+                            Status: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    submitWorkflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    Name?: string;
+                    /** @description how many of its jobs may be Waiting, Matched or Running at once (Slurm's %N) */
+                    MaxRunning?: number;
+                    /** @description the nodes: each a manifest named by NodeName (else JobName), DependsOn naming other nodes or job ids; at most jobs.maxBulk (1000) */
+                    Jobs: ({
+                        /** @description program to run: a name on PATH, an absolute path, or a file of the input sandbox */
+                        Executable: string;
+                        /** @description split into words as a POSIX shell would, without expansion */
+                        Arguments?: string;
+                        /** @description configured sites the job may run at (any when absent); at most 1000, repeats count once */
+                        Sites?: string[];
+                        /** @description each %j (the job id) counts as 19 characters */
+                        JobName?: string;
+                        /** @description each %j (the job id) counts as 19 characters */
+                        JobGroup?: string;
+                        JobType?: string;
+                        /** @description names of files uploaded with the submission (at most 10000); the stored manifest lists the files the input sandbox holds */
+                        InputSandbox?: string[];
+                        /** @description files or glob patterns, relative to the working directory, returned in the output sandbox (at most 1000) */
+                        OutputSandbox?: string[];
+                        /** @description the file that receives standard output; default 'std.out' */
+                        StdOutput?: string;
+                        /** @description the file that receives standard error, not StdOutput's; default 'std.err' */
+                        StdError?: string;
+                        Priority?: number;
+                        /** @description seconds, at most the configured jobs.maxCpuTime */
+                        CPUTime?: number;
+                        /** @description variables set for the job; with Arguments at most jobs.maxCommandBytes in all */
+                        Environment?: {
+                            [key: string]: string;
+                        };
+                        /** @description a parametric job (DIRAC's semantics): one job per value, or this many jobs with ParameterStart/Step/Factor; %s, %(NAME)s, %n and %j in strings are the value, a named set's value (Parameters.NAME), the index and the job id; at most jobs.maxParametricJobs jobs (at most 1,000,000), whose manifests take at most jobs.maxSubmissionBytes once expanded (the manifest is checked as a template first) */
+                        Parameters?: number | (string | number)[];
+                        /** @description first value of a counted Parameters (default 1) */
+                        ParameterStart?: number;
+                        /** @description added to each value to make the next (default 0) */
+                        ParameterStep?: number;
+                        /** @description each value is multiplied by it before the step is added (default 1) */
+                        ParameterFactor?: number;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                };
+                "multipart/form-data": {
+                    /** @description JSON { Name, MaxRunning } */
+                    workflow?: string;
+                    manifest?: string[];
+                    jdl?: string[];
+                    /** @description input sandbox files shared by every node */
+                    files?: Blob[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        WorkflowID: number;
+                        JobIDs: number[];
+                        /** @description each node's job ids */
+                        Nodes: {
+                            [key: string]: number[];
+                        };
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWorkflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a workflow id (a positive integer) */
+                wid: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        WorkflowID: number;
+                        Name: string;
+                        /** @description workflow (POST /workflows) or parametric (POST /jobs with MaxRunning) */
+                        Kind: string;
+                        Owner: string;
+                        OwnerGroup: string;
+                        MaxRunning: number | null;
+                        SubmissionTime: string;
+                        Jobs: {
+                            JobID: number;
+                            Node: string | null;
+                            Status: string;
+                            MinorStatus: string;
+                            HoldReason: string;
+                            RetryCounter: number;
+                            Parents: number[];
+                        }[];
+                        /** @description Status → how many of its jobs have it */
+                        Counts: {
+                            [key: string]: number;
+                        };
+                        /** @description Active while a job has not ended; then Done (all Done), Failed (one Failed), else Killed */
+                        Status: string;
+                        Nodes: {
+                            Name: string;
+                            /** @description the nodes it depends on */
+                            DependsOn: string[];
+                            DependencyType: string;
+                            JobIDs: number[];
+                            /** @description Status → how many of its jobs have it */
+                            Counts: {
+                                [key: string]: number;
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    killWorkflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a workflow id (a positive integer) */
+                wid: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description one per distinct job id, in the order given */
+                        results: ({
+                            jid: number;
+                            /** @description the status the job now has */
+                            Status: string;
+                        } | {
+                            jid: number;
+                            error: string;
+                            error_description: string;
+                        })[];
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
