@@ -97,9 +97,10 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   instance.addHook('onClose', async () => {
     await matcher.flush().catch(() => {});
   });
-  await instance.register(jobsRoutes, { ctx, sandboxes, runner: startScheduling(instance, ctx, sandboxes, jobEvents, matcher), events: startEventStreams(ctx, jobEvents), jobEvents });
+  const runner = startScheduling(instance, ctx, sandboxes, jobEvents, matcher);
+  await instance.register(jobsRoutes, { ctx, sandboxes, runner, events: startEventStreams(ctx, jobEvents), jobEvents });
   instance.addHook('onReady', () => removeStaleUploads(sandboxes, instance.log));
-  startJobDuties(ctx, sandboxes, instance.log);
+  startJobDuties(ctx, sandboxes, instance.log, { events: jobEvents, wake: () => runner?.wake() });
   await instance.register(agentsRoutes, { ctx, jobEvents, matcher });
   instance.addHook('onReady', async () => startAgentDuties(ctx, jobEvents, instance.log));
   instance.addHook('onReady', async () => startPilotFactory(ctx, jobEvents, instance.log));

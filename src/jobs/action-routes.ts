@@ -1,4 +1,4 @@
-/** Acting on jobs: POST /jobs/kill, /jobs/reschedule, /jobs/delete on many, DELETE /jobs/{jid} on one. */
+/** Acting on jobs: POST /jobs/kill, /jobs/reschedule, /jobs/delete, /jobs/hold, /jobs/release on many, DELETE /jobs/{jid} on one. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requireCapability } from '../auth/index.ts';
 import { errors } from '../kernel/openapi.ts';
@@ -10,6 +10,8 @@ const actionSummaries: Record<JobAction, string> = {
   kill: 'Kill jobs: each leaves activity and its payload is stopped',
   reschedule: `Reschedule jobs that ended (Done, Failed, Killed): each waits to run again, at most jobs.scheduler.maxReschedules times`,
   delete: 'Delete jobs that ended or wait: each becomes Deleted, hidden from listings, its sandboxes purged after jobs.deletedRetentionMs',
+  hold: 'Hold jobs: a Waiting one goes back to Received, a Received one stays there, each with HoldReason Held until released',
+  release: 'Release held jobs (HoldReason Held or ExitCode): each goes through the gatekeeper at once, to Waiting, or Received for its dependencies or its workflow\'s MaxRunning',
 };
 
 export const actionRoutes: FastifyPluginAsyncTypebox<JobRouteOptions> = async (app, { service, auth }) => {

@@ -1,6 +1,6 @@
 /**
  * What a user does to jobs after submitting them, one job or thousands in one request (DIRAC's
- * dirac-wms-job-kill, -reschedule and -delete): each job is acted on alone and answered alone, so one
+ * dirac-wms-job-kill, -reschedule and -delete; hold and release are flow/holds.ts'): each job is acted on alone and answered alone, so one
  * job that cannot be rescheduled does not hold the others back.
  */
 import type { Principal } from '../auth/index.ts';
@@ -13,7 +13,7 @@ import { RescheduleLimit, rescheduleToWaiting } from './lifecycle/reschedule.ts'
 import { getJob, type JobRow } from './store.ts';
 import type { JobEvents } from './lifecycle/job-events.ts';
 
-export const JOB_ACTIONS = ['kill', 'reschedule', 'delete'] as const;
+export const JOB_ACTIONS = ['kill', 'reschedule', 'delete', 'hold', 'release'] as const;
 export type JobAction = (typeof JOB_ACTIONS)[number];
 
 /** One job's answer: its new status, or the error that single request would have had. */
@@ -68,7 +68,14 @@ export async function deleteJob(db: Db, events: JobEvents, principal: Principal,
     throw new InvalidTransition(`job ${jobId} is ${row.status}: only jobs that ended, or that wait, can be deleted${row.status === JobStatus.Deleted ? '' : ' (kill it first)'}`);
   }
   refuseWhileStopping(row, 'delete');
-  const won = await changeStatus(db, events, [jobId], { from: row.status as JobStatus, to: JobStatus.Deleted, minorStatus: `Deleted by ${principal.username}`, source: principal.username });
+  const won = await changeStatus(db, events, [jobId], {
+    from: row.status as JobStatus,
+    to: JobStatus.Deleted,
+    minorStatus: `Deleted by ${principal.username}`,
+    source: principal.username,
+    // A held job deleted is held no more (HoldReason is a Received job's only).
+    set: { hold_reason: '', not_before: null },
+  });
   if (won.length === 0) throw new Conflict(`job ${jobId} changed status while being deleted; try again`);
 }
 

@@ -23,6 +23,7 @@ import type { FileSandboxStore } from './sandbox-store.ts';
 import { JobsService, type JobRunner } from './service.ts';
 import type { JobEvents } from './lifecycle/job-events.ts';
 import { submissionRoutes } from './submission-routes.ts';
+import { workflowHoldRoutes } from './flow/hold-routes.ts';
 import { workflowRoutes } from './flow/workflow-routes.ts';
 
 export interface JobsRoutesOptions {
@@ -68,4 +69,5 @@ export const jobsRoutes: FastifyPluginAsyncTypebox<JobsRoutesOptions> = async (a
   await app.register(reportRoutes, options);
   await app.register(actionRoutes, options);
   await app.register(workflowRoutes, options);
+  await app.register(workflowHoldRoutes, options);
 };

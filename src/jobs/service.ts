@@ -17,7 +17,8 @@ import { isFinal, JobStatus, toRecord, type AttributeName } from './model.ts';
 import { jobParameters } from './reports.ts';
 import { outputTailOf } from './peek.ts';
 import { countable, countedSummary } from './counts.ts';
-import { deleteJob, eachJobAnswered, rescheduleJob, type ActionResult, type JobAction } from './actions.ts';
+import { deleteJob, eachJobAnswered, ownJob, rescheduleJob, type ActionResult, type JobAction } from './actions.ts';
+import { holdJob, releaseJob } from './flow/holds.ts';
 import { searchJobs, summarizeJobs, type Condition, type SearchRequest, type SortKey } from './search.ts';
 import { checkMayAct, checkMaySee, listVisibility } from './privileges.ts';
 import type { SandboxStore, StoredObject } from './sandbox-store.ts';
@@ -203,7 +204,7 @@ export class JobsService {
     return this.act(principal, 'kill', await activeJobsOf(this.ctx.db, workflowId));
   }
 
-  /** Kills, reschedules or deletes each job, answering each one (DIRAC's bulk job commands). */
+  /** Kills, reschedules, deletes, holds or releases each job, answering each one (DIRAC's bulk job commands). */
   async act(principal: Principal, action: JobAction, jids: readonly number[]): Promise<ActionResult[]> {
     const results = await eachJobAnswered(jids, async (jid) => {
       if (action === 'kill') {
@@ -214,10 +215,13 @@ export class JobsService {
         await rescheduleJob(this.ctx.db, this.events, principal, jid, this.config.scheduler.maxReschedules);
         return JobStatus.Waiting;
       }
+      if (action === 'hold') return holdJob(this.ctx.db, this.events, principal, await ownJob(this.ctx.db, principal, jid, 'hold'));
+      if (action === 'release') return releaseJob(this.ctx.db, this.events, principal, await ownJob(this.ctx.db, principal, jid, 'release'));
       await deleteJob(this.ctx.db, this.events, principal, jid);
       return JobStatus.Deleted;
     });
-    if (action === 'reschedule') this.scheduler?.wake();
+    // Jobs that wait again (a hold may have let a throttled one go): the matchers need not wait for their cycle.
+    if (action === 'reschedule' || action === 'release' || action === 'hold') this.scheduler?.wake();
     return results;
   }
 
@@ -242,7 +246,8 @@ export class JobsService {
         minorStatus: `Killed by ${principal.username}${pending ? KILL_PENDING : ''}`,
         ...(applicationStopped ? { applicationStatus: APPLICATION_KILLED } : {}),
         source: principal.username,
-        set: { end_exec_time: nowIso(), ...(pending ? {} : { lease_until: null }) },
+        // A held job killed is held no more (HoldReason is a Received job's only).
+        set: { end_exec_time: nowIso(), hold_reason: '', not_before: null, ...(pending ? {} : { lease_until: null }) },
       });
       if (won.length === 1) {
         await this.scheduler?.kill(jobId, row.executor_id, row.site, row.executor_ref).catch(() => {});

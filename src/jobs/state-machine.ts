@@ -60,6 +60,8 @@ export interface StatusChange {
   set?: Omit<Updateable<JobTable>, 'status' | 'minor_status' | 'job_id'>;
   /** Extra condition: only jobs held by this executor instance. */
   executorId?: string;
+  /** Extra condition: only jobs whose HoldReason is one of these (a hold made meanwhile is kept). */
+  holdReasons?: readonly string[];
 }
 
 type Db = Kysely<Database>;
@@ -96,6 +98,7 @@ export async function changeStatus(db: Db | Transaction<Database>, events: JobEv
         .where('job_id', 'in', chunk)
         .where('status', 'in', from);
       if (change.executorId !== undefined) q = q.where('executor_id', '=', change.executorId);
+      if (change.holdReasons !== undefined) q = q.where('hold_reason', 'in', [...change.holdReasons]);
       const rows = await q.returning(['job_id', 'application_status']).execute();
       if (rows.length === 0) continue;
       await trx

@@ -216,6 +216,10 @@ for (const { dialect, skip } of await dialects()) {
       const refused = unwrap(await alice.POST('/jobs/reschedule', { body: { jids: [sleeper] } })).results[0]!;
       assert.ok('error' in refused || refused.Status === 'Waiting', 'answered per job');
       assert.equal(unwrap(await alice.POST('/jobs/delete', { body: { jids: [jid] } })).results[0]?.jid, jid);
+      const parked = unwrap(await alice.POST('/jobs', { body: { Executable: '/bin/true', Sites: ['Pool'] } })).jids[0]!;
+      assert.deepEqual(unwrap(await alice.POST('/jobs/hold', { body: { jids: [parked] } })).results, [{ jid: parked, Status: 'Received' }]);
+      assert.deepEqual(unwrap(await alice.POST('/jobs/release', { body: { jids: [parked] } })).results, [{ jid: parked, Status: 'Waiting' }]);
+      unwrap(await alice.POST('/jobs/kill', { body: { jids: [parked] } }));
     });
 
     it('workflows: submit, list, get, kill', async () => {
@@ -229,6 +233,10 @@ for (const { dialect, skip } of await dialects()) {
       assert.ok(unwrap(await alice.GET('/workflows', { params: { query: { maxItems: 10 } } })).Workflows.some((w) => w.WorkflowID === submitted.WorkflowID));
       const described = unwrap(await alice.GET('/workflows/{wid}', { params: { path } }));
       assert.deepEqual(described.Jobs.map((j) => j.Parents.length), [0, 1]);
+      const held = unwrap(await alice.POST('/workflows/{wid}/hold', { params: { path } }));
+      assert.deepEqual(held.results.map((r) => ('Status' in r ? r.Status : r.error)), ['Received', 'Received']);
+      const released = unwrap(await alice.POST('/workflows/{wid}/release', { params: { path } }));
+      assert.equal(released.results.length, 2, 'answered per job');
       const killed = unwrap(await alice.POST('/workflows/{wid}/kill', { params: { path } }));
       assert.deepEqual(killed.results.map((r) => r.jid).sort((a, b) => a - b), submitted.JobIDs);
     });

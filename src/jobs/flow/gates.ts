@@ -1,0 +1,458 @@
+/**
+ * The gatekeeper (docs/workflows.md): moves Received jobs whose HoldReason is Dependency, Throttled or
+ * BackOff on to Waiting (through the state machine, with history) or Failed (a dependency that can never
+ * be met), and otherwise keeps their HoldReason and MinorStatus true, written only when they change.
+ *
+ * A pass runs in one transaction under the gates' lock (on PostgreSQL an advisory lock shared by every
+ * instance; SQLite has one writer), so that two instances never admit past a workflow's MaxRunning. It
+ * reads only what may have moved, never every held job: BackOff jobs now due, the dependants of parents
+ * that ended lately (their history rows), dependants submitted since the last pass, a small slice of the
+ * others in turn (a safety net for what the window missed), and the throttled workflows it knows of
+ * (their throttled jobs read oldest first, as many as there is room for).
+ */
+import { sql, type Transaction } from 'kysely';
+import type { Db } from '../../kernel/db/database.ts';
+import { nowIso } from '../../kernel/db/database.ts';
+import { dialectOf } from '../../kernel/db/dialect.ts';
+import type { Database } from '../../kernel/db/schema.ts';
+import { JobStatus } from '../model.ts';
+import { changeStatus } from '../state-machine.ts';
+import type { JobEvents } from '../lifecycle/job-events.ts';
+
+/** A Received job's HoldReason (jobs.hold_reason); '' for every other job. */
+export const HoldReason = { Held: 'Held', ExitCode: 'ExitCode', Dependency: 'Dependency', Throttled: 'Throttled', BackOff: 'BackOff' } as const;
+export type HoldReason = (typeof HoldReason)[keyof typeof HoldReason];
+
+/** The reasons the gatekeeper lifts; Held and ExitCode only `release` lifts. */
+export const GATED: readonly HoldReason[] = [HoldReason.Dependency, HoldReason.Throttled, HoldReason.BackOff];
+/** The reasons `release` lifts. */
+export const RELEASABLE: readonly HoldReason[] = [HoldReason.Held, HoldReason.ExitCode];
+
+/** The statuses that count against a workflow's MaxRunning. */
+export const ACTIVE: readonly JobStatus[] = [JobStatus.Waiting, JobStatus.Matched, JobStatus.Running, JobStatus.Completing, JobStatus.Stalled];
+/** A parent in one of these has ended (a parent to be retried is Received or active again: not ended). */
+const ENDED: readonly JobStatus[] = [JobStatus.Done, JobStatus.Failed, JobStatus.Killed, JobStatus.Deleted];
+
+/** A Waiting job's MinorStatus, as a submission writes it (store.ts). */
+export const WAITING_MINOR = 'Waiting for a free slot';
+/** The history's source of the gatekeeper's own changes. */
+const SOURCE = 'Gatekeeper';
+
+/** How far back a pass looks for parents that ended: a writer's commit may come late, or its clock lag. */
+const WINDOW_MS = 15_000;
+/** Most dependants one pass reads by each way (the window, the new ones); more wait for the next pass. */
+const BATCH = 2000;
+/** Dependants the safety net re-reads per pass, in turn. */
+const SWEEP = 200;
+/** How often the list of throttled workflows is read whole (it is otherwise kept as the passes go). */
+const THROTTLED_REFRESH_MS = 10_000;
+/** Rows per statement (the dialects' parameter limits). */
+const CHUNK = 500;
+
+/** A held job as the gatekeeper reads it. */
+export interface Candidate {
+  jobId: number;
+  workflowId: number | null;
+  holdReason: string;
+  notBefore: string | null;
+  minorStatus: string;
+}
+
+/** What one pass or evaluation did. */
+export interface GateResult {
+  admitted: number[];
+  failed: number[];
+  /** Workflows that kept throttled jobs for want of room. */
+  throttled: number[];
+  /** Workflows looked at whose throttled jobs are all gone (or never were). */
+  drained: number[];
+}
+
+const candidateColumns = ['job_id', 'workflow_id', 'hold_reason', 'not_before', 'minor_status'] as const;
+type CandidateRow = { job_id: number | string; workflow_id: number | string | null; hold_reason: string; not_before: string | null; minor_status: string };
+const toCandidate = (r: CandidateRow): Candidate => ({
+  jobId: Number(r.job_id),
+  workflowId: r.workflow_id === null ? null : Number(r.workflow_id),
+  holdReason: r.hold_reason,
+  notBefore: r.not_before,
+  minorStatus: r.minor_status,
+});
+
+const LOCK_KEY = 'dirigo:workflow-gates';
+
+/**
+ * Takes the gates' lock for the rest of `trx` on PostgreSQL (SQLite: its one writer serialises already).
+ * Whatever admits jobs of a throttled workflow, or adds active ones to it, holds it first.
+ * @param wait false: try only. @returns whether it is held
+ */
+export async function lockGates(trx: Transaction<Database>, wait: boolean): Promise<boolean> {
+  if (dialectOf(trx) !== 'postgres') return true;
+  if (wait) {
+    await sql`select pg_advisory_xact_lock(hashtext(${LOCK_KEY}))`.execute(trx);
+    return true;
+  }
+  const { rows } = await sql<{ got: boolean }>`select pg_try_advisory_xact_lock(hashtext(${LOCK_KEY})) as got`.execute(trx);
+  return rows[0]?.got === true;
+}
+
+type Verdict = { kind: 'pending'; minor: string } | { kind: 'satisfied' } | { kind: 'never'; minor: string };
+
+interface Group {
+  jobId: number;
+  condition: string;
+  n: number;
+  done: number;
+  bad: number;
+  ended: number;
+  /** The first parent that ended badly for afterok (Failed, Killed, Deleted, or gone). */
+  gone: number | null;
+  first: number;
+}
+
+/** Each job's dependency verdict; jobs without dependencies are satisfied. */
+async function dependencyVerdicts(trx: Transaction<Database>, jobIds: readonly number[]): Promise<Map<number, Verdict>> {
+  const groups: Group[] = [];
+  for (let i = 0; i < jobIds.length; i += CHUNK) {
+    const chunk = jobIds.slice(i, i + CHUNK);
+    const ended = sql.join([...ENDED]);
+    const { rows } = await sql<Record<keyof Group, number | string | null> & { condition: string }>`
+      select d.job_id as "jobId", d.condition as condition, count(*) as n,
+        sum(case when p.status = 'Done' then 1 else 0 end) as done,
+        sum(case when p.status in ('Failed', 'Killed') then 1 else 0 end) as bad,
+        sum(case when p.job_id is null or p.status in (${ended}) then 1 else 0 end) as ended,
+        min(case when p.job_id is null or p.status in ('Failed', 'Killed', 'Deleted') then d.parent_id end) as gone,
+        min(d.parent_id) as first
+      from job_dependencies d left join jobs p on p.job_id = d.parent_id
+      where d.job_id in (${sql.join(chunk)})
+      group by d.job_id, d.condition`.execute(trx);
+    for (const r of rows) {
+      groups.push({
+        jobId: Number(r.jobId),
+        condition: r.condition,
+        n: Number(r.n),
+        done: Number(r.done),
+        bad: Number(r.bad),
+        ended: Number(r.ended),
+        gone: r.gone === null ? null : Number(r.gone),
+        first: Number(r.first),
+      });
+    }
+  }
+  // The statuses of the parents a "never" names.
+  const named = new Set<number>();
+  for (const g of groups) {
+    if (g.condition === 'afternotok') named.add(g.first);
+    else if (g.gone !== null) named.add(g.gone);
+  }
+  const statusOf = new Map<number, string>();
+  const ids = [...named];
+  for (let i = 0; i < ids.length; i += CHUNK) {
+    const rows = await trx.selectFrom('jobs').select(['job_id', 'status']).where('job_id', 'in', ids.slice(i, i + CHUNK)).execute();
+    for (const r of rows) statusOf.set(Number(r.job_id), r.status);
+  }
+  const is = (jid: number) => (statusOf.has(jid) ? `is ${statusOf.get(jid)}` : 'no longer exists');
+  const verdicts = new Map<number, Verdict>();
+  for (const jid of jobIds) verdicts.set(jid, { kind: 'satisfied' });
+  for (const g of groups) {
+    const before = verdicts.get(g.jobId)!;
+    if (before.kind === 'never') continue;
+    let v: Verdict;
+    // As a submission words it (insert.ts).
+    const waiting: Verdict = { kind: 'pending', minor: `Dependency: waiting for ${g.n} parent job${g.n === 1 ? '' : 's'} (${g.condition})` };
+    if (g.condition === 'afterany') v = g.ended === g.n ? { kind: 'satisfied' } : waiting;
+    else if (g.condition === 'afternotok') {
+      if (g.ended < g.n) v = waiting;
+      else if (g.bad > 0) v = { kind: 'satisfied' };
+      else {
+        const why = g.n === 1 ? `job ${g.first} ${is(g.first)}` : `none of its ${g.n} parents (job ${g.first}…) Failed or was Killed`;
+        v = { kind: 'never', minor: `Dependency never satisfied: ${why} (afternotok)` };
+      }
+    } else if (g.gone !== null) v = { kind: 'never', minor: `Dependency never satisfied: job ${g.gone} ${is(g.gone)} (${g.condition})` };
+    else v = g.done === g.n ? { kind: 'satisfied' } : waiting;
+    // Several conditions on one job: every one must hold; one that never can decides.
+    if (v.kind !== 'satisfied' || before.kind === 'satisfied') verdicts.set(g.jobId, v.kind === 'satisfied' ? before : v);
+  }
+  return verdicts;
+}
+
+/** Sets HoldReason and MinorStatus of Received jobs still held for one of `allowed` (no history: not a status change). */
+async function setReason(trx: Transaction<Database>, jobIds: readonly number[], reason: HoldReason, minor: string, allowed: readonly string[]): Promise<void> {
+  for (let i = 0; i < jobIds.length; i += CHUNK) {
+    await trx
+      .updateTable('jobs')
+      .set({ hold_reason: reason, minor_status: minor, last_update_time: nowIso() })
+      .where('job_id', 'in', jobIds.slice(i, i + CHUNK))
+      .where('status', '=', JobStatus.Received)
+      .where('hold_reason', 'in', [...allowed])
+      .execute();
+  }
+}
+
+/**
+ * Applies the rules to `candidates` (Received jobs held for one of `allowed`) and to the throttled jobs
+ * of `workflows`, in `trx`, which holds the gates' lock.
+ */
+export async function gate(
+  trx: Transaction<Database>,
+  events: JobEvents,
+  candidates: readonly Candidate[],
+  workflows: Iterable<number>,
+  allowed: readonly string[],
+  source = SOURCE,
+): Promise<GateResult> {
+  const now = nowIso();
+  const result: GateResult = { admitted: [], failed: [], throttled: [], drained: [] };
+  const reasons = new Map<string, { reason: HoldReason; minor: string; ids: number[] }>();
+  const keep = (c: Candidate, reason: HoldReason, minor: string) => {
+    // Only a change is written: an unchanged held job costs nothing.
+    if (c.holdReason === reason) return;
+    const key = `${reason}\u0000${minor}`;
+    let entry = reasons.get(key);
+    if (!entry) reasons.set(key, (entry = { reason, minor, ids: [] }));
+    entry.ids.push(c.jobId);
+  };
+
+  // 1. A back-off not over yet.
+  const ready: Candidate[] = [];
+  const toCheck: Candidate[] = [];
+  for (const c of candidates) {
+    if (c.notBefore !== null && c.notBefore > now) keep(c, HoldReason.BackOff, `Retry delayed until ${c.notBefore}`);
+    else toCheck.push(c);
+  }
+  // 2. Dependencies.
+  const verdicts = await dependencyVerdicts(
+    trx,
+    toCheck.map((c) => c.jobId),
+  );
+  const failures = new Map<string, number[]>();
+  for (const c of toCheck) {
+    const v = verdicts.get(c.jobId)!;
+    if (v.kind === 'pending') keep(c, HoldReason.Dependency, v.minor);
+    else if (v.kind === 'never') failures.set(v.minor, [...(failures.get(v.minor) ?? []), c.jobId]);
+    else ready.push(c);
+  }
+  for (const [minor, ids] of failures) {
+    result.failed.push(...(await changeStatus(trx, events, ids, { from: JobStatus.Received, to: JobStatus.Failed, minorStatus: minor, source, holdReasons: allowed, set: { hold_reason: '', not_before: null } })));
+  }
+  // 3. MaxRunning, oldest first among the ready and the workflow's throttled jobs.
+  const byWorkflow = new Map<number, Candidate[]>();
+  const admit: number[] = [];
+  for (const c of ready) {
+    if (c.workflowId === null) admit.push(c.jobId);
+    else byWorkflow.set(c.workflowId, [...(byWorkflow.get(c.workflowId) ?? []), c]);
+  }
+  const wids = [...new Set([...byWorkflow.keys(), ...workflows])];
+  const caps = new Map<number, number | null>();
+  const active = new Map<number, number>();
+  for (let i = 0; i < wids.length; i += CHUNK) {
+    const chunk = wids.slice(i, i + CHUNK);
+    for (const r of await trx.selectFrom('workflows').select(['workflow_id', 'max_running']).where('workflow_id', 'in', chunk).execute()) {
+      caps.set(Number(r.workflow_id), r.max_running === null ? null : Number(r.max_running));
+    }
+    const counted = await trx
+      .selectFrom('jobs')
+      .select(['workflow_id', (eb) => eb.fn.countAll<number | string>().as('n')])
+      .where('workflow_id', 'in', chunk)
+      .where('status', 'in', [...ACTIVE])
+      .groupBy('workflow_id')
+      .execute();
+    for (const r of counted) active.set(Number(r.workflow_id), Number(r.n));
+  }
+  for (const wid of wids) {
+    const mine = byWorkflow.get(wid) ?? [];
+    const cap = caps.get(wid) ?? null;
+    if (cap === null) {
+      // No cap (or no workflow row): every ready job goes, and any left Throttled by an earlier cap too.
+      admit.push(...mine.map((c) => c.jobId));
+      const left = await trx
+        .selectFrom('jobs')
+        .select('job_id')
+        .where('status', '=', JobStatus.Received)
+        .where('hold_reason', '=', HoldReason.Throttled)
+        .where('workflow_id', '=', wid)
+        .execute();
+      admit.push(...left.map((r) => Number(r.job_id)));
+      result.drained.push(wid);
+      continue;
+    }
+    const used = active.get(wid) ?? 0;
+    const room = Math.max(0, cap - used);
+    const waiting =
+      room === 0
+        ? []
+        : (
+            await trx
+              .selectFrom('jobs')
+              .select([...candidateColumns])
+              .where('status', '=', JobStatus.Received)
+              .where('hold_reason', '=', HoldReason.Throttled)
+              .where('workflow_id', '=', wid)
+              .orderBy('job_id')
+              .limit(room)
+              .execute()
+          ).map(toCandidate);
+    const mineIds = new Set(mine.map((c) => c.jobId));
+    const queue = [...mine, ...waiting.filter((c) => !mineIds.has(c.jobId))].sort((a, b) => a.jobId - b.jobId);
+    const going = queue.slice(0, room);
+    admit.push(...going.map((c) => c.jobId));
+    const staying = queue.slice(room).filter((c) => mineIds.has(c.jobId));
+    const throttledMinor = `Throttled: ${used + going.length} of the workflow's jobs are active (MaxRunning ${cap})`;
+    for (const c of staying) keep(c, HoldReason.Throttled, throttledMinor);
+    // Fewer throttled than room: none left behind.
+    if (waiting.length < room && staying.length === 0) result.drained.push(wid);
+    else result.throttled.push(wid);
+  }
+  // Writes: the reasons first (a job admitted is never written twice), then the admissions.
+  const admitted = new Set(admit);
+  for (const { reason, minor, ids } of reasons.values()) {
+    const left = ids.filter((id) => !admitted.has(id));
+    if (left.length > 0) await setReason(trx, left, reason, minor, allowed);
+  }
+  // The candidates in `source`'s name (a release), a workflow's throttled jobs in the gatekeeper's.
+  const asked = new Set(candidates.map((c) => c.jobId));
+  const batches = [
+    { ids: [...admitted].filter((id) => asked.has(id)), source, reasons: allowed },
+    { ids: [...admitted].filter((id) => !asked.has(id)), source: SOURCE, reasons: [HoldReason.Throttled] },
+  ];
+  for (const batch of batches) {
+    if (batch.ids.length === 0) continue;
+    const won = await changeStatus(trx, events, batch.ids, {
+      from: JobStatus.Received,
+      to: JobStatus.Waiting,
+      minorStatus: WAITING_MINOR,
+      source: batch.source,
+      holdReasons: batch.reasons,
+      set: { hold_reason: '', not_before: null },
+    });
+    result.admitted.push(...won);
+  }
+  return result;
+}
+
+/** Runs `work` in a transaction holding the gates' lock; undefined when `wait` is false and it is busy. */
+export async function underGates<T>(db: Db, wait: boolean, work: (trx: Transaction<Database>) => Promise<T>): Promise<T | undefined> {
+  return db.transaction().execute(async (trx) => ((await lockGates(trx, wait)) ? work(trx) : undefined));
+}
+
+/**
+ * Evaluates the given Received jobs at once (a release: held for one of `allowed`), and the throttled
+ * jobs of `workflows` (a hold of an active job made room); `source` is who the history names.
+ * @returns what changed
+ */
+export async function gateNow(db: Db, events: JobEvents, jobIds: readonly number[], allowed: readonly string[], workflows: readonly number[] = [], source = SOURCE): Promise<GateResult> {
+  const result = await underGates(db, true, async (trx) => {
+    const rows: CandidateRow[] = [];
+    for (let i = 0; i < jobIds.length; i += CHUNK) {
+      rows.push(
+        ...(await trx
+          .selectFrom('jobs')
+          .select([...candidateColumns])
+          .where('job_id', 'in', jobIds.slice(i, i + CHUNK))
+          .where('status', '=', JobStatus.Received)
+          .where('hold_reason', 'in', [...allowed])
+          .execute()),
+      );
+    }
+    return gate(trx, events, rows.map(toCandidate), workflows, allowed, source);
+  });
+  if (result && (result.admitted.length > 0 || result.failed.length > 0)) events.changed();
+  return result!;
+}
+
+/**
+ * One instance's gatekeeper: what it remembers between passes (cursors, the throttled workflows it knows)
+ * so that a pass reads only what may have moved.
+ */
+export class Gatekeeper {
+  readonly #db: Db;
+  readonly #events: JobEvents;
+  /** Workflows with throttled jobs, as far as this instance knows. */
+  #throttled = new Set<number>();
+  #throttledReadAt = 0;
+  /** The newest Dependency-held job read so far, and the newest throttled workflow. */
+  #newestDependant = 0;
+  #newestWorkflow = 0;
+  /** The safety net's place. */
+  #sweepAfter = 0;
+
+  constructor(db: Db, events: JobEvents) {
+    this.#db = db;
+    this.#events = events;
+  }
+
+  /** One pass. @returns what changed, or undefined when another instance's pass holds the lock */
+  async pass(): Promise<GateResult | undefined> {
+    const result = await underGates(this.#db, false, (trx) => this.#pass(trx));
+    if (result && (result.admitted.length > 0 || result.failed.length > 0)) this.#events.changed();
+    return result;
+  }
+
+  async #pass(trx: Transaction<Database>): Promise<GateResult> {
+    const now = Date.now();
+    const since = new Date(now - WINDOW_MS).toISOString();
+    const found = new Map<number, Candidate>();
+    const add = (rows: CandidateRow[]) => {
+      for (const r of rows) found.set(Number(r.job_id), toCandidate(r));
+    };
+    const held = (reason: HoldReason) => trx.selectFrom('jobs').select([...candidateColumns]).where('status', '=', JobStatus.Received).where('hold_reason', '=', reason);
+    // Back-offs over.
+    add(await held(HoldReason.BackOff).where('not_before', '<=', new Date(now).toISOString()).orderBy('job_id').limit(BATCH).execute());
+    // Dependants of parents that ended lately.
+    add(
+      await trx
+        .selectFrom('jobs as c')
+        .select(['c.job_id', 'c.workflow_id', 'c.hold_reason', 'c.not_before', 'c.minor_status'])
+        .where('c.status', '=', JobStatus.Received)
+        .where('c.hold_reason', '=', HoldReason.Dependency)
+        .where((eb) =>
+          eb(
+            'c.job_id',
+            'in',
+            eb
+              .selectFrom('job_status_history as h')
+              .innerJoin('job_dependencies as d', 'd.parent_id', 'h.job_id')
+              .select('d.job_id')
+              .where('h.status_time', '>=', since)
+              .where('h.status', 'in', [...ENDED]),
+          ),
+        )
+        .orderBy('c.job_id')
+        .limit(BATCH)
+        .execute(),
+    );
+    // Dependants new since the last pass (their parents may have ended before they were submitted).
+    const fresh = await held(HoldReason.Dependency).where('job_id', '>', this.#newestDependant).orderBy('job_id').limit(BATCH).execute();
+    add(fresh);
+    if (fresh.length > 0) this.#newestDependant = Number(fresh[fresh.length - 1]!.job_id);
+    // The safety net: a few of the others, in turn.
+    const swept = await held(HoldReason.Dependency).where('job_id', '>', this.#sweepAfter).orderBy('job_id').limit(SWEEP).execute();
+    add(swept);
+    this.#sweepAfter = swept.length < SWEEP ? 0 : Number(swept[swept.length - 1]!.job_id);
+
+    // Workflows where room may have opened, or throttled jobs appeared.
+    if (now - this.#throttledReadAt >= THROTTLED_REFRESH_MS) {
+      const rows = await trx.selectFrom('jobs').select('workflow_id').distinct().where('status', '=', JobStatus.Received).where('hold_reason', '=', HoldReason.Throttled).execute();
+      this.#throttled = new Set(rows.flatMap((r) => (r.workflow_id === null ? [] : [Number(r.workflow_id)])));
+      this.#throttledReadAt = now;
+    }
+    const workflows = new Set(this.#throttled);
+    const created = await trx.selectFrom('workflows').select('workflow_id').where('workflow_id', '>', this.#newestWorkflow).where('max_running', 'is not', null).orderBy('workflow_id').limit(BATCH).execute();
+    for (const r of created) workflows.add(Number(r.workflow_id));
+    if (created.length > 0) this.#newestWorkflow = Number(created[created.length - 1]!.workflow_id);
+    const ended = await trx
+      .selectFrom('job_status_history as h')
+      .innerJoin('jobs as j', 'j.job_id', 'h.job_id')
+      .select('j.workflow_id')
+      .distinct()
+      .where('h.status_time', '>=', since)
+      .where('h.status', 'in', [...ENDED, JobStatus.Rescheduled])
+      .where('j.workflow_id', 'is not', null)
+      .execute();
+    for (const r of ended) workflows.add(Number(r.workflow_id));
+
+    const result = await gate(trx, this.#events, [...found.values()], workflows, GATED);
+    for (const wid of result.throttled) this.#throttled.add(wid);
+    for (const wid of result.drained) this.#throttled.delete(wid);
+    return result;
+  }
+}
