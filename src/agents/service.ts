@@ -13,7 +13,7 @@ import type { SandboxStore, StoredObject } from '../payload/sandbox-store.ts';
 import type { Matcher } from '../jobs/index.ts';
 import { publishResources } from '../sites/index.ts';
 import { REQUIREMENT_LIMITS, type ResourceOffer } from '../protocol/requirements.ts';
-import { AGENT_HELD, endPulledRun, jobTokens, pulledRun, recordHeartbeats, recordOutputSandbox, reportPulledRun, RescheduleLimit, splitArguments, statusOf, storeOutputTail } from '../jobs/index.ts';
+import { AGENT_HELD, endPulledRun, jobTokens, pulledRun, recordHeartbeats, recordOutputSandbox, reportPulledRun, RescheduleLimit, runEndSettings, splitArguments, statusOf, storeOutputTail } from '../jobs/index.ts';
 import { holderOf, type AgentIdentity } from './identity.ts';
 import { seen } from './presence.ts';
 import { nowIso } from '../kernel/db/database.ts';
@@ -226,6 +226,7 @@ export class AgentsService {
       ...report,
       source: `Agent@${row.site}`,
       limit: new RescheduleLimit(this.#ctx.config.jobs.scheduler.maxReschedules),
+      runEnds: runEndSettings(this.#ctx.config.jobs),
     });
     if (status === undefined) throw await this.#lostRace(row.job_id);
     return { JobID: row.job_id, Status: status };

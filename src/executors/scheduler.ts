@@ -20,6 +20,7 @@ import { publishResources } from '../sites/index.ts';
 import type { ResourceOffer } from '../protocol/requirements.ts';
 import { EXECUTOR_HELD as HELD, heldByOthers, jobsHeldAt, keepOutputOfEndedRun, noLongerHeld, recordRunRef, renewLeases, takeOver, unconfirmedKills, type HeldJob } from '../jobs/index.ts';
 import { RescheduleLimit, requeueHeld, type JobEvents } from '../jobs/index.ts';
+import { endFailedRun, type RunEndSettings } from '../jobs/index.ts';
 import { jobTokens } from '../jobs/index.ts';
 import { readTail } from '../payload/output-tail.ts';
 import type { Executor, ExecutorEvent, JobToRun } from '../payload/executor.ts';
@@ -55,6 +56,7 @@ export class Scheduler {
   readonly #log: SchedulerLog;
   readonly #limit: RescheduleLimit;
   readonly #matcher: Matcher;
+  readonly #runEnds: RunEndSettings;
   /** What each site last published of its resources (JSON), so that only a change is written again. */
   readonly #published = new Map<string, string>();
   #stopped = true;
@@ -71,6 +73,7 @@ export class Scheduler {
    * @param jobEnvironment what every payload is told about the service (DIRIGO_URL, DIRIGO_CA), known once
    *   the server listens; each job's own token is added to it.
    * @param matcher chooses the jobs each site's offers get (docs/matching.md)
+   * @param runEnds what a failed run's retries follow (jobs.workflows, the configured sites)
    */
   constructor(
     db: Db,
@@ -79,9 +82,11 @@ export class Scheduler {
     executors: Executor[],
     log: SchedulerLog,
     matcher: Matcher,
+    runEnds: RunEndSettings,
     jobEnvironment: () => Record<string, string> = () => ({}),
   ) {
     this.#jobEnvironment = jobEnvironment;
+    this.#runEnds = runEnds;
     this.#matcher = matcher;
     this.#db = db;
     this.#events = events;
@@ -332,15 +337,16 @@ export class Scheduler {
         const set = { ...sandbox, exit_code: event.exitCode, end_exec_time: now, lease_until: null };
         const won =
           event.outcome === 'killed'
-            ? await changeStatus(this.#db, this.#events, [event.jobId], { ...mine, from: HELD, to: JobStatus.Killed, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set })
+            ? (await changeStatus(this.#db, this.#events, [event.jobId], { ...mine, from: HELD, to: JobStatus.Killed, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set })).length === 1
             : event.outcome === 'done'
-            ? await changeStatus(this.#db, this.#events, [event.jobId], { ...mine, from: JobStatus.Completing, to: JobStatus.Done, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set })
-            : await changeStatus(this.#db, this.#events, [event.jobId], { ...mine, from: HELD, to: JobStatus.Failed, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set });
-        if (won.length === 0 && event.outputSandbox) {
+            ? (await changeStatus(this.#db, this.#events, [event.jobId], { ...mine, from: JobStatus.Completing, to: JobStatus.Done, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set })).length === 1
+            : // Done, held, retried or Failed, as the job's manifest says (docs/workflows.md "When a run ends").
+              (await endFailedRun(this.#db, this.#events, event.jobId, { ...mine, exitCode: event.exitCode, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, from: HELD, set }, this.#runEnds)) !== undefined;
+        if (!won && event.outputSandbox) {
           // Killed meanwhile: the status stays, the output is still worth keeping.
           await keepOutputOfEndedRun(this.#db, event.jobId, { outputSandbox: event.outputSandbox, exitCode: event.exitCode, endedAt: now });
         }
-        return won.length === 1;
+        return won;
       }
     }
   }

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../kernel/context.ts';
-import type { JobEvents, Matcher } from '../jobs/index.ts';
+import { runEndSettings, type JobEvents, type Matcher } from '../jobs/index.ts';
 import type { SandboxStore } from '../payload/sandbox-store.ts';
 import { createExecutors } from './factory.ts';
 import { Scheduler } from './scheduler.ts';
@@ -37,7 +37,7 @@ export function startScheduling(app: FastifyInstance, ctx: AppContext, store: Sa
     const ca = join(dirname(resolve(ctx.config.dataDir, ctx.config.tls.cert)), 'ca.crt');
     jobEnvironment = { ...(url ? { DIRIGO_URL: url } : {}), ...(existsSync(ca) ? { DIRIGO_CA: ca } : {}) };
   });
-  const scheduler = new Scheduler(ctx.db, events, config.scheduler, executors, app.log, matcher, () => jobEnvironment);
+  const scheduler = new Scheduler(ctx.db, events, config.scheduler, executors, app.log, matcher, runEndSettings(config), () => jobEnvironment);
   ctx.observability.register(...executorMetrics);
   for (const e of executors) ctx.observability.addSite(e.site, e.type, () => ({ type: e.type, ...e.siteState() }));
   // The checks sum the sites up by kind, under the names operators' probes and alerts already read.

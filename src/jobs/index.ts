@@ -19,6 +19,7 @@ export { Matcher } from './matching/matcher.ts';
 export { waitingFor } from './matching/demand.ts';
 export { EXECUTOR_HELD, heldByOthers, jobsHeldAt, keepOutputOfEndedRun, noLongerHeld, recordRunRef, renewLeases, takeOver, unconfirmedKills, type HeldJob } from './lifecycle/holding.ts';
 export { RescheduleLimit, requeueHeld } from './lifecycle/reschedule.ts';
+export { endFailedRun, runEndSettings, type RunEndSettings } from './lifecycle/run-end.ts';
 export { AGENT_HELD, endPulledRun, pulledRun, recordHeartbeats, recordOutputSandbox, reportPulledRun, statusOf, type PulledRun, type PullHolder } from './lifecycle/pulled-runs.ts';
 export { heardSince, statusesOf } from './lifecycle/pulled-runs.ts';
 export { detectStalls } from './lifecycle/stalls.ts';

@@ -7,6 +7,7 @@ import { ArgumentsError, splitArguments } from './arguments.ts';
 import { fileNameProblem } from '../protocol/file-names.ts';
 import type { Manifest } from '../protocol/job-manifest.ts';
 import { requirementsOf, type Requirements } from './requirements.ts';
+import { checkRetryKeys } from './flow/retry-keys.ts';
 
 export type { Manifest } from '../protocol/job-manifest.ts';
 
@@ -36,6 +37,8 @@ export interface ManifestLimits {
   maxCommandBytes: number;
   /** Largest CPUTime, in seconds. */
   maxCpuTime: number;
+  /** Largest MaxRetries (jobs.workflows.maxRetries). */
+  workflows: { maxRetries: number };
 }
 
 /** The bytes exec needs for `strings` (argv or environ): each string, its terminating NUL and its pointer. */
@@ -96,6 +99,7 @@ export function checkManifestTemplate(raw: unknown, where: string, limits: Manif
       if (typeof v !== 'string' || v.includes('\u0000')) throw new InvalidRequest(`${where}: Environment.${k} must be a string without NUL`);
     }
   }
+  checkRetryKeys(m, where, limits.workflows.maxRetries);
 }
 
 /**

@@ -541,7 +541,8 @@ export class LocalExecutor implements Executor {
     }
     if (r.stopReason === 'killed') return { ...base, outcome: 'failed', exitCode, minorStatus: 'Killed' };
     if (packError) return { ...base, outcome: 'failed', exitCode, minorStatus: packError, applicationStatus: exit.code === 0 ? 'Execution Complete' : `Exited with code ${exit.code}` };
-    if (exit.signal) return { ...base, outcome: 'failed', exitCode, minorStatus: `Application killed by signal ${exit.signal}`, applicationStatus: `Killed by ${exit.signal}` };
+    // As a shell (and Slurm) reports it: 128 + the signal's number, so that OnExitHold and RetryExitCodes can name it (137: SIGKILL).
+    if (exit.signal) return { ...base, outcome: 'failed', exitCode: exitCode ?? 128 + (osConstants.signals[exit.signal] ?? 0), minorStatus: `Application killed by signal ${exit.signal}`, applicationStatus: `Killed by ${exit.signal}` };
     if (exit.code === 0) return { ...base, outcome: 'done', exitCode: 0, minorStatus: 'Execution Complete', applicationStatus: 'Exited with code 0' };
     return { ...base, outcome: 'failed', exitCode, minorStatus: `Application exited with code ${exit.code}`, applicationStatus: `Exited with code ${exit.code}` };
   }

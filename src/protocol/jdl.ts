@@ -71,7 +71,11 @@ const CANONICAL = new Map<string, string>([...MANIFEST_NAMES.map((n) => [n.toLow
 
 /** Keys that are lists in a manifest even when the JDL gives one value. */
 const LISTS = new Set(['Sites', 'BannedSites', 'Tags', 'Platform', 'InputSandbox', 'OutputSandbox']);
-const INTEGERS = new Set(['Priority', 'CPUTime', 'NumberOfProcessors', 'MinNumberOfProcessors', 'MaxNumberOfProcessors', 'MaxRAM', 'NumberOfGPUs']);
+const INTEGERS = new Set(['Priority', 'CPUTime', 'NumberOfProcessors', 'MinNumberOfProcessors', 'MaxNumberOfProcessors', 'MaxRAM', 'NumberOfGPUs', 'MaxRetries', 'RetryDelay']);
+/** Lists of exit codes: lists even when the JDL gives one code. */
+const INTEGER_LISTS = new Set(['RetryExitCodes', 'SuccessExitCodes', 'OnExitHold']);
+/** Booleans, which DIRAC users also write quoted ("true"). */
+const BOOLEANS = new Set(['BanFailedSites']);
 
 type Scalar = string | number | boolean;
 type Value = Scalar | Scalar[];
@@ -263,7 +267,10 @@ export function parseJdl(text: string, where = 'JDL'): Record<string, unknown> {
 /** The manifest's types for the keys it reads: lists stay lists, `{"A=1"}` environments become objects. */
 function asManifestValue(name: string, v: Value, where: string): unknown {
   if (LISTS.has(name)) return Array.isArray(v) ? v.map(String) : [String(v)];
-  if (INTEGERS.has(name) && typeof v === 'string' && /^\d+$/.test(v.trim())) return Number(v);
+  const integer = (x: Scalar): Scalar => (typeof x === 'string' && /^\d+$/.test(x.trim()) ? Number(x) : x);
+  if (INTEGERS.has(name)) return Array.isArray(v) ? v : integer(v);
+  if (INTEGER_LISTS.has(name)) return (Array.isArray(v) ? v : [v]).map(integer);
+  if (BOOLEANS.has(name) && typeof v === 'string' && /^(true|false)$/i.test(v.trim())) return v.trim().toLowerCase() === 'true';
   if (name === 'Environment') {
     const env: Record<string, string> = {};
     for (const entry of Array.isArray(v) ? v : [v]) {

@@ -12,6 +12,7 @@ import { FileSandboxStore } from '../../src/jobs/sandbox-store.ts';
 import { LocalExecutor } from '../../src/payload/local.ts';
 import { Scheduler } from '../../src/executors/scheduler.ts';
 import { Matcher } from '../../src/jobs/matching/matcher.ts';
+import { runEndSettings } from '../../src/jobs/lifecycle/run-end.ts';
 import { startJobsService, submit, waitForStatus } from '../jobs/helpers.ts';
 
 const quiet = { warn() {}, info() {} };
@@ -48,7 +49,7 @@ for (const { dialect, skip } of await dialects()) {
       });
       const events = new JobEvents();
       const matcher = new Matcher(svc.ctx.db, events, svc.ctx.dialect, svc.ctx.config.jobs);
-      return new Scheduler(svc.ctx.db, events, { pollIntervalMs: 50, killGraceMs: 500, leaseMs: 60000, cpuCheckIntervalMs: 100, maxReschedules, adoptionGraceMs: 300000, enabled: true }, [executor], quiet, matcher);
+      return new Scheduler(svc.ctx.db, events, { pollIntervalMs: 50, killGraceMs: 500, leaseMs: 60000, cpuCheckIntervalMs: 100, maxReschedules, adoptionGraceMs: 300000, enabled: true }, [executor], quiet, matcher, runEndSettings(svc.ctx.config.jobs));
     }
 
     it('at start, reschedules what a dead server of this host held, runs it again, and fails what is over the limit', async () => {

@@ -21,7 +21,7 @@ export async function matchingDb(dialect: 'sqlite' | 'postgres'): Promise<Scratc
 
 /** Stores `manifests` for `user` of `group`, checked as a submission is. @returns their ids */
 export function submitAs(db: Db, user: string, group: string, manifests: readonly Record<string, unknown>[]): Promise<number[]> {
-  const checked = manifests.map((m, i) => checkManifest({ Executable: '/bin/true', ...m }, `job ${i}`, SITES, [], { maxCommandBytes: 1 << 20, maxCpuTime: 1e9 }));
+  const checked = manifests.map((m, i) => checkManifest({ Executable: '/bin/true', ...m }, `job ${i}`, SITES, [], { maxCommandBytes: 1 << 20, maxCpuTime: 1e9, workflows: { maxRetries: 10 } }));
   return insertJobs(db, events, { username: user, dn: `/CN=${user}`, group, setup: 'Test' }, checked, undefined);
 }
 

@@ -12,6 +12,7 @@ import { wrapMinorStatus } from '../../protocol/job-status.ts';
 import { EXECUTOR_HELD } from './holding.ts';
 import { RELEASED, rescheduleToWaiting, type RescheduleLimit } from './reschedule.ts';
 import type { JobEvents } from './job-events.ts';
+import { endFailedRun, type RunEndSettings } from './run-end.ts';
 
 /** Statuses in which an agent holds a job (a Stalled one is still its own until it fails). */
 export const AGENT_HELD: readonly JobStatus[] = [...EXECUTOR_HELD, JobStatus.Stalled];
@@ -144,6 +145,8 @@ export interface PulledRunEnd {
   applicationStatus?: string | undefined;
   source: string;
   limit: RescheduleLimit;
+  /** What a failed run's retries follow (jobs.workflows, the configured sites). */
+  runEnds: RunEndSettings;
 }
 
 /** The final report of an agent on its job, in one transaction. @returns the job's status, or undefined when it moved on meanwhile. */
@@ -152,7 +155,8 @@ export async function endPulledRun(db: Db, events: JobEvents, jobId: number, hol
   const common = { minorStatus: end.minorStatus, ...(end.applicationStatus ? { applicationStatus: end.applicationStatus } : {}), source: end.source, executorId: holder.executorId, set };
   return db.transaction().execute(async (trx): Promise<JobStatus | undefined> => {
     const ended = (won: readonly number[], status: JobStatus) => (won.length === 0 ? undefined : status);
-    if (end.outcome === 'failed') return ended(await changeStatus(trx, events, [jobId], { ...common, from: AGENT_HELD, to: JobStatus.Failed }), JobStatus.Failed);
+    // Done, held, retried or Failed, as the job's manifest says (docs/workflows.md "When a run ends").
+    if (end.outcome === 'failed') return endFailedRun(trx, events, jobId, { ...common, exitCode: end.exitCode, from: AGENT_HELD }, end.runEnds);
     if (end.outcome === 'rescheduled') {
       const counter = (await trx.selectFrom('jobs').select('reschedule_counter').where('job_id', '=', jobId).executeTakeFirstOrThrow()).reschedule_counter;
       // The agent's MinorStatus (up to 500 characters, valid) wrapped in the service's words can pass
