@@ -53,7 +53,7 @@ for (const { dialect, skip } of await dialects()) {
       assert.deepEqual(await s.db.selectFrom('job_dependencies').selectAll().execute(), []);
 
       // The upgraded database takes a workflow whose job waits for an old one.
-      const checked = checkManifest({ Executable: '/bin/true' }, 'manifest', ['Local'], [], { maxCommandBytes: 1 << 20, maxCpuTime: 86400 });
+      const checked = checkManifest({ Executable: '/bin/true' }, 'manifest', ['Local'], [], { maxCommandBytes: 1 << 20, maxCpuTime: 86400, workflows: { maxRetries: 10 } });
       const who = { username: 'alice', dn: '/CN=alice', group: 'dirigo_user', setup: 'Test' };
       const stored = await insertFlowJobs(
         s.db,
