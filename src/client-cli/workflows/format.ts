@@ -11,7 +11,6 @@ import type { ActionResult } from '../jobs/action-results.ts';
 export type Submitted = paths['/workflows']['post']['responses'][201]['content']['application/json'];
 export type WorkflowList = paths['/workflows']['get']['responses'][200]['content']['application/json'];
 export type Workflow = paths['/workflows/{wid}']['get']['responses'][200]['content']['application/json'];
-type Summary = WorkflowList['Workflows'][number];
 
 /** Job ids as runs: `101, 102, 103, 107` → `101-103, 107` (a parametric node's jobs have consecutive ids). */
 export function idRanges(ids: readonly number[]): string {
@@ -64,8 +63,9 @@ function holdReasons(w: Workflow, node: string): string {
   return [...reasons].map(([r, n]) => `${r} ${n}`).join(', ');
 }
 
-export function summaryLine(w: Summary): string {
-  return `${paint(w.Status, workflowColour(w.Status))}: ${w.Jobs} job(s)${w.Jobs ? `; ${counts(w.Counts, true)}` : ''}`;
+/** `Active: 5 job(s); Done 1, Running 2, Received 2`. */
+export function summaryLine(w: Workflow): string {
+  return `${paint(w.Status, workflowColour(w.Status))}: ${w.Jobs.length} job(s); ${counts(w.Counts, true)}`;
 }
 
 /** The head (who, when, MaxRunning), one row per node with its jobs' counts per status, and with `jobs` every job. */
@@ -76,8 +76,16 @@ export function formatWorkflow(w: Workflow, options: { jobs: boolean }): string 
     `Status      ${summaryLine(w)}`,
   ];
   const columns = statusColumns(w);
-  const rows = w.Nodes.map((n) => [n.Name, n.DependsOn.length ? `${n.DependsOn.join(', ')} (${n.DependencyType})` : '-', String(n.JobIDs.length), ...columns.map((s) => String(n.Counts[s] ?? 0)), holdReasons(w, n.Name)]);
-  const nodes = formatTable(['NODE', 'DEPENDS ON', 'JOBS', ...columns, 'HELD'], rows, { width: terminalWidth() });
+  // HELD only while some job is held: most of a workflow's life, none is.
+  const held = w.Jobs.some((j) => j.HoldReason !== '');
+  const rows = w.Nodes.map((n) => [
+    n.Name,
+    n.DependsOn.length ? `${n.DependsOn.join(', ')} (${n.DependencyType})` : '-',
+    String(n.JobIDs.length),
+    ...columns.map((s) => String(n.Counts[s] ?? 0)),
+    ...(held ? [holdReasons(w, n.Name)] : []),
+  ]);
+  const nodes = formatTable(['NODE', 'DEPENDS ON', 'JOBS', ...columns, ...(held ? ['HELD'] : [])], rows, { width: terminalWidth() });
   let text = `${head.join('\n')}\n\n${nodes}`;
   if (options.jobs) {
     const jobRows = w.Jobs.map((j) => [String(j.JobID), j.Node ?? '', j.Status, j.HoldReason, String(j.RetryCounter), j.Parents.join(', '), j.MinorStatus]);
