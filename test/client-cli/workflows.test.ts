@@ -22,6 +22,45 @@ interface Run {
   stderr: string;
 }
 
+function run(args: string[], cwd: string): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { cwd, env: { PATH: process.env.PATH ?? '', HOME: cwd, NO_COLOR: '1' } }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+describe('dirigo workflow usage', () => {
+  it('answers usage errors with exit 2 before anything is sent', async () => {
+    const work = mkdtempSync(join(tmpdir(), 'dirigo-workflow-usage-'));
+    writeFileSync(join(work, 'not-a-workflow.json'), JSON.stringify({ Executable: '/bin/true' }));
+    writeFileSync(join(work, 'broken.jdl'), '[ Executable = ; ]');
+    // Nothing listens there: an exit other than 2 would be the CLI trying to send.
+    const nowhere = ['--url', 'https://127.0.0.1:9', '--token', 'not-used'];
+    for (const args of [
+      [],
+      ['frobnicate'],
+      ['submit'],
+      ['submit', 'not-a-workflow.json'],
+      ['submit', 'missing.json'],
+      ['submit', 'broken.jdl'],
+      ['submit', 'not-a-workflow.json', '--max-running', '0'],
+      ['status'],
+      ['status', 'x'],
+      ['status', '1', '2'],
+      ['status', '1', '--timeout', '5'],
+      ['list', '--watch'],
+      ['kill', '1', '--name', 'n'],
+    ]) {
+      const r = await run(['workflow', ...args, ...nowhere], work);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+    }
+    const help = await run(['workflow', '--help'], work);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /^usage: dirigo workflow submit /);
+  });
+});
+
 for (const { dialect, skip } of await dialects()) {
   describe(`dirigo workflow (${dialect})`, { skip }, () => {
     let svc: TestService;
@@ -38,11 +77,7 @@ for (const { dialect, skip } of await dialects()) {
       const u = svc.pki.users[user]!;
       const group = user === 'alice' ? ['--group', 'dirigo_user'] : [];
       const conn = ['--url', svc.url, '--ca', svc.pki.caFile, '--cert', u.certFile, '--key', u.keyFile, ...group, '--setup', TEST_SETUP];
-      return new Promise((resolve) => {
-        execFile(process.execPath, [BIN, ...args, ...conn], { cwd: work, env: { PATH: process.env.PATH ?? '', HOME: work, NO_COLOR: '1' } }, (err, stdout, stderr) => {
-          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-        });
-      });
+      return run([...args, ...conn], work);
     }
     const ok = (r: Run) => assert.equal(r.code, 0, `exit ${r.code}\n${r.stdout}${r.stderr}`);
     const json = async (args: string[]) => {
@@ -185,30 +220,6 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(watch.code, 1, watch.stderr);
       assert.match(watch.stdout, /Killed: 2 job\(s\); Killed 2\n/);
       assert.equal((await dirigo(['workflow', 'kill', '999999'])).code, 4);
-    });
-
-    it('answers usage errors with exit 2 before anything is sent', async () => {
-      writeFileSync(join(work, 'not-a-workflow.json'), JSON.stringify({ Executable: '/bin/true' }));
-      for (const args of [
-        [],
-        ['frobnicate'],
-        ['submit'],
-        ['submit', 'not-a-workflow.json'],
-        ['submit', 'missing.json'],
-        ['status'],
-        ['status', 'x'],
-        ['status', '1', '2'],
-        ['status', '1', '--timeout', '5'],
-        ['list', '--watch'],
-        ['kill', '1', '--name', 'n'],
-        ['submit', 'mc.json', '--max-running', '0'],
-      ]) {
-        const r = await dirigo(['workflow', ...args]);
-        assert.equal(r.code, 2, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
-      }
-      const help = await dirigo(['workflow', '--help']);
-      ok(help);
-      assert.match(help.stdout, /^usage: dirigo workflow submit /);
     });
   });
 }

@@ -9,7 +9,7 @@ import { CliError, EXIT } from '../../terminal/output.ts';
 import { unknownWord } from '../../terminal/suggest.ts';
 import { reportRefusals } from '../jobs/action-results.ts';
 import { formatActed, formatList, formatSubmitted, formatWorkflow, type Workflow } from './format.ts';
-import { submitWorkflow } from './submit.ts';
+import { submitWorkflow, workflowRequest } from './submit.ts';
 import { watchWorkflow } from './watch.ts';
 
 const USAGE = `usage: dirigo workflow submit FILE.json [FILES...] [--name N] [--max-running N] [--hold] [--json]
@@ -98,6 +98,7 @@ export async function workflowCommand(argv: string[]): Promise<number> {
   if ((values.owner !== undefined || max !== undefined) && sub !== 'list') throw new CliError('--owner and --max are options of workflow list', EXIT.usage);
   if (sub === 'list' && args.length > 0) throw new CliError(`unexpected arguments: ${args.join(' ')}`, EXIT.usage);
   const wid = sub === 'submit' || sub === 'list' ? 0 : workflowId(sub, args);
+  const request = sub === 'submit' ? await workflowRequest(args, { name: values.name, maxRunning, hold: values.hold ?? false }) : undefined;
 
   const conn = connect(values);
   const token = await userAccessToken(conn, values);
@@ -105,7 +106,7 @@ export async function workflowCommand(argv: string[]): Promise<number> {
   const print = (data: unknown, text: () => string) => process.stdout.write(values.json ? `${JSON.stringify(data, null, 2)}\n` : text());
   switch (sub) {
     case 'submit': {
-      const submitted = await submitWorkflow(conn, token, args, { name: values.name, maxRunning, hold: values.hold ?? false });
+      const submitted = await submitWorkflow(conn, token, request!);
       print(submitted, () => formatSubmitted(submitted));
       return EXIT.ok;
     }

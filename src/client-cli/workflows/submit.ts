@@ -28,34 +28,44 @@ function readJsonWorkflow(file: string): { workflow: WorkflowPart; nodes: unknow
   return { workflow, nodes: Jobs };
 }
 
-export async function submitWorkflow(conn: Connection, token: string, args: readonly string[], options: SubmitOptions): Promise<Submitted> {
+/** What POST /workflows gets: the JSON body, or the multipart form. */
+export type WorkflowRequest = { json: Record<string, unknown> } | { form: FormData };
+
+/**
+ * Reads the files and builds the request, before anything is sent: a file that cannot be read or is no
+ * workflow is a usage error, not a request the service refuses.
+ */
+export async function workflowRequest(args: readonly string[], options: SubmitOptions): Promise<WorkflowRequest> {
   if (args.length === 0) throw new CliError('workflow submit needs a workflow file (FILE.json) or the JDL files of its nodes (FILE.jdl...)', EXIT.usage);
   // The JDL files given first are the nodes; the files after them join the input sandbox.
   let jdlCount = 0;
   while (jdlCount < args.length && isJdlFile(args[jdlCount]!)) jdlCount++;
   const overrides: WorkflowPart = { ...(options.name !== undefined ? { Name: options.name } : {}), ...(options.maxRunning !== undefined ? { MaxRunning: options.maxRunning } : {}) };
-  const client = api(conn, token);
   const form = new FormData();
-
   if (jdlCount === 0) {
     const [file, ...given] = args;
     const { workflow, nodes } = readJsonWorkflow(file!);
     const jobs = options.hold ? nodes.map(heldManifest) : nodes;
     const head = { ...workflow, ...overrides };
-    if (given.length === 0) return answer(conn, client.POST('/workflows', { body: { ...head, Jobs: jobs } as never }));
+    if (given.length === 0) return { json: { ...head, Jobs: jobs } };
     form.append('workflow', JSON.stringify(head));
     for (const job of jobs) form.append('manifest', JSON.stringify(job));
     for (const f of await sandboxFiles(given)) form.append('files', f);
-  } else {
-    const nodes = args.slice(0, jdlCount);
-    let files = args.slice(jdlCount);
-    if (Object.keys(overrides).length > 0) form.append('workflow', JSON.stringify(overrides));
-    for (const file of nodes) {
-      const text = readManifestText(file);
-      files = withFiles(files, jdlInputFiles(file, text));
-      form.append('jdl', options.hold ? heldJdl(file, text) : text);
-    }
-    for (const f of await sandboxFiles(files)) form.append('files', f);
+    return { form };
   }
-  return answer(conn, client.POST('/workflows', { body: {} as never, bodySerializer: () => form }));
+  let files = args.slice(jdlCount);
+  if (Object.keys(overrides).length > 0) form.append('workflow', JSON.stringify(overrides));
+  for (const file of args.slice(0, jdlCount)) {
+    const text = readManifestText(file);
+    files = withFiles(files, jdlInputFiles(file, text));
+    form.append('jdl', options.hold ? heldJdl(file, text) : text);
+  }
+  for (const f of await sandboxFiles(files)) form.append('files', f);
+  return { form };
+}
+
+export async function submitWorkflow(conn: Connection, token: string, request: WorkflowRequest): Promise<Submitted> {
+  const client = api(conn, token);
+  if ('json' in request) return answer(conn, client.POST('/workflows', { body: request.json as never }));
+  return answer(conn, client.POST('/workflows', { body: {} as never, bodySerializer: () => request.form }));
 }
