@@ -9,7 +9,8 @@ import { Conflict, DirigoError, InvalidTransition } from '../kernel/errors.ts';
 import { JobStatus } from './model.ts';
 import { checkMayAct } from './privileges.ts';
 import { changeStatus } from './state-machine.ts';
-import { RescheduleLimit, rescheduleToWaiting } from './lifecycle/reschedule.ts';
+import { RELEASED, RescheduleLimit, rescheduleToWaiting, type Reschedule } from './lifecycle/reschedule.ts';
+import { HoldReason, roomIn, underGates } from './flow/gates.ts';
 import { getJob, type JobRow } from './store.ts';
 import type { JobEvents } from './lifecycle/job-events.ts';
 
@@ -34,17 +35,18 @@ function refuseWhileStopping(row: JobRow, verb: string): void {
 
 /**
  * Back to Waiting to run again (DIRAC's reschedule): only an ended job, at most `maxReschedules` times
- * in its life (RescheduleCounter counts them, with the reschedules after lost runs).
+ * in its life (RescheduleCounter counts them, with the reschedules after lost runs); Received (Throttled)
+ * instead when its workflow's MaxRunning jobs are active. @returns its status afterwards
  * @throws InvalidTransition (still active), Conflict (limit reached, or still stopping)
  */
-export async function rescheduleJob(db: Db, events: JobEvents, principal: Principal, jobId: number, maxReschedules: number): Promise<void> {
+export async function rescheduleJob(db: Db, events: JobEvents, principal: Principal, jobId: number, maxReschedules: number): Promise<JobStatus> {
   const row = await ownJob(db, principal, jobId, 'reschedule');
   if (!ENDED.includes(row.status as JobStatus)) throw new InvalidTransition(`job ${jobId} is ${row.status}: only Done, Failed or Killed jobs can be rescheduled (kill it first)`);
   refuseWhileStopping(row, 'reschedule');
   if (new RescheduleLimit(maxReschedules).reached(row.reschedule_counter)) {
     throw new Conflict(`job ${jobId} was already rescheduled ${row.reschedule_counter} times, the most allowed (jobs.scheduler.maxReschedules is ${maxReschedules})`);
   }
-  const done = await rescheduleToWaiting(db, events, jobId, {
+  const reschedule = {
     from: row.status as JobStatus,
     counter: row.reschedule_counter,
     counts: true,
@@ -53,8 +55,39 @@ export async function rescheduleJob(db: Db, events: JobEvents, principal: Princi
     waitingMinorStatus: 'Rescheduled; waiting for a free slot',
     // A new run: the previous one's times, exit code and output go (the sandbox sweep frees its file).
     set: { end_exec_time: null, heartbeat_time: null, exit_code: null, output_sandbox: null, output_sandbox_size: null },
-  });
+  };
+  const workflow = row.workflow_id === null ? null : Number(row.workflow_id);
+  // A job of a workflow with MaxRunning waits only if there is room (under the gates' lock); else it is throttled.
+  const done =
+    workflow === null
+      ? (await rescheduleToWaiting(db, events, jobId, reschedule)) && JobStatus.Waiting
+      : await underGates(db, true, async (trx) =>
+          (await roomIn(trx, workflow)) > 0
+            ? (await rescheduleToWaiting(trx, events, jobId, reschedule)) && JobStatus.Waiting
+            : (await rescheduleThrottled(trx, events, jobId, reschedule)) && JobStatus.Received,
+        );
   if (!done) throw new Conflict(`job ${jobId} changed status while being rescheduled; try again`);
+  return done;
+}
+
+/** As rescheduleToWaiting, to Received (Throttled) instead: its workflow has no room; the gatekeeper lets it on. */
+async function rescheduleThrottled(trx: Db, events: JobEvents, jobId: number, r: Reschedule): Promise<boolean> {
+  const won = await changeStatus(trx, events, [jobId], {
+    from: r.from,
+    to: JobStatus.Rescheduled,
+    minorStatus: r.minorStatus,
+    source: r.source,
+    set: { ...RELEASED, start_exec_time: null, ...r.set, reschedule_counter: r.counter + 1 },
+  });
+  if (won.length === 0) return false;
+  await changeStatus(trx, events, [jobId], {
+    from: JobStatus.Rescheduled,
+    to: JobStatus.Received,
+    minorStatus: "Rescheduled; throttled: the workflow's MaxRunning jobs are active",
+    source: r.source,
+    set: { hold_reason: HoldReason.Throttled },
+  });
+  return true;
 }
 
 /**

@@ -6,6 +6,7 @@ import { Type } from 'typebox';
 import { Binary } from '../kernel/openapi.ts';
 import { ALL_STATUSES, ATTRIBUTES, INTEGER_RANGES, type AttributeName, type JobStatus } from './model.ts';
 import { MAX_LIST_ITEMS } from './manifest.ts';
+import { MAX_EXIT_CODES, MAX_RETRY_DELAY } from './flow/retry-keys.ts';
 import { MAX_SORT_KEYS, MAX_VALUES } from './search.ts';
 import { OPERATORS, type Operator } from '../protocol/job-attributes.ts';
 import type { JobsConfig } from './config-schema.ts';
@@ -111,6 +112,9 @@ export const JidParams = Type.Object({ jid: Type.Integer({ minimum: 1, maximum: 
 /** A file name of the job's working directory (src/protocol/file-names.ts: no path separator, no '..', no control character). */
 const FileName = (description: string) => Type.String({ minLength: 1, maxLength: 255, pattern: '^[^/\\\\]+$', description });
 
+/** A list of exit codes (0…255), each meaningful once. */
+const ExitCodes = (description: string) => Type.Array(Type.Integer({ minimum: 0, maximum: 255 }), { maxItems: MAX_EXIT_CODES, description });
+
 /**
  * The manifest keys Dirigo reads (README "Jobs"), with the rules manifest.ts checks (its 400s name the bad
  * key; limits that depend on the configuration are given in words); any other key is kept as given.
@@ -156,6 +160,23 @@ export const JobManifest = Type.Object(
     ParameterStart: Type.Optional(Type.Number({ description: 'first value of a counted Parameters (default 1)' })),
     ParameterStep: Type.Optional(Type.Number({ description: 'added to each value to make the next (default 0)' })),
     ParameterFactor: Type.Optional(Type.Number({ description: 'each value is multiplied by it before the step is added (default 1)' })),
+    // Workflows (docs/workflows.md), the submission's keys; flow/manifest-keys.ts checks them.
+    DependsOn: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 1 }), Type.String({ minLength: 1 }), Type.Array(Type.Union([Type.Integer({ minimum: 1 }), Type.String({ minLength: 1 })]), { minItems: 1, maxItems: 1000 })], {
+        description: "the jobs it waits for: a job id, a list of job ids (in POST /workflows also node names), or Slurm's \"afterok:12:13\"; at most 1,000 jobs",
+      }),
+    ),
+    DependencyType: Type.Optional(Type.Union([Type.Literal('afterok'), Type.Literal('afterany'), Type.Literal('afternotok')], { description: 'the condition on its parents (default afterok)' })),
+    Hold: Type.Optional(Type.Boolean({ description: 'submitted held (HoldReason Held) until released' })),
+    MaxRunning: Type.Optional(Type.Integer({ minimum: 1, maximum: 2147483647, description: "on a parametric manifest or in a workflow: how many of its jobs may be active at once (Slurm's %N)" })),
+    NodeName: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,128}$', description: "POST /workflows only: the node's name (JobName when absent)" })),
+    // What a run's end makes of the job (docs/workflows.md "When a run ends").
+    MaxRetries: Type.Optional(Type.Integer({ minimum: 0, description: 'automatic retries of a failed run, at most jobs.workflows.maxRetries (default 0)' })),
+    RetryExitCodes: Type.Optional(ExitCodes('exit codes whose runs are retried (absent: any non-zero code)')),
+    SuccessExitCodes: Type.Optional(ExitCodes('exit codes that count as success besides 0: the job is Done')),
+    OnExitHold: Type.Optional(ExitCodes("exit codes that hold the job (Received, HoldReason ExitCode) for a look instead of failing it; 'release' runs it again")),
+    RetryDelay: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_RETRY_DELAY, description: 'seconds before the first retry (default jobs.workflows.retryDelay); doubles with each retry, at most jobs.workflows.maxRetryDelay' })),
+    BanFailedSites: Type.Optional(Type.Boolean({ description: 'each retry adds the site that failed to BannedSites, unless that would leave no site' })),
   },
   { title: 'JobManifest', additionalProperties: true },
 );

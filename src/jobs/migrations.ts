@@ -237,4 +237,13 @@ export const jobsMigrations: Record<string, Migration> = {
       await db.schema.createIndex('job_dependencies_parent').on('job_dependencies').columns(['parent_id', 'job_id']).execute();
     },
   },
+  // The gatekeeper's questions (flow/gates.ts), each answered from a small partial index: which jobs
+  // ended (or were rescheduled) lately — only those history rows are indexed, not every recent change —
+  // and which workflows have throttled jobs, the oldest of each first.
+  '2026_11_29_0200_jobs_gate_indexes': {
+    async up(db: Kysely<unknown>) {
+      await sql`CREATE INDEX job_status_history_ends ON job_status_history (status_time) WHERE status IN ('Done', 'Failed', 'Killed', 'Deleted', 'Rescheduled')`.execute(db);
+      await sql`CREATE INDEX jobs_throttled ON jobs (workflow_id, job_id) WHERE status = 'Received' AND hold_reason = 'Throttled'`.execute(db);
+    },
+  },
 };

@@ -212,8 +212,7 @@ export class JobsService {
         return JobStatus.Killed;
       }
       if (action === 'reschedule') {
-        await rescheduleJob(this.ctx.db, this.events, principal, jid, this.config.scheduler.maxReschedules);
-        return JobStatus.Waiting;
+        return rescheduleJob(this.ctx.db, this.events, principal, jid, this.config.scheduler.maxReschedules);
       }
       if (action === 'hold') return holdJob(this.ctx.db, this.events, principal, await ownJob(this.ctx.db, principal, jid, 'hold'));
       if (action === 'release') return releaseJob(this.ctx.db, this.events, principal, await ownJob(this.ctx.db, principal, jid, 'release'));

@@ -191,7 +191,7 @@ async function insertOneStatement(db: Db, rows: Insertable<JobTable>[], now: str
   }
 }
 
-export const WAITING = 'Waiting for a free slot';
+const WAITING = 'Waiting for a free slot';
 
 export type Restrictions = Partial<Record<AttributeName, (string | number)[]>>;
 

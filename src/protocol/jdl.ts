@@ -56,6 +56,7 @@ const MANIFEST_NAMES = [
   'NodeName',
   'Hold',
   'MaxRunning',
+  // What a run's end makes of the job.
   'OnExitHold',
   'MaxRetries',
   'RetryExitCodes',
@@ -71,11 +72,11 @@ const CANONICAL = new Map<string, string>([...MANIFEST_NAMES.map((n) => [n.toLow
 
 /** Keys that are lists in a manifest even when the JDL gives one value. */
 const LISTS = new Set(['Sites', 'BannedSites', 'Tags', 'Platform', 'InputSandbox', 'OutputSandbox']);
-const INTEGERS = new Set(['Priority', 'CPUTime', 'NumberOfProcessors', 'MinNumberOfProcessors', 'MaxNumberOfProcessors', 'MaxRAM', 'NumberOfGPUs', 'MaxRetries', 'RetryDelay']);
+const INTEGERS = new Set(['Priority', 'CPUTime', 'NumberOfProcessors', 'MinNumberOfProcessors', 'MaxNumberOfProcessors', 'MaxRAM', 'NumberOfGPUs', 'MaxRetries', 'RetryDelay', 'MaxRunning']);
 /** Lists of exit codes: lists even when the JDL gives one code. */
 const INTEGER_LISTS = new Set(['RetryExitCodes', 'SuccessExitCodes', 'OnExitHold']);
 /** Booleans, which DIRAC users also write quoted ("true"). */
-const BOOLEANS = new Set(['BanFailedSites']);
+const BOOLEANS = new Set(['BanFailedSites', 'Hold']);
 
 type Scalar = string | number | boolean;
 type Value = Scalar | Scalar[];

@@ -32,7 +32,10 @@ for (const { dialect, skip } of await dialects()) {
       return res.json.jids as number[];
     }
 
-    /** Makes `jids` Received for `reason`, as a workflow submission would have written them. */
+    /**
+     * Makes `jids` Received for `reason`, as a workflow submission would have written them (after their
+     * dependencies: a job held for Dependency without any is free to go).
+     */
     async function holdInDb(jids: number[], reason: string, set: { workflow_id?: number; not_before?: string } = {}): Promise<void> {
       await svc.ctx.db
         .updateTable('jobs')
@@ -88,8 +91,8 @@ for (const { dialect, skip } of await dialects()) {
 
     it('afterok: a child waits for every parent to be Done, then waits for a slot', async () => {
       const [p1, p2, child] = await submitMany(3);
-      await holdInDb([child!], 'Dependency');
       await depend(child!, [p1!, p2!], 'afterok');
+      await holdInDb([child!], 'Dependency');
       await end(p1!, 'Done');
       await passes();
       const pending = await job(child!);
@@ -104,9 +107,9 @@ for (const { dialect, skip } of await dialects()) {
 
     it('afterok: a child fails when a parent fails, naming it', async () => {
       const [p1, p2, child, grandchild] = await submitMany(4);
-      await holdInDb([child!, grandchild!], 'Dependency');
       await depend(child!, [p1!, p2!], 'afterok');
       await depend(grandchild!, [child!], 'afterok');
+      await holdInDb([child!, grandchild!], 'Dependency');
       await end(p2!, 'Failed');
       const failed = await until(child!, 'Failed');
       assert.equal(failed.MinorStatus, `Dependency never satisfied: job ${p2} is Failed (afterok)`);
@@ -117,8 +120,8 @@ for (const { dialect, skip } of await dialects()) {
 
     it('afterany: a child goes once every parent ended, however', async () => {
       const [p1, p2, child] = await submitMany(3);
-      await holdInDb([child!], 'Dependency');
       await depend(child!, [p1!, p2!], 'afterany');
+      await holdInDb([child!], 'Dependency');
       await end(p1!, 'Failed');
       await passes();
       assert.equal((await job(child!)).Status, 'Received');
@@ -128,9 +131,9 @@ for (const { dialect, skip } of await dialects()) {
 
     it('afternotok: a child goes when a parent failed, and fails when all are Done', async () => {
       const [p1, p2, onFailure, q1, q2, cleanup] = await submitMany(6);
-      await holdInDb([onFailure!, cleanup!], 'Dependency');
       await depend(onFailure!, [p1!, p2!], 'afternotok');
       await depend(cleanup!, [q1!, q2!], 'afternotok');
+      await holdInDb([onFailure!, cleanup!], 'Dependency');
       await end(p1!, 'Failed');
       await passes();
       assert.equal((await job(onFailure!)).Status, 'Received', 'not before every parent ended');
@@ -145,8 +148,8 @@ for (const { dialect, skip } of await dialects()) {
     it('a parent that already ended before its child was held', async () => {
       const [parent, child] = await submitMany(2);
       await end(parent!, 'Done');
-      await holdInDb([child!], 'Dependency');
       await depend(child!, [parent!], 'afterok');
+      await holdInDb([child!], 'Dependency');
       await until(child!, 'Waiting');
     });
 
@@ -184,8 +187,8 @@ for (const { dialect, skip } of await dialects()) {
       const wid = await workflow(1);
       const [parent, child] = await submitMany(2);
       await svc.ctx.db.updateTable('jobs').set({ workflow_id: wid }).where('job_id', 'in', [parent!, child!]).execute();
-      await holdInDb([child!], 'Dependency');
       await depend(child!, [parent!], 'afterany');
+      await holdInDb([child!], 'Dependency');
       // The parent ends, and another job of the workflow is active meanwhile.
       const [other] = await submitMany(1);
       await svc.ctx.db.updateTable('jobs').set({ workflow_id: wid }).where('job_id', '=', other!).execute();
@@ -194,6 +197,19 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(throttled.MinorStatus, "Throttled: 1 of the workflow's jobs are active (MaxRunning 1)");
       await end(other!, 'Done');
       await until(child!, 'Waiting');
+    });
+
+    it('a job of a full workflow rescheduled by hand waits its turn (Throttled)', async () => {
+      const wid = await workflow(1);
+      const [first, second] = await submitMany(2);
+      await svc.ctx.db.updateTable('jobs').set({ workflow_id: wid }).where('job_id', 'in', [first!, second!]).execute();
+      await end(first!, 'Failed');
+      const res = await svc.request('/jobs/reschedule', { method: 'POST', token: alice, json: { jids: [first] } });
+      assert.deepEqual(res.json.results, [{ jid: first, Status: 'Received' }]);
+      const throttled = await job(first!);
+      assert.deepEqual([throttled.Status, throttled.HoldReason], ['Received', 'Throttled']);
+      await end(second!, 'Done');
+      await until(first!, 'Waiting');
     });
   });
 }

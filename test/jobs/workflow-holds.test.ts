@@ -7,6 +7,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
@@ -44,7 +46,8 @@ for (const { dialect, skip } of await dialects()) {
         // Busy has one slot (to keep a job Waiting); Wide has plenty; Pool is an agents site without agents.
         sites: [
           { name: 'Busy', type: 'local', slots: 1 },
-          { name: 'Wide', type: 'local', slots: 12 },
+          // No isolation: a payload reads a file the test makes (OnExitHold).
+          { name: 'Wide', type: 'local', slots: 12, isolation: 'none' },
           { name: 'Pool', type: 'agents' },
         ],
       });
@@ -174,20 +177,17 @@ for (const { dialect, skip } of await dialects()) {
     });
 
     it('releases a job held for its exit code (OnExitHold): it runs again', async () => {
-      const jid = await submit(svc, alice, { Executable: '/bin/true', Sites: ['Wide'] });
-      await waitForStatus(svc, alice, jid, ['Done']);
-      // As a run that ended with an exit code listed in OnExitHold leaves it (run-end.ts).
-      await svc.ctx.db
-        .updateTable('jobs')
-        .set({ status: 'Received', hold_reason: 'ExitCode', minor_status: 'Held: exit code 137 (OnExitHold)', end_exec_time: null, start_exec_time: null })
-        .where('job_id', '=', jid)
-        .execute();
+      // Exits 137 until the marker file exists, which the test makes while the job is held (a fix, say).
+      const marker = join(svc.dataDir, `fixed-${Date.now()}`);
+      const jid = await submit(svc, alice, { Executable: '/bin/sh', Arguments: `-c "if [ -e ${marker} ]; then exit 0; fi; exit 137"`, Sites: ['Wide'], OnExitHold: [137] });
+      const held = await waitForStatus(svc, alice, jid, ['Received', 'Done', 'Failed']);
+      assert.deepEqual([held.Status, held.HoldReason, held.MinorStatus], ['Received', 'ExitCode', 'Held: exit code 137 (OnExitHold)']);
       await settle();
       assert.equal((await job(jid)).Status, 'Received', 'the gatekeeper leaves it');
+      writeFileSync(marker, '');
       assert.deepEqual(await act('release', [jid]), [{ jid, Status: 'Waiting' }]);
       const again = await waitForStatus(svc, alice, jid, ['Done', 'Failed']);
-      assert.equal(again.Status, 'Done');
-      assert.ok(again.StartExecTime !== null);
+      assert.deepEqual([again.Status, again.ExitCode, again.HoldReason], ['Done', 0, '']);
     });
 
     it('never has more than MaxRunning jobs of a workflow active, with slots to spare', async () => {

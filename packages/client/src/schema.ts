@@ -4236,6 +4236,28 @@ export interface operations {
                     ParameterStep?: number;
                     /** @description each value is multiplied by it before the step is added (default 1) */
                     ParameterFactor?: number;
+                    /** @description the jobs it waits for: a job id, a list of job ids (in POST /workflows also node names), or Slurm's "afterok:12:13"; at most 1,000 jobs */
+                    DependsOn?: number | string | (number | string)[];
+                    /** @description the condition on its parents (default afterok) */
+                    DependencyType?: "afterok" | "afterany" | "afternotok";
+                    /** @description submitted held (HoldReason Held) until released */
+                    Hold?: boolean;
+                    /** @description on a parametric manifest or in a workflow: how many of its jobs may be active at once (Slurm's %N) */
+                    MaxRunning?: number;
+                    /** @description POST /workflows only: the node's name (JobName when absent) */
+                    NodeName?: string;
+                    /** @description automatic retries of a failed run, at most jobs.workflows.maxRetries (default 0) */
+                    MaxRetries?: number;
+                    /** @description exit codes whose runs are retried (absent: any non-zero code) */
+                    RetryExitCodes?: number[];
+                    /** @description exit codes that count as success besides 0: the job is Done */
+                    SuccessExitCodes?: number[];
+                    /** @description exit codes that hold the job (Received, HoldReason ExitCode) for a look instead of failing it; 'release' runs it again */
+                    OnExitHold?: number[];
+                    /** @description seconds before the first retry (default jobs.workflows.retryDelay); doubles with each retry, at most jobs.workflows.maxRetryDelay */
+                    RetryDelay?: number;
+                    /** @description each retry adds the site that failed to BannedSites, unless that would leave no site */
+                    BanFailedSites?: boolean;
                 } & {
                     [key: string]: unknown;
                 }) | ({
@@ -4273,6 +4295,28 @@ export interface operations {
                     ParameterStep?: number;
                     /** @description each value is multiplied by it before the step is added (default 1) */
                     ParameterFactor?: number;
+                    /** @description the jobs it waits for: a job id, a list of job ids (in POST /workflows also node names), or Slurm's "afterok:12:13"; at most 1,000 jobs */
+                    DependsOn?: number | string | (number | string)[];
+                    /** @description the condition on its parents (default afterok) */
+                    DependencyType?: "afterok" | "afterany" | "afternotok";
+                    /** @description submitted held (HoldReason Held) until released */
+                    Hold?: boolean;
+                    /** @description on a parametric manifest or in a workflow: how many of its jobs may be active at once (Slurm's %N) */
+                    MaxRunning?: number;
+                    /** @description POST /workflows only: the node's name (JobName when absent) */
+                    NodeName?: string;
+                    /** @description automatic retries of a failed run, at most jobs.workflows.maxRetries (default 0) */
+                    MaxRetries?: number;
+                    /** @description exit codes whose runs are retried (absent: any non-zero code) */
+                    RetryExitCodes?: number[];
+                    /** @description exit codes that count as success besides 0: the job is Done */
+                    SuccessExitCodes?: number[];
+                    /** @description exit codes that hold the job (Received, HoldReason ExitCode) for a look instead of failing it; 'release' runs it again */
+                    OnExitHold?: number[];
+                    /** @description seconds before the first retry (default jobs.workflows.retryDelay); doubles with each retry, at most jobs.workflows.maxRetryDelay */
+                    RetryDelay?: number;
+                    /** @description each retry adds the site that failed to BannedSites, unless that would leave no site */
+                    BanFailedSites?: boolean;
                 } & {
                     [key: string]: unknown;
                 })[];
@@ -5292,6 +5336,28 @@ export interface operations {
                         ParameterStep?: number;
                         /** @description each value is multiplied by it before the step is added (default 1) */
                         ParameterFactor?: number;
+                        /** @description the jobs it waits for: a job id, a list of job ids (in POST /workflows also node names), or Slurm's "afterok:12:13"; at most 1,000 jobs */
+                        DependsOn?: number | string | (number | string)[];
+                        /** @description the condition on its parents (default afterok) */
+                        DependencyType?: "afterok" | "afterany" | "afternotok";
+                        /** @description submitted held (HoldReason Held) until released */
+                        Hold?: boolean;
+                        /** @description on a parametric manifest or in a workflow: how many of its jobs may be active at once (Slurm's %N) */
+                        MaxRunning?: number;
+                        /** @description POST /workflows only: the node's name (JobName when absent) */
+                        NodeName?: string;
+                        /** @description automatic retries of a failed run, at most jobs.workflows.maxRetries (default 0) */
+                        MaxRetries?: number;
+                        /** @description exit codes whose runs are retried (absent: any non-zero code) */
+                        RetryExitCodes?: number[];
+                        /** @description exit codes that count as success besides 0: the job is Done */
+                        SuccessExitCodes?: number[];
+                        /** @description exit codes that hold the job (Received, HoldReason ExitCode) for a look instead of failing it; 'release' runs it again */
+                        OnExitHold?: number[];
+                        /** @description seconds before the first retry (default jobs.workflows.retryDelay); doubles with each retry, at most jobs.workflows.maxRetryDelay */
+                        RetryDelay?: number;
+                        /** @description each retry adds the site that failed to BannedSites, unless that would leave no site */
+                        BanFailedSites?: boolean;
                     } & {
                         [key: string]: unknown;
                     };
@@ -6396,6 +6462,28 @@ export interface operations {
                         ParameterStep?: number;
                         /** @description each value is multiplied by it before the step is added (default 1) */
                         ParameterFactor?: number;
+                        /** @description the jobs it waits for: a job id, a list of job ids (in POST /workflows also node names), or Slurm's "afterok:12:13"; at most 1,000 jobs */
+                        DependsOn?: number | string | (number | string)[];
+                        /** @description the condition on its parents (default afterok) */
+                        DependencyType?: "afterok" | "afterany" | "afternotok";
+                        /** @description submitted held (HoldReason Held) until released */
+                        Hold?: boolean;
+                        /** @description on a parametric manifest or in a workflow: how many of its jobs may be active at once (Slurm's %N) */
+                        MaxRunning?: number;
+                        /** @description POST /workflows only: the node's name (JobName when absent) */
+                        NodeName?: string;
+                        /** @description automatic retries of a failed run, at most jobs.workflows.maxRetries (default 0) */
+                        MaxRetries?: number;
+                        /** @description exit codes whose runs are retried (absent: any non-zero code) */
+                        RetryExitCodes?: number[];
+                        /** @description exit codes that count as success besides 0: the job is Done */
+                        SuccessExitCodes?: number[];
+                        /** @description exit codes that hold the job (Received, HoldReason ExitCode) for a look instead of failing it; 'release' runs it again */
+                        OnExitHold?: number[];
+                        /** @description seconds before the first retry (default jobs.workflows.retryDelay); doubles with each retry, at most jobs.workflows.maxRetryDelay */
+                        RetryDelay?: number;
+                        /** @description each retry adds the site that failed to BannedSites, unless that would leave no site */
+                        BanFailedSites?: boolean;
                     } & {
                         [key: string]: unknown;
                     })[];

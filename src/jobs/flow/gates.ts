@@ -43,7 +43,7 @@ const WINDOW_MS = 15_000;
 /** Most dependants one pass reads by each way (the window, the new ones); more wait for the next pass. */
 const BATCH = 2000;
 /** Dependants the safety net re-reads per pass, in turn. */
-const SWEEP = 200;
+const SWEEP = 100;
 /** How often the list of throttled workflows is read whole (it is otherwise kept as the passes go). */
 const THROTTLED_REFRESH_MS = 10_000;
 /** Rows per statement (the dialects' parameter limits). */
@@ -78,7 +78,8 @@ const toCandidate = (r: CandidateRow): Candidate => ({
   minorStatus: r.minor_status,
 });
 
-const LOCK_KEY = 'dirigo:workflow-gates';
+/** One lock per schema: services sharing a PostgreSQL database in separate schemas do not wait for each other. */
+const LOCK_KEY = 'dirigo:workflow-gates:';
 
 /**
  * Takes the gates' lock for the rest of `trx` on PostgreSQL (SQLite: its one writer serialises already).
@@ -88,10 +89,10 @@ const LOCK_KEY = 'dirigo:workflow-gates';
 export async function lockGates(trx: Transaction<Database>, wait: boolean): Promise<boolean> {
   if (dialectOf(trx) !== 'postgres') return true;
   if (wait) {
-    await sql`select pg_advisory_xact_lock(hashtext(${LOCK_KEY}))`.execute(trx);
+    await sql`select pg_advisory_xact_lock(hashtext(${LOCK_KEY} || current_schema()))`.execute(trx);
     return true;
   }
-  const { rows } = await sql<{ got: boolean }>`select pg_try_advisory_xact_lock(hashtext(${LOCK_KEY})) as got`.execute(trx);
+  const { rows } = await sql<{ got: boolean }>`select pg_try_advisory_xact_lock(hashtext(${LOCK_KEY} || current_schema())) as got`.execute(trx);
   return rows[0]?.got === true;
 }
 
@@ -397,29 +398,44 @@ export class Gatekeeper {
     const held = (reason: HoldReason) => trx.selectFrom('jobs').select([...candidateColumns]).where('status', '=', JobStatus.Received).where('hold_reason', '=', reason);
     // Back-offs over.
     add(await held(HoldReason.BackOff).where('not_before', '<=', new Date(now).toISOString()).orderBy('job_id').limit(BATCH).execute());
-    // Dependants of parents that ended lately.
-    add(
-      await trx
-        .selectFrom('jobs as c')
-        .select(['c.job_id', 'c.workflow_id', 'c.hold_reason', 'c.not_before', 'c.minor_status'])
-        .where('c.status', '=', JobStatus.Received)
-        .where('c.hold_reason', '=', HoldReason.Dependency)
-        .where((eb) =>
-          eb(
-            'c.job_id',
-            'in',
-            eb
-              .selectFrom('job_status_history as h')
-              .innerJoin('job_dependencies as d', 'd.parent_id', 'h.job_id')
-              .select('d.job_id')
-              .where('h.status_time', '>=', since)
-              .where('h.status', 'in', [...ENDED]),
-          ),
-        )
-        .orderBy('c.job_id')
-        .limit(BATCH)
-        .execute(),
-    );
+    // Jobs that ended lately, or were rescheduled, whoever wrote it: one read of the history's newest rows.
+    // Not DISTINCT: SQLite would then walk the whole table in job_id order rather than the index's range.
+    const ended = [
+      ...new Set(
+        (
+          await trx
+            .selectFrom('job_status_history')
+            .select('job_id')
+            .where('status_time', '>=', since)
+            // Literally the predicate of the index job_status_history_ends (migrations.ts), for planners to match.
+            .where(sql<boolean>`status in ('Done', 'Failed', 'Killed', 'Deleted', 'Rescheduled')`)
+            .execute()
+        ).map((r) => Number(r.job_id)),
+      ),
+    ];
+    // Their dependants, and their workflows (room may have opened).
+    const endedWorkflows = new Set<number>();
+    let dependants = 0;
+    for (let i = 0; i < ended.length; i += CHUNK) {
+      const chunk = ended.slice(i, i + CHUNK);
+      if (dependants < BATCH) {
+        const rows = await trx
+          .selectFrom('jobs as c')
+          .innerJoin('job_dependencies as d', 'd.job_id', 'c.job_id')
+          .select(['c.job_id', 'c.workflow_id', 'c.hold_reason', 'c.not_before', 'c.minor_status'])
+          .distinct()
+          .where('d.parent_id', 'in', chunk)
+          .where('c.status', '=', JobStatus.Received)
+          .where('c.hold_reason', '=', HoldReason.Dependency)
+          .orderBy('c.job_id')
+          .limit(BATCH - dependants)
+          .execute();
+        add(rows);
+        dependants += rows.length;
+      }
+      const wf = await trx.selectFrom('jobs').select('workflow_id').distinct().where('job_id', 'in', chunk).where('workflow_id', 'is not', null).execute();
+      for (const r of wf) endedWorkflows.add(Number(r.workflow_id));
+    }
     // Dependants new since the last pass (their parents may have ended before they were submitted).
     const fresh = await held(HoldReason.Dependency).where('job_id', '>', this.#newestDependant).orderBy('job_id').limit(BATCH).execute();
     add(fresh);
@@ -439,20 +455,27 @@ export class Gatekeeper {
     const created = await trx.selectFrom('workflows').select('workflow_id').where('workflow_id', '>', this.#newestWorkflow).where('max_running', 'is not', null).orderBy('workflow_id').limit(BATCH).execute();
     for (const r of created) workflows.add(Number(r.workflow_id));
     if (created.length > 0) this.#newestWorkflow = Number(created[created.length - 1]!.workflow_id);
-    const ended = await trx
-      .selectFrom('job_status_history as h')
-      .innerJoin('jobs as j', 'j.job_id', 'h.job_id')
-      .select('j.workflow_id')
-      .distinct()
-      .where('h.status_time', '>=', since)
-      .where('h.status', 'in', [...ENDED, JobStatus.Rescheduled])
-      .where('j.workflow_id', 'is not', null)
-      .execute();
-    for (const r of ended) workflows.add(Number(r.workflow_id));
+    for (const wid of endedWorkflows) workflows.add(wid);
 
     const result = await gate(trx, this.#events, [...found.values()], workflows, GATED);
     for (const wid of result.throttled) this.#throttled.add(wid);
     for (const wid of result.drained) this.#throttled.delete(wid);
     return result;
   }
+}
+
+/**
+ * How many more of the workflow's jobs may be active now (Infinity without MaxRunning). Read under the
+ * gates' lock by whatever then makes one of its jobs active.
+ */
+export async function roomIn(trx: Transaction<Database>, workflowId: number): Promise<number> {
+  const wf = await trx.selectFrom('workflows').select('max_running').where('workflow_id', '=', workflowId).executeTakeFirst();
+  if (!wf || wf.max_running === null) return Infinity;
+  const row = await trx
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('workflow_id', '=', workflowId)
+    .where('status', 'in', [...ACTIVE])
+    .executeTakeFirstOrThrow();
+  return Number(wf.max_running) - Number(row.n);
 }

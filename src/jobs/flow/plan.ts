@@ -19,13 +19,13 @@ export function planJobs(prepared: readonly PreparedManifest[]): FlowPlan {
   const workflows: NewWorkflow[] = [];
   const jobs = prepared.flatMap(({ keys, jobs }) => {
     let workflow: number | null = null;
-    let node: string | null = null;
     if (keys.maxRunning !== undefined) {
-      // Its jobs share one JobGroup (parametric.ts): the set is named after it.
-      node = jobs[0]!.manifest.JobGroup ?? 'parametric';
-      workflow = workflows.push({ name: node, kind: 'parametric', maxRunning: keys.maxRunning, nodes: [{ Name: node, DependsOn: [], DependencyType: keys.condition }] }) - 1;
+      // Its jobs share one JobGroup (parametric.ts): the set and its one node are named after it. Its jobs
+      // have no WorkflowNode (a name given in POST /workflows; a JobGroup may be longer than one).
+      const name = jobs[0]!.manifest.JobGroup ?? 'parametric';
+      workflow = workflows.push({ name, kind: 'parametric', maxRunning: keys.maxRunning, nodes: [{ Name: name, DependsOn: [], DependencyType: keys.condition }] }) - 1;
     }
-    return jobs.map((checked) => ({ checked, workflow, node, hold: keys.hold, parentIds: keys.parentIds, parentJobs: [], condition: keys.condition }));
+    return jobs.map((checked) => ({ checked, workflow, node: null, hold: keys.hold, parentIds: keys.parentIds, parentJobs: [], condition: keys.condition }));
   });
   return { jobs, workflows };
 }

@@ -8,6 +8,7 @@ import { requireCapability } from '../../auth/index.ts';
 import { routeBodyLimit } from '../../kernel/body-limits.ts';
 import { InvalidRequest, UnsupportedMediaType } from '../../kernel/errors.ts';
 import { refuseDeepJson } from '../../kernel/json-depth.ts';
+import { refuseUnstorableText } from '../../kernel/storable-text.ts';
 import { errors } from '../../kernel/openapi.ts';
 import { ActionResults } from '../api-schemas.ts';
 import { isMediaType } from '../list-query.ts';
@@ -50,6 +51,8 @@ function workflowPart(text: string | undefined): WorkflowHead {
     throw new InvalidRequest(`the 'workflow' part is not valid JSON: ${(err as Error).message}`);
   }
   if (!isObject(v)) throw new InvalidRequest("the 'workflow' part must be a JSON object { Name, MaxRunning }");
+  // Multipart parts bypass the route's body check (app.ts): the same rule, here.
+  refuseUnstorableText(v, "the 'workflow' part");
   const unknown = Object.keys(v).find((k) => !['Name', 'MaxRunning'].includes(k));
   if (unknown !== undefined) throw new InvalidRequest(`the 'workflow' part: unknown key '${unknown}' (it has Name and MaxRunning)`);
   return headOf(v, "the 'workflow' part");

@@ -108,8 +108,17 @@ export async function describeWorkflow(db: Db, row: WorkflowRow) {
   }
   const counts: Record<string, number> = {};
   for (const j of jobs) counts[j.status] = (counts[j.status] ?? 0) + 1;
-  const nodes = (JSON.parse(row.nodes) as NodeSpec[]).map((n) => {
-    const mine = jobs.filter((j) => j.workflow_node === n.Name);
+  const byNode = new Map<string | null, typeof jobs>();
+  for (const j of jobs) {
+    const list = byNode.get(j.workflow_node);
+    if (list) list.push(j);
+    else byNode.set(j.workflow_node, [j]);
+  }
+  // A parametric set's jobs have no node name: they are its one node's.
+  const nodeOf = (name: string | null) => (row.kind === 'parametric' ? null : name);
+  const specs = JSON.parse(row.nodes) as NodeSpec[];
+  const nodes = specs.map((n) => {
+    const mine = byNode.get(nodeOf(n.Name)) ?? [];
     const nodeCounts: Record<string, number> = {};
     for (const j of mine) nodeCounts[j.status] = (nodeCounts[j.status] ?? 0) + 1;
     return { Name: n.Name, DependsOn: n.DependsOn, DependencyType: n.DependencyType, JobIDs: mine.map((j) => Number(j.job_id)), Counts: nodeCounts };
@@ -119,7 +128,7 @@ export async function describeWorkflow(db: Db, row: WorkflowRow) {
     Nodes: nodes,
     Jobs: jobs.map((j) => ({
       JobID: Number(j.job_id),
-      Node: j.workflow_node,
+      Node: row.kind === 'parametric' ? (specs[0]?.Name ?? null) : j.workflow_node,
       Status: j.status,
       MinorStatus: j.minor_status,
       HoldReason: j.hold_reason,

@@ -103,6 +103,12 @@ async function step(trx: Trx, events: JobEvents, jobId: number, run: EndedRun, c
   return won.length === 1;
 }
 
+/** The step after Rescheduled, which released the claim: the job is this transaction's since. */
+async function thenStep(trx: Trx, events: JobEvents, jobId: number, run: EndedRun, change: Omit<StatusChange, 'source' | 'executorId' | 'from'>): Promise<void> {
+  const won = await changeStatus(trx, events, [jobId], { ...change, from: JobStatus.Rescheduled, source: run.source });
+  if (won.length !== 1) throw new Error(`job ${jobId} left Rescheduled within the transaction that rescheduled it`);
+}
+
 /** Stalled (an agent that came back with its report) or Matched (a run seen only at its end) → Running first. */
 async function throughRunning(trx: Trx, events: JobEvents, jobId: number, job: EndingJob, run: EndedRun): Promise<JobStatus | undefined> {
   if (job.status !== JobStatus.Matched && job.status !== JobStatus.Stalled) return job.status;
@@ -130,7 +136,7 @@ async function hold(trx: Trx, events: JobEvents, jobId: number, job: EndingJob, 
   const from = await throughRunning(trx, events, jobId, job, run);
   if (from === undefined) return undefined;
   if (!(await step(trx, events, jobId, run, { from, to: JobStatus.Rescheduled, minorStatus: run.minorStatus, ...app(run), set: { ...run.set, ...RELEASED } }))) return undefined;
-  await step(trx, events, jobId, run, { from: JobStatus.Rescheduled, to: JobStatus.Received, minorStatus: `Held: exit code ${e} (OnExitHold)`, set: { hold_reason: 'ExitCode' } });
+  await thenStep(trx, events, jobId, run, { to: JobStatus.Received, minorStatus: `Held: exit code ${e} (OnExitHold)`, set: { hold_reason: 'ExitCode' } });
   return JobStatus.Received;
 }
 
@@ -149,11 +155,11 @@ async function retry(trx: Trx, events: JobEvents, jobId: number, job: EndingJob,
   if (banned) await banSite(trx, jobId, job, banned);
   const delay = Math.min((policy.retryDelay ?? settings.retryDelay) * 2 ** job.retryCounter, settings.maxRetryDelay);
   if (delay === 0) {
-    await step(trx, events, jobId, run, { from: JobStatus.Rescheduled, to: JobStatus.Waiting, minorStatus: 'Retrying now; waiting for a free slot', set: { not_before: null } });
+    await thenStep(trx, events, jobId, run, { to: JobStatus.Waiting, minorStatus: 'Retrying now; waiting for a free slot', set: { not_before: null } });
     return JobStatus.Waiting;
   }
   const notBefore = new Date(Date.now() + delay * 1000).toISOString();
-  await step(trx, events, jobId, run, { from: JobStatus.Rescheduled, to: JobStatus.Received, minorStatus: `Retrying in ${delay} s`, set: { hold_reason: 'BackOff', not_before: notBefore } });
+  await thenStep(trx, events, jobId, run, { to: JobStatus.Received, minorStatus: `Retrying in ${delay} s`, set: { hold_reason: 'BackOff', not_before: notBefore } });
   return JobStatus.Received;
 }
 
