@@ -13,7 +13,7 @@ export const MAX_EXIT_CODES = MAX_EXIT_CODE + 1;
 /** The longest RetryDelay a manifest may ask for, in seconds. */
 export const MAX_RETRY_DELAY = 3600;
 
-export const EXIT_CODE_LISTS = ['OnExitHold', 'RetryExitCodes', 'SuccessExitCodes'] as const;
+const EXIT_CODE_LISTS = ['OnExitHold', 'RetryExitCodes', 'SuccessExitCodes'] as const;
 
 function integerIn(v: unknown, min: number, max: number): v is number {
   return typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
