@@ -1,8 +1,8 @@
 /**
  * Issue 36: `dirigo workflow` and the hold commands of `dirigo jobs`, the real CLI process against a real
  * service over TLS, on each dialect: a three-stage JSON workflow with an input file run in order and
- * watched to its end; JDL nodes that name each other, submitted held and released; hold and release of
- * single jobs; a workflow killed; usage errors (exit 2) before anything is sent.
+ * watched to its end; JDL nodes that name each other, submitted held and released; a job's retries; hold
+ * and release of single jobs; a workflow killed; usage errors (exit 2) before anything is sent.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -177,11 +177,22 @@ for (const { dialect, skip } of await dialects()) {
 
       const release = await dirigo(['workflow', 'release', wid]);
       ok(release);
-      assert.match(release.stdout, new RegExp(`^workflow ${wid}: \\w+ \\d job\\(s\\): `));
+      assert.match(release.stdout, new RegExp(`^workflow ${wid}: released 1 job\\(s\\), now Waiting: ${first}\\nworkflow ${wid}: released 1 job\\(s\\), now Received: ${second}\\n$`));
       await until(second, (j) => j.Status === 'Done');
       const watch = await dirigo(['workflow', 'status', wid, '--watch']);
       ok(watch);
       assert.match(watch.stdout, /Done: 2 job\(s\); Done 2\n/);
+    });
+
+    it('shows a job\'s retries', async () => {
+      writeFileSync(join(work, 'false.json'), JSON.stringify({ Executable: '/bin/false', MaxRetries: 1, RetryDelay: 0 }));
+      const jid = (await dirigo(['jobs', 'submit', 'false.json'])).stdout.trim();
+      assert.equal((await dirigo(['jobs', 'wait', jid, '--timeout', '120'])).code, 1);
+      const shown = await dirigo(['jobs', 'show', jid]);
+      ok(shown);
+      assert.match(shown.stdout, /\nStatus\s+Failed\n/);
+      assert.match(shown.stdout, /\nRetryCounter\s+1 of 1 \(MaxRetries\)\n/);
+      assert.match(shown.stdout, /\nWorkflowID\n/);
     });
 
     it('holds and releases jobs, submits held, and kills a workflow with a held job in it', async () => {
@@ -212,10 +223,18 @@ for (const { dialect, skip } of await dialects()) {
       ok(await dirigo(['jobs', 'release', String(child)]));
       assert.equal((await json(['jobs', 'show', String(child)])).HoldReason, 'Dependency');
       assert.equal((await dirigo(['jobs', 'hold', '999999'])).code, 4);
+      // The workflow's hold and release take the jobs that can be held or released (the child only).
+      const wid = String(pair.WorkflowID);
+      const held = await dirigo(['workflow', 'hold', wid]);
+      ok(held);
+      assert.equal(held.stdout, `workflow ${wid}: held 1 job(s): ${child}\n`);
+      const released = await dirigo(['workflow', 'release', wid]);
+      ok(released);
+      assert.equal(released.stdout, `workflow ${wid}: released 1 job(s), now Received: ${child}\n`);
 
       const kill = await dirigo(['workflow', 'kill', String(pair.WorkflowID)]);
       ok(kill);
-      assert.match(kill.stdout, new RegExp(`^workflow ${pair.WorkflowID}: Killed 2 job\\(s\\): ${parent}-${child}\\n$`));
+      assert.equal(kill.stdout, `workflow ${pair.WorkflowID}: killed 2 job(s): ${parent}-${child}\n`);
       const watch = await dirigo(['workflow', 'status', String(pair.WorkflowID), '--watch']);
       assert.equal(watch.code, 1, watch.stderr);
       assert.match(watch.stdout, /Killed: 2 job\(s\); Killed 2\n/);

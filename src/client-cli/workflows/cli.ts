@@ -127,7 +127,7 @@ export async function workflowCommand(argv: string[]): Promise<number> {
       const action = sub as 'kill' | 'hold' | 'release';
       const path = action === 'kill' ? '/workflows/{wid}/kill' : action === 'hold' ? '/workflows/{wid}/hold' : '/workflows/{wid}/release';
       const { results } = await answer(conn, client.POST(path, { params: { path: { wid } } }));
-      print(results, () => formatActed(wid, results));
+      print(results, () => formatActed(wid, action, results));
       return reportRefusals('workflow', results);
     }
   }

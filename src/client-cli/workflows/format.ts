@@ -94,10 +94,15 @@ export function formatWorkflow(w: Workflow, options: { jobs: boolean }): string 
   return text;
 }
 
-/** A bulk action's jobs by their new status: `Killed: 101-103, 107`. */
-export function formatActed(wid: number, results: readonly ActionResult[]): string {
+const PAST = { kill: 'killed', hold: 'held', release: 'released' } as const;
+
+/**
+ * What kill, hold or release did: `workflow 7: killed 3 job(s): 101-103`; a release says where the jobs
+ * went, a line per status (`released 2 job(s), now Waiting: 5-6`), as some wait for their parents again.
+ */
+export function formatActed(wid: number, action: keyof typeof PAST, results: readonly ActionResult[]): string {
   const byStatus = new Map<string, number[]>();
   for (const r of results) if ('Status' in r) byStatus.set(r.Status, [...(byStatus.get(r.Status) ?? []), r.jid]);
-  if (byStatus.size === 0) return `workflow ${wid}: no job changed\n`;
-  return [...byStatus].map(([status, ids]) => `workflow ${wid}: ${paint(status, statusColour(status))} ${ids.length} job(s): ${idRanges(ids)}\n`).join('');
+  if (byStatus.size === 0) return `workflow ${wid}: no job to ${action}\n`;
+  return [...byStatus].map(([status, ids]) => `workflow ${wid}: ${PAST[action]} ${ids.length} job(s)${action === 'release' ? `, now ${status}` : ''}: ${idRanges(ids)}\n`).join('');
 }
