@@ -225,12 +225,12 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal((await dirigo(['jobs', 'hold', '999999'])).code, 4);
       // The workflow's hold and release take the jobs that can be held or released (the child only).
       const wid = String(pair.WorkflowID);
-      const held = await dirigo(['workflow', 'hold', wid]);
-      ok(held);
-      assert.equal(held.stdout, `workflow ${wid}: held 1 job(s): ${child}\n`);
-      const released = await dirigo(['workflow', 'release', wid]);
-      ok(released);
-      assert.equal(released.stdout, `workflow ${wid}: released 1 job(s), now Received: ${child}\n`);
+      const wfHeld = await dirigo(['workflow', 'hold', wid]);
+      ok(wfHeld);
+      assert.equal(wfHeld.stdout, `workflow ${wid}: held 1 job(s): ${child}\n`);
+      const wfReleased = await dirigo(['workflow', 'release', wid]);
+      ok(wfReleased);
+      assert.equal(wfReleased.stdout, `workflow ${wid}: released 1 job(s), now Received: ${child}\n`);
 
       const kill = await dirigo(['workflow', 'kill', String(pair.WorkflowID)]);
       ok(kill);
