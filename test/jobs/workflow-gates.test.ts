@@ -211,5 +211,22 @@ for (const { dialect, skip } of await dialects()) {
       await end(second!, 'Done');
       await until(first!, 'Waiting');
     });
+
+    it('holding an active job of a full workflow lets the next one wait at once; an administrator may release', async () => {
+      const wid = await workflow(1);
+      const [first, second] = await submitMany(2);
+      await holdInDb([first!, second!], 'Throttled', { workflow_id: wid });
+      await until(first!, 'Waiting');
+      assert.equal((await job(second!)).HoldReason, 'Throttled');
+      const held = await svc.request('/jobs/hold', { method: 'POST', token: alice, json: { jids: [first] } });
+      assert.deepEqual(held.json.results, [{ jid: first, Status: 'Received' }]);
+      // Decided with the hold, not at the next pass.
+      assert.equal((await job(second!)).Status, 'Waiting');
+      const admin = await svc.token('admin', 'dirigo_admin');
+      const released = await svc.request('/jobs/release', { method: 'POST', token: admin, json: { jids: [first] } });
+      assert.deepEqual(released.json.results, [{ jid: first, Status: 'Received' }], 'no room: throttled again');
+      const again = await job(first!);
+      assert.deepEqual([again.HoldReason, again.MinorStatus], ['Throttled', "Throttled: 1 of the workflow's jobs are active (MaxRunning 1)"]);
+    });
   });
 }

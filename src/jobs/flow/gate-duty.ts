@@ -9,7 +9,7 @@ import type { JobEvents } from '../lifecycle/job-events.ts';
 import { Gatekeeper } from './gates.ts';
 
 /** Changes arrive in bursts (a site ending many jobs): one pass for all of them. */
-const MIN_GAP_MS = 200;
+const MIN_GAP_MS = 500;
 
 export interface GateLoop {
   stop(): Promise<void>;
