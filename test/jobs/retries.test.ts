@@ -10,6 +10,7 @@ import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { curlStream } from '../helpers/sse.ts';
 import { startJobsService, submit, untar, waitForStatus } from './helpers.ts';
+import { parseJdl, renderJdl } from '../../src/protocol/jdl.ts';
 
 interface HistoryRow {
   Status: string;
@@ -18,6 +19,18 @@ interface HistoryRow {
 }
 
 const sh = (script: string) => ({ Executable: '/bin/sh', Arguments: `-c '${script}'` });
+
+it('reads the retry keys from JDL as a manifest has them, and writes them back', () => {
+  const manifest = { Executable: 'run.sh', MaxRetries: 3, RetryExitCodes: [3, 4], SuccessExitCodes: [2], OnExitHold: [137], RetryDelay: 0, BanFailedSites: false };
+  assert.deepEqual(parseJdl(renderJdl(manifest)), manifest);
+  assert.deepEqual(parseJdl('[ Executable = "x"; onexithold = 137; RETRYEXITCODES = "3"; banfailedsites = "FALSE"; maxretries = "1" ]'), {
+    Executable: 'x',
+    OnExitHold: [137],
+    RetryExitCodes: [3],
+    BanFailedSites: false,
+    MaxRetries: 1,
+  });
+});
 
 for (const { dialect, skip } of await dialects()) {
   describe(`retries when a run ends (${dialect})`, { skip }, () => {
