@@ -1,5 +1,5 @@
 /**
- * The client side of `dirigo`: the commands that speak to a service over HTTPS (jobs, catalogue,
+ * The client side of `dirigo`: the commands that speak to a service over HTTPS (jobs, workflows, catalogue,
  * login, token, proxy) and the worker-node agent. Only the command dispatcher (src/app/cli/main.ts)
  * imports this tree; what it may import is the `client-cli-*` rules of .dependency-cruiser.cjs.
  */
@@ -12,3 +12,4 @@ export { agentCommand } from './agent/cli.ts';
 export { proxyCommand } from './pki/cli.ts';
 export { sitesCommand } from './sites/cli.ts';
 export { pilotsCommand } from './pilots/cli.ts';
+export { workflowCommand } from './workflows/cli.ts';

@@ -2,7 +2,7 @@
  * Unix conventions of the CLI: every command's --help has an example; completion scripts for bash, zsh
  * and fish that the shells themselves load and answer from; on a terminal (a real pseudo-terminal made
  * by util-linux's `script`) tables fit its width and statuses are coloured, never with NO_COLOR and never
- * in a pipe.
+ * in a pipe; a watched workflow is redrawn there, and written as lines in a pipe.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -54,6 +54,9 @@ describe('CLI conventions', () => {
     assert.equal(complete("dirigo jobs su"), 'submit summary');
     assert.equal(complete("dirigo jobs submit --ce"), '--cert');
     assert.equal(complete("dirigo proxy ''"), 'init info destroy');
+    assert.equal(complete("dirigo workflow ''"), 'submit status list kill hold release');
+    assert.equal(complete("dirigo jobs re"), 'release reschedule');
+    assert.equal(complete("dirigo workflow status --wa"), '--watch');
     assert.equal(complete("dirigo jobs submit ''"), '', 'after the subcommand, bash offers files');
   });
 
@@ -107,6 +110,25 @@ describe('CLI conventions', () => {
       const piped = await dirigo(['jobs', 'list', ...auth]);
       assert.ok(!piped.stdout.includes(ESC));
       assert.match(piped.stdout, /a job name long enough to need cutting on a narrow terminal/);
+    });
+
+    it('workflow status --watch redraws on a terminal until the workflow ends; in a pipe it writes lines', { skip: !have('script') && 'util-linux script is missing' }, async () => {
+      writeFileSync(join(work, 'two.json'), JSON.stringify({ Jobs: [{ NodeName: 'a', Executable: '/bin/true' }, { NodeName: 'b', Executable: '/bin/true', DependsOn: 'a' }] }));
+      const submitted = await run(process.execPath, [BIN, 'workflow', 'submit', 'two.json', '--json', ...auth], {}, work);
+      assert.equal(submitted.code, 0, submitted.stderr);
+      const wid = String(JSON.parse(submitted.stdout).WorkflowID);
+      const command = `stty cols 80 rows 30; exec ${[process.execPath, BIN, 'workflow', 'status', wid, '--watch', ...auth].map(quote).join(' ')}`;
+      const r = await run('script', ['-qec', command, '/dev/null'], { TERM: 'xterm' });
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      const screens = r.stdout.replace(/\r/g, '').split(`${ESC}H${ESC}2J`).slice(1);
+      assert.ok(screens.length >= 1, r.stdout);
+      const last = stripVTControlCharacters(screens.at(-1)!);
+      assert.match(last, /\nStatus\s+Done: 2 job\(s\); Done 2\n/);
+      assert.match(last, /\nended\n$/);
+      const piped = await dirigo(['workflow', 'status', wid, '--watch', ...auth]);
+      assert.equal(piped.code, 0, piped.stderr);
+      assert.ok(!piped.stdout.includes(ESC));
+      assert.match(piped.stdout, new RegExp(`^\\S+Z  workflow ${wid}  Done: 2 job\\(s\\); Done 2\\n`));
     });
   });
 });

@@ -14,6 +14,7 @@ import {
   pilotsCommand,
   tokenCommand,
   whoamiCommand,
+  workflowCommand,
 } from '../../client-cli/index.ts';
 import type { CommandTable } from './dispatch.ts';
 
@@ -21,6 +22,7 @@ export const clientCommands: CommandTable = {
   token: { run: tokenCommand, summary: 'obtain an access token with a certificate (flow A)' },
   jobs: { run: jobsCommand, summary: 'submit (JSON or JDL), list, summarise, show, kill, wait for jobs; fetch manifests and sandboxes' },
   job: { run: jobCommand, summary: "inside a job: report its ApplicationStatus, parameters and heartbeat with the job's token; otherwise as jobs" },
+  workflow: { run: workflowCommand, summary: 'workflows (jobs with dependencies, submitted as one): submit, status [--watch], list, kill, hold, release' },
   catalogue: { run: catalogueCommand, summary: 'file catalogue: ls, stat, meta, search, find, fields, mkdir, register, setmeta, rm, import' },
   sites: { run: sitesCommand, summary: 'sites: status, banned resources and history; ban and unban (SiteManager, JobAdministrator)' },
   pilots: { run: pilotsCommand, summary: 'pilots of agents sites: list, summary, show, logs; drain, stop, revoke (SiteManager, JobAdministrator)' },

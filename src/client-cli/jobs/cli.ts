@@ -3,9 +3,8 @@
  * (flow A), --token / DIRIGO_TOKEN, or the token cached by `dirigo login`.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, openAsBlob, readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { basename, dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { DirigoApiError, streamJobs, submissionFormData, type JobRecord, type JobSubmissionForm } from '@dirigo/client';
@@ -18,18 +17,20 @@ import { waitForJobs, watchJobs } from './events-cli.ts';
 import { searchCommand } from './search-cli.ts';
 import { CREDENTIAL_OPTIONS, userAccessToken } from '../shared/credentials.ts';
 import { canonicalStatus } from '../../protocol/job-status.ts';
-import { fileNameProblem } from '../../protocol/file-names.ts';
-import { JDL_MEDIA_TYPE, JdlSyntaxError, parseJdl } from '../../protocol/jdl.ts';
+import { JDL_MEDIA_TYPE } from '../../protocol/jdl.ts';
 import { unpackArchive } from '../../payload/sandbox-archive.ts';
 import { formatJob, type JobDescription } from './show-cli.ts';
 import { formatMatching, formatShares } from './matching-cli.ts';
+import { reportRefusals } from './action-results.ts';
+import { heldJdl, heldManifest, isJdlFile, jdlInputFiles, parseJsonManifest, readManifestText, sandboxFiles, withFiles } from './submission-files.ts';
 
 const USAGE = `usage: dirigo jobs <command> [options]
 
 commands:
-  submit MANIFEST.json|JOB.jdl [FILES...]
+  submit MANIFEST.json|JOB.jdl [FILES...] [--hold]
                                     submit the manifest (an object or an array) or the JDL; FILES join the
-                                    input sandbox, as do the files a JDL's InputSandbox names beside it
+                                    input sandbox, as do the files a JDL's InputSandbox names beside it;
+                                    --hold submits the jobs held (Hold: true) until 'release'
   list [--status S]... [--all] [--max N|all] [--start N] [--attr KEY=VALUE]... [--sort=[-]ATTR]...
                                     --max all: every matching job in one streamed request (with --json,
                                     one JSON object per line as they arrive)
@@ -40,13 +41,17 @@ commands:
   summary --group-by ATTR... [--status S]... [--attr KEY=VALUE]... [--all]
                                     job counts per combination of the attributes' values
   show JID...                       attributes, reported parameters (name = value) and status history
-                                    (Status, MinorStatus, ApplicationStatus, time, source)
+                                    (Status, MinorStatus, ApplicationStatus, time, source); why a job is
+                                    held (HoldReason), its retries, workflow, parents and children
   why JID                           why a job waits: for each site, partition and agent class, whether
                                     it could run there or which requirement, ban, limit or share holds
                                     it back; its owner's share; a summary
   shares                            fair share: each group's and user's share, target and actual
                                     fraction of recent work, Waiting and running jobs
   kill JID...                       kill the jobs
+  hold JID...                       hold jobs that wait (they stay Received, HoldReason Held, and never
+                                    match) until 'release'
+  release JID...                    release held jobs: they wait again (or for their dependencies)
   reschedule JID...                 send jobs that ended back to Waiting (one request for all)
   delete JID...                     delete jobs that ended or wait (one request for all)
   manifest JID... [--jdl]           the stored manifests (as JDL with --jdl)
@@ -75,16 +80,18 @@ examples:
   dirigo jobs list --status Running --status Waiting --all
   dirigo jobs list --max all --json > jobs.ndjson
   dirigo jobs why 42
+  dirigo jobs submit job.json --hold && dirigo jobs release 43
   dirigo jobs wait 4 5 --timeout 600 && dirigo jobs sandbox 4 5 output
 `;
 
 /** The subcommands, also taken after the singular `dirigo job` (job-cli.ts). */
-export const JOBS_COMMANDS = ['submit', 'list', 'search', 'peek', 'summary', 'show', 'why', 'shares', 'kill', 'reschedule', 'delete', 'manifest', 'sandbox', 'wait', 'watch'] as const;
+export const JOBS_COMMANDS = ['submit', 'list', 'search', 'peek', 'summary', 'show', 'why', 'shares', 'kill', 'hold', 'release', 'reschedule', 'delete', 'manifest', 'sandbox', 'wait', 'watch'] as const;
 
 const OPTIONS = {
   ...CREDENTIAL_OPTIONS,
   json: { type: 'boolean' },
   jdl: { type: 'boolean' },
+  hold: { type: 'boolean' },
   status: { type: 'string', multiple: true },
   sort: { type: 'string', multiple: true },
   'group-by': { type: 'string', multiple: true },
@@ -175,42 +182,18 @@ function table(jobs: JobRecord[]): string {
   return formatTable(cols, rows, { width: terminalWidth(), colour: (i, cell) => (i === 1 ? statusColour(cell) : undefined) });
 }
 
-/**
- * The files a JDL's InputSandbox names that exist beside it: dirac-wms-job-submit uploads them the same
- * way (entries such as `LFN:/vo/file` name catalogue files, not local ones).
- */
-function jdlInputFiles(jdlFile: string, text: string): string[] {
-  let parsed: Record<string, unknown>;
-  try {
-    parsed = parseJdl(text, jdlFile);
-  } catch (err) {
-    if (err instanceof JdlSyntaxError) throw new CliError(err.message, 2);
-    throw err;
-  }
-  const names = Array.isArray(parsed.InputSandbox) ? (parsed.InputSandbox as string[]) : [];
-  return names.map((n) => resolve(dirname(jdlFile), n)).filter((path) => !/^[A-Za-z]+:/.test(basename(path)) && existsSync(path));
-}
-
 async function submit(conn: Connection, token: string, values: Values, args: string[]): Promise<number> {
   const [manifestFile, ...given] = args;
   if (!manifestFile) throw new CliError('submit needs a manifest file', 2);
-  let text: string;
-  try {
-    text = readFileSync(manifestFile, 'utf8');
-  } catch (err) {
-    throw new CliError(`cannot read the manifest ${manifestFile}: ${(err as Error).message}`, 2);
-  }
-  const jdl = /\.jdl$/i.test(manifestFile);
+  let text = readManifestText(manifestFile);
+  const jdl = isJdlFile(manifestFile);
   let manifest: unknown;
-  if (!jdl) {
-    try {
-      manifest = JSON.parse(text);
-    } catch (err) {
-      throw new CliError(`cannot read the manifest ${manifestFile}: ${(err as Error).message} (a JDL file's name ends in .jdl)`, 2);
-    }
+  if (!jdl) manifest = parseJsonManifest(manifestFile, text);
+  const files = jdl ? withFiles(given, jdlInputFiles(manifestFile, text)) : given;
+  if (values.hold) {
+    if (jdl) text = heldJdl(manifestFile, text);
+    else manifest = heldManifest(manifest);
   }
-  const files = [...given];
-  if (jdl) for (const f of jdlInputFiles(manifestFile, text)) if (!files.some((g) => resolve(g) === f)) files.push(f);
   const client = api(conn, token);
   let submitted: { jids: number[] };
   if (files.length === 0) {
@@ -219,14 +202,7 @@ async function submit(conn: Connection, token: string, values: Values, args: str
       ? await answer(conn, client.POST('/jobs', { body: text, headers: { 'content-type': JDL_MEDIA_TYPE }, bodySerializer: () => text }))
       : await answer(conn, client.POST('/jobs', { body: manifest as never }));
   } else {
-    const inputs: File[] = [];
-    for (const f of files) {
-      const name = basename(f);
-      const problem = fileNameProblem(name);
-      if (problem) throw new CliError(`file name '${name}' ${problem}`, 2);
-      // A file-backed Blob: the upload streams it from disk.
-      inputs.push(new File([await openAsBlob(f)], name));
-    }
+    const inputs = await sandboxFiles(files);
     const form: JobSubmissionForm = jdl ? { jdl: [text], files: inputs } : { manifest: (Array.isArray(manifest) ? manifest : [manifest]).map((m) => JSON.stringify(m)), files: inputs };
     submitted = await answer(conn, client.POST('/jobs', { body: form, bodySerializer: () => submissionFormData(form) }));
   }
@@ -234,26 +210,14 @@ async function submit(conn: Connection, token: string, values: Values, args: str
   return 0;
 }
 
-/** The exit code a refused job gets, by its error code (as eachJob does by HTTP status). */
-const ACTION_EXIT: Record<string, number> = { not_found: EXIT.notFound, insufficient_privileges: EXIT.forbidden };
+const ACTION_PATHS = { kill: '/jobs/kill', reschedule: '/jobs/reschedule', delete: '/jobs/delete', hold: '/jobs/hold', release: '/jobs/release' } as const;
 
 /** One request for all the jobs; each is reported, and the exit code is the failures' shared one (or 1). */
-async function actOnJobs(conn: Connection, token: string, values: Values, action: 'kill' | 'reschedule' | 'delete', ids: string[]): Promise<number> {
-  const path = action === 'kill' ? '/jobs/kill' : action === 'reschedule' ? '/jobs/reschedule' : '/jobs/delete';
-  const { results } = await answer(conn, api(conn, token).POST(path, { body: { jids: ids.map(Number) } }));
-  const codes = new Set<number>();
-  for (const r of results) {
-    if ('Status' in r) {
-      if (!values.json) process.stdout.write(`job ${r.jid}: ${r.Status}\n`);
-    } else {
-      // Most refusals name their job already ('job 4 is already Done ...'): a second 'job 4:' only stutters.
-      const named = r.error_description.startsWith(`job ${r.jid} `);
-      process.stderr.write(`dirigo jobs: ${named ? '' : `job ${r.jid}: `}${r.error_description}\n`);
-      codes.add(ACTION_EXIT[r.error] ?? EXIT.failure);
-    }
-  }
+async function actOnJobs(conn: Connection, token: string, values: Values, action: keyof typeof ACTION_PATHS, ids: string[]): Promise<number> {
+  const { results } = await answer(conn, api(conn, token).POST(ACTION_PATHS[action], { body: { jids: ids.map(Number) } }));
   if (values.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
-  return codes.size === 0 ? EXIT.ok : codes.size === 1 ? [...codes][0]! : EXIT.failure;
+  else for (const r of results) if ('Status' in r) process.stdout.write(`job ${r.jid}: ${r.Status}\n`);
+  return reportRefusals('jobs', results);
 }
 
 async function sandbox(conn: Connection, token: string, values: Values, id: string, which: 'input' | 'output'): Promise<number> {
@@ -350,6 +314,8 @@ export async function jobsCommand(argv: string[]): Promise<number> {
       return EXIT.ok;
     }
     case 'kill':
+    case 'hold':
+    case 'release':
     case 'reschedule':
     case 'delete':
       return actOnJobs(conn, token, values, sub, jids(args));

@@ -1,6 +1,7 @@
 /**
  * `dirigo jobs show JID` as text: the attributes, the parameters the job reported (as
- * dirac-wms-job-parameters lists them) and the status history (as dirac-wms-job-logging-info does).
+ * dirac-wms-job-parameters lists them) and the status history (as dirac-wms-job-logging-info does);
+ * a job of a workflow also its parents with their status, its children and its retries.
  */
 import { formatTable, paint, terminalWidth } from '../../terminal/terminal.ts';
 import { statusColour } from './status-colour.ts';
@@ -11,9 +12,25 @@ export type JobDescription = paths['/jobs/{jid}']['get']['responses'][200]['cont
 
 const HISTORY_COLUMNS = ['Status', 'MinorStatus', 'ApplicationStatus', 'StatusTime', 'Source'] as const;
 
+/** The workflow fields (docs/workflows.md) as one line each, beside the attribute they explain. */
+function workflowLines(job: JobDescription): Record<string, string> {
+  const parents = job.Parents.map((p) => `${p.JobID} (${paint(p.Status, statusColour(p.Status))})`).join(', ');
+  return {
+    RetryCounter: `${job.RetryCounter ?? 0} of ${job.MaxRetries} (MaxRetries)`,
+    WorkflowID: job.WorkflowID === null ? '' : job.WorkflowNode ? `${job.WorkflowID} (node ${job.WorkflowNode})` : String(job.WorkflowID),
+    Parents: job.Parents.length === 0 ? '' : `${parents}; ${job.DependencyType ?? 'afterok'}`,
+    Children: job.Children.join(', '),
+  };
+}
+
 export function formatJob(job: JobDescription): string {
-  const { StatusHistory, Parameters, ...attrs } = job;
-  const lines = Object.entries(attrs).map(([k, v]) => `${k.padEnd(18)} ${k === 'Status' ? paint(String(v), statusColour(String(v))) : (v ?? '')}`);
+  // Shown within the lines of workflowLines.
+  const { StatusHistory, Parameters, MaxRetries: _m, WorkflowNode: _w, DependencyType: _d, ...attrs } = job;
+  const workflow = workflowLines(job);
+  const lines = Object.entries(attrs).map(([k, v]) => {
+    const text = k in workflow ? workflow[k]! : k === 'Status' ? paint(String(v), statusColour(String(v))) : String(v ?? '');
+    return `${k.padEnd(18)} ${text}`.trimEnd();
+  });
   const parameters = Object.entries(Parameters ?? {});
   // One `name = value` a line: a value may hold spaces, so columns would not read back unambiguously.
   lines.push('', 'Parameters:', ...(parameters.length === 0 ? ['  (none reported)'] : parameters.map(([name, value]) => `  ${name} = ${value}`)));
