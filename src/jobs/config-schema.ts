@@ -130,6 +130,11 @@ export const JobsConfigSchema = Type.Object(
         maxRetryDelay: Type.Integer({ minimum: 0, maximum: 86400, default: 3600 }),
         /** How often each instance's gatekeeper looks at the jobs that may not wait yet. */
         gatePassMs: Type.Integer({ minimum: 50, maximum: 60_000, default: 1000 }),
+        /**
+         * Most dependency rows one submission may make (a parametric node of 9,000 jobs depending on one of
+         * 1,000 makes 9 million): counted before any is built.
+         */
+        maxDependencies: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 100_000 }),
       },
       { additionalProperties: false, default: {} },
     ),

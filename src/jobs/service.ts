@@ -83,7 +83,7 @@ export class JobsService {
       this.scheduler?.wake();
       return ids;
     }
-    return (await this.#submitFlow(principal, planJobs(prepared), storeSandbox)).ids;
+    return (await this.#submitFlow(principal, planJobs(prepared, this.config.workflows.maxDependencies), storeSandbox)).ids;
   }
 
   /**
@@ -99,7 +99,7 @@ export class JobsService {
   ): Promise<{ WorkflowID: number; JobIDs: number[]; Nodes: Record<string, number[]> }> {
     if (manifests.length === 0) throw new InvalidRequest('Jobs: a workflow needs at least one job description');
     const prepared = prepareManifests(manifests, this.config, this.sites, fileNames, true, (i) => `Jobs[${i}]`);
-    const plan = planWorkflow(prepared, head);
+    const plan = planWorkflow(prepared, head, this.config.workflows.maxDependencies);
     const { ids, workflowIds } = await this.#submitFlow(principal, plan, storeSandbox);
     const nodes: Record<string, number[]> = {};
     for (const [name, indices] of plan.nodeJobs) nodes[name] = indices.map((i) => ids[i]!);

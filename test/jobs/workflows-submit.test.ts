@@ -24,6 +24,7 @@ interface Job {
   WorkflowID: number | null;
   Parents: { JobID: number; Status: string }[];
   Children: number[];
+  ChildrenCount: number;
   DependencyType: string | null;
   MaxRetries: number;
   WorkflowNode: string | null;
@@ -66,6 +67,8 @@ for (const { dialect, skip } of await dialects()) {
         [{ Executable: '/bin/true', DependsOn: { a: 1 } }, /DependsOn must be a job id/],
         [{ Executable: '/bin/true', DependsOn: Array.from({ length: 1001 }, (_, i) => i + 1) }, /DependsOn names 1001 jobs; at most 1000/],
         [{ Executable: '/bin/true', DependsOn: 'simulate' }, /DependsOn: "simulate" is not a job id; node names are for POST \/workflows/],
+        // 101 jobs of 1,000 parents each: 101,000 dependencies, over jobs.workflows.maxDependencies.
+        [{ Executable: '/bin/true', Parameters: 101, DependsOn: Array.from({ length: 1000 }, (_, i) => i + 1) }, /makes 101000 dependencies.*at most 100000.*jobs\.workflows\.maxDependencies/],
         [{ Executable: '/bin/true', DependsOn: 'afterok:12:x' }, /DependsOn/],
         [{ Executable: '/bin/true', DependsOn: `afterany:${parent}`, DependencyType: 'afterok' }, /DependencyType is afterok but DependsOn says afterany/],
         [{ Executable: '/bin/true', DependsOn: parent, DependencyType: 'after' }, /DependencyType must be one of afterok, afterany, afternotok/],
@@ -241,6 +244,16 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal((await svc.request(`/workflows/${wid}`, { token: admin })).status, 200);
     });
 
+    it('lists at most 1000 children of a job, with ChildrenCount', async () => {
+      const res = await post('/workflows', { Jobs: [{ NodeName: 'a', Executable: '/bin/true', Hold: true }, { NodeName: 'b', Executable: '/bin/true', Parameters: 1001, DependsOn: 'a' }] });
+      assert.equal(res.status, 201, res.text);
+      const { Nodes: nodes } = res.json as { Nodes: Record<string, number[]> };
+      const parent = await job(nodes.a![0]!);
+      assert.equal(parent.ChildrenCount, 1001);
+      assert.deepEqual(parent.Children, nodes.b!.slice(0, 1000));
+      assert.equal((await job(nodes.b![0]!)).ChildrenCount, 0);
+    });
+
     it('caps a workflow with MaxRunning: its jobs without parents start Throttled', async () => {
       const res = await post('/workflows', { ...example, MaxRunning: 3 });
       assert.equal(res.status, 201, res.text);
@@ -266,6 +279,10 @@ for (const { dialect, skip } of await dialects()) {
         [{ Jobs: [node('a'), node('b', { DependsOn: ['a', bobs] })] }, 403, new RegExp(`may not see job ${bobs}`)],
         [{ Jobs: [node('a'), node('b', { DependsOn: ['a', 99999999] })] }, 400, /job 99999999 does not exist/],
         [{ Jobs: [node('a', { Parameters: 1001 }), node('b', { DependsOn: 'a' })] }, 400, /DependsOn makes 1001 parent jobs/],
+        // 200 jobs each depending on the 1,000 of a parametric node: 200,000 rows, refused before any is built.
+        [{ Jobs: [node('a', { Parameters: 1000 }), node('b', { Parameters: 200, DependsOn: 'a' })] }, 400, /makes 200000 dependencies.*jobs\.workflows\.maxDependencies/],
+        [{ Jobs: [node('123')] }, 400, /Jobs\[0\]: NodeName '123' is only digits/],
+        [{ Jobs: [{ JobName: '42', Executable: '/bin/true' }] }, 400, /Jobs\[0\]: JobName '42' cannot name a node: a name of digits only reads as a job id in DependsOn; give NodeName/],
         [{ Jobs: [] }, 400, /Jobs must be a non-empty array/],
         [{ Jobs: [node('a')], Extra: 1 }, 400, /unknown key 'Extra'/],
         [{ Name: '', Jobs: [node('a')] }, 400, /Name must be a string/],

@@ -5130,8 +5130,10 @@ export interface operations {
                             JobID: number;
                             Status: string;
                         }[];
-                        /** @description the jobs that wait for it */
+                        /** @description the jobs that wait for it, lowest JobID first: at most 1000 (ChildrenCount says how many there are) */
                         Children: number[];
+                        /** @description how many jobs wait for it (Children lists the first 1000) */
+                        ChildrenCount: number;
                         /**
                          * @description the condition on its parents; null without parents
                          * @enum {string|null}

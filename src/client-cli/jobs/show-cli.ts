@@ -19,13 +19,13 @@ function workflowLines(job: JobDescription): Record<string, string> {
     RetryCounter: `${job.RetryCounter ?? 0} of ${job.MaxRetries} (MaxRetries)`,
     WorkflowID: job.WorkflowID === null ? '' : job.WorkflowNode ? `${job.WorkflowID} (node ${job.WorkflowNode})` : String(job.WorkflowID),
     Parents: job.Parents.length === 0 ? '' : `${parents}; ${job.DependencyType ?? 'afterok'}`,
-    Children: job.Children.join(', '),
+    Children: job.Children.join(', ') + (job.ChildrenCount > job.Children.length ? ` … (${job.ChildrenCount} in all)` : ''),
   };
 }
 
 export function formatJob(job: JobDescription): string {
   // Shown within the lines of workflowLines.
-  const { StatusHistory, Parameters, MaxRetries: _m, WorkflowNode: _w, DependencyType: _d, ...attrs } = job;
+  const { StatusHistory, Parameters, MaxRetries: _m, WorkflowNode: _w, DependencyType: _d, ChildrenCount: _c, ...attrs } = job;
   const workflow = workflowLines(job);
   const lines = Object.entries(attrs).map(([k, v]) => {
     const text = k in workflow ? workflow[k]! : k === 'Status' ? paint(String(v), statusColour(String(v))) : String(v ?? '');

@@ -22,15 +22,19 @@ export async function checkParents(db: Db, principal: Principal, ids: readonly n
   }
 }
 
+/** The most children GET /jobs/{jid} lists (a parent of a parametric node may have 9,000); ChildrenCount says how many there are. */
+export const MAX_CHILDREN = 1000;
+
 export interface JobDependencies {
   Parents: { JobID: number; Status: string }[];
   Children: number[];
+  ChildrenCount: number;
   DependencyType: string | null;
 }
 
-/** A job's parents with their statuses, its children, and its condition (null without parents). */
+/** A job's parents with their statuses, its first MAX_CHILDREN children and how many it has, and its condition (null without parents). */
 export async function dependenciesOf(db: Db, jobId: number): Promise<JobDependencies> {
-  const [parents, children] = await Promise.all([
+  const [parents, children, counted] = await Promise.all([
     db
       .selectFrom('job_dependencies as d')
       .innerJoin('jobs as p', 'p.job_id', 'd.parent_id')
@@ -38,11 +42,17 @@ export async function dependenciesOf(db: Db, jobId: number): Promise<JobDependen
       .where('d.job_id', '=', jobId)
       .orderBy('d.parent_id')
       .execute(),
-    db.selectFrom('job_dependencies').select('job_id').where('parent_id', '=', jobId).orderBy('job_id').execute(),
+    db.selectFrom('job_dependencies').select('job_id').where('parent_id', '=', jobId).orderBy('job_id').limit(MAX_CHILDREN).execute(),
+    db
+      .selectFrom('job_dependencies')
+      .select((eb) => eb.fn.countAll<number | string>().as('n'))
+      .where('parent_id', '=', jobId)
+      .executeTakeFirstOrThrow(),
   ]);
   return {
     Parents: parents.map((p) => ({ JobID: Number(p.parent_id), Status: p.status })),
     Children: children.map((c) => Number(c.job_id)),
+    ChildrenCount: Number(counted.n),
     DependencyType: parents[0]?.condition ?? null,
   };
 }

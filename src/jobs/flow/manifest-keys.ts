@@ -14,6 +14,8 @@ export const MAX_PARENTS = 1000;
 /** A node's name: letters, digits, `_ . -`; as wide as the workflow_node column. */
 export const NODE_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 const JOB_ID = /^[1-9][0-9]{0,15}$/;
+/** A name DependsOn would read as a job id (or refuse as one): no node may have it. */
+export const ALL_DIGITS = /^[0-9]+$/;
 /** Slurm's form: `afterok:12:13`. */
 const SLURM = /^(afterok|afterany|afternotok):([0-9:]+)$/;
 const INT32_MAX = 2147483647;
@@ -98,6 +100,7 @@ export function checkFlowKeys(m: Manifest, where: string, ctx: FlowContext): Flo
   if (m.NodeName !== undefined) {
     if (!ctx.workflow) throw new InvalidRequest(`${where}: NodeName names a node of a workflow: submit it with POST /workflows`);
     if (typeof m.NodeName !== 'string' || !NODE_NAME.test(m.NodeName)) throw new InvalidRequest(`${where}: NodeName must be letters, digits, _ . - (1 to 128 characters)`);
+    if (ALL_DIGITS.test(m.NodeName)) throw new InvalidRequest(`${where}: NodeName '${m.NodeName}' is only digits, which DependsOn reads as a job id: give it a letter or _ . -`);
     nodeName = m.NodeName;
   }
   let maxRunning: number | undefined;

@@ -7,15 +7,29 @@ import { randomBytes } from 'node:crypto';
 import { InvalidRequest } from '../../kernel/errors.ts';
 import type { PreparedManifest } from '../prepare.ts';
 import type { FlowJob, NewWorkflow } from './insert.ts';
-import { MAX_PARENTS, NODE_NAME } from './manifest-keys.ts';
+import { ALL_DIGITS, MAX_PARENTS, NODE_NAME } from './manifest-keys.ts';
 
 export interface FlowPlan {
   jobs: FlowJob[];
   workflows: NewWorkflow[];
 }
 
-/** POST /jobs: parents by job id; a parametric manifest with MaxRunning makes a workflow of its own. */
-export function planJobs(prepared: readonly PreparedManifest[]): FlowPlan {
+/** @throws InvalidRequest when the submission would make more than `max` dependency rows */
+function checkDependencyCount(count: number, max: number): void {
+  if (count > max) {
+    throw new InvalidRequest(`DependsOn: the submission makes ${count} dependencies (each job counts each of its parent jobs); at most ${max} are allowed (jobs.workflows.maxDependencies)`);
+  }
+}
+
+/**
+ * POST /jobs: parents by job id; a parametric manifest with MaxRunning makes a workflow of its own.
+ * @param maxDependencies jobs.workflows.maxDependencies
+ */
+export function planJobs(prepared: readonly PreparedManifest[], maxDependencies: number): FlowPlan {
+  checkDependencyCount(
+    prepared.reduce((n, { keys, jobs }) => n + keys.parentIds.length * jobs.length, 0),
+    maxDependencies,
+  );
   const workflows: NewWorkflow[] = [];
   const jobs = prepared.flatMap(({ keys, jobs }) => {
     let workflow: number | null = null;
@@ -73,11 +87,13 @@ function findCycle(names: readonly string[], edges: ReadonlyMap<string, readonly
  * node's jobs (indices into plan.jobs) by name
  * @throws InvalidRequest for a name missing, repeated or unknown, a node depending on itself, a cycle, too many parents
  */
-export function planWorkflow(prepared: readonly PreparedManifest[], head: WorkflowHead): FlowPlan & { nodeJobs: Map<string, number[]> } {
+export function planWorkflow(prepared: readonly PreparedManifest[], head: WorkflowHead, maxDependencies: number): FlowPlan & { nodeJobs: Map<string, number[]> } {
   const names = prepared.map(({ where, template, keys }) => {
     const name = keys.nodeName ?? template.JobName;
     if (name === undefined) throw new InvalidRequest(`${where}: NodeName is required to name each node of a workflow (JobName is taken when it is absent)`);
     if (keys.nodeName === undefined && !NODE_NAME.test(name)) throw new InvalidRequest(`${where}: JobName '${name}' cannot name a node (letters, digits, _ . -, at most 128): give NodeName`);
+    // DependsOn reads a string of digits as a job id: such a node could never be named as a parent.
+    if (ALL_DIGITS.test(name)) throw new InvalidRequest(`${where}: ${keys.nodeName === undefined ? 'JobName' : 'NodeName'} '${name}' cannot name a node: a name of digits only reads as a job id in DependsOn${keys.nodeName === undefined ? '; give NodeName' : ''}`);
     return name;
   });
   const seen = new Set<string>();
@@ -100,13 +116,20 @@ export function planWorkflow(prepared: readonly PreparedManifest[], head: Workfl
   if (head.maxRunning !== undefined) caps.add(head.maxRunning);
   if (caps.size > 1) throw new InvalidRequest(`MaxRunning: a workflow has one cap, but ${[...caps].join(' and ')} are given`);
   const maxRunning = caps.size === 1 ? [...caps][0]! : null;
+  // Count the rows before building any: a node's jobs each get every job of its parent nodes.
+  const sizes = new Map(prepared.map(({ jobs }, i) => [names[i]!, jobs.length]));
+  let rows = 0;
+  for (const [i, { where, keys, jobs }] of prepared.entries()) {
+    const parents = keys.parentIds.length + keys.parentNodes.reduce((n, p) => n + sizes.get(p)!, 0);
+    if (parents > MAX_PARENTS) throw new InvalidRequest(`${where}: DependsOn makes ${parents} parent jobs (parametric nodes count each of their jobs); at most ${MAX_PARENTS} are allowed`);
+    rows += parents * jobs.length;
+  }
+  checkDependencyCount(rows, maxDependencies);
   const nodeJobs = new Map<string, number[]>();
   let next = 0;
   for (const [i, { jobs }] of prepared.entries()) nodeJobs.set(names[i]!, jobs.map(() => next++));
-  const jobs = prepared.flatMap(({ where, keys, jobs }, i) => {
+  const jobs = prepared.flatMap(({ keys, jobs }, i) => {
     const parentJobs = keys.parentNodes.flatMap((p) => nodeJobs.get(p)!);
-    const parents = keys.parentIds.length + parentJobs.length;
-    if (parents > MAX_PARENTS) throw new InvalidRequest(`${where}: DependsOn makes ${parents} parent jobs (parametric nodes count each of their jobs); at most ${MAX_PARENTS} are allowed`);
     return jobs.map((checked) => ({ checked, workflow: 0, node: names[i]!, hold: keys.hold, parentIds: keys.parentIds, parentJobs, condition: keys.condition }));
   });
   const nodes = prepared.map(({ keys }, i) => ({ Name: names[i]!, DependsOn: keys.parentNodes, DependencyType: keys.condition }));

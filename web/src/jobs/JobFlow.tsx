@@ -61,7 +61,7 @@ export function JobFlow({ job }: { job: JobDetail }) {
   if (job.HoldReason) rows.push(['Hold reason', <span key="h" data-testid="panel-hold-reason">{job.HoldReason}</span>]);
   if ((job.MaxRetries ?? 0) > 0 || (job.RetryCounter ?? 0) > 0) rows.push(['Retries', `${job.RetryCounter ?? 0} of ${job.MaxRetries ?? 0}`]);
   if (job.Parents.length) rows.push([`Depends on (${job.DependencyType ?? 'afterok'})`, <Jobs key="p" jobs={job.Parents} testId="panel-parents" />]);
-  if (job.Children.length) rows.push(['Its dependents', <Jobs key="c" jobs={job.Children.map((JobID) => ({ JobID }))} testId="panel-children" />]);
+  if (job.Children.length) rows.push([job.ChildrenCount > job.Children.length ? `Its dependents (first ${job.Children.length} of ${job.ChildrenCount})` : 'Its dependents', <Jobs key="c" jobs={job.Children.map((JobID) => ({ JobID }))} testId="panel-children" />]);
   if (!rows.length) return null;
   return <FieldTable rows={rows} withTableBorder data-testid="job-flow" />;
 }
