@@ -10,7 +10,7 @@ import { JobStatus } from './model.ts';
 import { checkMayAct } from './privileges.ts';
 import { changeStatus } from './state-machine.ts';
 import { RELEASED, RescheduleLimit, rescheduleToWaiting, type Reschedule } from './lifecycle/reschedule.ts';
-import { HoldReason, roomIn, underGates } from './flow/gates.ts';
+import { gate, HoldReason, roomIn, toCandidate, underGates } from './flow/gates.ts';
 import { getJob, type JobRow } from './store.ts';
 import type { JobEvents } from './lifecycle/job-events.ts';
 
@@ -57,21 +57,33 @@ export async function rescheduleJob(db: Db, events: JobEvents, principal: Princi
     set: { end_exec_time: null, heartbeat_time: null, exit_code: null, output_sandbox: null, output_sandbox_size: null },
   };
   const workflow = row.workflow_id === null ? null : Number(row.workflow_id);
-  // A job of a workflow with MaxRunning waits only if there is room (under the gates' lock); else it is throttled.
-  const done =
-    workflow === null
+  const hasParents = (await db.selectFrom('job_dependencies').select('job_id').where('job_id', '=', jobId).limit(1).executeTakeFirst()) !== undefined;
+  // A job with parents waits for them again (a parent may have been rescheduled too): Received (Dependency),
+  // and the gatekeeper's rules decide at once, under its lock. A job of a workflow with MaxRunning waits only
+  // if there is room (under the gates' lock); else it is throttled.
+  const done = hasParents
+    ? await underGates(db, true, async (trx) => {
+        if (!(await rescheduleHeld(trx, events, jobId, reschedule, HoldReason.Dependency, 'Rescheduled; waiting for its parent jobs'))) return undefined;
+        const [candidate] = await trx.selectFrom('jobs').select(['job_id', 'workflow_id', 'hold_reason', 'not_before', 'minor_status']).where('job_id', '=', jobId).execute();
+        const verdict = await gate(trx, events, candidate ? [toCandidate(candidate)] : [], [], [HoldReason.Dependency], principal.username);
+        return verdict.admitted.includes(jobId) ? JobStatus.Waiting : verdict.failed.includes(jobId) ? JobStatus.Failed : JobStatus.Received;
+      })
+    : workflow === null
       ? (await rescheduleToWaiting(db, events, jobId, reschedule)) && JobStatus.Waiting
       : await underGates(db, true, async (trx) =>
           (await roomIn(trx, workflow)) > 0
             ? (await rescheduleToWaiting(trx, events, jobId, reschedule)) && JobStatus.Waiting
-            : (await rescheduleThrottled(trx, events, jobId, reschedule)) && JobStatus.Received,
+            : (await rescheduleHeld(trx, events, jobId, reschedule, HoldReason.Throttled, "Rescheduled; throttled: the workflow's MaxRunning jobs are active")) && JobStatus.Received,
         );
   if (!done) throw new Conflict(`job ${jobId} changed status while being rescheduled; try again`);
   return done;
 }
 
-/** As rescheduleToWaiting, to Received (Throttled) instead: its workflow has no room; the gatekeeper lets it on. */
-async function rescheduleThrottled(trx: Db, events: JobEvents, jobId: number, r: Reschedule): Promise<boolean> {
+/**
+ * As rescheduleToWaiting, to Received instead (Throttled: its workflow has no room; Dependency: it has
+ * parents); the gatekeeper lets it on.
+ */
+async function rescheduleHeld(trx: Db, events: JobEvents, jobId: number, r: Reschedule, reason: HoldReason, minor: string): Promise<boolean> {
   const won = await changeStatus(trx, events, [jobId], {
     from: r.from,
     to: JobStatus.Rescheduled,
@@ -83,9 +95,9 @@ async function rescheduleThrottled(trx: Db, events: JobEvents, jobId: number, r:
   await changeStatus(trx, events, [jobId], {
     from: JobStatus.Rescheduled,
     to: JobStatus.Received,
-    minorStatus: "Rescheduled; throttled: the workflow's MaxRunning jobs are active",
+    minorStatus: minor,
     source: r.source,
-    set: { hold_reason: HoldReason.Throttled },
+    set: { hold_reason: reason },
   });
   return true;
 }

@@ -212,6 +212,33 @@ for (const { dialect, skip } of await dialects()) {
       await until(first!, 'Waiting');
     });
 
+    it('a child failed as never satisfied, rescheduled by hand with its parent, waits for the parent again', async () => {
+      const [parent, child] = await submitMany(2);
+      await depend(child!, [parent!], 'afterok');
+      await holdInDb([child!], 'Dependency');
+      await end(parent!, 'Failed');
+      const failed = await until(child!, 'Failed');
+      assert.match(failed.MinorStatus, new RegExp(`Dependency never satisfied: job ${parent} is Failed`));
+      const res = await svc.request('/jobs/reschedule', { method: 'POST', token: alice, json: { jids: [parent, child] } });
+      assert.deepEqual(res.json.results, [
+        { jid: parent, Status: 'Waiting' },
+        { jid: child, Status: 'Received' },
+      ]);
+      const waiting = await job(child!);
+      assert.deepEqual([waiting.Status, waiting.HoldReason], ['Received', 'Dependency']);
+      assert.deepEqual(waiting.StatusHistory.slice(-2).map((h) => h.Status), ['Rescheduled', 'Received']);
+      await end(parent!, 'Done');
+      await until(child!, 'Waiting');
+      // Its parent still Failed: rescheduling the child alone fails it again at once, by the same rule.
+      const [p2, c2] = await submitMany(2);
+      await depend(c2!, [p2!], 'afterok');
+      await holdInDb([c2!], 'Dependency');
+      await end(p2!, 'Failed');
+      await until(c2!, 'Failed');
+      const again = await svc.request('/jobs/reschedule', { method: 'POST', token: alice, json: { jids: [c2] } });
+      assert.deepEqual(again.json.results, [{ jid: c2, Status: 'Failed' }]);
+    });
+
     it('holding an active job of a full workflow lets the next one wait at once; an administrator may release', async () => {
       const wid = await workflow(1);
       const [first, second] = await submitMany(2);

@@ -67,7 +67,7 @@ export interface GateResult {
 
 const candidateColumns = ['job_id', 'workflow_id', 'hold_reason', 'not_before', 'minor_status'] as const;
 type CandidateRow = { job_id: number | string; workflow_id: number | string | null; hold_reason: string; not_before: string | null; minor_status: string };
-const toCandidate = (r: CandidateRow): Candidate => ({
+export const toCandidate = (r: CandidateRow): Candidate => ({
   jobId: Number(r.job_id),
   workflowId: r.workflow_id === null ? null : Number(r.workflow_id),
   holdReason: r.hold_reason,
