@@ -48,8 +48,9 @@ export const jobsRoutes: FastifyPluginAsyncTypebox<JobsRoutesOptions> = async (a
     limits: {
       fileSize: config.sandbox.maxFileSize,
       files: config.sandbox.maxFiles,
-      fields: config.maxBulk,
-      parts: config.sandbox.maxFiles + config.maxBulk,
+      // + 1: POST /workflows' `workflow` part, besides its maxBulk job descriptions.
+      fields: config.maxBulk + 1,
+      parts: config.sandbox.maxFiles + config.maxBulk + 1,
       fieldSize: config.jsonBodyLimit,
       headerPairs: 100,
     },
