@@ -191,7 +191,8 @@ async function insertOneStatement(db: Db, rows: Insertable<JobTable>[], now: str
   }
 }
 
-const WAITING = 'Waiting for a free slot';
+/** A Waiting job's MinorStatus, as a submission (and the gatekeeper's admission) writes it. */
+export const WAITING = 'Waiting for a free slot';
 
 export type Restrictions = Partial<Record<AttributeName, (string | number)[]>>;
 

@@ -17,6 +17,7 @@ import { dialectOf } from '../../kernel/db/dialect.ts';
 import type { Database } from '../../kernel/db/schema.ts';
 import { JobStatus } from '../model.ts';
 import { changeStatus } from '../state-machine.ts';
+import { WAITING } from '../store.ts';
 import type { JobEvents } from '../lifecycle/job-events.ts';
 import { CHUNK, dependencyVerdicts } from './conditions.ts';
 
@@ -32,8 +33,6 @@ export const RELEASABLE: readonly HoldReason[] = [HoldReason.Held, HoldReason.Ex
 /** The statuses that count against a workflow's MaxRunning. */
 export const ACTIVE: readonly JobStatus[] = [JobStatus.Waiting, JobStatus.Matched, JobStatus.Running, JobStatus.Completing, JobStatus.Stalled];
 
-/** A Waiting job's MinorStatus, as a submission writes it (store.ts). */
-export const WAITING_MINOR = 'Waiting for a free slot';
 /** The history's source of the gatekeeper's own changes. */
 const SOURCE = 'Gatekeeper';
 
@@ -146,8 +145,11 @@ export async function gate(
   for (const c of toCheck) {
     const v = verdicts.get(c.jobId)!;
     if (v.kind === 'pending') keep(c, HoldReason.Dependency, v.minor);
-    else if (v.kind === 'never') failures.set(v.minor, [...(failures.get(v.minor) ?? []), c.jobId]);
-    else ready.push(c);
+    else if (v.kind === 'never') {
+      const ids = failures.get(v.minor);
+      if (ids) ids.push(c.jobId);
+      else failures.set(v.minor, [c.jobId]);
+    } else ready.push(c);
   }
   for (const [minor, ids] of failures) {
     result.failed.push(...(await changeStatus(trx, events, ids, { from: JobStatus.Received, to: JobStatus.Failed, minorStatus: minor, source, holdReasons: allowed, set: { hold_reason: '', not_before: null } })));
@@ -157,7 +159,11 @@ export async function gate(
   const admit: number[] = [];
   for (const c of ready) {
     if (c.workflowId === null) admit.push(c.jobId);
-    else byWorkflow.set(c.workflowId, [...(byWorkflow.get(c.workflowId) ?? []), c]);
+    else {
+      const mine = byWorkflow.get(c.workflowId);
+      if (mine) mine.push(c);
+      else byWorkflow.set(c.workflowId, [c]);
+    }
   }
   const wids = [...new Set([...byWorkflow.keys(), ...workflows])];
   const caps = new Map<number, number | null>();
@@ -237,7 +243,7 @@ export async function gate(
     const won = await changeStatus(trx, events, batch.ids, {
       from: JobStatus.Received,
       to: JobStatus.Waiting,
-      minorStatus: WAITING_MINOR,
+      minorStatus: WAITING,
       source: batch.source,
       holdReasons: batch.reasons,
       set: { hold_reason: '', not_before: null },

@@ -12,6 +12,7 @@ import type { JobsConfig } from '../config-schema.ts';
 import type { Manifest } from '../manifest.ts';
 import { JobStatus } from '../model.ts';
 import { changeStatus, type StatusChange } from '../state-machine.ts';
+import { HoldReason } from '../flow/gates.ts';
 import { retryPolicyOf, type RetryPolicy } from '../flow/retry-keys.ts';
 import { requirementColumns, storedRequirements, taskQueueIds } from '../matching/task-queues.ts';
 import { RELEASED } from './reschedule.ts';
@@ -136,7 +137,7 @@ async function hold(trx: Trx, events: JobEvents, jobId: number, job: EndingJob, 
   const from = await throughRunning(trx, events, jobId, job, run);
   if (from === undefined) return undefined;
   if (!(await step(trx, events, jobId, run, { from, to: JobStatus.Rescheduled, minorStatus: run.minorStatus, ...app(run), set: { ...run.set, ...RELEASED } }))) return undefined;
-  await thenStep(trx, events, jobId, run, { to: JobStatus.Received, minorStatus: `Held: exit code ${e} (OnExitHold)`, set: { hold_reason: 'ExitCode' } });
+  await thenStep(trx, events, jobId, run, { to: JobStatus.Received, minorStatus: `Held: exit code ${e} (OnExitHold)`, set: { hold_reason: HoldReason.ExitCode } });
   return JobStatus.Received;
 }
 
@@ -159,7 +160,7 @@ async function retry(trx: Trx, events: JobEvents, jobId: number, job: EndingJob,
     return JobStatus.Waiting;
   }
   const notBefore = new Date(Date.now() + delay * 1000).toISOString();
-  await thenStep(trx, events, jobId, run, { to: JobStatus.Received, minorStatus: `Retrying in ${delay} s`, set: { hold_reason: 'BackOff', not_before: notBefore } });
+  await thenStep(trx, events, jobId, run, { to: JobStatus.Received, minorStatus: `Retrying in ${delay} s`, set: { hold_reason: HoldReason.BackOff, not_before: notBefore } });
   return JobStatus.Received;
 }
 
