@@ -11,6 +11,7 @@ import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { JobEvents } from '../../src/jobs/lifecycle/job-events.ts';
 import { changeStatus } from '../../src/jobs/state-machine.ts';
+import { gate, GATED, toCandidate, underGates } from '../../src/jobs/flow/gates.ts';
 import { startJobsService } from './helpers.ts';
 
 /** Another process's writer: the service hears nothing of its changes, its passes find them anyway. */
@@ -197,6 +198,26 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(throttled.MinorStatus, "Throttled: 1 of the workflow's jobs are active (MaxRunning 1)");
       await end(other!, 'Done');
       await until(child!, 'Waiting');
+    });
+
+    it('a workflow whose room the candidates fill is not drained while a throttled job is left', async () => {
+      const capped = await workflow(2);
+      const free = await workflow(null);
+      const [a, b, c, d] = await submitMany(4);
+      // Set and judged in one transaction under the gates' lock: no pass of the service comes between.
+      const result = await underGates(svc.ctx.db, true, async (trx) => {
+        await trx.updateTable('jobs').set({ status: 'Received', hold_reason: 'Dependency', minor_status: 'held', workflow_id: capped }).where('job_id', 'in', [a!, b!]).execute();
+        await trx.updateTable('jobs').set({ status: 'Received', hold_reason: 'Throttled', minor_status: 'held', workflow_id: capped }).where('job_id', '=', c!).execute();
+        await trx.updateTable('jobs').set({ status: 'Received', hold_reason: 'Dependency', minor_status: 'held', workflow_id: free }).where('job_id', '=', d!).execute();
+        const rows = await trx.selectFrom('jobs').select(['job_id', 'workflow_id', 'hold_reason', 'not_before', 'minor_status']).where('job_id', 'in', [a!, b!, d!]).execute();
+        return gate(trx, elsewhere, rows.map(toCandidate), [capped, free], GATED);
+      });
+      assert.deepEqual(result!.admitted.sort((x, y) => x - y), [a!, b!, d!]);
+      assert.deepEqual(result!.throttled, [capped], 'the throttled job left behind keeps the workflow known');
+      assert.deepEqual(result!.drained, [free], 'a workflow without a cap has nothing to throttle');
+      assert.equal((await job(c!)).HoldReason, 'Throttled');
+      await end(a!, 'Done');
+      await until(c!, 'Waiting');
     });
 
     it('a job of a full workflow rescheduled by hand waits its turn (Throttled)', async () => {

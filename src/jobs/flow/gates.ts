@@ -165,65 +165,47 @@ export async function gate(
       else byWorkflow.set(c.workflowId, [c]);
     }
   }
+  // Only capped workflows have anything to decide: the ready jobs of the others go.
   const wids = [...new Set([...byWorkflow.keys(), ...workflows])];
-  const caps = new Map<number, number | null>();
+  const caps = new Map<number, number>();
   const active = new Map<number, number>();
   for (let i = 0; i < wids.length; i += CHUNK) {
     const chunk = wids.slice(i, i + CHUNK);
-    for (const r of await trx.selectFrom('workflows').select(['workflow_id', 'max_running']).where('workflow_id', 'in', chunk).execute()) {
-      caps.set(Number(r.workflow_id), r.max_running === null ? null : Number(r.max_running));
+    for (const r of await trx.selectFrom('workflows').select(['workflow_id', 'max_running']).where('workflow_id', 'in', chunk).where('max_running', 'is not', null).execute()) {
+      caps.set(Number(r.workflow_id), Number(r.max_running));
     }
+  }
+  for (const [wid, mine] of byWorkflow) if (!caps.has(wid)) admit.push(...mine.map((c) => c.jobId));
+  const capped = wids.filter((wid) => caps.has(wid));
+  // An uncapped workflow never has throttled jobs (a cap is set once, with the workflow).
+  result.drained.push(...wids.filter((wid) => !caps.has(wid)));
+  for (let i = 0; i < capped.length; i += CHUNK) {
     const counted = await trx
       .selectFrom('jobs')
       .select(['workflow_id', (eb) => eb.fn.countAll<number | string>().as('n')])
-      .where('workflow_id', 'in', chunk)
+      .where('workflow_id', 'in', capped.slice(i, i + CHUNK))
       .where('status', 'in', [...ACTIVE])
       .groupBy('workflow_id')
       .execute();
     for (const r of counted) active.set(Number(r.workflow_id), Number(r.n));
   }
-  for (const wid of wids) {
+  const room = new Map(capped.map((wid) => [wid, Math.max(0, caps.get(wid)! - (active.get(wid) ?? 0))]));
+  const waitingOf = await throttledJobs(trx, room);
+  for (const wid of capped) {
     const mine = byWorkflow.get(wid) ?? [];
-    const cap = caps.get(wid) ?? null;
-    if (cap === null) {
-      // No cap (or no workflow row): every ready job goes, and any left Throttled by an earlier cap too.
-      admit.push(...mine.map((c) => c.jobId));
-      const left = await trx
-        .selectFrom('jobs')
-        .select('job_id')
-        .where('status', '=', JobStatus.Received)
-        .where('hold_reason', '=', HoldReason.Throttled)
-        .where('workflow_id', '=', wid)
-        .execute();
-      admit.push(...left.map((r) => Number(r.job_id)));
-      result.drained.push(wid);
-      continue;
-    }
+    const cap = caps.get(wid)!;
     const used = active.get(wid) ?? 0;
-    const room = Math.max(0, cap - used);
-    const waiting =
-      room === 0
-        ? []
-        : (
-            await trx
-              .selectFrom('jobs')
-              .select([...candidateColumns])
-              .where('status', '=', JobStatus.Received)
-              .where('hold_reason', '=', HoldReason.Throttled)
-              .where('workflow_id', '=', wid)
-              .orderBy('job_id')
-              .limit(room)
-              .execute()
-          ).map(toCandidate);
+    const free = room.get(wid)!;
+    const waiting = waitingOf.get(wid) ?? [];
     const mineIds = new Set(mine.map((c) => c.jobId));
     const queue = [...mine, ...waiting.filter((c) => !mineIds.has(c.jobId))].sort((a, b) => a.jobId - b.jobId);
-    const going = queue.slice(0, room);
+    const going = queue.slice(0, free);
     admit.push(...going.map((c) => c.jobId));
-    const staying = queue.slice(room).filter((c) => mineIds.has(c.jobId));
+    const staying = queue.slice(free).filter((c) => mineIds.has(c.jobId));
     const throttledMinor = `Throttled: ${used + going.length} of the workflow's jobs are active (MaxRunning ${cap})`;
     for (const c of staying) keep(c, HoldReason.Throttled, throttledMinor);
-    // Fewer throttled than room: none left behind.
-    if (waiting.length < room && staying.length === 0) result.drained.push(wid);
+    // Drained: fewer throttled than the room (none unread) and none of the queue left behind.
+    if (waiting.length < free && queue.length <= free) result.drained.push(wid);
     else result.throttled.push(wid);
   }
   // Writes: the reasons first (a job admitted is never written twice), then the admissions.
@@ -251,6 +233,32 @@ export async function gate(
     result.admitted.push(...won);
   }
   return result;
+}
+
+/** Workflows read per statement of throttledJobs (three parameters each). */
+const UNION = 100;
+
+/**
+ * The oldest throttled jobs of each workflow, as many as its room: one statement for many workflows, each
+ * a LIMITed read of the partial index of throttled jobs (a window function would number them all).
+ */
+async function throttledJobs(trx: Transaction<Database>, room: ReadonlyMap<number, number>): Promise<Map<number, Candidate[]>> {
+  const wanted = [...room].filter(([, n]) => n > 0);
+  const found = new Map<number, Candidate[]>();
+  for (let i = 0; i < wanted.length; i += UNION) {
+    const parts = wanted.slice(i, i + UNION).map(
+      ([wid, n]) =>
+        sql`select * from (select job_id, workflow_id, hold_reason, not_before, minor_status from jobs where status = ${JobStatus.Received} and hold_reason = ${HoldReason.Throttled} and workflow_id = ${wid} order by job_id limit ${n}) t`,
+    );
+    const { rows } = await sql<CandidateRow>`${sql.join(parts, sql` union all `)}`.execute(trx);
+    for (const r of rows) {
+      const c = toCandidate(r);
+      const list = found.get(c.workflowId!);
+      if (list) list.push(c);
+      else found.set(c.workflowId!, [c]);
+    }
+  }
+  return found;
 }
 
 /** Runs `work` in a transaction holding the gates' lock; undefined when `wait` is false and it is busy. */
@@ -296,6 +304,8 @@ export class Gatekeeper {
   /** The newest Dependency-held job read so far, and the newest throttled workflow. */
   #newestDependant = 0;
   #newestWorkflow = 0;
+  /** Whether #newestWorkflow was set from the table (the first pass). */
+  #started = false;
   /** The safety net's place. */
   #sweepAfter = 0;
 
@@ -375,6 +385,12 @@ export class Gatekeeper {
       this.#throttledReadAt = now;
     }
     const workflows = new Set(this.#throttled);
+    // The first pass reads every throttled workflow above: only those created since need the look below.
+    if (!this.#started) {
+      const top = await trx.selectFrom('workflows').select((eb) => eb.fn.max('workflow_id').as('top')).executeTakeFirst();
+      this.#newestWorkflow = Number(top?.top ?? 0);
+      this.#started = true;
+    }
     const created = await trx.selectFrom('workflows').select('workflow_id').where('workflow_id', '>', this.#newestWorkflow).where('max_running', 'is not', null).orderBy('workflow_id').limit(BATCH).execute();
     for (const r of created) workflows.add(Number(r.workflow_id));
     if (created.length > 0) this.#newestWorkflow = Number(created[created.length - 1]!.workflow_id);
