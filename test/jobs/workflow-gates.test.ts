@@ -220,6 +220,21 @@ for (const { dialect, skip } of await dialects()) {
       await until(c!, 'Waiting');
     });
 
+    it('a released ExitCode hold forgets its old run: exit code, end time and output sandbox', async () => {
+      const [jid] = await submitMany(1);
+      await end(jid!, 'Failed');
+      const ended = new Date().toISOString();
+      await svc.ctx.db
+        .updateTable('jobs')
+        .set({ status: 'Received', hold_reason: 'ExitCode', minor_status: 'Held: exit code 137 (OnExitHold)', exit_code: 137, end_exec_time: ended, output_sandbox: 'old-run-object', output_sandbox_size: 10 })
+        .where('job_id', '=', jid!)
+        .execute();
+      const res = await svc.request('/jobs/release', { method: 'POST', token: alice, json: { jids: [jid] } });
+      assert.deepEqual(res.json.results, [{ jid, Status: 'Waiting' }]);
+      const row = await svc.ctx.db.selectFrom('jobs').select(['exit_code', 'end_exec_time', 'output_sandbox', 'output_sandbox_size']).where('job_id', '=', jid!).executeTakeFirstOrThrow();
+      assert.deepEqual({ ...row }, { exit_code: null, end_exec_time: null, output_sandbox: null, output_sandbox_size: null });
+    });
+
     it('a job of a full workflow rescheduled by hand waits its turn (Throttled)', async () => {
       const wid = await workflow(1);
       const [first, second] = await submitMany(2);

@@ -232,6 +232,19 @@ export async function gate(
     });
     result.admitted.push(...won);
   }
+  // A released ExitCode hold runs again: the old run's exit code, times and output go as with a reschedule
+  // (the sandbox sweep frees the object). A job failed here keeps them: it never ran again.
+  const failed = new Set(result.failed);
+  const rerun = candidates.filter((c) => c.holdReason === HoldReason.ExitCode && !failed.has(c.jobId)).map((c) => c.jobId);
+  for (let i = 0; i < rerun.length; i += CHUNK) {
+    await trx
+      .updateTable('jobs')
+      .set({ start_exec_time: null, end_exec_time: null, heartbeat_time: null, exit_code: null, output_sandbox: null, output_sandbox_size: null })
+      .where('job_id', 'in', rerun.slice(i, i + CHUNK))
+      .where('status', 'in', [JobStatus.Waiting, JobStatus.Received])
+      .where('hold_reason', '!=', HoldReason.ExitCode)
+      .execute();
+  }
   return result;
 }
 
