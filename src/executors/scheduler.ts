@@ -341,7 +341,7 @@ export class Scheduler {
             : event.outcome === 'done'
             ? (await changeStatus(this.#db, this.#events, [event.jobId], { ...mine, from: JobStatus.Completing, to: JobStatus.Done, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set })).length === 1
             : // Done, held, retried or Failed, as the job's manifest says (docs/workflows.md "When a run ends").
-              (await endFailedRun(this.#db, this.#events, event.jobId, { ...mine, exitCode: event.exitCode, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, from: HELD, set }, this.#runEnds)) !== undefined;
+              (await endFailedRun(this.#db, this.#events, event.jobId, { ...mine, exitCode: event.exitCode, cpuLimit: event.cpuLimit === true, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, from: HELD, set }, this.#runEnds)) !== undefined;
         if (!won && event.outputSandbox) {
           // Killed meanwhile: the status stays, the output is still worth keeping.
           await keepOutputOfEndedRun(this.#db, event.jobId, { outputSandbox: event.outputSandbox, exitCode: event.exitCode, endedAt: now });

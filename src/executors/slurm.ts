@@ -523,7 +523,7 @@ export function timeLimitMinutes(cpuSeconds: number): number {
   return Math.max(1, Math.ceil(cpuSeconds / 60));
 }
 
-type Outcome = Pick<Extract<ExecutorEvent, { kind: 'finished' }>, 'outcome' | 'exitCode' | 'minorStatus' | 'applicationStatus'>;
+type Outcome = Pick<Extract<ExecutorEvent, { kind: 'finished' }>, 'outcome' | 'exitCode' | 'minorStatus' | 'applicationStatus' | 'cpuLimit'>;
 
 /** Job outcome and MinorStatus for a Slurm end state, the Slurm reason and the script's exit record. */
 export function describeOutcome(h: { slurmId: string; job: { manifest: { Executable: string; CPUTime?: number } } }, state: string, reason: string, record: ExitRecord | undefined): Outcome {
@@ -536,7 +536,7 @@ export function describeOutcome(h: { slurmId: string; job: { manifest: { Executa
     case 'TIMEOUT': {
       const cpu = h.job.manifest.CPUTime;
       const limit = cpu === undefined ? 'its time limit' : `its time limit (--time=${timeLimitMinutes(cpu)} min for CPUTime ${cpu} s)`;
-      return { outcome: 'failed', exitCode: code, minorStatus: `CPU time limit exceeded: Slurm stopped batch job ${h.slurmId} at ${limit} (TIMEOUT${why})`, applicationStatus: app };
+      return { outcome: 'failed', exitCode: code, cpuLimit: true, minorStatus: `CPU time limit exceeded: Slurm stopped batch job ${h.slurmId} at ${limit} (TIMEOUT${why})`, applicationStatus: app };
     }
     case 'OUT_OF_MEMORY':
       return { outcome: 'failed', exitCode: code, minorStatus: `Out of memory: Slurm stopped batch job ${h.slurmId} (OUT_OF_MEMORY${why})`, applicationStatus: app };

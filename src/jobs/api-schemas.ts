@@ -114,7 +114,7 @@ export const JidParams = Type.Object({ jid: Type.Integer({ minimum: 1, maximum: 
 const FileName = (description: string) => Type.String({ minLength: 1, maxLength: 255, pattern: '^[^/\\\\]+$', description });
 
 /** A list of exit codes (0…255), each meaningful once. */
-const ExitCodes = (description: string) => Type.Array(Type.Integer({ minimum: 0, maximum: 255 }), { maxItems: MAX_EXIT_CODES, description });
+const ExitCodes = (description: string) => Type.Array(Type.Integer({ minimum: 1, maximum: 255 }), { maxItems: MAX_EXIT_CODES, description });
 
 /**
  * The manifest keys Dirigo reads (README "Jobs"), with the rules manifest.ts checks (its 400s name the bad

@@ -62,6 +62,8 @@ export type ExecutorEvent =
       minorStatus: string;
       applicationStatus?: string;
       outputSandbox?: StoredObject;
+      /** Stopped for exceeding CPUTime: Failed as reported, its exit code (the stopping signal's) never judged by the retry keys. */
+      cpuLimit?: true;
     };
 
 /** Applies an event; resolves true when the status change won, false when the job had moved on (killed). */

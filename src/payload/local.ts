@@ -535,6 +535,7 @@ export class LocalExecutor implements Executor {
         ...base,
         outcome: 'failed',
         exitCode: code,
+        cpuLimit: true,
         minorStatus: `CPU time limit exceeded: used ${used} s of the ${r.job.manifest.CPUTime} s allowed (CPUTime); the job was terminated`,
         applicationStatus: `Terminated by ${exit.signal ?? `exit code ${exit.code}`}: CPU time limit exceeded`,
       };

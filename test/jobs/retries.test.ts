@@ -56,9 +56,11 @@ for (const { dialect, skip } of await dialects()) {
         [{ MaxRetries: -1 }, /MaxRetries/],
         [{ MaxRetries: 1.5 }, /MaxRetries/],
         [{ RetryExitCodes: 3 }, /RetryExitCodes must be a list of exit codes/],
-        [{ SuccessExitCodes: [2, 256] }, /SuccessExitCodes holds 256; exit codes are integers from 0 to 255/],
+        [{ SuccessExitCodes: [2, 256] }, /SuccessExitCodes holds 256; exit codes are integers from 1 to 255/],
         [{ OnExitHold: ['137'] }, /OnExitHold holds "137"/],
-        [{ OnExitHold: Array.from({ length: 257 }, (_, i) => i % 256) }, /OnExitHold has 257 entries; at most 256/],
+        [{ OnExitHold: Array.from({ length: 256 }, (_, i) => (i % 255) + 1) }, /OnExitHold has 256 entries; at most 255/],
+        [{ RetryExitCodes: [0, 3] }, /RetryExitCodes holds 0; exit codes are integers from 1 to 255 \(0 is success already\)/],
+        [{ SuccessExitCodes: [0] }, /SuccessExitCodes holds 0/],
         [{ RetryDelay: 3601 }, /RetryDelay must be an integer from 0 to 3600/],
         [{ BanFailedSites: 'yes' }, /BanFailedSites must be true or false/],
       ];
@@ -207,6 +209,17 @@ for (const { dialect, skip } of await dialects()) {
         }
         assert.ok(Date.now() < deadline, `released job ${jid} did not run again: ${again.Status} ${again.MinorStatus}`);
       }
+    });
+
+    it('fails a run stopped for exceeding CPUTime at once, whatever SuccessExitCodes, OnExitHold and MaxRetries say', async () => {
+      const codes = Array.from({ length: 255 }, (_, i) => i + 1);
+      const jid = await submit(svc, alice, { ...sh('while :; do :; done'), CPUTime: 1, SuccessExitCodes: codes, MaxRetries: 2, RetryDelay: 0 });
+      const ended = await waitForStatus(svc, alice, jid, ['Done', 'Failed', 'Received'], 60000);
+      assert.equal(ended.Status, 'Failed', String(ended.MinorStatus));
+      assert.match(String(ended.MinorStatus), /^CPU time limit exceeded/);
+      assert.equal(ended.RetryCounter, 0, 'not retried');
+      const held = await submit(svc, alice, { ...sh('while :; do :; done'), CPUTime: 1, OnExitHold: [137, 143], MaxRetries: 1 });
+      assert.equal((await waitForStatus(svc, alice, held, ['Done', 'Failed', 'Received'], 60000)).Status, 'Failed');
     });
 
     it('bans the site that failed (BanFailedSites) and retries at the other; never bans the last site', async () => {

@@ -37,6 +37,7 @@ describe('Slurm states → job outcomes', () => {
     assert.match(failed.minorStatus, /exited with code 3/);
     const timeout = describeOutcome(h(90), 'TIMEOUT', 'TimeLimit', undefined);
     assert.equal(timeout.outcome, 'failed');
+    assert.equal(timeout.cpuLimit, true, 'Failed as is: never judged by the retry keys');
     assert.match(timeout.minorStatus, /CPU time limit exceeded.*--time=2 min for CPUTime 90 s.*TIMEOUT, reason TimeLimit/);
     assert.match(describeOutcome(h(), 'OUT_OF_MEMORY', 'OutOfMemory', undefined).minorStatus, /Out of memory.*OUT_OF_MEMORY/);
     assert.match(describeOutcome(h(), 'NODE_FAIL', 'NodeDown', undefined).minorStatus, /Node failure.*NODE_FAIL, reason NodeDown/);

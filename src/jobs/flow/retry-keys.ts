@@ -6,10 +6,11 @@
 import { InvalidRequest } from '../../kernel/errors.ts';
 import type { Manifest } from '../../protocol/job-manifest.ts';
 
-/** Exit codes as a shell reports them: 0…255. */
+/** Exit codes as a shell reports them: 0…255; the lists name failures, so from 1 (0 is success already). */
 const MAX_EXIT_CODE = 255;
+const MIN_LISTED_CODE = 1;
 /** A list of exit codes holds each code once at most, so no longer list is of use. */
-export const MAX_EXIT_CODES = MAX_EXIT_CODE + 1;
+export const MAX_EXIT_CODES = MAX_EXIT_CODE;
 /** The longest RetryDelay a manifest may ask for, in seconds. */
 export const MAX_RETRY_DELAY = 3600;
 
@@ -31,10 +32,10 @@ export function checkRetryKeys(m: Manifest, where: string, maxRetries: number): 
   for (const key of EXIT_CODE_LISTS) {
     const v: unknown = m[key];
     if (v === undefined) continue;
-    if (!Array.isArray(v)) throw new InvalidRequest(`${where}: ${key} must be a list of exit codes (integers from 0 to ${MAX_EXIT_CODE})`);
+    if (!Array.isArray(v)) throw new InvalidRequest(`${where}: ${key} must be a list of exit codes (integers from ${MIN_LISTED_CODE} to ${MAX_EXIT_CODE})`);
     if (v.length > MAX_EXIT_CODES) throw new InvalidRequest(`${where}: ${key} has ${v.length} entries; at most ${MAX_EXIT_CODES} are allowed`);
-    const bad: unknown = v.find((c) => !integerIn(c, 0, MAX_EXIT_CODE));
-    if (bad !== undefined) throw new InvalidRequest(`${where}: ${key} holds ${JSON.stringify(bad)}; exit codes are integers from 0 to ${MAX_EXIT_CODE}`);
+    const bad: unknown = v.find((c) => !integerIn(c, MIN_LISTED_CODE, MAX_EXIT_CODE));
+    if (bad !== undefined) throw new InvalidRequest(`${where}: ${key} holds ${JSON.stringify(bad)}; exit codes are integers from ${MIN_LISTED_CODE} to ${MAX_EXIT_CODE} (0 is success already)`);
   }
   if (m.RetryDelay !== undefined && !integerIn(m.RetryDelay, 0, MAX_RETRY_DELAY)) {
     throw new InvalidRequest(`${where}: RetryDelay must be an integer from 0 to ${MAX_RETRY_DELAY} (seconds)`);

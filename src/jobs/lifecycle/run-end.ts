@@ -36,6 +36,8 @@ export function runEndSettings(config: Pick<JobsConfig, 'workflows' | 'sites'>):
 export interface EndedRun {
   /** null: the run ended without an exit code (it did not start, its setup failed): Failed, as reported. */
   exitCode: number | null;
+  /** Stopped for exceeding CPUTime: Failed as reported, whatever SuccessExitCodes, OnExitHold or RetryExitCodes say. */
+  cpuLimit?: boolean;
   /** The holder's words, the MinorStatus of a job that fails without MaxRetries. */
   minorStatus: string;
   applicationStatus?: string | undefined;
@@ -88,6 +90,8 @@ export async function endFailedRun(db: Db, events: JobEvents, jobId: number, run
     const e = run.exitCode;
     // Exit code 0 in a failed run: the payload succeeded and its holder failed after it (packing the output).
     if (e === null || e === 0) return fail(trx, events, jobId, job, run, run.minorStatus);
+    // Its code is the stopping signal's (137, 143), not the payload's verdict: running it again would exceed again.
+    if (run.cpuLimit === true) return fail(trx, events, jobId, job, run, run.minorStatus);
     if (policy.successExitCodes.includes(e)) return succeed(trx, events, jobId, job, run, e);
     if (policy.onExitHold.includes(e)) return hold(trx, events, jobId, job, run, e);
     const retryable = policy.retryExitCodes === null || policy.retryExitCodes.includes(e);
