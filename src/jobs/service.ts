@@ -153,7 +153,7 @@ export class JobsService {
 
   async describe(principal: Principal, jobId: number) {
     const row = await this.visibleJob(principal, jobId);
-    const [history, parameters, dependencies] = await Promise.all([statusHistory(this.ctx.db, jobId), jobParameters(this.ctx.db, jobId), dependenciesOf(this.ctx.db, jobId)]);
+    const [history, parameters, dependencies] = await Promise.all([statusHistory(this.ctx.db, jobId), jobParameters(this.ctx.db, jobId), dependenciesOf(this.ctx.db, principal, jobId)]);
     const maxRetries = (JSON.parse(row.manifest) as { MaxRetries?: unknown }).MaxRetries;
     return {
       ...toRecord(row),
@@ -195,7 +195,7 @@ export class JobsService {
 
   /** GET /workflows/{wid}. @throws NotFound, also for a workflow the principal may not see */
   async workflow(principal: Principal, workflowId: number) {
-    return describeWorkflow(this.ctx.db, await visibleWorkflow(this.ctx.db, principal, workflowId));
+    return describeWorkflow(this.ctx.db, principal, await visibleWorkflow(this.ctx.db, principal, workflowId));
   }
 
   /** Kills every job of the workflow that has not ended, held ones too, answering each. @throws NotFound */

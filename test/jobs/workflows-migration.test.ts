@@ -11,6 +11,7 @@ import { migrations } from '../../src/app/migrations.ts';
 import { checkManifest } from '../../src/jobs/manifest.ts';
 import { insertFlowJobs } from '../../src/jobs/flow/insert.ts';
 import { dependenciesOf } from '../../src/jobs/flow/dependencies.ts';
+import type { Principal } from '../../src/auth/index.ts';
 import { dialects } from '../helpers/dialects.ts';
 import { migrateBefore, scratchDatabase, type ScratchDb } from '../helpers/upgrade-db.ts';
 
@@ -62,8 +63,9 @@ for (const { dialect, skip } of await dialects()) {
         [{ name: 'w', kind: 'workflow', maxRunning: null, nodes: [{ Name: 'n', DependsOn: [], DependencyType: 'afterok' }] }],
         undefined,
       );
-      const deps = await dependenciesOf(s.db, stored.ids[0]!);
-      assert.deepEqual(deps, { Parents: [{ JobID: ids[2]!, Status: 'Done' }], Children: [], DependencyType: 'afterok' });
+      const alice = { username: 'alice', group: 'dirigo_user', setup: 'Test', clientId: 'test', properties: [], scopes: [], claims: {} } as unknown as Principal;
+      const deps = await dependenciesOf(s.db, alice, stored.ids[0]!);
+      assert.deepEqual(deps, { Parents: [{ JobID: ids[2]!, Status: 'Done' }], Children: [], ChildrenCount: 0, DependencyType: 'afterok' });
       const row = await s.db.selectFrom('jobs').select(['status', 'hold_reason', 'workflow_id']).where('job_id', '=', stored.ids[0]!).executeTakeFirstOrThrow();
       assert.deepEqual([row.status, row.hold_reason, Number(row.workflow_id)], ['Received', 'Dependency', stored.workflowIds[0]]);
     });

@@ -61,7 +61,6 @@ for (const { dialect, skip } of await dialects()) {
     it('refuses bad workflow keys in POST /jobs with a 400 naming the key', async () => {
       const parent = await submit(svc, alice, { Executable: '/bin/true' });
       const cases: [unknown, RegExp][] = [
-        [{ Executable: '/bin/true', DependsOn: 99999999 }, /DependsOn: job 99999999 does not exist/],
         [{ Executable: '/bin/true', DependsOn: [parent, -3] }, /DependsOn: -3 is not a job id/],
         [{ Executable: '/bin/true', DependsOn: [] }, /DependsOn is an empty list/],
         [{ Executable: '/bin/true', DependsOn: { a: 1 } }, /DependsOn must be a job id/],
@@ -85,9 +84,13 @@ for (const { dialect, skip } of await dialects()) {
         assert.equal(res.json.error, 'invalid_request');
         assert.match(res.json.error_description, message);
       }
+      // A parent that does not exist is answered as one the submitter may not see (403, the same words).
+      const none = await post('/jobs', { Executable: '/bin/true', DependsOn: 99999999 });
+      assert.equal(none.status, 403, none.text);
+      assert.equal(none.json.error_description, 'DependsOn names job 99999999, which does not exist or which you may not see');
       // A bulk whose second manifest is bad stores nothing.
       const bulk = await post('/jobs', [{ Executable: '/bin/true', Hold: true }, { Executable: '/bin/true', DependsOn: 99999999 }]);
-      assert.equal(bulk.status, 400);
+      assert.equal(bulk.status, 403);
       assert.deepEqual(await rows(), before);
     });
 
@@ -95,14 +98,23 @@ for (const { dialect, skip } of await dialects()) {
       const bobs = await submit(svc, bob, { Executable: '/bin/true' });
       const res = await post('/jobs', { Executable: '/bin/true', DependsOn: [bobs] });
       assert.equal(res.status, 403, res.text);
-      assert.match(res.json.error_description, new RegExp(`DependsOn: alice may not see job ${bobs}`));
+      assert.equal(res.json.error_description, `DependsOn names job ${bobs}, which does not exist or which you may not see`);
       const adminJob = await submit(svc, admin, { Executable: '/bin/true', DependsOn: bobs });
       assert.deepEqual((await job(adminJob, admin)).Parents, [{ JobID: bobs, Status: 'Waiting' }]);
       // JobSharing: a member of the group of a job may depend on it; someone outside it may not.
       const aliceProd = await svc.token('alice', 'dirigo_prod');
       const carolProd = await svc.token('carol', 'dirigo_prod');
       const shared = await submit(svc, aliceProd, { Executable: '/bin/true' });
-      assert.equal((await post('/jobs', { Executable: '/bin/true', DependsOn: shared }, carolProd)).status, 201);
+      const carols = await post('/jobs', { Executable: '/bin/true', DependsOn: shared }, carolProd);
+      assert.equal(carols.status, 201);
+      // Children lists only the jobs the caller may see: alice, outside the group, does not see carol's.
+      const asAlice = await job(shared);
+      assert.deepEqual([asAlice.Children, asAlice.ChildrenCount], [[], 0]);
+      const asCarol = await job(shared, carolProd);
+      assert.deepEqual([asCarol.Children, asCarol.ChildrenCount], [carols.json.jids, 1]);
+      const asBob = await job(bobs, bob);
+      assert.deepEqual([asBob.Children, asBob.ChildrenCount], [[], 0], "the administrator's child is not bob's to see");
+      assert.deepEqual((await job(bobs, admin)).Children, [adminJob]);
       assert.equal((await post('/jobs', { Executable: '/bin/true', DependsOn: shared }, bob)).status, 403);
       // And sees the group's workflows when asking for an owner's.
       const w = await post('/workflows', { Jobs: [{ NodeName: 'a', Executable: '/bin/true', Hold: true }] }, aliceProd);
@@ -276,8 +288,8 @@ for (const { dialect, skip } of await dialects()) {
         [{ Jobs: [node('a'), { Executable: '/bin/true' }] }, 400, /Jobs\[1\]: NodeName is required/],
         [{ Jobs: [node('a b')] }, 400, /Jobs\[0\]: NodeName must be letters/],
         [{ Jobs: [node('a'), node('b', { DependsOn: 'a', Executable: '' })] }, 400, /Jobs\[1\]: Executable is required/],
-        [{ Jobs: [node('a'), node('b', { DependsOn: ['a', bobs] })] }, 403, new RegExp(`may not see job ${bobs}`)],
-        [{ Jobs: [node('a'), node('b', { DependsOn: ['a', 99999999] })] }, 400, /job 99999999 does not exist/],
+        [{ Jobs: [node('a'), node('b', { DependsOn: ['a', bobs] })] }, 403, new RegExp(`DependsOn names job ${bobs}, which does not exist or which you may not see`)],
+        [{ Jobs: [node('a'), node('b', { DependsOn: ['a', 99999999] })] }, 403, /DependsOn names job 99999999, which does not exist or which you may not see/],
         [{ Jobs: [node('a', { Parameters: 1001 }), node('b', { DependsOn: 'a' })] }, 400, /DependsOn makes 1001 parent jobs/],
         // 200 jobs each depending on the 1,000 of a parametric node: 200,000 rows, refused before any is built.
         [{ Jobs: [node('a', { Parameters: 1000 }), node('b', { Parameters: 200, DependsOn: 'a' })] }, 400, /makes 200000 dependencies.*jobs\.workflows\.maxDependencies/],

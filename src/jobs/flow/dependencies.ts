@@ -1,12 +1,13 @@
 /** Jobs' dependencies as submission and GET /jobs/{jid} see them: parents checked, parents and children read. */
 import type { Principal } from '../../auth/index.ts';
 import type { Db } from '../../kernel/db/database.ts';
-import { InsufficientPrivileges, InvalidRequest } from '../../kernel/errors.ts';
-import { canSeeJob } from '../privileges.ts';
+import { InsufficientPrivileges } from '../../kernel/errors.ts';
+import { canSeeJob, listVisibility } from '../privileges.ts';
 
 /**
- * Every job named as a parent exists and `principal` may see it. @throws InvalidRequest (400) for a job that
- * does not exist, InsufficientPrivileges (403) for one the submitter may not see (docs/workflows.md)
+ * Every job named as a parent exists and `principal` may see it. @throws InsufficientPrivileges (403), in
+ * the same words for a job that does not exist and one the submitter may not see: neither its existence
+ * nor its owner shows through (docs/workflows.md)
  */
 export async function checkParents(db: Db, principal: Principal, ids: readonly number[]): Promise<void> {
   const wanted = [...new Set(ids)];
@@ -16,8 +17,7 @@ export async function checkParents(db: Db, principal: Principal, ids: readonly n
     const found = new Map(rows.map((r) => [Number(r.job_id), r]));
     for (const id of chunk) {
       const row = found.get(id);
-      if (!row) throw new InvalidRequest(`DependsOn: job ${id} does not exist`);
-      if (!canSeeJob(principal, row)) throw new InsufficientPrivileges(`DependsOn: ${principal.username} may not see job ${id}, so no job of theirs may depend on it`);
+      if (!row || !canSeeJob(principal, row)) throw new InsufficientPrivileges(`DependsOn names job ${id}, which does not exist or which you may not see`);
     }
   }
 }
@@ -32,26 +32,34 @@ export interface JobDependencies {
   DependencyType: string | null;
 }
 
-/** A job's parents with their statuses, its first MAX_CHILDREN children and how many it has, and its condition (null without parents). */
-export async function dependenciesOf(db: Db, jobId: number): Promise<JobDependencies> {
-  const [parents, children, counted] = await Promise.all([
+/**
+ * A job's parents with their statuses, its first MAX_CHILDREN children and how many it has, and its
+ * condition (null without parents): only the jobs `principal` may see, as everywhere else.
+ */
+export async function dependenciesOf(db: Db, principal: Principal, jobId: number): Promise<JobDependencies> {
+  const v = listVisibility(principal, true);
+  const children = () =>
+    db
+      .selectFrom('job_dependencies as d')
+      .innerJoin('jobs as c', 'c.job_id', 'd.job_id')
+      .where('d.parent_id', '=', jobId)
+      .where((eb) => (v.kind === 'all' ? eb.lit(true) : v.kind === 'own' ? eb('c.owner', '=', v.owner) : eb.or([eb('c.owner', '=', v.owner), eb('c.owner_group', '=', v.group)])));
+  const [parents, firstChildren, counted] = await Promise.all([
     db
       .selectFrom('job_dependencies as d')
       .innerJoin('jobs as p', 'p.job_id', 'd.parent_id')
-      .select(['d.parent_id', 'd.condition', 'p.status'])
+      .select(['d.parent_id', 'd.condition', 'p.status', 'p.owner', 'p.owner_group'])
       .where('d.job_id', '=', jobId)
       .orderBy('d.parent_id')
       .execute(),
-    db.selectFrom('job_dependencies').select('job_id').where('parent_id', '=', jobId).orderBy('job_id').limit(MAX_CHILDREN).execute(),
-    db
-      .selectFrom('job_dependencies')
+    children().select('d.job_id').orderBy('d.job_id').limit(MAX_CHILDREN).execute(),
+    children()
       .select((eb) => eb.fn.countAll<number | string>().as('n'))
-      .where('parent_id', '=', jobId)
       .executeTakeFirstOrThrow(),
   ]);
   return {
-    Parents: parents.map((p) => ({ JobID: Number(p.parent_id), Status: p.status })),
-    Children: children.map((c) => Number(c.job_id)),
+    Parents: parents.filter((p) => canSeeJob(principal, p)).map((p) => ({ JobID: Number(p.parent_id), Status: p.status })),
+    Children: firstChildren.map((c) => Number(c.job_id)),
     ChildrenCount: Number(counted.n),
     DependencyType: parents[0]?.condition ?? null,
   };

@@ -62,7 +62,8 @@ export async function holdJob(db: Db, events: JobEvents, principal: Principal, r
 
 /**
  * Releases `row`, held (Held or ExitCode): the gatekeeper decides at once (Waiting, or Received for a
- * dependency or MaxRunning, or Failed for a dependency that can never be met).
+ * dependency or MaxRunning, or Failed for a dependency that can never be met). Whoever may act on the job
+ * may release it, whoever held it: its owner may release an operator's hold (docs/workflows.md).
  * @returns its status afterwards @throws InvalidTransition (not held), Conflict (it moved meanwhile)
  */
 export async function releaseJob(db: Db, events: JobEvents, principal: Principal, row: JobRow): Promise<JobStatus> {

@@ -83,8 +83,8 @@ export async function visibleWorkflow(db: Db, principal: Principal, workflowId: 
   return row;
 }
 
-/** Its summary, nodes (with their jobs and counts) and jobs (with their parents). */
-export async function describeWorkflow(db: Db, row: WorkflowRow) {
+/** Its summary, nodes (with their jobs and counts) and jobs (with their parents `principal` may see: one outside the workflow may be another's). */
+export async function describeWorkflow(db: Db, principal: Principal, row: WorkflowRow) {
   const id = Number(row.workflow_id);
   const [jobs, deps] = await Promise.all([
     db
@@ -94,14 +94,16 @@ export async function describeWorkflow(db: Db, row: WorkflowRow) {
       .orderBy('job_id')
       .execute(),
     db
-      .selectFrom('job_dependencies')
-      .select(['job_id', 'parent_id'])
-      .where('job_id', 'in', (eb) => eb.selectFrom('jobs').select('job_id').where('workflow_id', '=', id))
-      .orderBy('parent_id')
+      .selectFrom('job_dependencies as d')
+      .innerJoin('jobs as p', 'p.job_id', 'd.parent_id')
+      .select(['d.job_id', 'd.parent_id', 'p.owner', 'p.owner_group'])
+      .where('d.job_id', 'in', (eb) => eb.selectFrom('jobs').select('job_id').where('workflow_id', '=', id))
+      .orderBy('d.parent_id')
       .execute(),
   ]);
   const parents = new Map<number, number[]>();
   for (const d of deps) {
+    if (!canSeeJob(principal, d)) continue;
     const list = parents.get(Number(d.job_id)) ?? [];
     list.push(Number(d.parent_id));
     parents.set(Number(d.job_id), list);

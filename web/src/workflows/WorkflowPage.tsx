@@ -59,7 +59,7 @@ export function WorkflowPage({ wid }: { wid: number }) {
   const [notice, setNotice] = useState<string>();
   const [live, setLive] = useState(false);
   const [confirmingKill, setConfirmingKill] = useState(false);
-  const mayAct = useMayActOn(workflow?.Owner);
+  const mayAct = useMayActOn(workflow?.Owner, workflow?.OwnerGroup);
 
   const load = useCallback(async () => {
     try {
