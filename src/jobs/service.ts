@@ -8,6 +8,7 @@ import { nowIso } from '../kernel/db/database.ts';
 import { Conflict, InvalidRequest, InvalidTransition, NotFound } from '../kernel/errors.ts';
 import type { JobsConfig } from './config-schema.ts';
 import { checkParents, dependenciesOf } from './flow/dependencies.ts';
+import { gateNow, HoldReason } from './flow/gates.ts';
 import { insertFlowJobs } from './flow/insert.ts';
 import { isPlain } from './flow/manifest-keys.ts';
 import { planJobs, planWorkflow, type FlowPlan, type WorkflowHead } from './flow/plan.ts';
@@ -112,6 +113,11 @@ export class JobsService {
     const sandbox = await storeSandbox();
     const stored = await insertFlowJobs(this.ctx.db, this.#submitter(principal), plan.jobs, plan.workflows, sandbox);
     submissions.inc(stored.ids.length);
+    // A job whose parents were stored before may be free already (a parent ended long ago): decided now,
+    // not at the gatekeeper's next pass.
+    const early = stored.ids.filter((_, i) => plan.jobs[i]!.parentIds.length > 0 && !plan.jobs[i]!.hold);
+    // The jobs are stored whatever happens here: on an error the next pass decides (it reads new dependants).
+    if (early.length > 0) await gateNow(this.ctx.db, this.events, early, [HoldReason.Dependency]).catch(() => undefined);
     // The gatekeeper (flow/gates.ts) listens to the jobs' events; the scheduler matches the Waiting ones.
     this.events.changed();
     this.scheduler?.wake();

@@ -154,6 +154,18 @@ for (const { dialect, skip } of await dialects()) {
       await until(child!, 'Waiting');
     });
 
+    it('a job submitted with a parent that already ended is decided with its submission', async () => {
+      const [done, failed] = await submitMany(2);
+      await end(done!, 'Done');
+      await end(failed!, 'Failed');
+      const res = await svc.request('/jobs', { method: 'POST', token: alice, json: [{ Executable: '/bin/true', DependsOn: done }, { Executable: '/bin/true', DependsOn: failed }] });
+      assert.equal(res.status, 201, res.text);
+      const [ok, never] = res.json.jids as number[];
+      // Read at once: no pass of the gatekeeper was waited for.
+      assert.equal((await job(ok!)).Status, 'Waiting');
+      assert.equal((await job(never!)).Status, 'Failed');
+    });
+
     it('a back-off waits out its delay', async () => {
       const [later, due] = await submitMany(2);
       await holdInDb([later!], 'BackOff', { not_before: new Date(Date.now() + 60_000).toISOString() });

@@ -40,8 +40,10 @@ const SOURCE = 'Gatekeeper';
 const WINDOW_MS = 15_000;
 /** Most dependants one pass reads by each way (the window, the new ones); more wait for the next pass. */
 const BATCH = 2000;
-/** Dependants the safety net re-reads per pass, in turn. */
+/** Held jobs the safety net re-reads per pass, in turn, at least. */
 const SWEEP = 100;
+/** Passes in which the safety net means to cover every held job (at most BATCH a pass). */
+const SWEEP_CYCLE = 60;
 /** How often the list of throttled workflows is read whole (it is otherwise kept as the passes go). */
 const THROTTLED_REFRESH_MS = 10_000;
 
@@ -319,8 +321,12 @@ export class Gatekeeper {
   #newestWorkflow = 0;
   /** Whether #newestWorkflow was set from the table (the first pass). */
   #started = false;
-  /** The safety net's place. */
+  /** Where the window's read of dependants goes on, when a pass found more than BATCH (0: from the start). */
+  #windowAfter = 0;
+  /** The safety net's place: a reason of GATED, the last job read of it, and its size for this cycle. */
+  #sweepReason = 0;
   #sweepAfter = 0;
+  #sweepSize = SWEEP;
 
   constructor(db: Db, events: JobEvents) {
     this.#db = db;
@@ -359,13 +365,14 @@ export class Gatekeeper {
         ).map((r) => Number(r.job_id)),
       ),
     ];
-    // Their dependants, and their workflows (room may have opened).
+    // Their dependants (BATCH a pass, lowest first, going on from where the last pass stopped), and their
+    // workflows (room may have opened).
     const endedWorkflows = new Set<number>();
-    let dependants = 0;
+    const windowRows: CandidateRow[] = [];
     for (let i = 0; i < ended.length; i += CHUNK) {
       const chunk = ended.slice(i, i + CHUNK);
-      if (dependants < BATCH) {
-        const rows = await trx
+      windowRows.push(
+        ...(await trx
           .selectFrom('jobs as c')
           .innerJoin('job_dependencies as d', 'd.job_id', 'c.job_id')
           .select(['c.job_id', 'c.workflow_id', 'c.hold_reason', 'c.not_before', 'c.minor_status'])
@@ -373,23 +380,33 @@ export class Gatekeeper {
           .where('d.parent_id', 'in', chunk)
           .where('c.status', '=', JobStatus.Received)
           .where('c.hold_reason', '=', HoldReason.Dependency)
+          .where('c.job_id', '>', this.#windowAfter)
           .orderBy('c.job_id')
-          .limit(BATCH - dependants)
-          .execute();
-        add(rows);
-        dependants += rows.length;
-      }
+          .limit(BATCH + 1)
+          .execute()),
+      );
       const wf = await trx.selectFrom('jobs').select('workflow_id').distinct().where('job_id', 'in', chunk).where('workflow_id', 'is not', null).execute();
       for (const r of wf) endedWorkflows.add(Number(r.workflow_id));
     }
+    const dependants = [...new Map(windowRows.map((r) => [Number(r.job_id), r])).values()].sort((a, b) => Number(a.job_id) - Number(b.job_id));
+    add(dependants.slice(0, BATCH));
+    this.#windowAfter = dependants.length > BATCH ? Number(dependants[BATCH - 1]!.job_id) : 0;
     // Dependants new since the last pass (their parents may have ended before they were submitted).
     const fresh = await held(HoldReason.Dependency).where('job_id', '>', this.#newestDependant).orderBy('job_id').limit(BATCH).execute();
     add(fresh);
     if (fresh.length > 0) this.#newestDependant = Number(fresh[fresh.length - 1]!.job_id);
-    // The safety net: a few of the others, in turn.
-    const swept = await held(HoldReason.Dependency).where('job_id', '>', this.#sweepAfter).orderBy('job_id').limit(SWEEP).execute();
+    // The safety net: every held job in turn, reason by reason along the index jobs_gated, wrapping round;
+    // sized at each cycle's start to cover them all within SWEEP_CYCLE passes (BATCH a pass at most).
+    if (this.#sweepReason === 0 && this.#sweepAfter === 0) {
+      const all = await trx.selectFrom('jobs').select((eb) => eb.fn.countAll<number | string>().as('n')).where('status', '=', JobStatus.Received).where('hold_reason', 'in', [...GATED]).executeTakeFirstOrThrow();
+      this.#sweepSize = Math.min(BATCH, Math.max(SWEEP, Math.ceil(Number(all.n) / SWEEP_CYCLE)));
+    }
+    const swept = await held(GATED[this.#sweepReason]!).where('job_id', '>', this.#sweepAfter).orderBy('job_id').limit(this.#sweepSize).execute();
     add(swept);
-    this.#sweepAfter = swept.length < SWEEP ? 0 : Number(swept[swept.length - 1]!.job_id);
+    if (swept.length < this.#sweepSize) {
+      this.#sweepReason = (this.#sweepReason + 1) % GATED.length;
+      this.#sweepAfter = 0;
+    } else this.#sweepAfter = Number(swept[swept.length - 1]!.job_id);
 
     // Workflows where room may have opened, or throttled jobs appeared.
     if (now - this.#throttledReadAt >= THROTTLED_REFRESH_MS) {
