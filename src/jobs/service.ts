@@ -21,7 +21,7 @@ import { countable, countedSummary } from './counts.ts';
 import { deleteJob, eachJobAnswered, ownJob, rescheduleJob, type ActionResult, type JobAction } from './actions.ts';
 import { holdJob, releaseJob } from './flow/holds.ts';
 import { searchJobs, summarizeJobs, type Condition, type SearchRequest, type SortKey } from './search.ts';
-import { checkMayAct, checkMaySee, listVisibility } from './privileges.ts';
+import { canKillJob, checkMayAct, checkMaySee, listVisibility } from './privileges.ts';
 import type { SandboxStore, StoredObject } from './sandbox-store.ts';
 import { canTransition, changeStatus, KILL_PENDING } from './state-machine.ts';
 import type { JobEvents } from './lifecycle/job-events.ts';
@@ -204,10 +204,26 @@ export class JobsService {
     return describeWorkflow(this.ctx.db, principal, await visibleWorkflow(this.ctx.db, principal, workflowId));
   }
 
-  /** Kills every job of the workflow that has not ended, held ones too, answering each. @throws NotFound */
+  /**
+   * Kills every job of the workflow that has not ended, held ones too, answering each: the held
+   * (Received) ones in one compare-and-set (no payload runs), the others one by one. @throws NotFound
+   */
   async killWorkflow(principal: Principal, workflowId: number): Promise<ActionResult[]> {
-    await visibleWorkflow(this.ctx.db, principal, workflowId);
-    return this.act(principal, 'kill', await activeJobsOf(this.ctx.db, workflowId));
+    const row = await visibleWorkflow(this.ctx.db, principal, workflowId);
+    const active = await activeJobsOf(this.ctx.db, workflowId);
+    if (!canKillJob(principal, row)) return this.act(principal, 'kill', active);
+    const received = await this.ctx.db.selectFrom('jobs').select('job_id').where('workflow_id', '=', workflowId).where('status', '=', JobStatus.Received).execute();
+    const killed = new Set(
+      await changeStatus(
+        this.ctx.db,
+        this.events,
+        received.map((r) => Number(r.job_id)),
+        { from: JobStatus.Received, to: JobStatus.Killed, minorStatus: `Killed by ${principal.username}`, source: principal.username, set: { end_exec_time: nowIso(), hold_reason: '', not_before: null } },
+      ),
+    );
+    const rest = await this.act(principal, 'kill', active.filter((jid) => !killed.has(jid)));
+    const answers = new Map(rest.map((r) => [r.jid, r]));
+    return active.map((jid) => (killed.has(jid) ? { jid, Status: JobStatus.Killed } : answers.get(jid)!));
   }
 
   /** Kills, reschedules, deletes, holds or releases each job, answering each one (DIRAC's bulk job commands). */

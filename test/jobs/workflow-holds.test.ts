@@ -236,7 +236,16 @@ for (const { dialect, skip } of await dialects()) {
           { jid: then, Status: 'Received' },
         ],
       );
-      for (const jid of [f1!, f2!, then]) assert.equal((await job(jid)).HoldReason, 'Held');
+      for (const jid of [f1!, f2!, then]) {
+        const j = await job(jid);
+        assert.equal(j.HoldReason, 'Held');
+        // Each keeps a history row saying who held it, whether it was Waiting or Received (Dependency).
+        assert.equal(j.StatusHistory.at(-1)!.MinorStatus, 'Held by alice');
+      }
+      // Held again: each answers Received once more, nothing written twice.
+      const again = await svc.request(`/workflows/${w.WorkflowID}/hold`, { method: 'POST', token: alice });
+      assert.equal((again.json.results as Result[]).length, 3);
+      assert.equal((await job(then)).StatusHistory.filter((h) => h.MinorStatus === 'Held by alice').length, 1);
       assert.equal((await svc.request(`/workflows/${w.WorkflowID}/release`, { method: 'POST', token: bob })).status, 404);
       assert.equal((await svc.request('/workflows/99999999/hold', { method: 'POST', token: alice })).status, 404);
       const released = await svc.request(`/workflows/${w.WorkflowID}/release`, { method: 'POST', token: alice });
@@ -253,6 +262,9 @@ for (const { dialect, skip } of await dialects()) {
       assert.deepEqual([child.Status, child.HoldReason], ['Received', 'Dependency']);
       const killed = await svc.request(`/workflows/${w.WorkflowID}/kill`, { method: 'POST', token: alice });
       assert.equal(killed.status, 200, killed.text);
+      // The held one killed with the others, answered as each.
+      assert.deepEqual((killed.json.results as Result[]).find((r) => r.jid === then), { jid: then, Status: 'Killed' });
+      assert.deepEqual([(await job(then)).Status, (await job(then)).HoldReason], ['Killed', '']);
     });
   });
 }

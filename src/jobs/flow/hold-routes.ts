@@ -9,7 +9,8 @@ import { errors } from '../../kernel/openapi.ts';
 import { ActionResults } from '../api-schemas.ts';
 import { security, workflowTags as tags, type JobRouteOptions } from '../route-options.ts';
 import { WidParams } from './api-schemas.ts';
-import { workflowJobsFor } from './holds.ts';
+import { canKillJob } from '../privileges.ts';
+import { holdWorkflow, releaseWorkflow, workflowJobsFor } from './holds.ts';
 import { visibleWorkflow } from './workflows.ts';
 
 const summaries = {
@@ -35,8 +36,13 @@ export const workflowHoldRoutes: FastifyPluginAsyncTypebox<JobRouteOptions> = as
       async (request) => {
         requireCapability(request.principal!, 'compute.modify');
         const wid = request.params.wid;
-        await visibleWorkflow(ctx.db, request.principal!, wid);
-        return { results: await service.act(request.principal!, action, await workflowJobsFor(ctx.db, wid, action)) };
+        const principal = request.principal!;
+        const row = await visibleWorkflow(ctx.db, principal, wid);
+        // One who may act on its jobs (all the workflow owner's) does it in bulk; anyone else is answered job by job.
+        if (!canKillJob(principal, row)) return { results: await service.act(principal, action, await workflowJobsFor(ctx.db, wid, action)) };
+        const results = action === 'hold' ? await holdWorkflow(ctx.db, service.events, principal, wid) : await releaseWorkflow(ctx.db, service.events, principal, wid);
+        service.scheduler?.wake();
+        return { results };
       },
     );
   }

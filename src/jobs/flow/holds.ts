@@ -11,7 +11,8 @@ import { JobStatus } from '../model.ts';
 import { changeStatus, fitMinorStatus } from '../state-machine.ts';
 import type { JobEvents } from '../lifecycle/job-events.ts';
 import type { JobRow } from '../store.ts';
-import { gateNow, HoldReason, RELEASABLE } from './gates.ts';
+import type { ActionResult } from '../actions.ts';
+import { gateNow, HoldReason, RELEASABLE, underGates } from './gates.ts';
 
 /**
  * Holds `row` (a job `principal` may act on). @returns its status afterwards (Received)
@@ -95,4 +96,74 @@ export async function workflowJobsFor(db: Db, workflowId: number, action: 'hold'
       : q.where('status', '=', JobStatus.Received).where('hold_reason', 'in', [...RELEASABLE]);
   const rows = await q.orderBy('job_id').execute();
   return [...rows.filter((r) => r.status === JobStatus.Received), ...rows.filter((r) => r.status !== JobStatus.Received)].map((r) => Number(r.job_id));
+}
+
+/**
+ * POST /workflows/{wid}/hold in bulk (the caller may act on the workflow's jobs): one compare-and-set per
+ * kind of job (Received held for another reason, Waiting), with their history rows, under the gates' lock;
+ * then one look at the workflow. @returns each job's answer, as holdJob would give it
+ */
+export async function holdWorkflow(db: Db, events: JobEvents, principal: Principal, workflowId: number): Promise<ActionResult[]> {
+  const minorStatus = fitMinorStatus(`Held by ${principal.username}`);
+  const jids = await workflowJobsFor(db, workflowId, 'hold');
+  const held = await underGates(db, true, async (trx) => {
+    const now = nowIso();
+    const won = new Set<number>();
+    // Received first: no throttled job may take the room a held Waiting one leaves.
+    const relabelled = await trx
+      .updateTable('jobs')
+      .set({ hold_reason: HoldReason.Held, minor_status: minorStatus, last_update_time: now })
+      .where('workflow_id', '=', workflowId)
+      .where('status', '=', JobStatus.Received)
+      .where('hold_reason', '!=', HoldReason.Held)
+      .returning(['job_id', 'application_status'])
+      .execute();
+    for (let i = 0; i < relabelled.length; i += 500) {
+      await trx
+        .insertInto('job_status_history')
+        .values(relabelled.slice(i, i + 500).map((r) => ({ job_id: r.job_id, status: JobStatus.Received, minor_status: minorStatus, application_status: r.application_status, status_time: now, source: principal.username })))
+        .execute();
+    }
+    for (const r of relabelled) won.add(Number(r.job_id));
+    const waiting = await trx.selectFrom('jobs').select('job_id').where('workflow_id', '=', workflowId).where('status', '=', JobStatus.Waiting).execute();
+    const stopped = await changeStatus(
+      trx,
+      events,
+      waiting.map((r) => Number(r.job_id)),
+      { from: JobStatus.Waiting, to: JobStatus.Received, minorStatus, source: principal.username, set: { hold_reason: HoldReason.Held } },
+    );
+    for (const id of stopped) won.add(id);
+    const already = await trx.selectFrom('jobs').select('job_id').where('workflow_id', '=', workflowId).where('status', '=', JobStatus.Received).where('hold_reason', '=', HoldReason.Held).execute();
+    return { won, held: new Set(already.map((r) => Number(r.job_id))) };
+  });
+  if (held!.won.size > 0) events.changed();
+  // Its workflow has fewer active jobs: any throttled job left may go now.
+  await gateNow(db, events, [], [], [workflowId]);
+  return jids.map((jid) =>
+    held!.held.has(jid) ? { jid, Status: JobStatus.Received } : { jid, error: 'conflict', error_description: `job ${jid} changed status while being held; try again` },
+  );
+}
+
+/**
+ * POST /workflows/{wid}/release in bulk: every held job through the gatekeeper at once (one gateNow).
+ * @returns each job's answer, as releaseJob would give it
+ */
+export async function releaseWorkflow(db: Db, events: JobEvents, principal: Principal, workflowId: number): Promise<ActionResult[]> {
+  const jids = await workflowJobsFor(db, workflowId, 'release');
+  const result = await gateNow(db, events, jids, RELEASABLE, [], principal.username);
+  const admitted = new Set(result.admitted);
+  const failed = new Set(result.failed);
+  const after = new Map<number, { status: string; hold_reason: string }>();
+  for (let i = 0; i < jids.length; i += 500) {
+    for (const r of await db.selectFrom('jobs').select(['job_id', 'status', 'hold_reason']).where('job_id', 'in', jids.slice(i, i + 500)).execute()) after.set(Number(r.job_id), r);
+  }
+  return jids.map((jid): ActionResult => {
+    if (admitted.has(jid)) return { jid, Status: JobStatus.Waiting };
+    if (failed.has(jid)) return { jid, Status: JobStatus.Failed };
+    const row = after.get(jid);
+    if (!row || (row.status === JobStatus.Received && (RELEASABLE as readonly string[]).includes(row.hold_reason))) {
+      return { jid, error: 'conflict', error_description: `job ${jid} changed while being released; try again` };
+    }
+    return { jid, Status: row.status };
+  });
 }
