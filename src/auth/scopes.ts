@@ -142,7 +142,7 @@ const WORDS: Record<string, string> = {
   email: 'know your e-mail address',
   'compute.read': 'see your jobs, their status, output and events',
   'compute.create': 'submit jobs in your name',
-  'compute.modify': 'reschedule and delete your jobs',
+  'compute.modify': 'reschedule, delete, hold and release your jobs',
   'compute.cancel': 'kill your jobs',
   'storage.read': 'read file catalogue entries and their metadata',
   'storage.create': 'create file catalogue directories and register files',

@@ -1,7 +1,9 @@
 /**
  * The one place where a job's status changes. The transition table is DIRAC's (JobsStateMachine in
- * DIRAC/WorkloadManagementSystem/Client/JobStatus.py, restricted to the statuses Dirigo uses, with two
- * steps of Dirigo's holds: Waiting → Received and Received → Killed, docs/workflows.md); a change not
+ * DIRAC/WorkloadManagementSystem/Client/JobStatus.py, restricted to the statuses Dirigo uses, with the
+ * steps of Dirigo's holds, docs/workflows.md: Waiting → Received (hold), Received → Killed (kill a held
+ * job), and Rescheduled → Received (a retry's back-off, an OnExitHold, a reschedule into a throttled
+ * workflow or of a job with parents)); a change not
  * in it is refused, never applied. Each change is a compare-and-set (`... where job_id = ? and status = ?`)
  * with its history rows appended in the same transaction, so two writers racing on one job (a kill and a
  * completion, two instances) end in one valid state: the loser updates 0 rows and learns it lost.

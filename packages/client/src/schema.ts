@@ -6371,7 +6371,7 @@ export interface operations {
                             Counts: {
                                 [key: string]: number;
                             };
-                            /** @description Active while a job has not ended; then Done (all Done), Failed (one Failed), else Killed */
+                            /** @description Active while a job has not ended; then Done (all Done), Failed (one Failed), else Killed; Deleted jobs left out (Deleted when all are) */
                             Status: string;
                         }[];
                     };
@@ -6613,7 +6613,7 @@ export interface operations {
                         Counts: {
                             [key: string]: number;
                         };
-                        /** @description Active while a job has not ended; then Done (all Done), Failed (one Failed), else Killed */
+                        /** @description Active while a job has not ended; then Done (all Done), Failed (one Failed), else Killed; Deleted jobs left out (Deleted when all are) */
                         Status: string;
                         Nodes: {
                             Name: string;

@@ -51,7 +51,7 @@ const summaryFields = {
   SubmissionTime: Type.String(),
   Jobs: Type.Integer({ description: 'how many jobs it has' }),
   Counts,
-  Status: Type.String({ description: 'Active while a job has not ended; then Done (all Done), Failed (one Failed), else Killed' }),
+  Status: Type.String({ description: 'Active while a job has not ended; then Done (all Done), Failed (one Failed), else Killed; Deleted jobs left out (Deleted when all are)' }),
 };
 
 export const WorkflowSummary = Type.Object(summaryFields, { title: 'WorkflowSummary' });

@@ -27,9 +27,13 @@ export interface WorkflowSummary {
   Status: string;
 }
 
-/** Active while a job has not ended; then Done (all Done), Failed (one Failed), else Killed. */
+/**
+ * Active while a job has not ended; then Done (all Done), Failed (one Failed), else Killed. Deleted jobs
+ * are left out (a deleted job says nothing of how the work went); Deleted when every job is.
+ */
 function overallStatus(counts: Record<string, number>): string {
-  const statuses = Object.keys(counts);
+  const statuses = Object.keys(counts).filter((s) => s !== JobStatus.Deleted);
+  if (statuses.length === 0) return JobStatus.Deleted;
   if (statuses.some((s) => !isFinal(s))) return 'Active';
   if (statuses.every((s) => s === JobStatus.Done)) return JobStatus.Done;
   if (counts[JobStatus.Failed]) return JobStatus.Failed;

@@ -1,6 +1,6 @@
 /**
- * The workflows the user may see (GET /workflows, newest first: one's own, everyone's with
- * JobAdministrator), each with its Status and its jobs' counts, read again every few seconds; a
+ * The user's own workflows (GET /workflows without `owner`, newest first; another owner's are read
+ * with `owner`, which this page does not offer), each with its Status and its jobs' counts, read again every few seconds; a
  * workflow's id opens its graph.
  */
 import { useCallback, useEffect, useState } from 'react';
