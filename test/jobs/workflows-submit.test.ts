@@ -266,6 +266,19 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal((await job(nodes.b![0]!)).ChildrenCount, 0);
     });
 
+    it("leaves Deleted jobs out of a workflow's Status", async () => {
+      const res = await post('/workflows', { Jobs: [{ NodeName: 'a', Executable: '/bin/true', Hold: true }, { NodeName: 'b', Executable: '/bin/true', Hold: true }] });
+      assert.equal(res.status, 201, res.text);
+      const { WorkflowID: wid, Nodes: nodes } = res.json as { WorkflowID: number; Nodes: Record<string, number[]> };
+      const deleted = await post('/jobs/delete', { jids: nodes.b });
+      assert.deepEqual(deleted.json.results, [{ jid: nodes.b![0], Status: 'Deleted' }]);
+      // As a run would leave it (the scheduler is off here).
+      await svc.ctx.db.updateTable('jobs').set({ status: 'Done', hold_reason: '' }).where('job_id', '=', nodes.a![0]!).execute();
+      assert.equal((await svc.request(`/workflows/${wid}`, { token: alice })).json.Status, 'Done');
+      await svc.ctx.db.updateTable('jobs').set({ status: 'Deleted' }).where('job_id', '=', nodes.a![0]!).execute();
+      assert.equal((await svc.request(`/workflows/${wid}`, { token: alice })).json.Status, 'Deleted');
+    });
+
     it('caps a workflow with MaxRunning: its jobs without parents start Throttled', async () => {
       const res = await post('/workflows', { ...example, MaxRunning: 3 });
       assert.equal(res.status, 201, res.text);
