@@ -119,7 +119,7 @@ export function planWorkflow(prepared: readonly PreparedManifest[], head: Workfl
   // Count the rows before building any: a node's jobs each get every job of its parent nodes.
   const sizes = new Map(prepared.map(({ jobs }, i) => [names[i]!, jobs.length]));
   let rows = 0;
-  for (const [i, { where, keys, jobs }] of prepared.entries()) {
+  for (const { where, keys, jobs } of prepared) {
     const parents = keys.parentIds.length + keys.parentNodes.reduce((n, p) => n + sizes.get(p)!, 0);
     if (parents > MAX_PARENTS) throw new InvalidRequest(`${where}: DependsOn makes ${parents} parent jobs (parametric nodes count each of their jobs); at most ${MAX_PARENTS} are allowed`);
     rows += parents * jobs.length;
