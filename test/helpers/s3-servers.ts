@@ -108,11 +108,12 @@ export async function startMoto(bucket = 'dirigo-sandboxes'): Promise<S3Server> 
 export async function startS3rver(bucket = 'dirigo-sandboxes'): Promise<S3Server> {
   const dir = mkdtempSync(join(tmpdir(), 's3rver-'));
   const bin = join(REPO, 'node_modules', 's3rver', 'bin', 's3rver.js');
-  // --service-endpoint localhost: `<bucket>.s3.localhost` is the bucket's virtual host.
+  // --service-endpoint localhost: `<bucket>.s3.localhost` is the bucket's virtual host. The legacy provider:
+  // s3rver's ListObjectsV2 continuation tokens are DES-encrypted, which OpenSSL 3 keeps there.
   const args = [bin, '-d', dir, '-a', '127.0.0.1', '-p', '0', '--silent', '--service-endpoint', 'localhost', '--configure-bucket', bucket];
   let started;
   try {
-    started = await startChild('s3rver', process.execPath, args, /S3rver listening on [^:]+:(\d+)/);
+    started = await startChild('s3rver', process.execPath, ['--openssl-legacy-provider', ...args], /S3rver listening on [^:]+:(\d+)/);
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     throw err;
