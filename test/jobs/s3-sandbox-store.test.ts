@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -59,6 +60,47 @@ async function curlGet(url: string): Promise<{ status: number; headers: Map<stri
     if (colon > 0) headers.set(line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim());
   }
   return { status: Number(lines.at(-1)), headers, body: readFileSync(out) };
+}
+
+/** A relay to 127.0.0.1:`port` that resets its first connection once 64 KiB came from the client. */
+async function startCutter(port: number): Promise<{ url: string; readonly cuts: number; close(): Promise<void> }> {
+  let connections = 0;
+  let cuts = 0;
+  const sockets = new Set<Socket>();
+  const relay = createServer((client) => {
+    const upstream = connect(port, '127.0.0.1');
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    if (connections++ === 0) {
+      let seen = 0;
+      client.on('data', (chunk: Buffer) => {
+        seen += chunk.length;
+        if (seen > 65536 && !client.destroyed) {
+          cuts++;
+          client.resetAndDestroy();
+          upstream.destroy();
+        }
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(relay.address() as AddressInfo).port}`,
+    get cuts() {
+      return cuts;
+    },
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => relay.close(r));
+    },
+  };
 }
 
 function storeFor(server: S3Server, config: Partial<S3StoreConfig> = {}, options: Partial<S3StoreOptions> = {}): S3SandboxStore {
@@ -270,6 +312,22 @@ for (const name of ['moto', 's3rver'] as S3ServerName[]) {
         assert.equal(await sweeper.exists(kept), true);
       } finally {
         sweeper.destroy();
+      }
+    });
+
+    it('sends an upload again, whole, when its connection is cut half-way', async () => {
+      const cutter = await startCutter(server.port);
+      const cut = storeFor(server, { endpoint: cutter.url });
+      try {
+        const data = Buffer.alloc(1024 * 1024);
+        for (let i = 0; i < data.length; i += 4) data.writeUInt32LE(i, i);
+        const put = await cut.put(from(data));
+        assert.equal(cutter.cuts, 1, 'the first connection was cut');
+        assert.deepEqual(put, { sha256: sha(data), size: data.length });
+        assert.equal(sha(await buffer(await store.get(put.sha256))), sha(data));
+      } finally {
+        cut.destroy();
+        await cutter.close();
       }
     });
 
