@@ -24,7 +24,7 @@ import {
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { ConfigError } from '../kernel/config.ts';
 import type { ListedSandbox, PresignedGet, PresignedPut, PresignOptions, SandboxStat, ServiceSandboxStore, SizeLimit, StoredObject } from '../payload/sandbox-store.ts';
-import type { JobsConfig } from './config-schema.ts';
+import { sandboxStoreProblem, type JobsConfig } from './config-schema.ts';
 import { sandboxBytes } from './metrics.ts';
 import { receiveToTemp, removeStaleTemporaries } from './sandbox-temp.ts';
 
@@ -78,8 +78,8 @@ export class S3SandboxStore implements ServiceSandboxStore {
 
   /** @throws ConfigError without a bucket, or with only one of accessKeyId and secretAccessKey. */
   constructor(config: S3StoreConfig, options: S3StoreOptions) {
-    if (!config.bucket) throw new ConfigError('jobs.sandbox.s3.bucket: required with jobs.sandbox.store: s3');
-    if (!config.accessKeyId !== !config.secretAccessKey) throw new ConfigError('jobs.sandbox.s3: accessKeyId and secretAccessKey go together (or neither: the environment\'s credentials)');
+    const problem = sandboxStoreProblem({ store: 's3', s3: config });
+    if (problem || !config.bucket) throw new ConfigError(problem ?? 'jobs.sandbox.s3.bucket: required');
     this.bucket = config.bucket;
     this.prefix = config.prefix;
     this.#options = options;
