@@ -174,9 +174,11 @@ export class S3SandboxStore implements ServiceSandboxStore {
   }
 
   /**
-   * Whether the server refuses bytes that do not match their x-amz-checksum-sha256 (AWS, MinIO and Ceph
-   * do; moto keeps the checksum it is told without checking it). Found once per store by a PUT of a small
-   * probe object under a wrong checksum; an answer that says neither (a network error) is asked again next time.
+   * Whether the server refuses bytes that do not match their x-amz-checksum-sha256 (AWS S3 does; moto and
+   * s3rver store them, moto keeping the checksum it is told without checking it). Found once per store by
+   * a PUT of a small probe object under a wrong checksum: refused for its checksum, the server verifies;
+   * stored or refused for another reason (access denied), it is not trusted to. Without an answer (the
+   * network) it is asked again next time.
    */
   verifiesChecksums(): Promise<boolean> {
     this.#verifies ??= this.#probe();
@@ -189,7 +191,8 @@ export class S3SandboxStore implements ServiceSandboxStore {
     try {
       await this.#client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: Buffer.from('probe'), ContentLength: 5, ChecksumSHA256: wrong }));
     } catch (err) {
-      if (err instanceof S3ServiceException && /digest|checksum/i.test(`${err.name} ${err.message}`)) return true;
+      if (err instanceof S3ServiceException) return /digest|checksum/i.test(`${err.name} ${err.message}`);
+      // No answer (the network): asked again next time; meanwhile the service hashes.
       this.#verifies = undefined;
       return false;
     }
