@@ -3,11 +3,36 @@
  * sites jobs run on. Every key has a default so the embedded default needs nothing here.
  */
 import { Type, type Static } from 'typebox';
+import { ConfigError } from '../kernel/config.ts';
 import { SlurmSiteSchema } from './slurm-site-schema.ts';
 import { AgentSiteSchema } from './agent-site-schema.ts';
 import { LocalSiteSchema } from '../payload/local-site-schema.ts';
 
 const MiB = 1024 * 1024;
+
+/** SigV4 presigned URLs are good for a week at most. */
+const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
+
+/** `jobs.sandbox.s3`: the bucket of the S3 store (any S3-compatible service). */
+const S3StoreSchema = Type.Object(
+  {
+    /** Required with `store: s3`. */
+    bucket: Type.Optional(Type.String({ minLength: 3, maxLength: 63, pattern: '^[a-z0-9][a-z0-9.-]+[a-z0-9]$' })),
+    /** The service's URL (`https://s3.example.org`); absent: AWS, for `region`. */
+    endpoint: Type.Optional(Type.String({ pattern: '^https?://[^/?#\\s]+/?$' })),
+    region: Type.String({ minLength: 1, default: 'us-east-1' }),
+    /** Path-style URLs (`<endpoint>/<bucket>/<key>`: MinIO, Ceph, moto); false: virtual-host style (`<bucket>.<host>`). */
+    forcePathStyle: Type.Boolean({ default: false }),
+    /** Put before every object's name (`<prefix><sha256>.tar.gz`), e.g. `sandboxes/`. */
+    prefix: Type.String({ pattern: '^[^\\s]*$', default: '' }),
+    /** With secretAccessKey; both absent: the SDK's standard chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE…). */
+    accessKeyId: Type.Optional(Type.String({ minLength: 1 })),
+    /** Kept in clear here, like every credential of config.yaml: protect the file (never logged). */
+    secretAccessKey: Type.Optional(Type.String({ minLength: 1 })),
+    sessionToken: Type.Optional(Type.String({ minLength: 1 })),
+  },
+  { additionalProperties: false, default: {} },
+);
 
 export const JobsConfigSchema = Type.Object(
   {
@@ -73,8 +98,19 @@ export const JobsConfigSchema = Type.Object(
     maxSummaryGroups: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 10_000 }),
     sandbox: Type.Object(
       {
-        /** Content-addressed store (relative to the data dir). */
+        /** Where sandboxes are kept (docs/sandboxes.md): `file`, the folder `dir`; `s3`, the bucket of `s3`. */
+        store: Type.Union([Type.Literal('file'), Type.Literal('s3')], { default: 'file' }),
+        /** Content-addressed store (relative to the data dir); with `store: s3`, only its `tmp/` (uploads on their way). */
         dir: Type.String({ default: 'sandboxes' }),
+        s3: S3StoreSchema,
+        /** How long a presigned URL (upload or download) is good for, in seconds. */
+        presignTtlSeconds: Type.Integer({ minimum: 1, maximum: MAX_PRESIGN_SECONDS, default: 900 }),
+        /** How long the presigned download a Slurm batch script stages its input from is good for (it may wait in the queue). */
+        stagePresignTtlSeconds: Type.Integer({ minimum: 60, maximum: MAX_PRESIGN_SECONDS, default: 86_400 }),
+        /** Bytes of live sandboxes one user may have; 0: no quota. */
+        quotaBytes: Type.Integer({ minimum: 0, default: 0 }),
+        /** An upload no job points at is removed after this long. */
+        unreferencedRetentionMs: Type.Integer({ minimum: 1000, default: 24 * 3600_000 }),
         maxFileSize: Type.Integer({ minimum: 1, default: 100 * MiB }),
         maxSandboxSize: Type.Integer({ minimum: 1, default: 100 * MiB }),
         maxFiles: Type.Integer({ minimum: 1, default: 1000 }),
@@ -144,6 +180,20 @@ export const JobsConfigSchema = Type.Object(
 );
 
 export type JobsConfig = Static<typeof JobsConfigSchema>;
+
+/** @throws ConfigError when `store: s3` lacks a bucket, or only one of the two keys is given. */
+export function checkSandboxStore(sandbox: JobsConfig['sandbox'], source: string): void {
+  const problem = sandboxStoreProblem(sandbox);
+  if (problem) throw new ConfigError(`${source}: ${problem}`);
+}
+
+/** What is wrong with the S3 store's settings (checked again when the store is made). */
+export function sandboxStoreProblem(sandbox: Pick<JobsConfig['sandbox'], 'store' | 's3'>): string | undefined {
+  const s3 = sandbox.s3;
+  if (sandbox.store === 's3' && !s3.bucket) return 'jobs.sandbox.s3.bucket: required with jobs.sandbox.store: s3';
+  if (!s3.accessKeyId !== !s3.secretAccessKey) return "jobs.sandbox.s3: accessKeyId and secretAccessKey go together (or neither: the environment's credentials)";
+  return undefined;
+}
 
 declare module '../kernel/config.ts' {
   interface AppConfig {
