@@ -143,12 +143,12 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal((await curlUpload(svc, { url: download, headers: {} }, sb.bytes)).status, 403, 'a download URL does not upload');
       // Other bytes of the same length, and fewer bytes: 400, and nothing is kept.
       const wrong = Buffer.from(sb.bytes);
-      wrong[wrong.length - 1] ^= 0xff;
+      wrong[wrong.length - 1] = wrong[wrong.length - 1]! ^ 0xff;
       const refused = await curlUpload(svc, first.json.upload, wrong);
       assert.equal(refused.status, 400, refused.text);
       assert.match(refused.text, /hash to sha256:/);
       assert.equal((await curlUpload(svc, first.json.upload, sb.bytes.subarray(1))).status, 400);
-      assert.equal(await sandboxStore(svc.ctx.config).exists(sb.sha256), false, 'no object is kept');
+      assert.equal(await sandboxStore(svc.ctx).exists(sb.sha256), false, 'no object is kept');
       // A job may not use it: it was never uploaded.
       const sub = await svc.request('/jobs', { method: 'POST', token: alice, json: { Executable: '/bin/true', InputSandboxRef: `sha256:${sb.sha256}` } });
       assert.equal(sub.status, 400, sub.text);
