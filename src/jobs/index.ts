@@ -28,6 +28,6 @@ export { splitArguments } from './arguments.ts';
 export { sandboxStore } from './sandboxes.ts';
 export { SandboxUploads, type Announced } from './sandbox-uploads.ts';
 export { answerSandbox } from './sandbox-routes.ts';
-export { AnnounceBody, PresignedDownload, RedirectHeaders, SandboxExists, SandboxUpload, ViaQuery } from './sandbox-api-schemas.ts';
+export { PresignedDownload, RedirectHeaders, SandboxExists, SandboxUpload } from './sandbox-api-schemas.ts';
 export { jobTokens } from './job-tokens.ts';
 export { storeOutputTail } from './peek.ts';
