@@ -116,7 +116,8 @@ export class SandboxUploads {
     }
     await this.#store.remove(sha256);
     await forgetSandbox(this.#db, sha256);
-    throw new InvalidRequest(`${where}: the uploaded sandbox sha256:${sha256} does not hold what its name says (${stat.size} bytes, ${size} announced); it was removed: upload it again`);
+    const why = stat.size === size ? 'its bytes hash to another sha256' : `${stat.size} bytes, ${size} announced`;
+    throw new InvalidRequest(`${where}: the uploaded sandbox sha256:${sha256} does not hold what its name says (${why}); it was removed: upload it again`);
   }
 
   async #hashOf(sha256: string): Promise<string> {
