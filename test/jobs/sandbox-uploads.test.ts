@@ -121,6 +121,9 @@ for (const { dialect, skip } of await dialects()) {
       assert.match(over.json.error_description, /quota of 300000 bytes \(jobs\.sandbox\.quotaBytes\); 300000 bytes are used/);
       // Announcing one of hers again does not count it twice.
       assert.equal((await announce(carol, 'c'.repeat(64), 150_000)).status, 201);
+      // Uploads older than unreferencedRetentionMs that no job points at are not live: room again.
+      await svc.ctx.db.updateTable('sandboxes').set({ created_at: '2020-01-01T00:00:00.000Z' }).where('owner', '=', 'carol').execute();
+      assert.equal((await announce(carol, 'e'.repeat(64), 1)).status, 201);
     });
 
     it('refuses a tampered, expired or download signature, and bytes that are not the announced ones', async () => {
