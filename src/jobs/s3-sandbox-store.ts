@@ -11,17 +11,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
-import {
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  S3Client,
-  S3ServiceException,
-  type S3ClientConfig,
-} from '@aws-sdk/client-s3';
-import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import { ConfigError } from '../kernel/config.ts';
 import type { ListedSandbox, PresignedGet, PresignedPut, PresignOptions, SandboxStat, ServiceSandboxStore, SizeLimit, StoredObject } from '../payload/sandbox-store.ts';
 import { sandboxStoreProblem, type JobsConfig } from './config-schema.ts';
@@ -52,8 +42,31 @@ function checksumOf(sha256: string): string {
   return Buffer.from(sha256, 'hex').toString('base64');
 }
 
+/** The SDK's error for an answer of the server (S3ServiceException), as opposed to no answer. */
+interface ServiceError {
+  name: string;
+  message: string;
+  $fault: 'client' | 'server';
+  $retryable?: unknown;
+  $metadata: { httpStatusCode?: number };
+}
+
+function serviceError(err: unknown): ServiceError | undefined {
+  return err instanceof Error && '$metadata' in err && '$fault' in err ? (err as unknown as ServiceError) : undefined;
+}
+
 function notFound(err: unknown): boolean {
-  return err instanceof S3ServiceException && (err.name === 'NotFound' || err.name === 'NoSuchKey' || err.$metadata.httpStatusCode === 404);
+  const e = serviceError(err);
+  return !!e && (e.name === 'NotFound' || e.name === 'NoSuchKey' || e.$metadata.httpStatusCode === 404);
+}
+
+/** The SDK, loaded on first use: ~0.3 s of imports every `dirigo` command would pay otherwise. */
+interface Sdk {
+  s3: typeof import('@aws-sdk/client-s3');
+  getSignedUrl: typeof import('@aws-sdk/s3-request-presigner').getSignedUrl;
+  client: S3Client;
+  /** One attempt per request: uploads from a file are retried by the store itself (#putFile). */
+  putClient: S3Client;
 }
 
 /** An ASCII file name safe inside a quoted Content-Disposition parameter. */
@@ -71,8 +84,8 @@ export class S3SandboxStore implements ServiceSandboxStore {
   readonly bucket: string;
   readonly prefix: string;
   readonly tmpDir: string;
-  readonly #client: S3Client;
-  readonly #putClient: S3Client;
+  readonly #clientConfig: S3ClientConfig;
+  #sdk: Promise<Sdk> | undefined;
   readonly #options: S3StoreOptions;
   #verifies: Promise<boolean> | undefined;
 
@@ -97,8 +110,15 @@ export class S3SandboxStore implements ServiceSandboxStore {
       responseChecksumValidation: 'WHEN_REQUIRED',
       ...options.client,
     };
-    this.#client = new S3Client(clientConfig);
-    this.#putClient = new S3Client({ ...clientConfig, maxAttempts: 1 });
+    this.#clientConfig = clientConfig;
+  }
+
+  #load(): Promise<Sdk> {
+    this.#sdk ??= (async () => {
+      const [s3, presigner] = await Promise.all([import('@aws-sdk/client-s3'), import('@aws-sdk/s3-request-presigner')]);
+      return { s3, getSignedUrl: presigner.getSignedUrl, client: new s3.S3Client(this.#clientConfig), putClient: new s3.S3Client({ ...this.#clientConfig, maxAttempts: 1 }) };
+    })();
+    return this.#sdk;
   }
 
   #key(sha256: string): string {
@@ -123,14 +143,16 @@ export class S3SandboxStore implements ServiceSandboxStore {
    * stream it already consumed (its put client makes one attempt).
    */
   async #putFile(file: string, sha256: string, size: number): Promise<void> {
+    const { s3, putClient } = await this.#load();
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.#putClient.send(
-          new PutObjectCommand({ Bucket: this.bucket, Key: this.#key(sha256), Body: createReadStream(file), ContentLength: size, ContentType: CONTENT_TYPE, ChecksumSHA256: checksumOf(sha256) }),
+        await putClient.send(
+          new s3.PutObjectCommand({ Bucket: this.bucket, Key: this.#key(sha256), Body: createReadStream(file), ContentLength: size, ContentType: CONTENT_TYPE, ChecksumSHA256: checksumOf(sha256) }),
         );
         return;
       } catch (err) {
-        const transient = !(err instanceof S3ServiceException) || err.$fault === 'server' || err.$retryable !== undefined;
+        const e = serviceError(err);
+        const transient = !e || e.$fault === 'server' || e.$retryable !== undefined;
         if (!transient || attempt >= PUT_ATTEMPTS) throw err;
         await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
       }
@@ -140,7 +162,8 @@ export class S3SandboxStore implements ServiceSandboxStore {
   /** @throws an Error with code ENOENT when the object does not exist (as the file store's). */
   async get(sha256: string): Promise<Readable> {
     try {
-      const { Body } = await this.#client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.#key(sha256) }));
+      const { s3, client } = await this.#load();
+      const { Body } = await client.send(new s3.GetObjectCommand({ Bucket: this.bucket, Key: this.#key(sha256) }));
       return Body as Readable;
     } catch (err) {
       if (notFound(err)) throw Object.assign(new Error(`no sandbox ${sha256} in the store`), { code: 'ENOENT' });
@@ -161,9 +184,10 @@ export class S3SandboxStore implements ServiceSandboxStore {
   }
 
   async #head(sha256: string, checksum: boolean): Promise<SandboxStat | undefined> {
+    const { s3, client } = await this.#load();
     let head;
     try {
-      head = await this.#client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.#key(sha256), ...(checksum ? { ChecksumMode: 'ENABLED' as const } : {}) }));
+      head = await client.send(new s3.HeadObjectCommand({ Bucket: this.bucket, Key: this.#key(sha256), ...(checksum ? { ChecksumMode: 'ENABLED' as const } : {}) }));
     } catch (err) {
       if (notFound(err)) return undefined;
       throw err;
@@ -188,27 +212,31 @@ export class S3SandboxStore implements ServiceSandboxStore {
   async #probe(): Promise<boolean> {
     const key = `${this.prefix}.checksum-probe-${randomBytes(8).toString('hex')}`;
     const wrong = createHash('sha256').update('not the probe').digest('base64');
+    const { s3, client } = await this.#load();
     try {
-      await this.#client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: Buffer.from('probe'), ContentLength: 5, ChecksumSHA256: wrong }));
+      await client.send(new s3.PutObjectCommand({ Bucket: this.bucket, Key: key, Body: Buffer.from('probe'), ContentLength: 5, ChecksumSHA256: wrong }));
     } catch (err) {
-      if (err instanceof S3ServiceException) return /digest|checksum/i.test(`${err.name} ${err.message}`);
+      const e = serviceError(err);
+      if (e) return /digest|checksum/i.test(`${e.name} ${e.message}`);
       // No answer (the network): asked again next time; meanwhile the service hashes.
       this.#verifies = undefined;
       return false;
     }
-    await this.#client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key })).catch(() => {});
+    await client.send(new s3.DeleteObjectCommand({ Bucket: this.bucket, Key: key })).catch(() => {});
     return false;
   }
 
   async remove(sha256: string): Promise<void> {
-    await this.#client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.#key(sha256) }));
+    const { s3, client } = await this.#load();
+    await client.send(new s3.DeleteObjectCommand({ Bucket: this.bucket, Key: this.#key(sha256) }));
   }
 
   async *list(): AsyncIterable<ListedSandbox> {
+    const { s3, client } = await this.#load();
     let token: string | undefined;
     do {
-      const page = await this.#client.send(
-        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix || undefined, ContinuationToken: token, MaxKeys: this.#options.listPageSize ?? 1000 }),
+      const page = await client.send(
+        new s3.ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix || undefined, ContinuationToken: token, MaxKeys: this.#options.listPageSize ?? 1000 }),
       );
       for (const object of page.Contents ?? []) {
         const name = object.Key?.slice(this.prefix.length);
@@ -228,8 +256,9 @@ export class S3SandboxStore implements ServiceSandboxStore {
   async presignPut(sha256: string, size: number, options?: PresignOptions): Promise<PresignedPut> {
     const ttl = options?.ttlSeconds ?? this.#options.presignTtlSeconds;
     const checksum = checksumOf(sha256);
-    const command = new PutObjectCommand({ Bucket: this.bucket, Key: this.#key(sha256), ContentLength: size, ContentType: CONTENT_TYPE, ChecksumSHA256: checksum });
-    const url = await getSignedUrl(this.#client, command, {
+    const { s3, client, getSignedUrl } = await this.#load();
+    const command = new s3.PutObjectCommand({ Bucket: this.bucket, Key: this.#key(sha256), ContentLength: size, ContentType: CONTENT_TYPE, ChecksumSHA256: checksum });
+    const url = await getSignedUrl(client, command, {
       expiresIn: ttl,
       signableHeaders: new Set(['content-length', 'content-type']),
       unhoistableHeaders: new Set(['x-amz-checksum-sha256']),
@@ -248,13 +277,14 @@ export class S3SandboxStore implements ServiceSandboxStore {
 
   async presignGet(sha256: string, fileName: string, options?: PresignOptions): Promise<PresignedGet> {
     const ttl = options?.ttlSeconds ?? this.#options.presignTtlSeconds;
-    const command = new GetObjectCommand({
+    const { s3, client, getSignedUrl } = await this.#load();
+    const command = new s3.GetObjectCommand({
       Bucket: this.bucket,
       Key: this.#key(sha256),
       ResponseContentDisposition: `attachment; filename="${dispositionName(fileName)}"`,
       ResponseContentType: CONTENT_TYPE,
     });
-    const url = await getSignedUrl(this.#client, command, { expiresIn: ttl });
+    const url = await getSignedUrl(client, command, { expiresIn: ttl });
     return { url, expiresAt: new Date(Date.now() + ttl * 1000) };
   }
 
@@ -286,9 +316,10 @@ export class S3SandboxStore implements ServiceSandboxStore {
     return removeStaleTemporaries(this.tmpDir, maxAgeMs);
   }
 
-  /** Closes the client's connections. */
-  destroy(): void {
-    this.#client.destroy();
-    this.#putClient.destroy();
+  /** Closes the clients' connections. */
+  async destroy(): Promise<void> {
+    const sdk = await this.#sdk?.catch(() => undefined);
+    sdk?.client.destroy();
+    sdk?.putClient.destroy();
   }
 }

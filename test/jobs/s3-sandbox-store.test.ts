@@ -119,7 +119,7 @@ for (const name of ['moto', 's3rver'] as S3ServerName[]) {
       store = storeFor(server, {}, { listPageSize: 2 });
     });
     after(async () => {
-      store?.destroy();
+      await store?.destroy();
       await server?.stop();
     });
 
@@ -170,7 +170,7 @@ for (const name of ['moto', 's3rver'] as S3ServerName[]) {
         assert.equal(new Set(listed.map((o) => o.sha256)).size, listed.length);
         for (const s of mine) await store.remove(s);
       } finally {
-        other.destroy();
+        await other.destroy();
       }
     });
 
@@ -265,7 +265,7 @@ for (const name of ['moto', 's3rver'] as S3ServerName[]) {
         assert.equal(new URL(get.url).host, `${server.bucket}.s3.localhost:${server.port}`);
         assert.deepEqual((await curlGet(get.url)).body, upload);
       } finally {
-        vhost.destroy();
+        await vhost.destroy();
       }
     });
 
@@ -286,7 +286,7 @@ for (const name of ['moto', 's3rver'] as S3ServerName[]) {
           try {
             await assert.rejects(wrong.size(put.sha256));
           } finally {
-            wrong.destroy();
+            await wrong.destroy();
           }
         }
       } finally {
@@ -294,7 +294,7 @@ for (const name of ['moto', 's3rver'] as S3ServerName[]) {
           if (v === undefined) delete process.env[k];
           else process.env[k] = v;
         }
-        fromEnv.destroy();
+        await fromEnv.destroy();
       }
     });
 
@@ -311,7 +311,7 @@ for (const name of ['moto', 's3rver'] as S3ServerName[]) {
         assert.equal(await sweeper.exists(orphan), false);
         assert.equal(await sweeper.exists(kept), true);
       } finally {
-        sweeper.destroy();
+        await sweeper.destroy();
       }
     });
 
@@ -326,7 +326,7 @@ for (const name of ['moto', 's3rver'] as S3ServerName[]) {
         assert.deepEqual(put, { sha256: sha(data), size: data.length });
         assert.equal(sha(await buffer(await store.get(put.sha256))), sha(data));
       } finally {
-        cut.destroy();
+        await cut.destroy();
         await cutter.close();
       }
     });
@@ -361,7 +361,7 @@ describe('S3 sandbox store configuration', () => {
       // The secret is in no URL.
       assert.ok(!get.href.includes('not-a-real-secret'));
     } finally {
-      store.destroy();
+      await store.destroy();
     }
   });
 });
