@@ -26,5 +26,6 @@ export { detectStalls } from './lifecycle/stalls.ts';
 export { JobEvents } from './lifecycle/job-events.ts';
 export { splitArguments } from './arguments.ts';
 export { sandboxStore } from './sandboxes.ts';
+export { sandboxAdminCommand } from './sandbox-admin-cli.ts';
 export { jobTokens } from './job-tokens.ts';
 export { storeOutputTail } from './peek.ts';
