@@ -62,25 +62,26 @@ function released(eb: Eb, rules: RetentionRules) {
 }
 
 /**
- * Which of `sha256s` a job still points at, leaving out the jobs `rules` release (whose pointers a dry
- * run does not clear, and a real run has cleared already).
+ * Which of `sha256s` a job still points at (`shas`), and for which groups (`keys`: `sha256 group`, the
+ * rows a job of their own group needs), leaving out the jobs `rules` release (whose pointers a dry run
+ * does not clear, and a real run has cleared already).
  */
-async function pointedAt(db: Db, sha256s: string[], rules: RetentionRules): Promise<Set<string>> {
-  if (sha256s.length === 0) return new Set();
+async function pointedAt(db: Db, sha256s: string[], rules: RetentionRules): Promise<{ shas: Set<string>; keys: Set<string> }> {
+  if (sha256s.length === 0) return { shas: new Set(), keys: new Set() };
   const rows = await db
     .selectFrom('jobs')
-    .select('input_sandbox as sha256')
+    .select(['input_sandbox as sha256', 'owner_group'])
     .where('input_sandbox', 'in', sha256s)
     .where((eb) => eb.not(released(eb, rules)))
     .union(
       db
         .selectFrom('jobs')
-        .select('output_sandbox as sha256')
+        .select(['output_sandbox as sha256', 'owner_group'])
         .where('output_sandbox', 'in', sha256s)
         .where((eb) => eb.not(released(eb, rules))),
     )
     .execute();
-  return new Set(rows.map((r) => r.sha256!));
+  return { shas: new Set(rows.map((r) => r.sha256!)), keys: new Set(rows.map((r) => `${r.sha256} ${r.owner_group}`)) };
 }
 
 /** Which of `sha256s` still have a registry row (other than those in `gone`, a dry run's removals). */
@@ -122,7 +123,7 @@ async function releaseDeletedJobs(db: Db, rules: RetentionRules, result: Retenti
   return shas;
 }
 
-/** Rows old enough that no job points at go. @returns their keys (`sha256 group`), for a dry run's later steps */
+/** Rows old enough that no job of their group points at go. @returns their keys (`sha256 group`), for a dry run's later steps */
 async function removeUnreferencedRows(db: Db, rules: RetentionRules, result: RetentionResult): Promise<Set<string>> {
   const gone = new Set<string>();
   const cutoff = rules.unreferencedBefore.toISOString();
@@ -138,9 +139,9 @@ async function removeUnreferencedRows(db: Db, rules: RetentionRules, result: Ret
     const rows = await q.orderBy('sha256').orderBy('owner_group').limit(BATCH).execute();
     if (rows.length === 0) break;
     after = { sha256: rows[rows.length - 1]!.sha256, group: rows[rows.length - 1]!.owner_group };
-    const kept = await pointedAt(db, [...new Set(rows.map((r) => r.sha256))], rules);
+    const { keys: kept } = await pointedAt(db, [...new Set(rows.map((r) => r.sha256))], rules);
     for (const r of rows) {
-      if (kept.has(r.sha256)) continue;
+      if (kept.has(`${r.sha256} ${r.owner_group}`)) continue;
       if (!rules.dryRun) {
         // Again under the conditions: a job may have come to point at it since the batch was read.
         const deleted = await db
@@ -154,6 +155,7 @@ async function removeUnreferencedRows(db: Db, rules: RetentionRules, result: Ret
                 selectFrom('jobs')
                   .select(sql`1`.as('one'))
                   .where((eb) => eb.or([eb('jobs.input_sandbox', '=', r.sha256), eb('jobs.output_sandbox', '=', r.sha256)]))
+                  .where('jobs.owner_group', '=', r.owner_group)
                   .where((eb) => eb.not(released(eb, rules))),
               ),
             ),
@@ -182,7 +184,7 @@ export async function applyRetention(db: Db, store: RetentionStore, rules: Reten
   let batch: { sha256: string; size: number; modified: Date }[] = [];
   const sweep = async () => {
     const shas = batch.map((o) => o.sha256);
-    const kept = await pointedAt(db, shas, rules);
+    const { shas: kept } = await pointedAt(db, shas, rules);
     const named = await registered(db, shas, gone);
     for (const o of batch) {
       if (kept.has(o.sha256) || named.has(o.sha256)) continue;
@@ -192,7 +194,7 @@ export async function applyRetention(db: Db, store: RetentionStore, rules: Reten
       if (o.modified >= cutoff) continue;
       if (!rules.dryRun) {
         // The last look before the bytes go: a submission may have registered or used them meanwhile.
-        if ((await pointedAt(db, [o.sha256], rules)).size > 0 || (await registered(db, [o.sha256], gone)).size > 0) continue;
+        if ((await pointedAt(db, [o.sha256], rules)).shas.size > 0 || (await registered(db, [o.sha256], gone)).size > 0) continue;
         await store.remove(o.sha256);
       }
       result.objects.push({ sha256: o.sha256, size: o.size, why });
@@ -221,8 +223,8 @@ export interface UsageLine {
 }
 
 /**
- * Live sandboxes per owner or group: rows that a job other than a Deleted one points at, or younger than
- * the unreferenced period (an upload whose submission may be on its way).
+ * Live sandboxes per owner or group, as the quota counts them (sandbox-registry.ts liveBytes): rows that
+ * a job of their group, not Deleted, points at, or younger than the unreferenced period.
  */
 export async function sandboxUsage(db: Db, by: 'owner' | 'group', now: Date, unreferencedRetentionMs: number): Promise<UsageLine[]> {
   const young = new Date(now.getTime() - unreferencedRetentionMs).toISOString();
@@ -232,12 +234,13 @@ export async function sandboxUsage(db: Db, by: 'owner' | 'group', now: Date, unr
     .select([`${column} as name`, (eb) => eb.fn.sum<number | string>('sandboxes.size').as('bytes'), (eb) => eb.fn.countAll<number | string>().as('count')])
     .where((eb) =>
       eb.or([
-        eb('sandboxes.created_at', '>=', young),
+        eb('sandboxes.created_at', '>', young),
         eb.exists(
           eb
             .selectFrom('jobs')
             .select(sql`1`.as('one'))
             .where('jobs.status', '!=', JobStatus.Deleted)
+            .where('jobs.owner_group', '=', eb.ref('sandboxes.owner_group'))
             .where((j) => j.or([j('jobs.input_sandbox', '=', j.ref('sandboxes.sha256')), j('jobs.output_sandbox', '=', j.ref('sandboxes.sha256'))])),
         ),
       ]),
