@@ -11,8 +11,8 @@ import { foldJobCounts } from './counts.ts';
 import { startGates } from './flow/gate-duty.ts';
 import type { JobEvents } from './lifecycle/job-events.ts';
 import { foldQueueDeltas } from './matching/task-queues.ts';
-import type { FileSandboxStore } from './sandbox-store.ts';
-import { applyRetention, retentionAt, type RetentionStore } from './retention.ts';
+import type { ServiceSandboxStore } from './sandbox-store.ts';
+import { applyRetention, retentionAt } from './retention.ts';
 
 /** Longest pause between two retention passes. */
 const SANDBOX_SWEEP_MS = 3600_000;
@@ -21,7 +21,7 @@ const SANDBOX_SWEEP_MS = 3600_000;
  * Starts the periodic duties; they stop when the context closes. @param gates the jobs' changes that wake
  * the gatekeeper, and how it tells the matchers it let jobs wait (the JobRunner's wake)
  */
-export function startJobDuties(ctx: AppContext, store: RetentionStore, log: FastifyBaseLogger, gates: { events: JobEvents; wake: () => void }): void {
+export function startJobDuties(ctx: AppContext, store: ServiceSandboxStore, log: FastifyBaseLogger, gates: { events: JobEvents; wake: () => void }): void {
   const config = ctx.config.jobs;
   // Held jobs let on (workflows): every instance, every gatePassMs and when its jobs change.
   const gatekeeper = startGates(ctx.db, gates.events, config.workflows.gatePassMs, gates.wake, log);
@@ -47,6 +47,6 @@ export function startJobDuties(ctx: AppContext, store: RetentionStore, log: Fast
 }
 
 /** Uploads and sandboxes a crash interrupted (temporary files only: stored objects are always whole). */
-export async function removeStaleUploads(store: FileSandboxStore, log: FastifyBaseLogger): Promise<void> {
+export async function removeStaleUploads(store: ServiceSandboxStore, log: FastifyBaseLogger): Promise<void> {
   await store.removeStaleTemporaries(3600_000).catch((err: Error) => log.warn({ err }, 'cannot clean the sandbox temporaries'));
 }
