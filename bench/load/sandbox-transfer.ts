@@ -58,7 +58,7 @@ async function direct(url: string, agent: Agent, token: string, archive: Buffer)
 }
 
 const moto = await startMoto();
-const bucket = await moto.bucket();
+const bucket = { bucket: moto.bucket, endpoint: moto.endpoint, region: moto.region, forcePathStyle: true, accessKeyId: moto.accessKeyId, secretAccessKey: moto.secretAccessKey };
 const setup = await prepareServe('sqlite', {
   scheduler: { enabled: false },
   sandbox: { store: 's3', s3: bucket, maxFileSize: 2 * SIZE, maxSandboxSize: 2 * SIZE },

@@ -97,7 +97,8 @@ export async function sandboxAdminCommand(argv: string[], openServiceDatabase: O
       return 0;
     }
     const dryRun = values['dry-run'] === true;
-    const store = await sandboxStore(config);
+    // It lists and removes only: no URL is presigned, so no public URL is needed.
+    const store = sandboxStore({ config, db, publicUrl: config.server.publicUrl ?? '' });
     const result = await applyRetention(db, store, { deletedBefore: now, unreferencedBefore: new Date(now.getTime() - olderThan), owner: values.owner, group: values.group, dryRun });
     process.stdout.write(values.json ? `${JSON.stringify({ dryRun, ...result }, null, 2)}\n` : purgeReport(result, dryRun));
     return 0;

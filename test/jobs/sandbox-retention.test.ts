@@ -24,7 +24,7 @@ for (const { dialect, skip } of await dialects()) {
       let store: ServiceSandboxStore;
       before(async () => {
         svc = await startJobsService(dialect, { scheduler: { enabled: false } }, { sandboxStore: storeKind });
-        store = await sandboxStore(svc.ctx.config);
+        store = sandboxStore(svc.ctx);
       });
       after(() => svc?.close());
 
@@ -49,7 +49,8 @@ for (const { dialect, skip } of await dialects()) {
           const jid = await submit(svc, alice, { Executable: '/bin/true' });
           await db.updateTable('jobs').set({ input_sandbox: input, input_sandbox_size: input ? 10 : null, output_sandbox: output, output_sandbox_size: output ? 10 : null }).where('job_id', '=', jid).execute();
           if (deletedAgo !== undefined) {
-            assert.equal((await svc.request(`/jobs/${jid}`, { method: 'DELETE', token: alice })).status, 200);
+            const del = await svc.request('/jobs/delete', { method: 'POST', token: alice, json: { jids: [jid] } });
+            assert.equal(del.status, 200, del.text);
             await db.updateTable('jobs').set({ last_update_time: at(deletedAgo) }).where('job_id', '=', jid).execute();
           }
           return jid;
