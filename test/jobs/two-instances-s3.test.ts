@@ -73,14 +73,14 @@ describe('two instances, separate data directories, one S3 bucket (postgres)', {
     assert.equal(offer.status, 201, offer.text);
     const put = await request(offer.json.upload.url, { method: 'PUT', headers: offer.json.upload.headers, body: archive });
     assert.equal(put.statusCode, 200, await put.body.text());
-    // B knows it: the same bytes announced there need no upload.
-    const again = await b.request('/sandboxes', { method: 'POST', token: await b.token('alice'), json: { sha256, size: archive.length } });
-    assert.equal(again.status, 200, again.text);
-    assert.equal(again.json.exists, true);
 
     const sub = await a.request('/jobs', { method: 'POST', token: alice, json: { Executable: 'run.sh', InputSandbox: ['run.sh', 'in.txt'], InputSandboxRef: `sha256:${sha256}`, Sites: ['Local'], OutputSandbox: ['result.txt'] } });
     assert.equal(sub.status, 201, sub.text);
     const jid = sub.json.jids[0] as number;
+    // B knows it, verified by the submission on A: the same bytes announced there need no upload.
+    const again = await b.request('/sandboxes', { method: 'POST', token: await b.token('alice'), json: { sha256, size: archive.length } });
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.json.exists, true);
     const job = await waitForStatus(a, alice, jid, FINAL, 30000);
     assert.equal(job.Status, 'Done', String(job.MinorStatus));
     assert.equal(job.Site, 'Local');
