@@ -35,6 +35,8 @@ const config: KnipConfig = {
         '@openapitools/openapi-generator-cli',
         // Its CLI is found with require.resolve and run with Node (scripts/build-executable.ts).
         'postject',
+        // Its CLI is found with require.resolve and run with Node as a child process (test/helpers/s3-servers.ts).
+        's3rver',
       ],
     },
     'packages/client': {},

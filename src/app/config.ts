@@ -9,7 +9,7 @@ import { Type, type Static } from 'typebox';
 import { parseDocument } from 'yaml';
 import { ConfigError, CoreConfigSections, deepFreeze, environment, LOG_LEVELS, validateConfig, type AppConfig, type LogLevel } from '../kernel/config.ts';
 import { CatalogueConfigSchema } from '../catalogue/index.ts';
-import { JobsConfigSchema } from '../jobs/index.ts';
+import { checkSandboxStore, JobsConfigSchema } from '../jobs/index.ts';
 import { OAuthConfigSchema, TokensConfigSchema } from '../auth/index.ts';
 import { IdentityProvidersConfigSchema, checkIdentityProviders } from '../federation/index.ts';
 import { WebAppConfigSchema } from '../webapp/index.ts';
@@ -104,6 +104,7 @@ export function loadConfig(options: LoadConfigOptions): Config {
   }
   checkRegistry(parsed.registry, source);
   checkClients(parsed.clients, source);
+  checkSandboxStore(parsed.jobs.sandbox, source);
   const idpProblem = checkIdentityProviders(parsed, abs);
   if (idpProblem) throw new ConfigError(`${source}: ${idpProblem}`);
   return deepFreeze({ ...parsed, dataDir, source });

@@ -3,6 +3,7 @@
  * sites jobs run on. Every key has a default so the embedded default needs nothing here.
  */
 import { Type, type Static } from 'typebox';
+import { ConfigError } from '../kernel/config.ts';
 import { SlurmSiteSchema } from './slurm-site-schema.ts';
 import { AgentSiteSchema } from './agent-site-schema.ts';
 import { LocalSiteSchema } from '../payload/local-site-schema.ts';
@@ -174,6 +175,20 @@ export const JobsConfigSchema = Type.Object(
 );
 
 export type JobsConfig = Static<typeof JobsConfigSchema>;
+
+/** @throws ConfigError when `store: s3` lacks a bucket, or only one of the two keys is given. */
+export function checkSandboxStore(sandbox: JobsConfig['sandbox'], source: string): void {
+  const problem = sandboxStoreProblem(sandbox);
+  if (problem) throw new ConfigError(`${source}: ${problem}`);
+}
+
+/** What is wrong with the S3 store's settings (checked again when the store is made). */
+export function sandboxStoreProblem(sandbox: Pick<JobsConfig['sandbox'], 'store' | 's3'>): string | undefined {
+  const s3 = sandbox.s3;
+  if (sandbox.store === 's3' && !s3.bucket) return 'jobs.sandbox.s3.bucket: required with jobs.sandbox.store: s3';
+  if (!s3.accessKeyId !== !s3.secretAccessKey) return "jobs.sandbox.s3: accessKeyId and secretAccessKey go together (or neither: the environment's credentials)";
+  return undefined;
+}
 
 declare module '../kernel/config.ts' {
   interface AppConfig {

@@ -7,7 +7,7 @@
 export { jobsRoutes } from './routes.ts';
 export { removeStaleUploads, startJobDuties } from './duties.ts';
 export { startEventStreams } from './event-streams.ts';
-export { JobsConfigSchema, type JobsConfig } from './config-schema.ts';
+export { checkSandboxStore, JobsConfigSchema, type JobsConfig } from './config-schema.ts';
 export type { AgentSiteConfig, PilotFactoryConfig } from './agent-site-schema.ts';
 export type { SlurmSiteConfig } from './slurm-site-schema.ts';
 export { jobsMigrations } from './migrations.ts';

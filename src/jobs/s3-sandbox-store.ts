@@ -24,13 +24,15 @@ import {
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { ConfigError } from '../kernel/config.ts';
 import type { ListedSandbox, PresignedGet, PresignedPut, PresignOptions, SandboxStat, ServiceSandboxStore, SizeLimit, StoredObject } from '../payload/sandbox-store.ts';
-import type { JobsConfig } from './config-schema.ts';
+import { sandboxStoreProblem, type JobsConfig } from './config-schema.ts';
 import { sandboxBytes } from './metrics.ts';
 import { receiveToTemp, removeStaleTemporaries } from './sandbox-temp.ts';
 
 const SHA256 = /^[0-9a-f]{64}$/;
 const SUFFIX = '.tar.gz';
 const CONTENT_TYPE = 'application/gzip';
+/** Attempts of an upload from a local file (as many as the SDK makes of other requests). */
+const PUT_ATTEMPTS = 3;
 
 export type S3StoreConfig = JobsConfig['sandbox']['s3'];
 
@@ -70,18 +72,19 @@ export class S3SandboxStore implements ServiceSandboxStore {
   readonly prefix: string;
   readonly tmpDir: string;
   readonly #client: S3Client;
+  readonly #putClient: S3Client;
   readonly #options: S3StoreOptions;
   #verifies: Promise<boolean> | undefined;
 
   /** @throws ConfigError without a bucket, or with only one of accessKeyId and secretAccessKey. */
   constructor(config: S3StoreConfig, options: S3StoreOptions) {
-    if (!config.bucket) throw new ConfigError('jobs.sandbox.s3.bucket: required with jobs.sandbox.store: s3');
-    if (!config.accessKeyId !== !config.secretAccessKey) throw new ConfigError('jobs.sandbox.s3: accessKeyId and secretAccessKey go together (or neither: the environment\'s credentials)');
+    const problem = sandboxStoreProblem({ store: 's3', s3: config });
+    if (problem || !config.bucket) throw new ConfigError(problem ?? 'jobs.sandbox.s3.bucket: required');
     this.bucket = config.bucket;
     this.prefix = config.prefix;
     this.#options = options;
     this.tmpDir = options.tmpDir;
-    this.#client = new S3Client({
+    const clientConfig: S3ClientConfig = {
       region: config.region,
       forcePathStyle: config.forcePathStyle,
       ...(config.endpoint ? { endpoint: config.endpoint } : {}),
@@ -93,7 +96,9 @@ export class S3SandboxStore implements ServiceSandboxStore {
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
       ...options.client,
-    });
+    };
+    this.#client = new S3Client(clientConfig);
+    this.#putClient = new S3Client({ ...clientConfig, maxAttempts: 1 });
   }
 
   #key(sha256: string): string {
@@ -105,13 +110,30 @@ export class S3SandboxStore implements ServiceSandboxStore {
     const { file, sha256, size } = await receiveToTemp(data, this.tmpDir, limit);
     try {
       // Stored again when it exists: the new LastModified keeps the sweep away from an object just used.
-      await this.#client.send(
-        new PutObjectCommand({ Bucket: this.bucket, Key: this.#key(sha256), Body: createReadStream(file), ContentLength: size, ContentType: CONTENT_TYPE, ChecksumSHA256: checksumOf(sha256) }),
-      );
+      await this.#putFile(file, sha256, size);
       sandboxBytes.inc(size);
       return { sha256, size };
     } finally {
       await rm(file, { force: true });
+    }
+  }
+
+  /**
+   * Sends the file, retried here with a new stream of it each time: the SDK's own retry would send the
+   * stream it already consumed (its put client makes one attempt).
+   */
+  async #putFile(file: string, sha256: string, size: number): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#putClient.send(
+          new PutObjectCommand({ Bucket: this.bucket, Key: this.#key(sha256), Body: createReadStream(file), ContentLength: size, ContentType: CONTENT_TYPE, ChecksumSHA256: checksumOf(sha256) }),
+        );
+        return;
+      } catch (err) {
+        const transient = !(err instanceof S3ServiceException) || err.$fault === 'server' || err.$retryable !== undefined;
+        if (!transient || attempt >= PUT_ATTEMPTS) throw err;
+        await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
+      }
     }
   }
 
@@ -240,5 +262,6 @@ export class S3SandboxStore implements ServiceSandboxStore {
   /** Closes the client's connections. */
   destroy(): void {
     this.#client.destroy();
+    this.#putClient.destroy();
   }
 }

@@ -9,10 +9,31 @@ import { S3SandboxStore } from './s3-sandbox-store.ts';
 import { FileSandboxStore } from './sandbox-store.ts';
 import { sandboxUrlSigner } from './sandbox-urls.ts';
 
-/** @throws ConfigError when the S3 store's settings are incomplete. */
-export function sandboxStore(ctx: Pick<AppContext, 'config' | 'db' | 'publicUrl'>): ServiceSandboxStore {
+type StoreContext = Pick<AppContext, 'config' | 'db' | 'publicUrl' | 'onClose'>;
+
+const made = new WeakMap<StoreContext, ServiceSandboxStore>();
+
+/**
+ * The context's store, made on first use: one per service, so that its routes, executors and agents share
+ * one S3 client (closed with the context) and what it learnt of the server.
+ * @throws ConfigError when the S3 store's settings are incomplete.
+ */
+export function sandboxStore(ctx: StoreContext): ServiceSandboxStore {
+  let store = made.get(ctx);
+  if (!store) {
+    store = makeStore(ctx);
+    made.set(ctx, store);
+  }
+  return store;
+}
+
+function makeStore(ctx: StoreContext): ServiceSandboxStore {
   const config = ctx.config.jobs.sandbox;
   const dir = resolve(ctx.config.dataDir, config.dir);
-  if (config.store === 's3') return new S3SandboxStore(config.s3, { tmpDir: join(dir, 'tmp'), presignTtlSeconds: config.presignTtlSeconds });
+  if (config.store === 's3') {
+    const store = new S3SandboxStore(config.s3, { tmpDir: join(dir, 'tmp'), presignTtlSeconds: config.presignTtlSeconds });
+    ctx.onClose(() => store.destroy());
+    return store;
+  }
   return new FileSandboxStore(dir, { baseUrl: () => ctx.publicUrl, signer: () => sandboxUrlSigner(ctx.db), ttlSeconds: config.presignTtlSeconds });
 }

@@ -17,7 +17,8 @@ export function requestIdFrom(header: string | string[] | undefined): string {
   return typeof header === 'string' && VALID_REQUEST_ID.test(header) ? header : randomUUID();
 }
 
-const SECRET_NAMES = 'access_token|refresh_token|id_token|code|code_verifier|client_secret|secret|password|device_code|subject_token|actor_token|token|assertion|client_assertion|state|user_code';
+// signature: a presigned sandbox URL's (/sandboxes/{sha256}/content?…&signature=), good until it expires.
+const SECRET_NAMES = 'access_token|refresh_token|id_token|code|code_verifier|client_secret|secret|password|device_code|subject_token|actor_token|token|assertion|client_assertion|state|user_code|signature';
 const SECRET_PARAMETERS = new RegExp(`^(${SECRET_NAMES})$`, 'i');
 /** A query with no escapes names its parameters as they are: one test finds whether any is secret. */
 const PLAIN_SECRET_PARAMETER = new RegExp(`(?:^|&)(?:${SECRET_NAMES})(?:=|&|$)`, 'i');

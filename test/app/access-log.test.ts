@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { redactUrl } from '../../src/kernel/logging.ts';
 
-const SECRETS = ['access_token', 'refresh_token', 'code', 'client_secret', 'secret', 'password', 'state', 'user_code', 'Access_Token'];
+const SECRETS = ['access_token', 'refresh_token', 'code', 'client_secret', 'secret', 'password', 'state', 'user_code', 'signature', 'Access_Token'];
 const escapeAll = (s: string) => [...s].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join('');
 
 describe('access-log URL redaction', () => {
@@ -34,6 +34,12 @@ describe('access-log URL redaction', () => {
   it("hides a pilot's secret sent in the query (POST /pilots/{pid}/token?secret=…)", () => {
     const logged = redactUrl('/pilots/2/token?secret=nZoKNBmDqUMrkgX2fhFClFeXDXH8qbY9JH_xD8aqDaI');
     assert.ok(!logged.includes('nZoKNBmDqUMrkgX2fhFClFeXDXH8qbY9JH_xD8aqDaI'), logged);
+  });
+
+  it("hides a presigned sandbox URL's signature and keeps its expiry", () => {
+    const signature = 'a'.repeat(64);
+    const logged = redactUrl(`/sandboxes/${'b'.repeat(64)}/content?expires=1700000000&size=12&signature=${signature}`);
+    assert.ok(!logged.includes(signature) && logged.includes('expires=1700000000&size=12&signature=[REDACTED]'), logged);
   });
 
   it('returns a URL without secrets unchanged', () => {

@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
+import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,7 +31,6 @@ export interface S3Server {
   stop(): Promise<void>;
 }
 
-const REPO = join(import.meta.dirname, '..', '..');
 const READY_MS = 60_000;
 const running = new Set<ChildProcess>();
 process.on('exit', () => {
@@ -109,12 +109,13 @@ export async function startMoto(bucket = 'dirigo-sandboxes'): Promise<S3Server> 
 /** s3rver (npm) on a free port, its objects in a folder of its own, removed when it stops. */
 export async function startS3rver(bucket = 'dirigo-sandboxes'): Promise<S3Server> {
   const dir = mkdtempSync(join(tmpdir(), 's3rver-'));
-  const bin = join(REPO, 'node_modules', 's3rver', 'bin', 's3rver.js');
-  // --service-endpoint localhost: `<bucket>.s3.localhost` is the bucket's virtual host.
+  const bin = createRequire(import.meta.url).resolve('s3rver/bin/s3rver.js');
+  // --service-endpoint localhost: `<bucket>.s3.localhost` is the bucket's virtual host. The legacy provider:
+  // s3rver's ListObjectsV2 continuation tokens are DES-encrypted, which OpenSSL 3 keeps there.
   const args = [bin, '-d', dir, '-a', '127.0.0.1', '-p', '0', '--silent', '--service-endpoint', 'localhost', '--configure-bucket', bucket];
   let started;
   try {
-    started = await startChild('s3rver', process.execPath, args, /S3rver listening on [^:]+:(\d+)/);
+    started = await startChild('s3rver', process.execPath, ['--openssl-legacy-provider', ...args], /S3rver listening on [^:]+:(\d+)/);
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     throw err;
