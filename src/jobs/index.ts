@@ -29,6 +29,6 @@ export { sandboxStore } from './sandboxes.ts';
 export { sandboxAdminCommand } from './sandbox-admin-cli.ts';
 export { SandboxUploads, type Announced } from './sandbox-uploads.ts';
 export { answerSandbox } from './sandbox-routes.ts';
-export { AnnounceBody, PresignedDownload, RedirectHeaders, SandboxExists, SandboxUpload, ViaQuery } from './sandbox-api-schemas.ts';
+export { PresignedDownload, RedirectHeaders, SandboxExists, SandboxUpload } from './sandbox-api-schemas.ts';
 export { jobTokens } from './job-tokens.ts';
 export { storeOutputTail } from './peek.ts';

@@ -19,12 +19,6 @@ export async function groupSandbox(db: Db, sha256: string, group: string): Promi
   return row(await db.selectFrom('sandboxes').selectAll().where('sha256', '=', sha256).where('owner_group', '=', group).executeTakeFirst());
 }
 
-/** Whether any group has a verified row for `sha256` whose size is `size`: its object is known good. */
-export async function verifiedAnywhere(db: Db, sha256: string, size: number): Promise<boolean> {
-  const found = await db.selectFrom('sandboxes').select('sha256').where('sha256', '=', sha256).where('size', '=', size).where('verified_at', 'is not', null).limit(1).executeTakeFirst();
-  return found !== undefined;
-}
-
 /**
  * A row for the group, pending (verified_at null) unless `verified`; an existing row of the group is kept
  * (a pending one takes the size announced last, and is verified when `verified`).

@@ -5,7 +5,7 @@
  * its name: the store's own checksum, or the service hashing the object once.
  */
 import { createHash } from 'node:crypto';
-import { Transform, type Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { Principal } from '../auth/index.ts';
 import type { Db } from '../kernel/db/database.ts';
 import { InvalidRequest, PayloadTooLarge, SandboxQuotaExceeded } from '../kernel/errors.ts';
@@ -69,25 +69,22 @@ export class SandboxUploads {
    * nothing is kept. The rows of that sandbox are then verified.
    */
   async receive(sha256: string, size: number, body: Readable): Promise<void> {
-    const hash = createHash('sha256');
-    let seen = 0;
-    const check = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        seen += chunk.length;
-        if (seen > size) return done(new InvalidRequest(`the upload is longer than the ${size} bytes the URL was signed for`));
-        hash.update(chunk);
-        done(null, chunk);
-      },
-      flush(done) {
-        if (seen !== size) return done(new InvalidRequest(`the upload is ${seen} bytes; the URL was signed for ${size}`));
-        const got = hash.digest('hex');
-        // Failing here fails the store's write before its object is renamed into place.
-        if (got !== sha256) return done(new InvalidRequest(`the uploaded bytes hash to sha256:${got}, not sha256:${sha256}`));
-        done();
-      },
-    });
-    body.on('error', (err) => check.destroy(err));
-    await this.#store.put(body.pipe(check), { bytes: this.#config.sandbox.maxSandboxSize, setting: 'jobs.sandbox.maxSandboxSize' });
+    // A generator rather than a piped Transform: its error fails the store's write (before its object is
+    // renamed into place) and nothing else.
+    async function* checked(): AsyncGenerator<Buffer> {
+      const hash = createHash('sha256');
+      let seen = 0;
+      for await (const chunk of body) {
+        seen += (chunk as Buffer).length;
+        if (seen > size) throw new InvalidRequest(`the upload is longer than the ${size} bytes the URL was signed for`);
+        hash.update(chunk as Buffer);
+        yield chunk as Buffer;
+      }
+      if (seen !== size) throw new InvalidRequest(`the upload is ${seen} bytes; the URL was signed for ${size}`);
+      const got = hash.digest('hex');
+      if (got !== sha256) throw new InvalidRequest(`the uploaded bytes hash to sha256:${got}, not sha256:${sha256}`);
+    }
+    await this.#store.put(Readable.from(checked()), { bytes: this.#config.sandbox.maxSandboxSize, setting: 'jobs.sandbox.maxSandboxSize' });
     await markVerified(this.#db, sha256, size);
   }
 

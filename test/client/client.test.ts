@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import {
   certificateToken,
@@ -28,6 +29,7 @@ import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { basic, oauthConfig, RS_SECRET } from '../helpers/oauth-kit.ts';
 import { FINAL, untar } from '../jobs/helpers.ts';
+import { sandboxUrlSigner } from '../../src/jobs/sandbox-urls.ts';
 
 type Operation = { operationId: string; responses: Record<string, unknown> };
 const DOCUMENT = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../packages/client/openapi.json'), 'utf8')) as { paths: Record<string, Record<string, Operation>> };
@@ -222,6 +224,34 @@ for (const { dialect, skip } of await dialects()) {
       unwrap(await alice.POST('/jobs/kill', { body: { jids: [parked] } }));
     });
 
+    it('sandboxes: announce, upload to the presigned URL, download from one, refer to it', async () => {
+      const bytes = readFileSync(join(import.meta.dirname, '..', '..', 'package.json'));
+      const sha256 = createHash('sha256').update(bytes).digest('hex');
+      const announced = await alice.POST('/sandboxes', { body: { sha256, size: bytes.length } });
+      assert.equal(announced.response.status, 201);
+      const upload = announced.data as { upload: { url: string } };
+      const url = new URL(upload.upload.url);
+      const query = Object.fromEntries(url.searchParams) as { expires: string; signature: string; size?: string };
+      const put = await anonymous.PUT('/sandboxes/{sha256}/content', {
+        params: { path: { sha256 }, query },
+        body: bytes as never,
+        bodySerializer: (b) => b as unknown as ArrayBuffer,
+        headers: { 'content-type': 'application/octet-stream' },
+      });
+      assert.deepEqual(unwrap(put), { sha256, size: bytes.length });
+      const exists = await alice.POST('/sandboxes', { body: { sha256, size: bytes.length } });
+      assert.equal(exists.response.status, 200);
+      const signed = new URL((await sandboxUrlSigner(svc.ctx.db)).sign({ method: 'GET', sha256, expires: Math.floor(Date.now() / 1000) + 60, name: 'p.json' }), svc.url);
+      const down = await anonymous.GET('/sandboxes/{sha256}/content', {
+        params: { path: { sha256 }, query: Object.fromEntries(signed.searchParams) as { expires: string; signature: string } },
+        parseAs: 'arrayBuffer',
+      });
+      assert.deepEqual(Buffer.from(down.data as ArrayBuffer), bytes);
+      const ref = await alice.POST('/jobs', { body: { Executable: '/bin/true', InputSandboxRef: `sha256:${sha256}`, Sites: ['Pool'] } });
+      assert.equal(ref.response.status, 201);
+      unwrap(await alice.POST('/jobs/kill', { body: { jids: unwrap(ref).jids } }));
+    });
+
     it('workflows: submit, list, get, kill', async () => {
       const submitted = unwrap(
         await alice.POST('/workflows', {
@@ -265,6 +295,12 @@ for (const { dialect, skip } of await dialects()) {
         headers: { 'content-type': 'application/gzip' },
       });
       assert.equal(upload.response.status, 200);
+      // The direct path: announce, upload to the presigned URL, record.
+      const output = Buffer.from(input.data as ArrayBuffer);
+      const ref = { agentId, sha256: createHash('sha256').update(output).digest('hex'), size: output.length };
+      const announced = await pilot.POST('/agents/jobs/{jid}/outputsandbox/upload', { params: { path: { jid: jid! } }, body: ref });
+      assert.equal(announced.response.status, 200, 'stored already by the upload through the API');
+      assert.deepEqual(unwrap(await pilot.POST('/agents/jobs/{jid}/outputsandbox/commit', { params: { path: { jid: jid! } }, body: ref })), { sha256: ref.sha256, size: ref.size });
       assert.equal(unwrap(await pilot.POST('/agents/jobs/{jid}/finish', { params: { path: { jid: jid! } }, body: { agentId, outcome: 'done', exitCode: 0, minorStatus: 'Execution complete' } })).Status, 'Done');
     });
 

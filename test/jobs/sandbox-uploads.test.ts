@@ -160,7 +160,7 @@ for (const { dialect, skip } of await dialects()) {
       const first = await announce(alice, sb.sha256, sb.size);
       assert.equal((await curlUpload(svc, first.json.upload, sb.bytes)).status, 200);
       const jdl = `[ Executable = "run.sh"; InputSandboxRef = "sha256:${sb.sha256}"; InputSandbox = {"run.sh", "data.txt"}; Sites = {"Local"}; ]`;
-      const res = await svc.request('/jobs', { method: 'POST', token: alice, body: jdl, headers: { 'content-type': 'application/x-jdl' } });
+      const res = await svc.request('/jobs', { method: 'POST', token: alice, body: jdl, headers: { 'content-type': 'text/x-jdl' } });
       assert.equal(res.status, 201, res.text);
       const jid = res.json.jids[0] as number;
       const job = await waitForStatus(svc, alice, jid, FINAL, 30000);
@@ -219,7 +219,7 @@ for (const { dialect, skip } of await dialects()) {
 
     it('registers what multipart submissions store, verified, for their owner', async () => {
       const res = await postMultipart(svc, bob, [
-        { name: 'manifest', value: JSON.stringify({ Executable: '/bin/true', Sites: ['Quiet'] }) },
+        { name: 'manifest', value: JSON.stringify({ Executable: '/bin/true', Sites: ['Local'] }) },
         { name: 'a.txt', value: 'multipart', filename: 'a.txt' },
       ]);
       assert.equal(res.status, 201, res.text);
