@@ -98,8 +98,14 @@ export async function sandboxAdminCommand(argv: string[], openServiceDatabase: O
     }
     const dryRun = values['dry-run'] === true;
     // It lists and removes only: no URL is presigned, so no public URL is needed.
-    const store = sandboxStore({ config, db, publicUrl: config.server.publicUrl ?? '' });
-    const result = await applyRetention(db, store, { deletedBefore: now, unreferencedBefore: new Date(now.getTime() - olderThan), owner: values.owner, group: values.group, dryRun });
+    const closers: (() => unknown)[] = [];
+    const store = sandboxStore({ config, db, publicUrl: config.server.publicUrl ?? '', onClose: (fn) => void closers.push(fn) });
+    let result;
+    try {
+      result = await applyRetention(db, store, { deletedBefore: now, unreferencedBefore: new Date(now.getTime() - olderThan), owner: values.owner, group: values.group, dryRun });
+    } finally {
+      for (const close of closers) await close();
+    }
     process.stdout.write(values.json ? `${JSON.stringify({ dryRun, ...result }, null, 2)}\n` : purgeReport(result, dryRun));
     return 0;
   } finally {

@@ -83,8 +83,8 @@ async function withSandboxStore(options: TestServiceOptions): Promise<Record<str
   const kind = options.sandboxStore ?? (process.env.DIRIGO_TEST_SANDBOX_STORE === 's3' ? 's3' : 'file');
   if (kind !== 's3') return jobs;
   const sandbox = jobs?.sandbox as Record<string, unknown> | undefined;
-  // An explicit folder store in the test's own config wins (tests of the file store itself).
-  if (sandbox?.store === 'file') return jobs;
+  // A store named by the test's own config wins (tests of one store in particular).
+  if (sandbox?.store !== undefined) return jobs;
   const shared = options.sharing?.ctx.config.jobs.sandbox;
   const s3 = shared?.store === 's3' ? shared.s3 : await motoBucket();
   return { ...jobs, sandbox: { ...sandbox, store: 's3', s3: { ...s3, ...(sandbox?.s3 as object) } } };
