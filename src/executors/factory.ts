@@ -5,7 +5,7 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import type { JobsConfig } from '../jobs/index.ts';
-import type { SandboxStore } from '../payload/sandbox-store.ts';
+import type { ServiceSandboxStore } from '../payload/sandbox-store.ts';
 import type { Executor } from '../payload/executor.ts';
 import { LocalExecutor } from '../payload/local.ts';
 import { PayloadSandbox } from '../payload/payload-sandbox.ts';
@@ -27,7 +27,7 @@ export interface ExecutorDeps {
   dataDir: string;
   /** What local payloads must not see (servicePaths()), hidden by sites with `isolation: bubblewrap`. */
   hide: readonly string[];
-  store: SandboxStore;
+  store: ServiceSandboxStore;
   log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
 }
 
@@ -51,7 +51,9 @@ export function createExecutors({ config, dataDir, hide, store, log }: ExecutorD
         }),
       );
     } else if (site.type === 'slurm') {
-      executors.push(new SlurmExecutor({ site, stagingDir: resolve(dataDir, site.stagingDir), store, limits: config.sandbox, log }));
+      // stageInputFrom: store — the batch script's own download, good while the job may wait in Slurm's queue.
+      const presignInput = async (sha256: string) => (await store.presignGet(sha256, 'input.tar.gz', { ttlSeconds: config.sandbox.stagePresignTtlSeconds })).url;
+      executors.push(new SlurmExecutor({ site, stagingDir: resolve(dataDir, site.stagingDir), store, presignInput, limits: config.sandbox, log }));
     }
   }
   return executors;

@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../kernel/context.ts';
 import { runEndSettings, type JobEvents, type Matcher } from '../jobs/index.ts';
-import type { SandboxStore } from '../payload/sandbox-store.ts';
+import type { ServiceSandboxStore } from '../payload/sandbox-store.ts';
 import { createExecutors } from './factory.ts';
 import { Scheduler } from './scheduler.ts';
 import { executorMetrics } from './metrics.ts';
@@ -17,7 +17,7 @@ import { LocalExecutor } from '../payload/local.ts';
 import type { Executor } from '../payload/executor.ts';
 
 /** @returns the scheduler, or undefined on an API-only instance (`jobs.scheduler.enabled: false`). */
-export function startScheduling(app: FastifyInstance, ctx: AppContext, store: SandboxStore, events: JobEvents, matcher: Matcher): Scheduler | undefined {
+export function startScheduling(app: FastifyInstance, ctx: AppContext, store: ServiceSandboxStore, events: JobEvents, matcher: Matcher): Scheduler | undefined {
   const config = ctx.config.jobs;
   if (!config.scheduler.enabled) {
     // Listed all the same, so that /readyz says why this instance runs none of them.

@@ -18,6 +18,8 @@ export interface BatchScriptInput {
   stderr: string;
   /** Whether `input.tar.gz` sits beside the script. */
   hasInput: boolean;
+  /** Instead: where the script downloads it from (a presigned GET) and the sha256 it must have. */
+  fetchInput?: { url: string; sha256: string } | undefined;
   /** The folder beside the script that holds the `dirigo` command (cli-on-path.ts), put first in PATH. */
   cliFolder?: string;
 }
@@ -48,7 +50,16 @@ export function batchScript(input: BatchScriptInput): string {
     `exec >/dev/null 2>>"$stage/script.err"`,
     `: > ${shellQuote(input.stdout)} && : > ${shellQuote(input.stderr)} || { record "setup-failed cannot create StdOutput/StdError"; exit 1; }`,
   ];
-  if (input.hasInput) {
+  if (input.fetchInput) {
+    // The compute node fetches the sandbox itself (no shared copy); bytes other than the sandbox's are never unpacked.
+    const { url, sha256 } = input.fetchInput;
+    if (!/^[0-9a-f]{64}$/.test(sha256)) throw new Error(`not a sha256: ${sha256}`);
+    lines.push(
+      `curl -fsS --retry 3 --connect-timeout 30 -o "$stage/input.tar.gz" ${shellQuote(url)} || { record "setup-failed the input sandbox could not be downloaded from the store"; exit 1; }`,
+      `printf '%s  %s\\n' ${sha256} "$stage/input.tar.gz" | sha256sum -c --status - || { record "setup-failed the input sandbox does not match its sha256"; exit 1; }`,
+    );
+  }
+  if (input.hasInput || input.fetchInput) {
     // GNU tar refuses `..` members and strips leading slashes; owners and modes are not taken from the archive.
     lines.push('tar --no-same-owner --no-same-permissions -xzf "$stage/input.tar.gz" || { record "setup-failed the input sandbox could not be unpacked"; exit 1; }');
   }

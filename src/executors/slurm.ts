@@ -39,6 +39,8 @@ export interface SlurmExecutorOptions {
   /** Absolute staging directory (the site's `stagingDir` resolved against the data dir). */
   stagingDir: string;
   store: SandboxStore;
+  /** A presigned GET of a stored sandbox, for sites with `stageInputFrom: store`. */
+  presignInput?: ((sha256: string) => Promise<string>) | undefined;
   limits: PackLimits & { maxFileSize: number };
   log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
   /** Replaces the command client (tests of the state mapping). */
@@ -180,7 +182,10 @@ export class SlurmExecutor implements Executor {
     let slurmId: string;
     try {
       await mkdir(stage, { recursive: true, mode: 0o700 });
-      if (job.inputSandbox) await pipeline(await this.#o.store.get(job.inputSandbox), createWriteStream(join(stage, 'input.tar.gz'), { mode: 0o600 }));
+      const fromStore = job.inputSandbox !== null && this.#o.site.stageInputFrom === 'store';
+      if (fromStore && !this.#o.presignInput) throw new Error('stageInputFrom: store needs a sandbox store that presigns downloads');
+      const fetchInput = fromStore ? { url: await this.#o.presignInput!(job.inputSandbox!), sha256: job.inputSandbox! } : undefined;
+      if (job.inputSandbox && !fromStore) await pipeline(await this.#o.store.get(job.inputSandbox), createWriteStream(join(stage, 'input.tar.gz'), { mode: 0o600 }));
       const script = join(stage, 'job.sh');
       const cli = await writeCliFolder(stage);
       await writeFile(
@@ -193,7 +198,8 @@ export class SlurmExecutor implements Executor {
           environment: { ...m.Environment, ...job.environment, DIRIGO_NUMBER_OF_PROCESSORS: String(job.processors ?? 1) },
           stdout: m.StdOutput ?? 'std.out',
           stderr: m.StdError ?? 'std.err',
-          hasInput: job.inputSandbox !== null,
+          hasInput: job.inputSandbox !== null && !fromStore,
+          fetchInput,
           ...(cli ? { cliFolder: relative(stage, cli) } : {}),
         }),
         { mode: 0o700 },

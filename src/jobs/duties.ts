@@ -1,6 +1,6 @@
 /**
- * The jobs domain's background duties, started by the composition root (app/app.ts): the sandbox sweep,
- * the purge of deleted jobs' sandboxes and the fold of the job counts, each run by one instance at a time
+ * The jobs domain's background duties, started by the composition root (app/app.ts): sandbox retention
+ * (retention.ts) and the fold of the job counts, each run by one instance at a time
  * (cluster duties), the gatekeeper that every instance runs (flow/gates.ts), and the removal of upload
  * temporaries a crash left behind.
  */
@@ -12,9 +12,9 @@ import { startGates } from './flow/gate-duty.ts';
 import type { JobEvents } from './lifecycle/job-events.ts';
 import { foldQueueDeltas } from './matching/task-queues.ts';
 import type { ServiceSandboxStore } from './sandbox-store.ts';
-import { purgeDeletedSandboxes, referencedSandboxes } from './store.ts';
+import { applyRetention, retentionAt } from './retention.ts';
 
-/** How often unreferenced sandboxes are swept, and how old they must be to go. */
+/** Longest pause between two retention passes. */
 const SANDBOX_SWEEP_MS = 3600_000;
 
 /**
@@ -26,18 +26,17 @@ export function startJobDuties(ctx: AppContext, store: ServiceSandboxStore, log:
   // Held jobs let on (workflows): every instance, every gatePassMs and when its jobs change.
   const gatekeeper = startGates(ctx.db, gates.events, config.workflows.gatePassMs, gates.wake, log);
   ctx.onClose(() => gatekeeper.stop());
-  // Sandboxes a crash left without their job row: swept hourly by one instance.
-  const sweep = runDuty(ctx.db, 'sandbox-sweep', SANDBOX_SWEEP_MS, async () => {
-    const removed = await store.removeUnreferenced(SANDBOX_SWEEP_MS, (shas) => referencedSandboxes(ctx.db, shas));
-    if (removed > 0) log.info({ removed }, 'removed sandboxes no job references');
+  // Sandbox retention (retention.ts): deleted jobs' sandboxes, unreferenced uploads and orphan objects,
+  // by one instance at a time, at least hourly and as often as the shorter period.
+  const periods = { deletedRetentionMs: config.deletedRetentionMs, unreferencedRetentionMs: config.sandbox.unreferencedRetentionMs };
+  const every = Math.max(1000, Math.min(SANDBOX_SWEEP_MS, periods.deletedRetentionMs, periods.unreferencedRetentionMs));
+  const retention = runDuty(ctx.db, 'sandbox-retention', every, async () => {
+    const done = await applyRetention(ctx.db, store, retentionAt(new Date(), periods));
+    if (done.releasedJobs + done.rows.length + done.objects.length > 0) {
+      log.info({ releasedJobs: done.releasedJobs, rows: done.rows.length, objects: done.objects.length, bytes: done.objects.reduce((n, o) => n + o.size, 0) }, 'sandbox retention');
+    }
   }, log);
-  ctx.onClose(() => sweep.stop());
-  // Deleted jobs let go of their sandboxes after the retention; the sweep above then frees the files.
-  const purge = runDuty(ctx.db, 'deleted-jobs-purge', Math.min(config.deletedRetentionMs, SANDBOX_SWEEP_MS), async () => {
-    const purged = await purgeDeletedSandboxes(ctx.db, new Date(Date.now() - config.deletedRetentionMs).toISOString());
-    if (purged > 0) log.info({ purged }, 'released the sandboxes of deleted jobs');
-  }, log);
-  ctx.onClose(() => purge.stop());
+  ctx.onClose(() => retention.stop());
   // The job counts' deltas folded by one instance (counts.ts); the task queues' too on PostgreSQL
   // (matchers fold them as they claim; this keeps them small when nothing claims).
   const fold = runDuty(ctx.db, 'job-counts-fold', 2000, async () => {

@@ -26,6 +26,7 @@ export { detectStalls } from './lifecycle/stalls.ts';
 export { JobEvents } from './lifecycle/job-events.ts';
 export { splitArguments } from './arguments.ts';
 export { sandboxStore } from './sandboxes.ts';
+export { sandboxAdminCommand } from './sandbox-admin-cli.ts';
 export { SandboxUploads, type Announced } from './sandbox-uploads.ts';
 export { answerSandbox } from './sandbox-routes.ts';
 export { PresignedDownload, RedirectHeaders, SandboxExists, SandboxUpload } from './sandbox-api-schemas.ts';

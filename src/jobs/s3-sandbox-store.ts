@@ -288,30 +288,6 @@ export class S3SandboxStore implements ServiceSandboxStore {
     return { url, expiresAt: new Date(Date.now() + ttl * 1000) };
   }
 
-  /**
-   * Removes objects older than `minAgeMs` that no job references. Each is looked at again just before it
-   * goes (its age, its references): an object stored again meanwhile is young again. A put between that
-   * last look and the delete can still lose its object; the sandboxes registry's retention
-   * (unreferencedRetentionMs) keeps recent uploads out of reach of this sweep.
-   */
-  async removeUnreferenced(minAgeMs: number, referenced: (sha256s: string[]) => Promise<Set<string>>): Promise<number> {
-    const old: string[] = [];
-    for await (const object of this.list()) if (Date.now() - object.modified.getTime() > minAgeMs) old.push(object.sha256);
-    let removed = 0;
-    for (let i = 0; i < old.length; i += 500) {
-      const batch = old.slice(i, i + 500);
-      const kept = await referenced(batch);
-      for (const sha256 of batch) {
-        if (kept.has(sha256)) continue;
-        const now = await this.#head(sha256, false);
-        if (!now || Date.now() - now.modified.getTime() <= minAgeMs || (await referenced([sha256])).has(sha256)) continue;
-        await this.remove(sha256);
-        removed++;
-      }
-    }
-    return removed;
-  }
-
   removeStaleTemporaries(maxAgeMs: number): Promise<number> {
     return removeStaleTemporaries(this.tmpDir, maxAgeMs);
   }

@@ -73,53 +73,6 @@ export class FileSandboxStore implements ServiceSandboxStore {
     return removeStaleTemporaries(this.tmpDir, maxAgeMs);
   }
 
-  /**
-   * Removes stored objects older than `minAgeMs` that no job references: what a crash between storing a
-   * sandbox and inserting its job left behind. An object is first moved aside, then its age is read from
-   * the moved file itself: every new reference follows a `put`, which renames a fresh file into place, so a
-   * file that is old once moved aside was not just stored for a job about to point at it.
-   * @param referenced which of the given hashes the database still references.
-   * @returns how many objects were removed.
-   */
-  async removeUnreferenced(minAgeMs: number, referenced: (sha256s: string[]) => Promise<Set<string>>): Promise<number> {
-    const old: string[] = [];
-    for (const prefix of await readdir(this.dir).catch(() => [] as string[])) {
-      if (!/^[0-9a-f]{2}$/.test(prefix)) continue;
-      for (const name of await readdir(join(this.dir, prefix)).catch(() => [] as string[])) {
-        const sha256 = name.replace(/\.tar\.gz$/, '');
-        if (!SHA256.test(sha256)) continue;
-        const info = await stat(this.#path(sha256)).catch(() => undefined);
-        if (info && Date.now() - info.mtimeMs > minAgeMs) old.push(sha256);
-      }
-    }
-    let removed = 0;
-    const trashDir = this.tmpDir;
-    await mkdir(trashDir, { recursive: true });
-    for (let i = 0; i < old.length; i += 500) {
-      const batch = old.slice(i, i + 500);
-      const kept = await referenced(batch);
-      for (const sha256 of batch) {
-        if (kept.has(sha256)) continue;
-        const path = this.#path(sha256);
-        const trash = join(trashDir, `sweep-${process.pid}-${sha256}`);
-        try {
-          await rename(path, trash);
-        } catch {
-          continue; // gone meanwhile
-        }
-        const moved = await stat(trash);
-        if (Date.now() - moved.mtimeMs > minAgeMs && !(await referenced([sha256])).has(sha256)) {
-          await rm(trash, { force: true });
-          removed++;
-        } else {
-          // Stored again or referenced meanwhile: put it back (a newer copy at that path has the same bytes).
-          await rename(trash, path);
-        }
-      }
-    }
-    return removed;
-  }
-
   async get(sha256: string): Promise<Readable> {
     const path = this.#path(sha256);
     await stat(path);

@@ -26,6 +26,12 @@ export const SlurmSiteSchema = Type.Object(
     account: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,128}$' })),
     /** Extra `sbatch` options, one argument each (e.g. `["--qos=normal", "--mem=2G"]`). */
     sbatchOptions: Type.Array(Type.String({ pattern: '^-', maxLength: 256 }), { default: [] }),
+    /**
+     * Where the batch script gets the input sandbox: `staging`, a copy the service writes in the staging
+     * directory; `store`, a download on the compute node from a presigned GET of the sandbox store (curl,
+     * the URL good for jobs.sandbox.stagePresignTtlSeconds), checked against its sha256 (sha256sum).
+     */
+    stageInputFrom: Type.Union([Type.Literal('staging'), Type.Literal('store')], { default: 'staging' }),
     /** Shared staging directory (relative to the data dir): job scripts, input archives, working dirs. */
     stagingDir: Type.String({ default: 'slurm-staging' }),
     /** Most jobs this instance keeps in Slurm at once (queued or running). */

@@ -358,27 +358,3 @@ export async function statusHistory(db: Db, jobId: number): Promise<StatusHistor
     .execute();
   return rows.map((r) => ({ Status: r.status, MinorStatus: r.minor_status, ApplicationStatus: r.application_status, StatusTime: r.status_time, Source: r.source }));
 }
-
-/** Deleted jobs, last changed before `before`, stop referencing their sandboxes. @returns how many jobs */
-export async function purgeDeletedSandboxes(db: Db, before: string): Promise<number> {
-  const result = await db
-    .updateTable('jobs')
-    .set({ input_sandbox: null, input_sandbox_size: null, output_sandbox: null, output_sandbox_size: null })
-    .where('status', '=', JobStatus.Deleted)
-    .where('last_update_time', '<', before)
-    .where((eb) => eb.or([eb('input_sandbox', 'is not', null), eb('output_sandbox', 'is not', null)]))
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows);
-}
-
-/** Which of `sha256s` a job still references, as input or output sandbox. */
-export async function referencedSandboxes(db: Db, sha256s: string[]): Promise<Set<string>> {
-  if (sha256s.length === 0) return new Set();
-  const rows = await db
-    .selectFrom('jobs')
-    .select('input_sandbox as sha256')
-    .where('input_sandbox', 'in', sha256s)
-    .union(db.selectFrom('jobs').select('output_sandbox as sha256').where('output_sandbox', 'in', sha256s))
-    .execute();
-  return new Set(rows.map((r) => r.sha256!));
-}

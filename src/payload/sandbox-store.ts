@@ -82,11 +82,6 @@ export interface ServiceSandboxStore extends SandboxStore {
   presignPut(sha256: string, size: number, options?: PresignOptions): Promise<PresignedPut>;
   /** A URL that downloads the object, named `fileName` (Content-Disposition: attachment). */
   presignGet(sha256: string, fileName: string, options?: PresignOptions): Promise<PresignedGet>;
-  /**
-   * Removes objects older than `minAgeMs` that `referenced` does not name (what a crash between storing
-   * and referencing left). @returns how many were removed.
-   */
-  removeUnreferenced(minAgeMs: number, referenced: (sha256s: string[]) => Promise<Set<string>>): Promise<number>;
   /** Removes local temporary files older than `maxAgeMs` (half-written uploads a crash left). @returns how many. */
   removeStaleTemporaries(maxAgeMs: number): Promise<number>;
 }

@@ -36,9 +36,12 @@ export async function dialects(): Promise<{ dialect: TestDialect; skip: string |
     throw new Error(`PostgreSQL is required under CI=true but ${POSTGRES_URL} is unavailable: ${reason}`);
   }
   if (reason) process.stderr.write(`\n*** PostgreSQL suite SKIPPED: ${POSTGRES_URL} unavailable (${reason}) ***\n\n`);
+  // DIRIGO_TEST_DIALECTS=postgres runs one dialect only (npm run test:s3: the multi-instance setup).
+  const only = process.env.DIRIGO_TEST_DIALECTS?.split(',');
+  const left = (d: TestDialect) => (only && !only.includes(d) ? `DIRIGO_TEST_DIALECTS=${only.join(',')}` : false);
   return [
-    { dialect: 'sqlite', skip: false },
-    { dialect: 'postgres', skip: reason ? `PostgreSQL unavailable: ${reason}` : false },
+    { dialect: 'sqlite', skip: left('sqlite') },
+    { dialect: 'postgres', skip: reason ? `PostgreSQL unavailable: ${reason}` : left('postgres') },
   ];
 }
 

@@ -5,9 +5,11 @@
  * curl resolves `*.localhost` to loopback by itself; Node needs {@link localhostAgent}).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { createRequire } from 'node:module';
+import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
@@ -138,4 +140,23 @@ export function localhostAgent(): Agent {
       else callback(null, '127.0.0.1', 4);
     },
   });
+}
+
+let sharedMoto: Promise<number> | undefined;
+
+/**
+ * A fresh bucket on one moto_server shared by the whole test process (the suites run with
+ * DIRIGO_TEST_SANDBOX_STORE=s3, a service with `sandboxStore: 's3'`), as `jobs.sandbox.s3` settings. The
+ * server keeps no test process alive and dies with it.
+ */
+export async function motoBucket(): Promise<{ bucket: string; endpoint: string; region: string; forcePathStyle: true; accessKeyId: string; secretAccessKey: string }> {
+  sharedMoto ??= startChild('moto', 'moto_server', ['-H', '127.0.0.1', '-p', '0'], /Running on http:\/\/127\.0\.0\.1:(\d+)/).then(({ child, port }) => {
+    child.unref();
+    for (const pipe of [child.stdout, child.stderr]) (pipe as Socket | null)?.unref();
+    return port;
+  });
+  const port = await sharedMoto;
+  const server = { name: 'moto' as const, port, endpoint: `http://127.0.0.1:${port}`, vhostEndpoint: `http://s3.localhost:${port}`, bucket: `dirigo-${randomBytes(6).toString('hex')}`, region: 'us-east-1', accessKeyId: 'moto-key', secretAccessKey: 'moto-secret' };
+  await createBucket(server);
+  return { bucket: server.bucket, endpoint: server.endpoint, region: server.region, forcePathStyle: true, accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey };
 }

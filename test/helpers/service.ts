@@ -14,6 +14,7 @@ import { userDn } from '../../src/pki/dev-ca.ts';
 import { POSTGRES_URL, createPostgresSchema, type TestDialect } from './dialects.ts';
 import { testPki, TEST_USERS, type TestPki } from './pki.ts';
 import { describeViolation, responseValidator, VIOLATION_HEADER } from './response-validator.ts';
+import { motoBucket } from './s3-servers.ts';
 
 export const TEST_SETUP = 'Dirigo-Test';
 
@@ -37,6 +38,11 @@ export type { HttpResponse };
 export interface RequestOptions extends SendOptions {
   /** Send a client certificate: a test user's name, or explicit PEMs. */
   as?: string | { cert: string; key: string };
+  /**
+   * A redirect to the sandbox store (a presigned GET, S3 store) is followed, as curl -L or a browser
+   * would, so that suites read the same bytes whatever the store; false: the redirect itself.
+   */
+  followRedirects?: boolean;
 }
 
 export interface TestService {
@@ -62,8 +68,26 @@ export interface TestServiceOptions {
   logStream?: NodeJS.WritableStream;
   /** PostgreSQL only: connect through this URL instead of the default (e.g. a relay). */
   databaseUrl?: string;
-  /** A second instance on the database of `sharing` (its own data dir, port and processes). */
+  /** A second instance on the database of `sharing` (its own data dir, port and processes; its bucket with the S3 store). */
   sharing?: TestService;
+  /**
+   * `jobs.sandbox.store`: `s3` is a bucket of its own on the tests' moto_server (test/helpers/s3-servers.ts);
+   * DIRIGO_TEST_SANDBOX_STORE sets the default (`npm run test:s3`). A `jobs.sandbox` in `config` is merged over it.
+   */
+  sandboxStore?: 'file' | 's3';
+}
+
+/** The test service's `jobs` section with the sandbox store asked for merged in. */
+async function withSandboxStore(options: TestServiceOptions): Promise<Record<string, unknown> | undefined> {
+  const jobs = options.config?.jobs as Record<string, unknown> | undefined;
+  const kind = options.sandboxStore ?? (process.env.DIRIGO_TEST_SANDBOX_STORE === 's3' ? 's3' : 'file');
+  if (kind !== 's3') return jobs;
+  const sandbox = jobs?.sandbox as Record<string, unknown> | undefined;
+  // A store named by the test's own config wins (tests of one store in particular).
+  if (sandbox?.store !== undefined) return jobs;
+  const shared = options.sharing?.ctx.config.jobs.sandbox;
+  const s3 = shared?.store === 's3' ? shared.s3 : await motoBucket();
+  return { ...jobs, sandbox: { ...sandbox, store: 's3', s3: { ...s3, ...(sandbox?.s3 as object) } } };
 }
 
 export async function startTestService(options: TestServiceOptions): Promise<TestService> {
@@ -73,6 +97,7 @@ export async function startTestService(options: TestServiceOptions): Promise<Tes
   const pgSchema = shared ? undefined : options.dialect === 'postgres' ? await createPostgresSchema() : undefined;
   const schemaName = shared?.pgSchema ?? pgSchema?.schema;
   const sqliteUrl = shared ? `sqlite:${join(shared.dataDir, 'dirigo.db')}` : 'sqlite:dirigo.db';
+  const jobs = await withSandboxStore(options);
   const config = loadConfig({
     dataDir,
     env: {},
@@ -83,6 +108,7 @@ export async function startTestService(options: TestServiceOptions): Promise<Tes
       registry: testRegistry(),
       logging: { level: options.logLevel ?? 'silent' },
       ...options.config,
+      ...(jobs ? { jobs } : {}),
     },
   });
   const ctx = await createContext(config, schemaName ? { schema: schemaName, poolSize: 5 } : {});
@@ -91,6 +117,9 @@ export async function startTestService(options: TestServiceOptions): Promise<Tes
   const thrown = new Set<number>();
   const server = await startServer(ctx, { logStream: options.logStream, plugins: [validator.plugin] });
   const agents = new Map<string, Agent>();
+  // The store's own URLs (moto_server speaks plain HTTP on 127.0.0.1).
+  const plainHttp = new Agent();
+  agents.set('plain-http', plainHttp);
   const agentFor = (as: RequestOptions['as']): Agent => {
     const key = typeof as === 'string' ? as : as ? as.cert : '';
     let agent = agents.get(key);
@@ -119,6 +148,11 @@ export async function startTestService(options: TestServiceOptions): Promise<Tes
         for (const i of indexes) thrown.add(i);
         const problems = indexes.map((i) => describeViolation(validator.violations[i]!)).join('\n');
         throw Object.assign(new Error(`the answer breaks the OpenAPI document:\n${problems}\nbody: ${res.text.slice(0, 500)}`), { response: res });
+      }
+      const location = res.headers.location;
+      if (opts.followRedirects !== false && res.status === 302 && typeof location === 'string' && location.startsWith('http://')) {
+        // The store's presigned GET: no credential but the URL (and not this service's TLS).
+        return send(location, {}, plainHttp);
       }
       return res;
     },

@@ -22,7 +22,7 @@ for (const { dialect, skip } of await dialects()) {
     let svc: TestService;
     let store: FileSandboxStore;
     before(async () => {
-      svc = await startJobsService(dialect, { scheduler: { enabled: false }, sandbox: { presignTtlSeconds: 600 } });
+      svc = await startJobsService(dialect, { scheduler: { enabled: false }, sandbox: { store: 'file', presignTtlSeconds: 600 } });
       const configured = sandboxStore(svc.ctx);
       assert.ok(configured instanceof FileSandboxStore);
       assert.equal(configured.kind, 'file');

@@ -3,13 +3,15 @@ import assert from 'node:assert/strict';
 import { createGunzip } from 'node:zlib';
 import { Readable } from 'node:stream';
 import tar from 'tar-stream';
-import { startTestService, type HttpResponse, type TestService } from '../helpers/service.ts';
+import { startTestService, type HttpResponse, type TestService, type TestServiceOptions } from '../helpers/service.ts';
 import type { TestDialect } from '../helpers/dialects.ts';
 
 export const FINAL = ['Done', 'Failed', 'Killed'];
 
-export function startJobsService(dialect: TestDialect, jobs: Record<string, unknown> = {}): Promise<TestService> {
+/** @param service more options of the test service (its sandbox store...) */
+export function startJobsService(dialect: TestDialect, jobs: Record<string, unknown> = {}, service: Partial<TestServiceOptions> = {}): Promise<TestService> {
   return startTestService({
+    ...service,
     dialect,
     config: {
       jobs: {

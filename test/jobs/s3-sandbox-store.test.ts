@@ -298,23 +298,6 @@ for (const name of ['moto', 's3rver'] as S3ServerName[]) {
       }
     });
 
-    it('sweeps objects no job references, old enough, and keeps the others', async () => {
-      const sweeper = storeFor(server, { prefix: 'sweep/' });
-      try {
-        const kept = (await sweeper.put(from('referenced by a job'))).sha256;
-        const orphan = (await sweeper.put(from('left by a crash'))).sha256;
-        const referenced = async (shas: string[]) => new Set(shas.filter((s) => s === kept));
-        // Everything is younger than an hour: nothing goes.
-        assert.equal(await sweeper.removeUnreferenced(3600_000, referenced), 0);
-        // S3 keeps LastModified as it is: a negative age makes every object "old" for the test.
-        assert.equal(await sweeper.removeUnreferenced(-60_000, referenced), 1);
-        assert.equal(await sweeper.exists(orphan), false);
-        assert.equal(await sweeper.exists(kept), true);
-      } finally {
-        await sweeper.destroy();
-      }
-    });
-
     it('sends an upload again, whole, when its connection is cut half-way', async () => {
       const cutter = await startCutter(server.port);
       const cut = storeFor(server, { endpoint: cutter.url });

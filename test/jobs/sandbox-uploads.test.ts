@@ -62,7 +62,7 @@ for (const { dialect, skip } of await dialects()) {
     let pilot: string;
     before(async () => {
       svc = await startJobsService(dialect, {
-        sandbox: { maxSandboxSize: 200_000, quotaBytes: 300_000 },
+        sandbox: { store: 'file', maxSandboxSize: 200_000, quotaBytes: 300_000 },
         sites: [
           { name: 'Local', type: 'local', slots: 2 },
           { name: 'Quiet', type: 'agents' },

@@ -122,7 +122,7 @@ describe('a Slurm site as resources', () => {
     const dir = mkdtempSync(join(tmpdir(), 'dirigo-partitions-'));
     const site: SlurmSiteConfig = {
       name: 'Cluster', type: 'slurm', partition: 'short,debug', sbatchOptions: [], stagingDir: 'stage', maxJobs: 10, commandTimeoutMs: 1000,
-      retryDelayMs: 100, keepStaging: false, runningLimits: {}, partitionRefreshMs: 60000, tags: ['cvmfs'],
+      retryDelayMs: 100, keepStaging: false, runningLimits: {}, partitionRefreshMs: 60000, tags: ['cvmfs'], stageInputFrom: 'staging',
     };
     const slurm = new SlurmExecutor({ site, stagingDir: join(dir, 'stage'), store: new FileSandboxStore(join(dir, 'sb')), limits: { maxFileSize: 1e6, maxSandboxSize: 1e6, maxFiles: 10, maxOutputFiles: 10 } as never, log: quiet, client });
     slurm.start(async () => true);
