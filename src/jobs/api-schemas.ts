@@ -38,7 +38,7 @@ export const JobDescription = Type.Object(
     Parents: Type.Array(Type.Object({ JobID: Type.Integer(), Status: Type.String() }), { description: 'the jobs it waits for (DependsOn), with their statuses' }),
     Children: Type.Array(Type.Integer(), { maxItems: 1000, description: 'the jobs that wait for it, lowest JobID first: at most 1000 (ChildrenCount says how many there are)' }),
     ChildrenCount: Type.Integer({ minimum: 0, description: 'how many jobs wait for it (Children lists the first 1000)' }),
-    DependencyType: Type.Unsafe<string | null>({ type: ['string', 'null'], enum: ['afterok', 'afterany', 'afternotok', null], description: 'the condition on its parents; null without parents' }),
+    DependencyType: Type.Unsafe<string | null>({ type: ['string', 'null'], description: 'the condition on its parents (afterok, afterany or afternotok); null without parents' }),
     MaxRetries: Type.Integer({ minimum: 0, description: 'automatic retries the manifest allows (0 by default)' }),
     WorkflowNode: Type.Unsafe<string | null>({ type: ['string', 'null'], description: 'its node within its workflow; null outside workflows' }),
     StatusHistory,

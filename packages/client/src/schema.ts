@@ -5207,11 +5207,8 @@ export interface operations {
                         Children: number[];
                         /** @description how many jobs wait for it (Children lists the first 1000) */
                         ChildrenCount: number;
-                        /**
-                         * @description the condition on its parents; null without parents
-                         * @enum {string|null}
-                         */
-                        DependencyType: "afterok" | "afterany" | "afternotok" | null;
+                        /** @description the condition on its parents (afterok, afterany or afternotok); null without parents */
+                        DependencyType: string | null;
                         /** @description automatic retries the manifest allows (0 by default) */
                         MaxRetries: number;
                         /** @description its node within its workflow; null outside workflows */
