@@ -4,8 +4,9 @@
  * directory, no shell, clean environment, StdOutput/StdError, CPUTime limit, SIGTERM then SIGKILL on kill),
  * sends heartbeats whose replies carry kill commands, uploads the output sandbox and reports the outcome.
  *
- * The executor's sandbox store is the service itself: `get` downloads the job's input sandbox, `put` keeps
- * the packed output in a local file until the job's final report uploads it.
+ * The executor's sandbox store is the service itself: `get` downloads the job's input sandbox (from the
+ * store's presigned URL when the service redirects there), `put` keeps the packed output in a local file
+ * until the job's final report uploads it (by the direct path: docs/sandboxes.md).
  *
  * Every call goes through the typed client of packages/client, so the agent, the document and the
  * service cannot drift apart.
@@ -17,7 +18,7 @@ import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import { createDirigoClient, DirigoApiError, type DirigoClient, type ErrorAnswer } from '@dirigo/client';
+import { createDirigoClient, DirigoApiError, putToPresigned, SANDBOX_DOWNLOAD_HEADERS, sandboxFromAnswer, type DirigoClient, type ErrorAnswer, type SandboxUploadAnswer } from '@dirigo/client';
 import type { Agent as HttpAgent } from 'undici';
 import { LocalExecutor } from '../../payload/local.ts';
 import { readTail } from '../../payload/output-tail.ts';
@@ -99,6 +100,11 @@ interface CallResult<T> {
   response: Response;
 }
 
+/** Operations of a newer service than the generated document knows (the direct path's). */
+interface UntypedPost {
+  POST(path: string, init: { params: { path: { jid: number } }; headers: Record<string, string>; body: unknown }): Promise<CallResult<unknown>>;
+}
+
 /** What an agent sends of each job's StdOutput per heartbeat (the service's default jobs.peekBytes). */
 const PEEK_BYTES = 65536;
 const FIRST_RETRY_MS = 500;
@@ -160,10 +166,10 @@ export class JobAgent {
 
   /**
    * One API call with the current token; an expired token (401) is renewed and the call made once more.
-   * Answers other than 2xx become DirigoApiError; a connection failure names its cause (fetch's own message
+   * Answers other than 2xx (3xx too with `redirects`: a sandbox download's) become DirigoApiError; a connection failure names its cause (fetch's own message
    * is only "fetch failed").
    */
-  async #call<T>(send: (headers: { authorization: string }) => Promise<CallResult<T>>): Promise<{ data: T; response: Response }> {
+  async #call<T>(send: (headers: { authorization: string }) => Promise<CallResult<T>>, redirects = false): Promise<{ data: T; response: Response }> {
     for (let attempt = 0; ; attempt++) {
       const authorization = `Bearer ${await this.#o.token(attempt > 0)}`;
       let result: CallResult<T>;
@@ -178,7 +184,8 @@ export class JobAgent {
         await result.response.body?.cancel().catch(() => undefined);
         continue;
       }
-      if (!result.response.ok) throw new DirigoApiError(result.response.status, result.error as Partial<ErrorAnswer> | undefined);
+      const redirected = redirects && result.response.status >= 300 && result.response.status < 400;
+      if (!result.response.ok && !redirected) throw new DirigoApiError(result.response.status, result.error as Partial<ErrorAnswer> | undefined);
       return result as { data: T; response: Response };
     }
   }
@@ -191,8 +198,29 @@ export class JobAgent {
     await this.#call((headers) => this.#api.POST('/agents/jobs/{jid}/finish', { params: { path: { jid } }, headers, body: { agentId: this.agentId, ...body } }));
   }
 
-  /** The output sandbox, sent from its file: a file-backed Blob streams from disk and can be sent again after a 401. */
-  async #upload(jid: number, file: string): Promise<void> {
+  /**
+   * The output sandbox by the direct path (docs/sandboxes.md): announced by its sha256 and size, PUT to the
+   * presigned URL unless the service has the same bytes, then committed as the job's. A service without
+   * the upload endpoint (older) gets it in the request's body, as before.
+   */
+  async #upload(jid: number, file: string, sha256: string): Promise<void> {
+    const { size } = await stat(file);
+    const body = { agentId: this.agentId, sha256, size };
+    const untyped = this.#api as unknown as UntypedPost;
+    let answer: SandboxUploadAnswer;
+    try {
+      ({ data: answer } = await this.#call((headers) => untyped.POST('/agents/jobs/{jid}/outputsandbox/upload', { params: { path: { jid } }, headers, body }) as Promise<CallResult<SandboxUploadAnswer>>));
+    } catch (err) {
+      // A service without the route answers 'no route …'; a 404 about the job is its answer.
+      if (err instanceof DirigoApiError && ((err.status === 404 && err.description.startsWith('no route ')) || err.status === 405)) return this.#uploadBody(jid, file);
+      throw err;
+    }
+    if (!answer.exists && answer.upload) await putToPresigned(this.#api, answer.upload, file, size);
+    await this.#call((headers) => untyped.POST('/agents/jobs/{jid}/outputsandbox/commit', { params: { path: { jid } }, headers, body }));
+  }
+
+  /** The output sandbox in the request's body, sent from its file: a file-backed Blob streams from disk and can be sent again after a 401. */
+  async #uploadBody(jid: number, file: string): Promise<void> {
     const archive = await openAsBlob(file, { type: 'application/gzip' });
     await this.#call((headers) =>
       this.#api.PUT('/agents/jobs/{jid}/outputsandbox', {
@@ -207,10 +235,19 @@ export class JobAgent {
   #store(): SandboxStore {
     return {
       get: async (key: string): Promise<Readable> => {
-        const { response } = await this.#call((headers) =>
-          this.#api.GET('/agents/jobs/{jid}/inputsandbox', { params: { path: { jid: Number(key) }, query: { agentId: this.agentId } }, headers, parseAs: 'stream' }),
+        // A store that presigns answers a redirect (or, asked so, JSON) to it: the bytes come from the store.
+        const { response } = await this.#call(
+          (headers) =>
+            this.#api.GET('/agents/jobs/{jid}/inputsandbox', {
+              params: { path: { jid: Number(key) }, query: { agentId: this.agentId } },
+              headers: { ...headers, ...SANDBOX_DOWNLOAD_HEADERS },
+              parseAs: 'stream',
+              redirect: 'manual',
+            }),
+          true,
         );
-        return Readable.fromWeb(response.body as WebReadableStream<Uint8Array>);
+        const sandbox = await sandboxFromAnswer(this.#api, response, `the input sandbox of job ${key}`);
+        return Readable.fromWeb(sandbox.body as WebReadableStream<Uint8Array>);
       },
       put: async (data: Readable, limit?: SizeLimit): Promise<StoredObject> => {
         await mkdir(join(this.#o.workDir, '.outputs'), { recursive: true, mode: 0o700 });
@@ -286,7 +323,7 @@ export class JobAgent {
             this.#outputs.delete(event.outputSandbox.sha256);
             if (file) {
               try {
-                await this.#untilDelivered(`job ${jid}: upload the output sandbox`, () => this.#upload(jid, file));
+                await this.#untilDelivered(`job ${jid}: upload the output sandbox`, () => this.#upload(jid, file, event.outputSandbox!.sha256));
               } catch (err) {
                 if (jobTakenAway(err)) throw err;
                 outcome = 'failed';
