@@ -88,7 +88,7 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   await instance.register(corsRoutes, { ctx });
   await instance.register(authRoutes, { ctx });
   await instance.register(federationRoutes, { ctx });
-  const sandboxes = sandboxStore(ctx.config);
+  const sandboxes = sandboxStore(ctx);
   // One emitter of job changes, handed to everything that changes jobs and to the events stream that listens.
   const jobEvents = new JobEvents();
   // One matcher per instance (jobs/matching/matcher.ts): its queue list and the usage it charged but has not

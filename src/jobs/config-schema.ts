@@ -9,6 +9,30 @@ import { LocalSiteSchema } from '../payload/local-site-schema.ts';
 
 const MiB = 1024 * 1024;
 
+/** SigV4 presigned URLs are good for a week at most. */
+const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
+
+/** `jobs.sandbox.s3`: the bucket of the S3 store (any S3-compatible service). */
+const S3StoreSchema = Type.Object(
+  {
+    /** Required with `store: s3`. */
+    bucket: Type.Optional(Type.String({ minLength: 3, maxLength: 63, pattern: '^[a-z0-9][a-z0-9.-]+[a-z0-9]$' })),
+    /** The service's URL (`https://s3.example.org`); absent: AWS, for `region`. */
+    endpoint: Type.Optional(Type.String({ pattern: '^https?://[^/?#\\s]+/?$' })),
+    region: Type.String({ minLength: 1, default: 'us-east-1' }),
+    /** Path-style URLs (`<endpoint>/<bucket>/<key>`: MinIO, Ceph, moto); false: virtual-host style (`<bucket>.<host>`). */
+    forcePathStyle: Type.Boolean({ default: false }),
+    /** Put before every object's name (`<prefix><sha256>.tar.gz`), e.g. `sandboxes/`. */
+    prefix: Type.String({ pattern: '^[^\\s]*$', default: '' }),
+    /** With secretAccessKey; both absent: the SDK's standard chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE…). */
+    accessKeyId: Type.Optional(Type.String({ minLength: 1 })),
+    /** Kept in clear here, like every credential of config.yaml: protect the file (never logged). */
+    secretAccessKey: Type.Optional(Type.String({ minLength: 1 })),
+    sessionToken: Type.Optional(Type.String({ minLength: 1 })),
+  },
+  { additionalProperties: false, default: {} },
+);
+
 export const JobsConfigSchema = Type.Object(
   {
     /** Largest JSON body of POST /jobs (a manifest or an array of them). */
@@ -73,8 +97,19 @@ export const JobsConfigSchema = Type.Object(
     maxSummaryGroups: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 10_000 }),
     sandbox: Type.Object(
       {
-        /** Content-addressed store (relative to the data dir). */
+        /** Where sandboxes are kept (docs/sandboxes.md): `file`, the folder `dir`; `s3`, the bucket of `s3`. */
+        store: Type.Union([Type.Literal('file'), Type.Literal('s3')], { default: 'file' }),
+        /** Content-addressed store (relative to the data dir); with `store: s3`, only its `tmp/` (uploads on their way). */
         dir: Type.String({ default: 'sandboxes' }),
+        s3: S3StoreSchema,
+        /** How long a presigned URL (upload or download) is good for, in seconds. */
+        presignTtlSeconds: Type.Integer({ minimum: 1, maximum: MAX_PRESIGN_SECONDS, default: 900 }),
+        /** How long the presigned download a Slurm batch script stages its input from is good for (it may wait in the queue). */
+        stagePresignTtlSeconds: Type.Integer({ minimum: 60, maximum: MAX_PRESIGN_SECONDS, default: 86_400 }),
+        /** Bytes of live sandboxes one user may have; 0: no quota. */
+        quotaBytes: Type.Integer({ minimum: 0, default: 0 }),
+        /** An upload no job points at is removed after this long. */
+        unreferencedRetentionMs: Type.Integer({ minimum: 1000, default: 24 * 3600_000 }),
         maxFileSize: Type.Integer({ minimum: 1, default: 100 * MiB }),
         maxSandboxSize: Type.Integer({ minimum: 1, default: 100 * MiB }),
         maxFiles: Type.Integer({ minimum: 1, default: 1000 }),

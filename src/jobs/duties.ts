@@ -11,7 +11,7 @@ import { foldJobCounts } from './counts.ts';
 import { startGates } from './flow/gate-duty.ts';
 import type { JobEvents } from './lifecycle/job-events.ts';
 import { foldQueueDeltas } from './matching/task-queues.ts';
-import type { FileSandboxStore } from './sandbox-store.ts';
+import type { ServiceSandboxStore } from './sandbox-store.ts';
 import { purgeDeletedSandboxes, referencedSandboxes } from './store.ts';
 
 /** How often unreferenced sandboxes are swept, and how old they must be to go. */
@@ -21,7 +21,7 @@ const SANDBOX_SWEEP_MS = 3600_000;
  * Starts the periodic duties; they stop when the context closes. @param gates the jobs' changes that wake
  * the gatekeeper, and how it tells the matchers it let jobs wait (the JobRunner's wake)
  */
-export function startJobDuties(ctx: AppContext, store: FileSandboxStore, log: FastifyBaseLogger, gates: { events: JobEvents; wake: () => void }): void {
+export function startJobDuties(ctx: AppContext, store: ServiceSandboxStore, log: FastifyBaseLogger, gates: { events: JobEvents; wake: () => void }): void {
   const config = ctx.config.jobs;
   // Held jobs let on (workflows): every instance, every gatePassMs and when its jobs change.
   const gatekeeper = startGates(ctx.db, gates.events, config.workflows.gatePassMs, gates.wake, log);
@@ -48,6 +48,6 @@ export function startJobDuties(ctx: AppContext, store: FileSandboxStore, log: Fa
 }
 
 /** Uploads and sandboxes a crash interrupted (temporary files only: stored objects are always whole). */
-export async function removeStaleUploads(store: FileSandboxStore, log: FastifyBaseLogger): Promise<void> {
+export async function removeStaleUploads(store: ServiceSandboxStore, log: FastifyBaseLogger): Promise<void> {
   await store.removeStaleTemporaries(3600_000).catch((err: Error) => log.warn({ err }, 'cannot clean the sandbox temporaries'));
 }

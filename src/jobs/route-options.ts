@@ -3,14 +3,14 @@ import type { requireToken } from '../auth/index.ts';
 import type { AppContext } from '../kernel/context.ts';
 import { SECURITY } from '../kernel/openapi.ts';
 import type { JobsConfig } from './config-schema.ts';
-import type { FileSandboxStore } from './sandbox-store.ts';
+import type { ServiceSandboxStore } from './sandbox-store.ts';
 import type { JobsService } from './service.ts';
 
 export interface JobRouteOptions {
   ctx: AppContext;
   config: JobsConfig;
   service: JobsService;
-  store: FileSandboxStore;
+  store: ServiceSandboxStore;
   /** Authenticates the bearer token (a preHandler or onRequest hook). */
   auth: ReturnType<typeof requireToken>;
 }

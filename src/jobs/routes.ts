@@ -19,7 +19,7 @@ import { jobMetrics } from './metrics.ts';
 import { reportRoutes } from './report-routes.ts';
 import type { JobRouteOptions } from './route-options.ts';
 import { sandboxRoutes } from './sandbox-routes.ts';
-import type { FileSandboxStore } from './sandbox-store.ts';
+import type { ServiceSandboxStore } from './sandbox-store.ts';
 import { JobsService, type JobRunner } from './service.ts';
 import type { JobEvents } from './lifecycle/job-events.ts';
 import { submissionRoutes } from './submission-routes.ts';
@@ -29,7 +29,7 @@ import { workflowRoutes } from './flow/workflow-routes.ts';
 export interface JobsRoutesOptions {
   ctx: AppContext;
   /** The content-addressed sandbox store (the executors share it). */
-  sandboxes: FileSandboxStore;
+  sandboxes: ServiceSandboxStore;
   /** This instance's scheduler; absent on an API-only instance. */
   runner: JobRunner | undefined;
   /** The live event streams, started by the composition root. */

@@ -1,21 +1,29 @@
 /**
- * Content-addressed sandbox storage. The interface is what a later object-store backend implements; the
- * file backend keeps `<dir>/<aa>/<sha256>.tar.gz` and writes each object to a temporary file, fsyncs it
- * and renames it into place, so an object that exists is always complete.
+ * Content-addressed sandbox storage in a folder (`jobs.sandbox.store: file`, docs/sandboxes.md): it keeps
+ * `<dir>/<aa>/<sha256>.tar.gz` and writes each object to a temporary file, fsyncs it and renames it into
+ * place, so an object that exists is always complete. Its presigned URLs are the API's own (sandbox-urls.ts).
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
-import { sandboxBytes } from './metrics.ts';
 import { join } from 'node:path';
-import { Transform, type Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { PayloadTooLarge } from '../kernel/errors.ts';
-import type { SandboxStore, SizeLimit, StoredObject } from '../payload/sandbox-store.ts';
+import type { Readable } from 'node:stream';
+import type { ListedSandbox, PresignedGet, PresignedPut, PresignOptions, SandboxStat, ServiceSandboxStore, SizeLimit, StoredObject } from '../payload/sandbox-store.ts';
+import { sandboxBytes } from './metrics.ts';
+import { receiveToTemp, removeStaleTemporaries } from './sandbox-temp.ts';
+import type { SandboxUrlClaims, SandboxUrlSigner } from './sandbox-urls.ts';
 
-export type { SandboxStore, SizeLimit, StoredObject } from '../payload/sandbox-store.ts';
+export type { SandboxStore, ServiceSandboxStore, SizeLimit, StoredObject } from '../payload/sandbox-store.ts';
 
 const SHA256 = /^[0-9a-f]{64}$/;
+
+/** What the file store's presigned URLs need: the API's public URL and the key they are signed with. */
+export interface FileSandboxUrls {
+  /** The API's external URL, without a trailing slash (known once the server listens). */
+  baseUrl: () => string;
+  signer: () => Promise<SandboxUrlSigner>;
+  /** Default lifetime of a URL (`jobs.sandbox.presignTtlSeconds`). */
+  ttlSeconds: number;
+}
 
 /**
  * The embedded default: a folder on the local disk (or a shared file system for several instances).
@@ -23,11 +31,17 @@ const SHA256 = /^[0-9a-f]{64}$/;
  *   const store = new FileSandboxStore('/var/lib/dirigo/sandboxes');
  *   const { sha256 } = await store.put(Readable.from([buffer]));
  */
-export class FileSandboxStore implements SandboxStore {
+export class FileSandboxStore implements ServiceSandboxStore {
+  readonly kind = 'file';
   readonly dir: string;
+  readonly tmpDir: string;
+  readonly #urls: FileSandboxUrls | undefined;
 
-  constructor(dir: string) {
+  /** @param urls how to presign: without, presignPut and presignGet throw (stores made by tests and tools). */
+  constructor(dir: string, urls?: FileSandboxUrls) {
     this.dir = dir;
+    this.tmpDir = join(dir, 'tmp');
+    this.#urls = urls;
   }
 
   #path(sha256: string): string {
@@ -36,36 +50,16 @@ export class FileSandboxStore implements SandboxStore {
   }
 
   async put(data: Readable, limit?: SizeLimit): Promise<StoredObject> {
-    const tmpDir = join(this.dir, 'tmp');
-    await mkdir(tmpDir, { recursive: true });
-    const tmp = join(tmpDir, `${process.pid}-${randomBytes(8).toString('hex')}`);
-    const hash = createHash('sha256');
-    let size = 0;
-    const count = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        size += chunk.length;
-        if (limit && size > limit.bytes) return done(new PayloadTooLarge('the sandbox', limit));
-        hash.update(chunk);
-        done(null, chunk);
-      },
-    });
+    const { file, sha256, size } = await receiveToTemp(data, this.tmpDir, limit);
     try {
-      await pipeline(data, count, createWriteStream(tmp, { mode: 0o600 }));
-      const fh = await open(tmp, 'r');
-      try {
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      const sha256 = hash.digest('hex');
       const final = this.#path(sha256);
       await mkdir(join(final, '..'), { recursive: true });
-      await rename(tmp, final);
+      await rename(file, final);
       sandboxBytes.inc(size);
       await syncDir(join(final, '..'));
       return { sha256, size };
     } catch (err) {
-      await rm(tmp, { force: true });
+      await rm(file, { force: true });
       throw err;
     }
   }
@@ -75,27 +69,8 @@ export class FileSandboxStore implements SandboxStore {
    * to an upload in progress (here or in another instance sharing the store) and stay.
    * @returns how many were removed.
    */
-  async removeStaleTemporaries(maxAgeMs: number): Promise<number> {
-    const tmpDir = join(this.dir, 'tmp');
-    let names: string[];
-    try {
-      names = await readdir(tmpDir);
-    } catch {
-      return 0;
-    }
-    let removed = 0;
-    for (const name of names) {
-      const path = join(tmpDir, name);
-      try {
-        if (Date.now() - (await stat(path)).mtimeMs > maxAgeMs) {
-          await rm(path, { recursive: true, force: true });
-          removed++;
-        }
-      } catch {
-        // gone meanwhile
-      }
-    }
-    return removed;
+  removeStaleTemporaries(maxAgeMs: number): Promise<number> {
+    return removeStaleTemporaries(this.tmpDir, maxAgeMs);
   }
 
   /**
@@ -118,7 +93,7 @@ export class FileSandboxStore implements SandboxStore {
       }
     }
     let removed = 0;
-    const trashDir = join(this.dir, 'tmp');
+    const trashDir = this.tmpDir;
     await mkdir(trashDir, { recursive: true });
     for (let i = 0; i < old.length; i += 500) {
       const batch = old.slice(i, i + 500);
@@ -149,6 +124,45 @@ export class FileSandboxStore implements SandboxStore {
     const path = this.#path(sha256);
     await stat(path);
     return createReadStream(path);
+  }
+
+  async remove(sha256: string): Promise<void> {
+    await rm(this.#path(sha256), { force: true });
+  }
+
+  async *list(): AsyncIterable<ListedSandbox> {
+    for (const prefix of await readdir(this.dir).catch(() => [] as string[])) {
+      if (!/^[0-9a-f]{2}$/.test(prefix)) continue;
+      for (const name of await readdir(join(this.dir, prefix)).catch(() => [] as string[])) {
+        const sha256 = name.replace(/\.tar\.gz$/, '');
+        if (!SHA256.test(sha256) || sha256.slice(0, 2) !== prefix) continue;
+        const info = await stat(join(this.dir, prefix, name)).catch(() => undefined);
+        if (info) yield { sha256, size: info.size, modified: info.mtime };
+      }
+    }
+  }
+
+  /** Every object here was hashed as it was written, and named by that hash. */
+  async stat(sha256: string): Promise<SandboxStat | undefined> {
+    const info = await stat(this.#path(sha256)).catch(() => undefined);
+    return info ? { size: info.size, sha256Checked: true, modified: info.mtime } : undefined;
+  }
+
+  async presignPut(sha256: string, size: number, options?: PresignOptions): Promise<PresignedPut> {
+    const { url, expiresAt } = await this.#presign({ method: 'PUT', sha256, size }, options);
+    return { url, method: 'PUT', headers: { 'content-type': 'application/gzip' }, expiresAt };
+  }
+
+  presignGet(sha256: string, fileName: string, options?: PresignOptions): Promise<PresignedGet> {
+    return this.#presign({ method: 'GET', sha256, name: fileName }, options);
+  }
+
+  async #presign(claims: Omit<SandboxUrlClaims, 'expires'>, options: PresignOptions | undefined): Promise<PresignedGet> {
+    if (!this.#urls) throw new Error('this sandbox store was made without the means to sign URLs');
+    this.#path(claims.sha256);
+    const expires = Math.floor(Date.now() / 1000) + (options?.ttlSeconds ?? this.#urls.ttlSeconds);
+    const path = (await this.#urls.signer()).sign({ ...claims, expires });
+    return { url: `${this.#urls.baseUrl()}${path}`, expiresAt: new Date(expires * 1000) };
   }
 
   async exists(sha256: string): Promise<boolean> {

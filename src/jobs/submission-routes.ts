@@ -1,5 +1,4 @@
 /** Submitting jobs: POST /jobs with a manifest, manifests, a JDL, or multipart parts with input files. */
-import { join } from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requireCapability } from '../auth/index.ts';
 import { routeBodyLimit } from '../kernel/body-limits.ts';
@@ -32,7 +31,7 @@ export const submissionRoutes: FastifyPluginAsyncTypebox<JobRouteOptions> = asyn
       requireCapability(request.principal!, 'compute.create');
       let jids: number[];
       if (request.isMultipart()) {
-        const parsed = await readMultipart(request, config, store, join(store.dir, 'tmp'));
+        const parsed = await readMultipart(request, config, store, store.tmpDir);
         try {
           jids = await service.submit(request.principal!, parsed.manifests, parsed.fileNames, parsed.storeSandbox);
         } finally {

@@ -4,7 +4,8 @@
  */
 import net from 'node:net';
 
-const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+|localhost)$/i;
+/** `*.localhost` too: loopback names by RFC 6761 §6.3 (the S3 tests' virtual hosts, `<bucket>.s3.localhost`). */
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+|([a-z0-9-]+\.)*localhost)$/i;
 
 const original = net.Socket.prototype.connect;
 net.Socket.prototype.connect = function connect(this: net.Socket, ...args: unknown[]) {

@@ -21,7 +21,7 @@ import { pilotRegistryRoutes } from '../pilots/registry-routes.ts';
 
 /** `jobEvents`: told of every job status the agents' endpoints change; `matcher`: chooses the jobs an agent gets. */
 export const agentsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; jobEvents: JobEvents; matcher: Matcher }> = async (app, { ctx, jobEvents, matcher }) => {
-  const service = new AgentsService(ctx, sandboxStore(ctx.config), jobEvents, matcher);
+  const service = new AgentsService(ctx, sandboxStore(ctx), jobEvents, matcher);
   const sites = [...service.sites.values()];
 
   if (sites.length > 0) {

@@ -2,7 +2,6 @@
  * /workflows (docs/workflows.md "Workflows"): submit several job descriptions that depend on each other in
  * one request, list them, read one, kill one. Hold and release have their own plugin (gates).
  */
-import { join } from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requireCapability } from '../../auth/index.ts';
 import { routeBodyLimit } from '../../kernel/body-limits.ts';
@@ -119,7 +118,7 @@ export const workflowRoutes: FastifyPluginAsyncTypebox<JobRouteOptions> = async 
       requireCapability(request.principal!, 'compute.create');
       let answer;
       if (request.isMultipart()) {
-        const parsed = await readMultipart(request, config, store, join(store.dir, 'tmp'), ['workflow']);
+        const parsed = await readMultipart(request, config, store, store.tmpDir, ['workflow']);
         try {
           answer = await service.submitWorkflow(request.principal!, workflowPart(parsed.fields.get('workflow')), parsed.manifests, parsed.fileNames, parsed.storeSandbox);
         } finally {
