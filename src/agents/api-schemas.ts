@@ -3,6 +3,7 @@
  * OpenAPI document shows of the pull protocol.
  */
 import type { Readable } from 'node:stream';
+import { PresignedDownload } from '../jobs/index.ts';
 import { Type } from 'typebox';
 import { Binary } from '../kernel/openapi.ts';
 import { PLATFORM_PATTERN, REQUIREMENT_LIMITS, TAG_PATTERN } from '../protocol/requirements.ts';
@@ -97,6 +98,19 @@ export const StatusReply = Type.Object({ JobID: JobId, Status: Type.String() });
 /** Additional keys allowed: the access token may come in the query (RFC 6750 §2.3). */
 export const AgentQuery = Type.Object({ agentId: AgentId }, { additionalProperties: true });
 
+/** The input sandbox's query: `via=api` asks for the bytes through the API where the store would redirect. */
+export const AgentSandboxQuery = Type.Object(
+  { agentId: AgentId, via: Type.Optional(Type.Literal('api', { description: 'api: the bytes through the API rather than a redirect to the store' })) },
+  { additionalProperties: true },
+);
+
+/** An output sandbox the agent sends straight to the store: announced, then recorded once uploaded. */
+export const OutputSandboxRef = Type.Object({
+  agentId: AgentId,
+  sha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: 'SHA-256 of the tar.gz' }),
+  size: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'bytes' }),
+});
+
 export const Uploaded = Type.Object({ sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }), size: Type.Integer({ minimum: 0, description: 'bytes' }) });
 
 /** The output sandbox is sent as the raw archive, under either media type. */
@@ -109,8 +123,8 @@ export const UploadBodies = { 'application/gzip': Binary, 'application/octet-str
 export const InputSandboxStream = Type.Unsafe<Readable>({ type: 'string', contentMediaType: 'application/gzip' });
 
 export const InputSandboxAnswer = {
-  description: 'The input sandbox',
-  content: { 'application/gzip': Binary },
+  description: 'The input sandbox: the tar.gz, or (S3 store, Accept: application/json) a presigned URL of it',
+  content: { 'application/gzip': Binary, 'application/json': PresignedDownload },
   // RFC 9111 §5.2.2.5: a job's user data, which no intermediary should keep.
   headers: { 'Cache-Control': Type.Literal('no-store') },
 };

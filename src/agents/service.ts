@@ -9,10 +9,11 @@ import { InsufficientPrivileges, InvalidRequest, InvalidToken, InvalidTransition
 import type { AgentSiteConfig, JobEvents, PulledRun } from '../jobs/index.ts';
 import type { Manifest } from '../protocol/job-manifest.ts';
 import { JobStatus } from '../protocol/job-status.ts';
-import type { SandboxStore, StoredObject } from '../payload/sandbox-store.ts';
+import type { ServiceSandboxStore, StoredObject } from '../payload/sandbox-store.ts';
 import type { Matcher } from '../jobs/index.ts';
 import { publishResources } from '../sites/index.ts';
 import { REQUIREMENT_LIMITS, type ResourceOffer } from '../protocol/requirements.ts';
+import { SandboxUploads, type Announced } from '../jobs/index.ts';
 import { AGENT_HELD, endPulledRun, jobTokens, pulledRun, recordHeartbeats, recordOutputSandbox, reportPulledRun, RescheduleLimit, runEndSettings, splitArguments, statusOf, storeOutputTail } from '../jobs/index.ts';
 import { holderOf, type AgentIdentity } from './identity.ts';
 import { seen } from './presence.ts';
@@ -53,7 +54,9 @@ export function agentSites(config: AppContext['config']): ReadonlyMap<string, Ag
 
 export class AgentsService {
   readonly #ctx: AppContext;
-  readonly #store: SandboxStore;
+  readonly #store: ServiceSandboxStore;
+  /** Output sandboxes sent straight to the store, and their registration (the jobs domain's). */
+  readonly uploads: SandboxUploads;
   readonly #events: JobEvents;
   readonly sites: ReadonlyMap<string, AgentSiteConfig>;
   /** How often agents are asked to send heartbeats: the tightest site's interval, at most 30 s. */
@@ -61,8 +64,9 @@ export class AgentsService {
 
   readonly #matcher: Matcher;
 
-  constructor(ctx: AppContext, store: SandboxStore, events: JobEvents, matcher: Matcher) {
+  constructor(ctx: AppContext, store: ServiceSandboxStore, events: JobEvents, matcher: Matcher) {
     this.#matcher = matcher;
+    this.uploads = new SandboxUploads(ctx.db, ctx.config.jobs, store);
     this.#events = events;
     this.#ctx = ctx;
     this.#store = store;
@@ -186,11 +190,29 @@ export class AgentsService {
     throw new InsufficientPrivileges(`agent ${agent.agentId} of ${agent.user} does not hold job ${jobId}`);
   }
 
-  /** The input sandbox of a job the agent holds. @throws NotFound when it has none */
-  async inputSandbox(agent: AgentIdentity, jobId: number): Promise<Readable> {
+  /** The input sandbox's sha256 of a job the agent holds. @throws NotFound when it has none */
+  async inputSandbox(agent: AgentIdentity, jobId: number): Promise<string> {
     const row = await this.held(agent, jobId);
     if (!row.input_sandbox) throw new NotFound(`job ${row.job_id} has no input sandbox`);
-    return this.#store.get(row.input_sandbox);
+    return row.input_sandbox;
+  }
+
+  /**
+   * Where the agent uploads its job's output sandbox straight to the store (or that it is there already),
+   * registered for the job's owner and group. No quota: a finished job's output is not refused.
+   */
+  async announceOutputSandbox(agent: AgentIdentity, jobId: number, sha256: string, size: number): Promise<Announced> {
+    const row = await this.held(agent, jobId);
+    return this.uploads.announce({ username: row.owner, group: row.owner_group }, sha256, size, false);
+  }
+
+  /** Records the output sandbox the agent uploaded to the store, once its bytes are verified. @throws InvalidRequest when not uploaded or not matching */
+  async commitOutputSandbox(agent: AgentIdentity, jobId: number, sha256: string, size: number): Promise<StoredObject> {
+    const row = await this.held(agent, jobId);
+    const stored = await this.uploads.resolve(row.owner_group, sha256, `the output sandbox of job ${row.job_id}`);
+    if (stored.size !== size) throw new InvalidRequest(`the output sandbox sha256:${sha256} is ${stored.size} bytes, not ${size}`);
+    if (!(await recordOutputSandbox(this.#ctx.db, this.#events, row.job_id, holderOf(agent), stored))) throw await this.#lostRace(row.job_id);
+    return stored;
   }
 
   /** The agent's job runs, or packs its output. A report sent again (its answer was lost) changes nothing. */
@@ -207,6 +229,7 @@ export class AgentsService {
     if (!isReadable(body)) throw new InvalidRequest('the body must be the output sandbox as application/gzip');
     const limit = this.#ctx.config.jobs.sandbox.maxSandboxSize;
     const stored = await this.#store.put(body, { bytes: limit, setting: 'jobs.sandbox.maxSandboxSize' });
+    await this.uploads.stored({ username: row.owner, group: row.owner_group }, stored);
     if (!(await recordOutputSandbox(this.#ctx.db, this.#events, row.job_id, holderOf(agent), stored))) throw await this.#lostRace(row.job_id);
     return stored;
   }

@@ -92,6 +92,7 @@ const plugin: FastifyPluginAsyncTypebox<{ publicUrl: () => string; description: 
       },
       tags: [
         { name: 'Jobs', description: 'Submit, list, follow and kill jobs; fetch manifests and sandboxes' },
+        { name: 'Sandboxes', description: 'Input sandboxes uploaded ahead of a submission, by sha256 and straight to the store (docs/sandboxes.md)' },
         { name: 'Workflows', description: 'Jobs that depend on each other, submitted in one request (docs/workflows.md): list, summarise, kill' },
         { name: 'File catalogue', description: 'Directories, files and metadata; searches by metadata' },
         { name: 'OAuth 2.0', description: 'Tokens for users and applications: flow A, authorization code, device code' },

@@ -135,6 +135,9 @@ export const JobManifest = Type.Object(
         description: `names of files uploaded with the submission (at most ${MAX_LIST_ITEMS.InputSandbox}); the stored manifest lists the files the input sandbox holds`,
       }),
     ),
+    InputSandboxRef: Type.Optional(
+      Type.String({ pattern: '^sha256:[0-9a-f]{64}$', description: 'an input sandbox uploaded before (POST /sandboxes) by you or your group; InputSandbox then names its files. Not with uploaded files' }),
+    ),
     OutputSandbox: Type.Optional(
       Type.Array(Type.String({ minLength: 1 }), {
         maxItems: MAX_LIST_ITEMS.OutputSandbox,

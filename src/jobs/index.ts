@@ -26,5 +26,8 @@ export { detectStalls } from './lifecycle/stalls.ts';
 export { JobEvents } from './lifecycle/job-events.ts';
 export { splitArguments } from './arguments.ts';
 export { sandboxStore } from './sandboxes.ts';
+export { SandboxUploads, type Announced } from './sandbox-uploads.ts';
+export { answerSandbox } from './sandbox-routes.ts';
+export { AnnounceBody, PresignedDownload, RedirectHeaders, SandboxExists, SandboxUpload, ViaQuery } from './sandbox-api-schemas.ts';
 export { jobTokens } from './job-tokens.ts';
 export { storeOutputTail } from './peek.ts';

@@ -18,7 +18,13 @@ export interface CheckedManifest {
   sites: string[] | null;
   /** What it needs of the resource it runs on, for matching. */
   requirements: Requirements;
+  /** The sha256 its InputSandboxRef names (checked and resolved by the service before any row is written). */
+  inputSandboxRef?: string;
+  /** The input sandbox it points at once resolved, instead of the submission's uploaded files. */
+  inputSandbox?: { sha256: string; size: number };
 }
+
+const SANDBOX_REF = /^sha256:([0-9a-f]{64})$/;
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** The widths of the columns these fields are stored in (migrations.ts). */
@@ -83,6 +89,7 @@ export function checkManifestTemplate(raw: unknown, where: string, limits: Manif
   if (m.Sites !== undefined && stringArray(where, 'Sites', m.Sites).length === 0) throw new InvalidRequest(`${where}: Sites must name at least one site`);
   if (m.OutputSandbox !== undefined) stringArray(where, 'OutputSandbox', m.OutputSandbox);
   if (m.InputSandbox !== undefined) stringArray(where, 'InputSandbox', m.InputSandbox);
+  if (m.InputSandboxRef !== undefined && typeof m.InputSandboxRef !== 'string') throw new InvalidRequest(`${where}: InputSandboxRef must be a string "sha256:<64 lowercase hex digits>"`);
   for (const key of ['StdOutput', 'StdError'] as const) {
     if (m[key] !== undefined && typeof m[key] !== 'string') throw new InvalidRequest(`${where}: ${key} must be a string`);
   }
@@ -154,13 +161,26 @@ export function checkManifest(raw: unknown, where: string, knownSites: readonly 
   if (commandBytes > limits.maxCommandBytes) {
     throw new InvalidRequest(`${where}: Arguments and Environment need ${commandBytes} bytes to start the job; at most ${limits.maxCommandBytes} are allowed (jobs.maxCommandBytes)`);
   }
-  if (m.InputSandbox !== undefined) {
-    const files = new Set(uploaded);
-    const missing = m.InputSandbox.find((n) => !files.has(n));
-    if (missing !== undefined) throw new InvalidRequest(`${where}: InputSandbox names '${missing}', which was not uploaded with the submission`);
+  let inputSandboxRef: string | undefined;
+  if (m.InputSandboxRef !== undefined) {
+    const ref = SANDBOX_REF.exec(m.InputSandboxRef);
+    if (!ref) throw new InvalidRequest(`${where}: InputSandboxRef must be "sha256:<64 lowercase hex digits>", not ${JSON.stringify(m.InputSandboxRef.slice(0, 80))}`);
+    if (uploaded.length > 0) throw new InvalidRequest(`${where}: InputSandboxRef names an uploaded sandbox; files sent with the submission cannot be added to it (send either)`);
+    inputSandboxRef = ref[1]!;
+    // The files inside the referenced sandbox, as its submitter lists them: each a plain name.
+    for (const name of m.InputSandbox ?? []) {
+      const problem = fileNameProblem(name);
+      if (problem) throw new InvalidRequest(`${where}: InputSandbox name '${name}' ${problem}`);
+    }
+  } else {
+    if (m.InputSandbox !== undefined) {
+      const files = new Set(uploaded);
+      const missing = m.InputSandbox.find((n) => !files.has(n));
+      if (missing !== undefined) throw new InvalidRequest(`${where}: InputSandbox names '${missing}', which was not uploaded with the submission`);
+    }
+    // The stored manifest lists what its input sandbox really holds.
+    if (uploaded.length > 0) m.InputSandbox = [...uploaded];
+    else delete m.InputSandbox;
   }
-  // The stored manifest lists what its input sandbox really holds.
-  if (uploaded.length > 0) m.InputSandbox = [...uploaded];
-  else delete m.InputSandbox;
-  return { manifest: m, argv, sites, requirements: requirementsOf(m, where, knownSites) };
+  return { manifest: m, argv, sites, requirements: requirementsOf(m, where, knownSites), ...(inputSandboxRef ? { inputSandboxRef } : {}) };
 }

@@ -3,6 +3,7 @@ import { withAutoId } from '../kernel/db/portable.ts';
 import { dialectOf } from '../kernel/db/dialect.ts';
 import { createJobCounts } from './counts.ts';
 import { createTaskQueueUpkeep } from './matching/queue-upkeep.ts';
+import { createSandboxRegistry } from './sandbox-registry-migration.ts';
 
 export const jobsMigrations: Record<string, Migration> = {
   '2026_11_22_0300_jobs_tables': {
@@ -245,5 +246,10 @@ export const jobsMigrations: Record<string, Migration> = {
       await sql`CREATE INDEX job_status_history_ends ON job_status_history (status_time) WHERE status IN ('Done', 'Failed', 'Killed', 'Deleted', 'Rescheduled')`.execute(db);
       await sql`CREATE INDEX jobs_throttled ON jobs (workflow_id, job_id) WHERE status = 'Received' AND hold_reason = 'Throttled'`.execute(db);
     },
+  },
+  // The registry of sandboxes (docs/sandboxes.md), with a row for every sandbox a job points at already:
+  // the service stored those itself, hashing them as they arrived, so they are verified.
+  '2026_11_29_0300_jobs_sandboxes': {
+    up: createSandboxRegistry,
   },
 };

@@ -20,6 +20,7 @@ import { reportRoutes } from './report-routes.ts';
 import type { JobRouteOptions } from './route-options.ts';
 import { sandboxRoutes } from './sandbox-routes.ts';
 import type { ServiceSandboxStore } from './sandbox-store.ts';
+import { sandboxUploadRoutes } from './sandbox-upload-routes.ts';
 import { JobsService, type JobRunner } from './service.ts';
 import type { JobEvents } from './lifecycle/job-events.ts';
 import { submissionRoutes } from './submission-routes.ts';
@@ -65,6 +66,7 @@ export const jobsRoutes: FastifyPluginAsyncTypebox<JobsRoutesOptions> = async (a
   await app.register(jobRoutes, options);
   await app.register(matchingRoutes, options);
   await app.register(sandboxRoutes, options);
+  await app.register(sandboxUploadRoutes, options);
   await app.register(submissionRoutes, options);
   await app.register(reportRoutes, options);
   await app.register(actionRoutes, options);

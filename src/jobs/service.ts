@@ -21,7 +21,9 @@ import { deleteJob, eachJobAnswered, ownJob, rescheduleJob, type ActionResult, t
 import { holdJob, releaseJob } from './flow/holds.ts';
 import { searchJobs, summarizeJobs, type Condition, type SearchRequest, type SortKey } from './search.ts';
 import { checkMayAct, checkMaySee, listVisibility } from './privileges.ts';
-import type { SandboxStore, StoredObject } from './sandbox-store.ts';
+import type { ServiceSandboxStore, StoredObject } from './sandbox-store.ts';
+import { SandboxUploads } from './sandbox-uploads.ts';
+import type { PreparedManifest } from './prepare.ts';
 import { canTransition, changeStatus, KILL_PENDING } from './state-machine.ts';
 import type { JobEvents } from './lifecycle/job-events.ts';
 import { submissions } from './metrics.ts';
@@ -46,14 +48,17 @@ export interface JobRunner {
 export class JobsService {
   readonly ctx: AppContext;
   readonly config: JobsConfig;
-  readonly store: SandboxStore;
+  readonly store: ServiceSandboxStore;
+  /** Sandboxes uploaded straight to the store, and the registry of them all (docs/sandboxes.md). */
+  readonly uploads: SandboxUploads;
   readonly scheduler: JobRunner | undefined;
   /** Told of every change this service makes to jobs (the events stream listens). */
   readonly events: JobEvents;
   readonly sites: string[];
 
-  constructor(ctx: AppContext, config: JobsConfig, store: SandboxStore, scheduler: JobRunner | undefined, events: JobEvents) {
+  constructor(ctx: AppContext, config: JobsConfig, store: ServiceSandboxStore, scheduler: JobRunner | undefined, events: JobEvents) {
     this.ctx = ctx;
+    this.uploads = new SandboxUploads(ctx.db, config, store);
     this.events = events;
     this.config = config;
     this.store = store;
@@ -75,9 +80,10 @@ export class JobsService {
     storeSandbox: () => Promise<StoredObject | undefined> = async () => undefined,
   ): Promise<number[]> {
     const prepared = prepareManifests(manifests, this.config, this.sites, fileNames, false);
+    await this.#resolveSandboxRefs(principal, prepared);
     if (prepared.every((p) => isPlain(p.keys))) {
       // The sandbox is durable before any row can point at it.
-      const sandbox = await storeSandbox();
+      const sandbox = await this.#stored(principal, await storeSandbox());
       const ids = await insertJobs(this.ctx.db, this.events, this.#submitter(principal), prepared.flatMap((p) => p.jobs), sandbox);
       submissions.inc(ids.length);
       this.scheduler?.wake();
@@ -99,6 +105,7 @@ export class JobsService {
   ): Promise<{ WorkflowID: number; JobIDs: number[]; Nodes: Record<string, number[]> }> {
     if (manifests.length === 0) throw new InvalidRequest('Jobs: a workflow needs at least one job description');
     const prepared = prepareManifests(manifests, this.config, this.sites, fileNames, true, (i) => `Jobs[${i}]`);
+    await this.#resolveSandboxRefs(principal, prepared);
     const plan = planWorkflow(prepared, head);
     const { ids, workflowIds } = await this.#submitFlow(principal, plan, storeSandbox);
     const nodes: Record<string, number[]> = {};
@@ -109,13 +116,35 @@ export class JobsService {
   /** Parents checked, sandbox stored, then jobs, dependencies and workflows in one transaction; the gatekeeper woken. */
   async #submitFlow(principal: Principal, plan: FlowPlan, storeSandbox: () => Promise<StoredObject | undefined>) {
     await checkParents(this.ctx.db, principal, plan.jobs.flatMap((j) => j.parentIds));
-    const sandbox = await storeSandbox();
+    const sandbox = await this.#stored(principal, await storeSandbox());
     const stored = await insertFlowJobs(this.ctx.db, this.#submitter(principal), plan.jobs, plan.workflows, sandbox);
     submissions.inc(stored.ids.length);
     // The gatekeeper (flow/gates.ts) listens to the jobs' events; the scheduler matches the Waiting ones.
     this.events.changed();
     this.scheduler?.wake();
     return stored;
+  }
+
+  /**
+   * Points each job with an InputSandboxRef at its sandbox: the caller's group's and verified (else 400
+   * naming it), before any transaction, so that no row ever points at bytes nobody checked.
+   */
+  async #resolveSandboxRefs(principal: Principal, prepared: readonly PreparedManifest[]): Promise<void> {
+    const resolved = new Map<string, Promise<{ sha256: string; size: number }>>();
+    for (const p of prepared) {
+      for (const job of p.jobs) {
+        const ref = job.inputSandboxRef;
+        if (ref === undefined) continue;
+        if (!resolved.has(ref)) resolved.set(ref, this.uploads.resolve(principal.group, ref, p.where));
+        job.inputSandbox = await resolved.get(ref)!;
+      }
+    }
+  }
+
+  /** A sandbox the service packed and stored itself (multipart files) is registered, verified, for its owner. */
+  async #stored(principal: Principal, sandbox: StoredObject | undefined): Promise<StoredObject | undefined> {
+    if (sandbox) await this.uploads.stored({ username: principal.username, group: principal.group }, sandbox);
+    return sandbox;
   }
 
   #submitter(principal: Principal): Submitter {

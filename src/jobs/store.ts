@@ -93,7 +93,9 @@ async function insertBatch(db: Db, batch: readonly Submission[], committing: () 
 }
 
 /** A new job's row, Waiting (a workflow's jobs change status, hold reason and workflow: flow/insert.ts). */
-export function jobRow(who: Submitter, { manifest, sites, requirements }: CheckedManifest, sandbox: InputSandboxRef | undefined, tqId: number, now: string): Insertable<JobTable> & { manifest: string } {
+export function jobRow(who: Submitter, { manifest, sites, requirements, inputSandbox }: CheckedManifest, uploaded: InputSandboxRef | undefined, tqId: number, now: string): Insertable<JobTable> & { manifest: string } {
+  // Its InputSandboxRef's sandbox (resolved and verified by the service), else the submission's files.
+  const sandbox = inputSandbox ?? uploaded;
   return {
     job_name: manifest.JobName ?? 'Unknown',
     job_group: manifest.JobGroup ?? '',

@@ -175,6 +175,20 @@ export interface JobCountDeltaTable extends JobCountTable {
   id: Generated<number>;
 }
 
+/**
+ * The registry of sandboxes (docs/sandboxes.md): one row per sha256 and owner group, so that deduplication
+ * answers a group only about what the group stored. `verified_at` is null until the bytes are known to
+ * hash to `sha256`.
+ */
+export interface SandboxTable {
+  sha256: string;
+  owner_group: string;
+  owner: string;
+  size: number;
+  created_at: string;
+  verified_at: string | null;
+}
+
 export interface JobsTables {
   jobs: JobTable;
   job_status_history: JobStatusHistoryTable;
@@ -188,6 +202,7 @@ export interface JobsTables {
   fair_share_usage: FairShareUsageTable;
   workflows: WorkflowTable;
   job_dependencies: JobDependencyTable;
+  sandboxes: SandboxTable;
 }
 
 declare module '../kernel/db/schema.ts' {

@@ -124,6 +124,13 @@ export class PayloadTooLarge extends DirigoError {
   }
 }
 
+/** 413: a user's live sandboxes would take more bytes than their quota (docs/sandboxes.md). */
+export class SandboxQuotaExceeded extends DirigoError {
+  constructor(description: string) {
+    super('sandbox_quota_exceeded', 413, description);
+  }
+}
+
 export class UnsupportedMediaType extends DirigoError {
   constructor(description: string) {
     super('unsupported_media_type', 415, description);

@@ -32,6 +32,8 @@ const MANIFEST_NAMES = [
   'JobGroup',
   'JobType',
   'InputSandbox',
+  // A sandbox uploaded before the submission (POST /sandboxes), `sha256:<hex>` (docs/sandboxes.md).
+  'InputSandboxRef',
   'OutputSandbox',
   'StdOutput',
   'StdError',

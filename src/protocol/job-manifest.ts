@@ -10,6 +10,8 @@ export interface Manifest {
   JobGroup?: string;
   JobType?: string;
   InputSandbox?: string[];
+  /** `sha256:<hex>`: an input sandbox uploaded before (POST /sandboxes, docs/sandboxes.md); InputSandbox names its files. */
+  InputSandboxRef?: string;
   OutputSandbox?: string[];
   StdOutput?: string;
   StdError?: string;

@@ -1,15 +1,17 @@
 /** /agents/jobs/{jid}/…: what an agent fetches and reports for a job it holds. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { JidParams } from '../../jobs/index.ts';
+import { answerSandbox, JidParams, RedirectHeaders, SandboxExists, SandboxUpload } from '../../jobs/index.ts';
 import { errors, SECURITY } from '../../kernel/openapi.ts';
-import { AgentQuery, FinishBody, InputSandboxAnswer, InputSandboxStream, StatusBody, StatusReply, UploadBodies, Uploaded } from '../api-schemas.ts';
+import { AgentQuery, AgentSandboxQuery, FinishBody, OutputSandboxRef, InputSandboxAnswer, InputSandboxStream, StatusBody, StatusReply, UploadBodies, Uploaded } from '../api-schemas.ts';
 import type { AgentsService } from '../service.ts';
+import type { SandboxStore } from '../../payload/sandbox-store.ts';
 import { identity, type AgentGuards } from './guards.ts';
 
 const tags = ['Agents'];
 const security = SECURITY.token;
 
-export const heldJobRoutes: FastifyPluginAsyncTypebox<{ service: AgentsService; guards: AgentGuards }> = async (app, { service, guards }) => {
+export const heldJobRoutes: FastifyPluginAsyncTypebox<{ service: AgentsService; guards: AgentGuards; store: SandboxStore }> = async (app, { service, guards, store }) => {
+  const io = { store, uploads: service.uploads };
   app.get(
     '/agents/jobs/:jid/inputsandbox',
     {
@@ -20,17 +22,61 @@ export const heldJobRoutes: FastifyPluginAsyncTypebox<{ service: AgentsService; 
         operationId: 'agentGetInputSandbox',
         summary: "A held job's input sandbox (tar.gz)",
         params: JidParams,
-        querystring: AgentQuery,
+        querystring: AgentSandboxQuery,
         response: { 200: InputSandboxStream, ...errors(400, 401, 403, 404, 409) },
-        documented: { responses: { 200: InputSandboxAnswer } },
+        documented: {
+          responses: {
+            200: InputSandboxAnswer,
+            302: { description: 'S3 store: a presigned URL of the tar.gz, valid a short time (ask ?via=api for the bytes through the API)', headers: RedirectHeaders },
+          },
+        },
       },
     },
     async (request, reply) => {
-      const sandbox = await service.inputSandbox(identity(request, request.query.agentId), request.params.jid);
-      reply.type('application/gzip');
+      const jid = request.params.jid;
+      const sha256 = await service.inputSandbox(identity(request, request.query.agentId), jid);
+      // RFC 9111 §5.2.2.5: a job's user data, which no intermediary should keep.
       reply.header('cache-control', 'no-store');
-      return reply.send(sandbox);
+      return answerSandbox(request, reply, io, { sha256, fileName: `job-${jid}-input.tar.gz`, what: `the input sandbox of job ${jid}` }, request.query.via);
     },
+  );
+
+  app.post(
+    '/agents/jobs/:jid/outputsandbox/upload',
+    {
+      ...guards.afterBody,
+      schema: {
+        tags,
+        security,
+        operationId: 'agentAnnounceOutputSandbox',
+        summary: "Where to upload a held job's output sandbox straight to the store (or that it is there); then record it with /outputsandbox/commit",
+        params: JidParams,
+        body: OutputSandboxRef,
+        response: { 200: SandboxExists, 201: SandboxUpload, ...errors(400, 401, 403, 404, 409, 413, 415) },
+      },
+    },
+    async (request, reply) => {
+      const answer = await service.announceOutputSandbox(identity(request, request.body.agentId), request.params.jid, request.body.sha256, request.body.size);
+      reply.code(answer.exists ? 200 : 201);
+      return answer;
+    },
+  );
+
+  app.post(
+    '/agents/jobs/:jid/outputsandbox/commit',
+    {
+      ...guards.afterBody,
+      schema: {
+        tags,
+        security,
+        operationId: 'agentCommitOutputSandbox',
+        summary: "Record the output sandbox uploaded to the store as the held job's, once its bytes are verified",
+        params: JidParams,
+        body: OutputSandboxRef,
+        response: { 200: Uploaded, ...errors(400, 401, 403, 404, 409, 413, 415) },
+      },
+    },
+    async (request) => service.commitOutputSandbox(identity(request, request.body.agentId), request.params.jid, request.body.sha256, request.body.size),
   );
 
   app.post(

@@ -21,7 +21,8 @@ import { pilotRegistryRoutes } from '../pilots/registry-routes.ts';
 
 /** `jobEvents`: told of every job status the agents' endpoints change; `matcher`: chooses the jobs an agent gets. */
 export const agentsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; jobEvents: JobEvents; matcher: Matcher }> = async (app, { ctx, jobEvents, matcher }) => {
-  const service = new AgentsService(ctx, sandboxStore(ctx), jobEvents, matcher);
+  const store = sandboxStore(ctx);
+  const service = new AgentsService(ctx, store, jobEvents, matcher);
   const sites = [...service.sites.values()];
 
   if (sites.length > 0) {
@@ -36,7 +37,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; jobEvent
   app.decorateRequest('pilot', null);
   const guards = agentGuards(ctx);
   await app.register(matchRoutes, { service, guards });
-  await app.register(heldJobRoutes, { service, guards });
+  await app.register(heldJobRoutes, { service, guards, store });
   await app.register(pilotTokenRoutes, { ctx, sessions: new PilotSessions(ctx.db, (name) => service.agentSite(name), { events: jobEvents, maxReschedules: ctx.config.jobs.scheduler.maxReschedules }) });
   await app.register(pilotRegistryRoutes, { ctx, jobEvents });
 };

@@ -28,17 +28,20 @@ export interface PulledRun {
   status: string;
   site: string;
   input_sandbox: string | null;
+  /** Whose job it is: its output sandbox is registered for them (docs/sandboxes.md). */
+  owner: string;
+  owner_group: string;
 }
 
 /** The job when `holder` took it (whatever its status now), else undefined. */
 export async function pulledRun(db: Db, jobId: number, holder: PullHolder): Promise<PulledRun | undefined> {
   const row = await db
     .selectFrom('jobs')
-    .select(['job_id', 'status', 'site', 'input_sandbox', 'executor_id', 'executor_ref'])
+    .select(['job_id', 'status', 'site', 'input_sandbox', 'owner', 'owner_group', 'executor_id', 'executor_ref'])
     .where('job_id', '=', jobId)
     .executeTakeFirst();
   if (!row || row.executor_id !== holder.executorId || row.executor_ref !== holder.executorRef) return undefined;
-  return { job_id: Number(row.job_id), status: row.status, site: row.site, input_sandbox: row.input_sandbox };
+  return { job_id: Number(row.job_id), status: row.status, site: row.site, input_sandbox: row.input_sandbox, owner: row.owner, owner_group: row.owner_group };
 }
 
 /** The job's status now, or undefined when there is no such job. */

@@ -44,7 +44,7 @@ function padding(size: number): Uint8Array<ArrayBuffer> {
 
 /** The files as one uncompressed tar archive (a Blob: the files' bytes are not copied into memory). */
 function tarOf(files: readonly File[]): Blob {
-  const parts: BlobPart[] = [];
+  const parts: (Uint8Array<ArrayBuffer> | Blob)[] = [];
   for (const file of files) {
     const mtime = Math.floor(file.lastModified / 1000);
     const nameBytes = encoder.encode(file.name).length;
