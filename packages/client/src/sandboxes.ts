@@ -137,7 +137,7 @@ export async function putToPresigned(client: DirigoClient, upload: NonNullable<S
 export async function uploadSandbox(client: DirigoClient, source: SandboxSource, options: UploadSandboxOptions = {}): Promise<UploadedSandbox> {
   const digest = options.digest ?? (await sandboxDigest(source));
   if (typeof source === 'string' && (await stat(source)).size !== digest.size) throw new Error(`${source} is not ${digest.size} bytes long any more`);
-  const result = await (client as unknown as UntypedClient).POST('/sandboxes', { body: digest });
+  const result = await client.POST('/sandboxes', { body: { sha256: digest.sha256, size: digest.size } });
   if (result.response.status === 404 || result.response.status === 405) {
     await result.response.body?.cancel().catch(() => undefined);
     throw new DirectPathUnsupported('POST /sandboxes');
@@ -148,11 +148,6 @@ export async function uploadSandbox(client: DirigoClient, source: SandboxSource,
   if (answer.exists || !answer.upload) return { ...digest, ref, existed: true };
   await putToPresigned(client, answer.upload, source, digest.size, options);
   return { ...digest, ref, existed: false };
-}
-
-/** The typed client before its document knows the direct-path operations (a newer service's are typed). */
-interface UntypedClient {
-  POST(path: string, init: { body?: unknown; params?: unknown; headers?: Record<string, string> }): Promise<{ data?: unknown; error?: unknown; response: Response }>;
 }
 
 /** A downloaded sandbox: its bytes as they arrive (checked against `sha256` when known: a mismatch errors the stream at its end). */
@@ -257,10 +252,11 @@ export async function sandboxFromAnswer(client: DirigoClient, response: Response
     const sha256 = announcedSha256(response.headers);
     return { body: checked(response.body!, sha256, what), etag, size: length === null ? undefined : Number(length), sha256, via: 'api' };
   }
-  const res = await request(url, { method: 'GET', dispatcher: dispatcherFor(client, url, storeDispatcher) });
-  if (res.statusCode !== 200) throw await transferError(res.statusCode, await res.body.text());
-  const length = res.headers['content-length'];
-  size ??= typeof length === 'string' ? Number(length) : undefined;
-  const body = Readable.toWeb(res.body) as unknown as ReadableStream<Uint8Array>;
+  // No token goes with it: a presigned URL carries its own authorisation.
+  const res = await fetch(url, { dispatcher: dispatcherFor(client, url, storeDispatcher) } as RequestInit);
+  if (res.status !== 200 || !res.body) throw await transferError(res.status, await res.text());
+  const length = res.headers.get('content-length');
+  size ??= length === null ? undefined : Number(length);
+  const body = res.body;
   return { body: checked(body, expected, what), etag, size, sha256: expected, via: 'store' };
 }

@@ -651,7 +651,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The input sandbox (tar.gz) */
+        /** The input sandbox (tar.gz): a redirect to the store where it presigns downloads (S3), its URL as JSON with Accept: application/json, the bytes with ?via=api or the file store */
         get: operations["getInputSandbox"];
         put?: never;
         post?: never;
@@ -668,9 +668,44 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The output sandbox (tar.gz) */
+        /** The output sandbox (tar.gz): a redirect to the store where it presigns downloads (S3), its URL as JSON with Accept: application/json, the bytes with ?via=api or the file store */
         get: operations["getOutputSandbox"];
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sandboxes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Announce a sandbox by sha256 and size: it exists already for your group, or where to upload it */
+        post: operations["announceSandbox"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sandboxes/{sha256}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download a sandbox from a URL the service presigned (the signature in the query authorises it) */
+        get: operations["downloadSandboxContent"];
+        /** Upload a sandbox to the URL POST /sandboxes answered (the signature in the query authorises it) */
+        put: operations["uploadSandboxContent"];
         post?: never;
         delete?: never;
         options?: never;
@@ -914,6 +949,40 @@ export interface paths {
         get: operations["agentGetInputSandbox"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/jobs/{jid}/outputsandbox/upload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Where to upload a held job's output sandbox straight to the store (or that it is there); then record it with /outputsandbox/commit */
+        post: operations["agentAnnounceOutputSandbox"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/jobs/{jid}/outputsandbox/commit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Record the output sandbox uploaded to the store as the held job's, once its bytes are verified */
+        post: operations["agentCommitOutputSandbox"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4215,6 +4284,8 @@ export interface operations {
                     JobType?: string;
                     /** @description names of files uploaded with the submission (at most 10000); the stored manifest lists the files the input sandbox holds */
                     InputSandbox?: string[];
+                    /** @description an input sandbox uploaded before (POST /sandboxes) by you or your group; InputSandbox then names its files. Not with uploaded files */
+                    InputSandboxRef?: string;
                     /** @description files or glob patterns, relative to the working directory, returned in the output sandbox (at most 1000) */
                     OutputSandbox?: string[];
                     /** @description the file that receives standard output; default 'std.out' */
@@ -4274,6 +4345,8 @@ export interface operations {
                     JobType?: string;
                     /** @description names of files uploaded with the submission (at most 10000); the stored manifest lists the files the input sandbox holds */
                     InputSandbox?: string[];
+                    /** @description an input sandbox uploaded before (POST /sandboxes) by you or your group; InputSandbox then names its files. Not with uploaded files */
+                    InputSandboxRef?: string;
                     /** @description files or glob patterns, relative to the working directory, returned in the output sandbox (at most 1000) */
                     OutputSandbox?: string[];
                     /** @description the file that receives standard output; default 'std.out' */
@@ -5315,6 +5388,8 @@ export interface operations {
                         JobType?: string;
                         /** @description names of files uploaded with the submission (at most 10000); the stored manifest lists the files the input sandbox holds */
                         InputSandbox?: string[];
+                        /** @description an input sandbox uploaded before (POST /sandboxes) by you or your group; InputSandbox then names its files. Not with uploaded files */
+                        InputSandboxRef?: string;
                         /** @description files or glob patterns, relative to the working directory, returned in the output sandbox (at most 1000) */
                         OutputSandbox?: string[];
                         /** @description the file that receives standard output; default 'std.out' */
@@ -5597,7 +5672,10 @@ export interface operations {
     };
     getInputSandbox: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description api: the bytes through the API rather than a redirect to the store */
+                via?: "api";
+            };
             header?: {
                 /** @description the ETag of a copy the client has */
                 "if-none-match"?: string;
@@ -5610,7 +5688,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The input sandbox */
+            /** @description The input sandbox: the tar.gz, or (S3 store, Accept: application/json) a presigned URL of it */
             200: {
                 headers: {
                     /** @description "sha256-<hex>": send it back in If-None-Match */
@@ -5626,7 +5704,25 @@ export interface operations {
                 };
                 content: {
                     "application/gzip": Blob;
+                    "application/json": {
+                        /** @description GET it (no token): short-lived */
+                        url: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        /** @description SHA-256 of the tar.gz, 64 lowercase hex digits */
+                        sha256: string;
+                        size: number;
+                    };
                 };
+            };
+            /** @description S3 store: a presigned URL of the tar.gz, valid a short time (ask ?via=api for the bytes through the API) */
+            302: {
+                headers: {
+                    /** @description a presigned URL of the store, valid a short time */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Not modified: the If-None-Match ETag is the current one */
             304: {
@@ -5686,7 +5782,10 @@ export interface operations {
     };
     getOutputSandbox: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description api: the bytes through the API rather than a redirect to the store */
+                via?: "api";
+            };
             header?: {
                 /** @description the ETag of a copy the client has */
                 "if-none-match"?: string;
@@ -5699,7 +5798,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The output sandbox */
+            /** @description The output sandbox: the tar.gz, or (S3 store, Accept: application/json) a presigned URL of it */
             200: {
                 headers: {
                     /** @description "sha256-<hex>": send it back in If-None-Match */
@@ -5715,7 +5814,25 @@ export interface operations {
                 };
                 content: {
                     "application/gzip": Blob;
+                    "application/json": {
+                        /** @description GET it (no token): short-lived */
+                        url: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        /** @description SHA-256 of the tar.gz, 64 lowercase hex digits */
+                        sha256: string;
+                        size: number;
+                    };
                 };
+            };
+            /** @description S3 store: a presigned URL of the tar.gz, valid a short time (ask ?via=api for the bytes through the API) */
+            302: {
+                headers: {
+                    /** @description a presigned URL of the store, valid a short time */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Not modified: the If-None-Match ETag is the current one */
             304: {
@@ -5764,6 +5881,278 @@ export interface operations {
             };
             /** @description OAuth 2.0-shaped error */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    announceSandbox: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description SHA-256 of the tar.gz, 64 lowercase hex digits */
+                    sha256: string;
+                    /** @description bytes of the tar.gz */
+                    size: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Verified and visible to you: nothing to send */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description SHA-256 of the tar.gz, 64 lowercase hex digits */
+                        sha256: string;
+                        size: number;
+                        /** @enum {boolean} */
+                        exists: true;
+                    };
+                };
+            };
+            /** @description Send the bytes to upload.url */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description SHA-256 of the tar.gz, 64 lowercase hex digits */
+                        sha256: string;
+                        size: number;
+                        /** @enum {boolean} */
+                        exists: false;
+                        /** @description A presigned upload, bound to the sha256 and the size */
+                        upload: {
+                            /** @description where to send the bytes */
+                            url: string;
+                            /** @enum {string} */
+                            method: "PUT";
+                            /** @description headers to send exactly as given (the signature covers them) */
+                            headers: {
+                                [key: string]: string;
+                            };
+                        };
+                        /**
+                         * Format: date-time
+                         * @description when the upload URL stops working
+                         */
+                        expiresAt: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    downloadSandboxContent: {
+        parameters: {
+            query: {
+                /** @description Unix time after which the URL is refused */
+                expires: string;
+                signature: string;
+                /** @description an upload's size */
+                size?: string;
+                /** @description a download's file name */
+                name?: string;
+            };
+            header?: never;
+            path: {
+                /** @description SHA-256 of the tar.gz, 64 lowercase hex digits */
+                sha256: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sandbox */
+            200: {
+                headers: {
+                    /** @description "sha256-<hex>": send it back in If-None-Match */
+                    ETag?: string;
+                    /** @description attachment; filename="job-<jid>-<which>.tar.gz" */
+                    "Content-Disposition"?: string;
+                    "Content-Length"?: number;
+                    /** @description the SHA-256 of the archive, in hex */
+                    "X-Content-SHA256"?: string;
+                    /** @description sha-256=:<base64>: */
+                    "Repr-Digest"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/gzip": Blob;
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    uploadSandboxContent: {
+        parameters: {
+            query: {
+                /** @description Unix time after which the URL is refused */
+                expires: string;
+                signature: string;
+                /** @description an upload's size */
+                size?: string;
+                /** @description a download's file name */
+                name?: string;
+            };
+            header?: never;
+            path: {
+                /** @description SHA-256 of the tar.gz, 64 lowercase hex digits */
+                sha256: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/octet-stream": Blob;
+                "application/gzip": Blob;
+            };
+        };
+        responses: {
+            /** @description Stored and verified */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description SHA-256 of the tar.gz, 64 lowercase hex digits */
+                        sha256: string;
+                        size: number;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6441,6 +6830,8 @@ export interface operations {
                         JobType?: string;
                         /** @description names of files uploaded with the submission (at most 10000); the stored manifest lists the files the input sandbox holds */
                         InputSandbox?: string[];
+                        /** @description an input sandbox uploaded before (POST /sandboxes) by you or your group; InputSandbox then names its files. Not with uploaded files */
+                        InputSandboxRef?: string;
                         /** @description files or glob patterns, relative to the working directory, returned in the output sandbox (at most 1000) */
                         OutputSandbox?: string[];
                         /** @description the file that receives standard output; default 'std.out' */
@@ -7135,6 +7526,8 @@ export interface operations {
             query: {
                 /** @description the agent process, chosen by the agent */
                 agentId: string;
+                /** @description api: the bytes through the API rather than a redirect to the store */
+                via?: "api";
             };
             header?: never;
             path: {
@@ -7145,7 +7538,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The input sandbox */
+            /** @description The input sandbox: the tar.gz, or (S3 store, Accept: application/json) a presigned URL of it */
             200: {
                 headers: {
                     "Cache-Control"?: "no-store";
@@ -7153,6 +7546,149 @@ export interface operations {
                 };
                 content: {
                     "application/gzip": Blob;
+                    "application/json": {
+                        /** @description GET it (no token): short-lived */
+                        url: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        /** @description SHA-256 of the tar.gz, 64 lowercase hex digits */
+                        sha256: string;
+                        size: number;
+                    };
+                };
+            };
+            /** @description S3 store: a presigned URL of the tar.gz, valid a short time (ask ?via=api for the bytes through the API) */
+            302: {
+                headers: {
+                    /** @description a presigned URL of the store, valid a short time */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    agentAnnounceOutputSandbox: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a job id (a positive integer) */
+                jid: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the agent process, chosen by the agent */
+                    agentId: string;
+                    /** @description SHA-256 of the tar.gz */
+                    sha256: string;
+                    /** @description bytes */
+                    size: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Verified and visible to you: nothing to send */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description SHA-256 of the tar.gz, 64 lowercase hex digits */
+                        sha256: string;
+                        size: number;
+                        /** @enum {boolean} */
+                        exists: true;
+                    };
+                };
+            };
+            /** @description Send the bytes to upload.url */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description SHA-256 of the tar.gz, 64 lowercase hex digits */
+                        sha256: string;
+                        size: number;
+                        /** @enum {boolean} */
+                        exists: false;
+                        /** @description A presigned upload, bound to the sha256 and the size */
+                        upload: {
+                            /** @description where to send the bytes */
+                            url: string;
+                            /** @enum {string} */
+                            method: "PUT";
+                            /** @description headers to send exactly as given (the signature covers them) */
+                            headers: {
+                                [key: string]: string;
+                            };
+                        };
+                        /**
+                         * Format: date-time
+                         * @description when the upload URL stops working
+                         */
+                        expiresAt: string;
+                    };
                 };
             };
             /** @description OAuth 2.0-shaped error */
@@ -7193,6 +7729,134 @@ export interface operations {
             };
             /** @description OAuth 2.0-shaped error */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    agentCommitOutputSandbox: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a job id (a positive integer) */
+                jid: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the agent process, chosen by the agent */
+                    agentId: string;
+                    /** @description SHA-256 of the tar.gz */
+                    sha256: string;
+                    /** @description bytes */
+                    size: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        sha256: string;
+                        /** @description bytes */
+                        size: number;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -12,13 +12,13 @@
  * service cannot drift apart.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { createWriteStream, openAsBlob } from 'node:fs';
+import { createReadStream, createWriteStream, openAsBlob } from 'node:fs';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import { createDirigoClient, DirigoApiError, putToPresigned, SANDBOX_DOWNLOAD_HEADERS, sandboxFromAnswer, type DirigoClient, type ErrorAnswer, type SandboxUploadAnswer } from '@dirigo/client';
+import { createDirigoClient, DirigoApiError, putToPresigned, sandboxFromAnswer, type DirigoClient, type ErrorAnswer, type SandboxUploadAnswer } from '@dirigo/client';
 import type { Agent as HttpAgent } from 'undici';
 import { LocalExecutor } from '../../payload/local.ts';
 import { readTail } from '../../payload/output-tail.ts';
@@ -98,11 +98,6 @@ interface CallResult<T> {
   data?: T;
   error?: unknown;
   response: Response;
-}
-
-/** Operations of a newer service than the generated document knows (the direct path's). */
-interface UntypedPost {
-  POST(path: string, init: { params: { path: { jid: number } }; headers: Record<string, string>; body: unknown }): Promise<CallResult<unknown>>;
 }
 
 /** What an agent sends of each job's StdOutput per heartbeat (the service's default jobs.peekBytes). */
@@ -206,17 +201,16 @@ export class JobAgent {
   async #upload(jid: number, file: string, sha256: string): Promise<void> {
     const { size } = await stat(file);
     const body = { agentId: this.agentId, sha256, size };
-    const untyped = this.#api as unknown as UntypedPost;
     let answer: SandboxUploadAnswer;
     try {
-      ({ data: answer } = await this.#call((headers) => untyped.POST('/agents/jobs/{jid}/outputsandbox/upload', { params: { path: { jid } }, headers, body }) as Promise<CallResult<SandboxUploadAnswer>>));
+      ({ data: answer } = await this.#call((headers) => this.#api.POST('/agents/jobs/{jid}/outputsandbox/upload', { params: { path: { jid } }, headers, body })));
     } catch (err) {
       // A service without the route answers 'no route …'; a 404 about the job is its answer.
       if (err instanceof DirigoApiError && ((err.status === 404 && err.description.startsWith('no route ')) || err.status === 405)) return this.#uploadBody(jid, file);
       throw err;
     }
     if (!answer.exists && answer.upload) await putToPresigned(this.#api, answer.upload, file, size);
-    await this.#call((headers) => untyped.POST('/agents/jobs/{jid}/outputsandbox/commit', { params: { path: { jid } }, headers, body }));
+    await this.#call((headers) => this.#api.POST('/agents/jobs/{jid}/outputsandbox/commit', { params: { path: { jid } }, headers, body }));
   }
 
   /** The output sandbox in the request's body, sent from its file: a file-backed Blob streams from disk and can be sent again after a 401. */
@@ -235,19 +229,33 @@ export class JobAgent {
   #store(): SandboxStore {
     return {
       get: async (key: string): Promise<Readable> => {
-        // A store that presigns answers a redirect (or, asked so, JSON) to it: the bytes come from the store.
+        // A store that presigns answers a redirect to it: the bytes come from the store.
         const { response } = await this.#call(
           (headers) =>
             this.#api.GET('/agents/jobs/{jid}/inputsandbox', {
               params: { path: { jid: Number(key) }, query: { agentId: this.agentId } },
-              headers: { ...headers, ...SANDBOX_DOWNLOAD_HEADERS },
+              // Not the JSON form: a redirect, which every service version answers alike.
+              headers: { ...headers, accept: 'application/gzip' },
               parseAs: 'stream',
               redirect: 'manual',
             }),
           true,
         );
         const sandbox = await sandboxFromAnswer(this.#api, response, `the input sandbox of job ${key}`);
-        return Readable.fromWeb(sandbox.body as WebReadableStream<Uint8Array>);
+        if (sandbox.via === 'api') return Readable.fromWeb(sandbox.body as WebReadableStream<Uint8Array>);
+        // From the store: read whole into a file first. A store that closes its connection after the body
+        // (moto's server does) while a slow reader holds it paused trips an assertion in Node's HTTP client.
+        await mkdir(join(this.#o.workDir, '.inputs'), { recursive: true, mode: 0o700 });
+        const file = join(this.#o.workDir, '.inputs', randomUUID());
+        try {
+          await pipeline(Readable.fromWeb(sandbox.body as WebReadableStream<Uint8Array>), createWriteStream(file, { mode: 0o600 }));
+        } catch (err) {
+          await rm(file, { force: true });
+          throw err;
+        }
+        const stream = createReadStream(file);
+        stream.once('close', () => void rm(file, { force: true }));
+        return stream;
       },
       put: async (data: Readable, limit?: SizeLimit): Promise<StoredObject> => {
         await mkdir(join(this.#o.workDir, '.outputs'), { recursive: true, mode: 0o700 });

@@ -86,10 +86,15 @@ async function uploadDirect(conn: Connection, client: DirigoClient, files: reado
         digest,
         onProgress: (sent, total) => shown?.update(`uploading the input sandbox: ${mib(sent)} of ${mib(total)} (${Math.floor((sent / total) * 100)}%)`),
       });
-      shown?.done(uploaded.existed ? `input sandbox ${digest.sha256.slice(0, 12)}… already on the service: nothing to upload` : `input sandbox uploaded (${mib(digest.size)})`);
+      const said = uploaded.existed ? `input sandbox ${uploaded.ref} (${digest.size} bytes) already on the service: nothing sent` : `input sandbox ${uploaded.ref} (${digest.size} bytes) uploaded to the store`;
+      if (shown) shown.done(said);
+      else if (conn.verbose) process.stderr.write(`dirigo: ${said}\n`);
       return uploaded.ref;
     } catch (err) {
-      if (err instanceof DirectPathUnsupported) return undefined;
+      if (err instanceof DirectPathUnsupported) {
+        if (conn.verbose) process.stderr.write('dirigo: the service has no POST /sandboxes: the files go in the submission (multipart)\n');
+        return undefined;
+      }
       if (err instanceof DirigoApiError) throw refusal(err.status, { error: err.error, error_description: err.description });
       throw unreachable(conn, err, 'cannot upload the input sandbox');
     }
