@@ -1,11 +1,12 @@
 /**
  * Sandboxes by the direct path in the browser (docs/sandboxes.md). Uploads: the chosen files are packed
- * here into one tar.gz (sandbox-pack.ts), hashed by Web Crypto, announced with POST /sandboxes and PUT to the presigned URL the service answers, unless it has
- * the same bytes already. Downloads ask for the JSON form and fetch the presigned URL.
+ * here into one tar.gz (sandbox-pack.ts), hashed by Web Crypto, announced with POST /sandboxes and PUT
+ * to the presigned URL the service answers, unless it has the same bytes already. Downloads ask for the
+ * JSON form and fetch the presigned URL.
  *
  * With the S3 store the presigned URLs are on the bucket's origin, not the application's: the bucket
  * needs a CORS rule allowing this origin the methods PUT and GET and the headers the upload signs
- * (`x-amz-checksum-sha256`, `content-type`), and exposing `ETag` (README, "Sandboxes in S3"). The file
+ * (`x-amz-checksum-sha256`, `content-type`), and exposing `ETag` (docs/sandboxes.md, "The clients"). The file
  * store's URLs are on the service itself: same origin, nothing to configure.
  */
 import { authorizedFetch, ApiError } from '../api.ts';
