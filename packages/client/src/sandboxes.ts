@@ -9,6 +9,8 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
+import { get as httpGet, type IncomingMessage } from 'node:http';
+import { get as httpsGet } from 'node:https';
 import { Readable, Transform } from 'node:stream';
 import { getGlobalDispatcher, request, type Dispatcher } from 'undici';
 import { DirigoApiError, type DirigoClient, type ErrorAnswer } from './connection.ts';
@@ -187,6 +189,28 @@ function checked(body: ReadableStream<Uint8Array>, expected: string | undefined,
   );
 }
 
+/**
+ * GET of a presigned URL. On the service (the file store's URLs) or with a dispatcher given: fetch. A
+ * store elsewhere: Node's own HTTP client — Node's fetch asserts (and ends the process) when a server
+ * closes the connection to end a body its reader holds paused, which moto's server does.
+ */
+async function getPresigned(client: DirigoClient, url: string, storeDispatcher: Dispatcher | undefined): Promise<{ body: ReadableStream<Uint8Array>; size: number | undefined }> {
+  if (storeDispatcher || new URL(url).origin === new URL(client.url).origin) {
+    const res = await fetch(url, { dispatcher: dispatcherFor(client, url, storeDispatcher) } as RequestInit);
+    if (res.status !== 200 || !res.body) throw await transferError(res.status, await res.text());
+    const length = res.headers.get('content-length');
+    return { body: res.body, size: length === null ? undefined : Number(length) };
+  }
+  const res = await new Promise<IncomingMessage>((resolve, reject) => (url.startsWith('https:') ? httpsGet : httpGet)(url, resolve).once('error', reject));
+  if (res.statusCode !== 200) {
+    const chunks: Buffer[] = [];
+    for await (const c of res as AsyncIterable<Buffer>) chunks.push(c);
+    throw await transferError(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'));
+  }
+  const length = res.headers['content-length'];
+  return { body: Readable.toWeb(res) as unknown as ReadableStream<Uint8Array>, size: length === undefined ? undefined : Number(length) };
+}
+
 export interface DownloadSandboxOptions {
   /** An ETag from an earlier download: undefined is answered while it is still current (304). */
   etag?: string;
@@ -253,10 +277,8 @@ export async function sandboxFromAnswer(client: DirigoClient, response: Response
     return { body: checked(response.body!, sha256, what), etag, size: length === null ? undefined : Number(length), sha256, via: 'api' };
   }
   // No token goes with it: a presigned URL carries its own authorisation.
-  const res = await fetch(url, { dispatcher: dispatcherFor(client, url, storeDispatcher) } as RequestInit);
-  if (res.status !== 200 || !res.body) throw await transferError(res.status, await res.text());
-  const length = res.headers.get('content-length');
-  size ??= length === null ? undefined : Number(length);
-  const body = res.body;
+  const got = await getPresigned(client, url, storeDispatcher);
+  size ??= got.size;
+  const body = got.body;
   return { body: checked(body, expected, what), etag, size, sha256: expected, via: 'store' };
 }
