@@ -237,6 +237,8 @@ export async function fetchSandbox(client: DirigoClient, jid: number, which: 'in
   const query = options.via ? { via: options.via } : {};
   const result = await client.GET(path, { params: { path: { jid }, query } as never, headers, parseAs: 'stream', redirect: 'manual' });
   if (result.response.status === 304) return undefined;
+  // openapi-fetch has read an error's body already: its parsed answer is `error`.
+  if (result.response.status >= 400) throw new DirigoApiError(result.response.status, result.error as Partial<ErrorAnswer> | undefined);
   return sandboxFromAnswer(client, result.response, `the ${which} sandbox of job ${jid}`, options.storeDispatcher);
 }
 
