@@ -87,9 +87,19 @@ export async function sandboxDigest(source: SandboxSource): Promise<SandboxDiges
   return { sha256: hash.digest('hex'), size };
 }
 
+/**
+ * A URL of the service itself: on the client's origin, or a signed content URL of the file store under
+ * the service's public name (which a client behind a proxy or tunnel does not use), trusted as the
+ * service is.
+ */
+function onService(client: DirigoClient, url: string): boolean {
+  const target = new URL(url, client.url);
+  return target.origin === new URL(client.url).origin || (/\/sandboxes\/[0-9a-f]{64}\/content$/.test(target.pathname) && target.searchParams.has('signature'));
+}
+
 /** The dispatcher for `url`: the client's on the service itself, the store's elsewhere. */
 function dispatcherFor(client: DirigoClient, url: string, store: Dispatcher | undefined): Dispatcher {
-  return new URL(url, client.url).origin === new URL(client.url).origin ? client.dispatcher : (store ?? getGlobalDispatcher());
+  return onService(client, url) ? client.dispatcher : (store ?? getGlobalDispatcher());
 }
 
 /** A refused transfer as a DirigoApiError: the service's JSON error, or the start of a store's (XML) answer. */
@@ -195,7 +205,7 @@ function checked(body: ReadableStream<Uint8Array>, expected: string | undefined,
  * closes the connection to end a body its reader holds paused, which moto's server does.
  */
 async function getPresigned(client: DirigoClient, url: string, storeDispatcher: Dispatcher | undefined): Promise<{ body: ReadableStream<Uint8Array>; size: number | undefined }> {
-  if (storeDispatcher || new URL(url).origin === new URL(client.url).origin) {
+  if (storeDispatcher || onService(client, url)) {
     const res = await fetch(url, { dispatcher: dispatcherFor(client, url, storeDispatcher) } as RequestInit);
     if (res.status !== 200 || !res.body) throw await transferError(res.status, await res.text());
     const length = res.headers.get('content-length');
