@@ -12,6 +12,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { packFiles } from '../../src/payload/sandbox-archive.ts';
+import { sandboxUrlSigner } from '../../src/jobs/sandbox-urls.ts';
 import {
   certificateToken,
   cataloguePath,
@@ -19,6 +21,9 @@ import {
   DirigoApiError,
   downloadSandbox,
   downloadSandboxToFile,
+  fetchSandbox,
+  putToPresigned,
+  uploadSandbox,
   refreshToken,
   streamJobs,
   submitWithFiles,
@@ -29,7 +34,6 @@ import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { basic, oauthConfig, RS_SECRET } from '../helpers/oauth-kit.ts';
 import { FINAL, untar } from '../jobs/helpers.ts';
-import { sandboxUrlSigner } from '../../src/jobs/sandbox-urls.ts';
 
 type Operation = { operationId: string; responses: Record<string, unknown> };
 const DOCUMENT = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../packages/client/openapi.json'), 'utf8')) as { paths: Record<string, Record<string, Operation>> };
@@ -302,6 +306,50 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(announced.response.status, 200, 'stored already by the upload through the API');
       assert.deepEqual(unwrap(await pilot.POST('/agents/jobs/{jid}/outputsandbox/commit', { params: { path: { jid: jid! } }, body: ref })), { sha256: ref.sha256, size: ref.size });
       assert.equal(unwrap(await pilot.POST('/agents/jobs/{jid}/finish', { params: { path: { jid: jid! } }, body: { agentId, outcome: 'done', exitCode: 0, minorStatus: 'Execution complete' } })).Status, 'Done');
+    });
+
+    it('sandboxes by the direct path: announce, signed PUT and GET, submit by reference, fetch checked, agents upload and commit', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'client-direct-'));
+      writeFileSync(join(dir, 'run.sh'), '#!/bin/sh\necho direct > out.txt\n');
+      const chunks: Buffer[] = [];
+      for await (const c of packFiles([{ name: 'run.sh', path: join(dir, 'run.sh'), mode: 0o755 }])) chunks.push(c as Buffer);
+      const archive = Buffer.concat(chunks);
+      const sha256 = createHash('sha256').update(archive).digest('hex');
+      // The parts by typed calls: POST /sandboxes, then the signed PUT of the file store's URL.
+      const announced = unwrap(await alice.POST('/sandboxes', { body: { sha256, size: archive.length } }));
+      assert.equal(announced.exists, false);
+      const target = new URL((announced as { upload: { url: string } }).upload.url, svc.url);
+      const query = Object.fromEntries(target.searchParams) as { expires: string; signature: string };
+      const put = await anonymous.PUT('/sandboxes/{sha256}/content', {
+        params: { path: { sha256 }, query },
+        body: archive as never,
+        bodySerializer: (b) => b as unknown as ArrayBuffer,
+        headers: (announced as { upload: { headers: Record<string, string> } }).upload.headers,
+      });
+      assert.equal(put.response.status, 200);
+      // The helper: the same bytes again are not sent.
+      const again = await uploadSandbox(alice, archive);
+      assert.deepEqual({ ref: again.ref, existed: again.existed }, { ref: `sha256:${sha256}`, existed: true });
+      const { jids } = unwrap(await alice.POST('/jobs', { body: { Executable: 'run.sh', InputSandbox: ['run.sh'], InputSandboxRef: again.ref, OutputSandbox: ['out.txt'], Sites: ['Local'] } }));
+      const input = await fetchSandbox(alice, jids[0]!, 'input');
+      assert.equal(input!.sha256, sha256);
+      assert.deepEqual(Buffer.from(await new Response(input!.body).arrayBuffer()), archive);
+      // A signed GET, as a store that presigns downloads hands out.
+      const signer = await sandboxUrlSigner(svc.ctx.db);
+      const get = new URL(signer.sign({ method: 'GET', sha256, expires: Math.floor(Date.now() / 1000) + 60 }), svc.url);
+      const got = await anonymous.GET('/sandboxes/{sha256}/content', { params: { path: { sha256 }, query: Object.fromEntries(get.searchParams) as never }, parseAs: 'arrayBuffer' });
+      assert.deepEqual(Buffer.from(got.data as ArrayBuffer), archive);
+      // An agent's output by upload, PUT and commit.
+      const [jid] = (await submitWithFiles(alice, [{ Executable: 'run.sh', InputSandbox: ['run.sh'], Sites: ['Pool'] }], [{ name: 'run.sh', content: '#!/bin/sh\n' }])).jids;
+      const agentId = `client-direct-${dialect}`;
+      assert.deepEqual(unwrap(await pilot.POST('/agents/match', { body: { agentId, site: 'Pool', slots: 1 } })).jobs.map((j) => j.JobID), [jid]);
+      unwrap(await pilot.POST('/agents/jobs/{jid}/status', { params: { path: { jid: jid! } }, body: { agentId, status: 'Running' } }));
+      const out = unwrap(await pilot.POST('/agents/jobs/{jid}/outputsandbox/upload', { params: { path: { jid: jid! } }, body: { agentId, sha256, size: archive.length } }));
+      if (!out.exists) await putToPresigned(pilot, out.upload, archive, archive.length);
+      assert.equal(unwrap(await pilot.POST('/agents/jobs/{jid}/outputsandbox/commit', { params: { path: { jid: jid! } }, body: { agentId, sha256, size: archive.length } })).sha256, sha256);
+      assert.equal(unwrap(await pilot.POST('/agents/jobs/{jid}/finish', { params: { path: { jid: jid! } }, body: { agentId, outcome: 'done', exitCode: 0, minorStatus: 'Execution complete' } })).Status, 'Done');
+      const output = await fetchSandbox(alice, jid!, 'output');
+      assert.deepEqual(Buffer.from(await new Response(output!.body).arrayBuffer()), archive);
     });
 
     it('pilots: register, renew the pilot token, end', async () => {

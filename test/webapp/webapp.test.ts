@@ -130,6 +130,35 @@ for (const { dialect, skip } of await dialects()) {
       await context.close();
     });
 
+    it('submits files by the direct path (packed and hashed in the browser), and reads the output', async () => {
+      const seen: string[] = [];
+      svc.server.app.server.on('request', (req: import('node:http').IncomingMessage) => seen.push(`${req.method} ${(req.url ?? '').split('?')[0]} ${req.headers['content-type'] ?? ''}`));
+      const { context, page, problems } = await openApp(browser, svc);
+      await page.goto(`${svc.url}/app/`);
+      await signInWithPassword(page, svc);
+      await page.getByRole('button', { name: 'Submit', exact: true }).click();
+      await page.getByRole('heading', { name: 'Submit jobs' }).waitFor();
+      await segment(page, 'Form');
+      await page.getByLabel('Executable').fill('/bin/cat');
+      await page.getByLabel('Arguments').fill('data.txt');
+      await page.locator('input[type=file]').setInputFiles([{ name: 'data.txt', mimeType: 'text/plain', buffer: Buffer.from('bytes from the browser\n') }]);
+      const from = seen.length;
+      await page.getByRole('button', { name: 'Submit', exact: true }).last().click();
+      const submitted = page.getByRole('status').filter({ hasText: 'Submitted' });
+      await submitted.waitFor();
+      const jid = Number(await submitted.getByRole('button').first().textContent());
+      const requests = seen.slice(from);
+      assert.ok(requests.some((r) => r.startsWith('POST /sandboxes ')), requests.join('\n'));
+      assert.ok(requests.some((r) => /^PUT \/sandboxes\/[0-9a-f]{64}\/content /.test(r)), requests.join('\n'));
+      assert.ok(requests.some((r) => r.startsWith('POST /jobs application/json')), requests.join('\n'));
+      assert.ok(!requests.some((r) => r.includes('multipart/form-data')), requests.join('\n'));
+      await submitted.getByRole('button', { name: String(jid) }).click();
+      await page.getByTestId('panel-status').getByText('Done').waitFor({ timeout: 30_000 });
+      await page.getByTestId('sandbox-file').getByText('bytes from the browser').waitFor();
+      assert.deepEqual(problems, []);
+      await context.close();
+    });
+
     it('peeks at a running job, then kills, reschedules and deletes a selection', async () => {
       const { context, page, problems } = await openApp(browser, svc);
       await signInWithPassword(page, svc);

@@ -4,20 +4,21 @@
  * directory, no shell, clean environment, StdOutput/StdError, CPUTime limit, SIGTERM then SIGKILL on kill),
  * sends heartbeats whose replies carry kill commands, uploads the output sandbox and reports the outcome.
  *
- * The executor's sandbox store is the service itself: `get` downloads the job's input sandbox, `put` keeps
- * the packed output in a local file until the job's final report uploads it.
+ * The executor's sandbox store is the service itself: `get` downloads the job's input sandbox (from the
+ * store's presigned URL when the service redirects there), `put` keeps the packed output in a local file
+ * until the job's final report uploads it (by the direct path: docs/sandboxes.md).
  *
  * Every call goes through the typed client of packages/client, so the agent, the document and the
  * service cannot drift apart.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { createWriteStream, openAsBlob } from 'node:fs';
+import { createReadStream, createWriteStream, openAsBlob } from 'node:fs';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import { createDirigoClient, DirigoApiError, type DirigoClient, type ErrorAnswer } from '@dirigo/client';
+import { createDirigoClient, DirigoApiError, putToPresigned, sandboxFromAnswer, type DirigoClient, type ErrorAnswer, type SandboxUploadAnswer } from '@dirigo/client';
 import type { Agent as HttpAgent } from 'undici';
 import { LocalExecutor } from '../../payload/local.ts';
 import { readTail } from '../../payload/output-tail.ts';
@@ -160,10 +161,10 @@ export class JobAgent {
 
   /**
    * One API call with the current token; an expired token (401) is renewed and the call made once more.
-   * Answers other than 2xx become DirigoApiError; a connection failure names its cause (fetch's own message
+   * Answers other than 2xx (3xx too with `redirects`: a sandbox download's) become DirigoApiError; a connection failure names its cause (fetch's own message
    * is only "fetch failed").
    */
-  async #call<T>(send: (headers: { authorization: string }) => Promise<CallResult<T>>): Promise<{ data: T; response: Response }> {
+  async #call<T>(send: (headers: { authorization: string }) => Promise<CallResult<T>>, redirects = false): Promise<{ data: T; response: Response }> {
     for (let attempt = 0; ; attempt++) {
       const authorization = `Bearer ${await this.#o.token(attempt > 0)}`;
       let result: CallResult<T>;
@@ -178,7 +179,8 @@ export class JobAgent {
         await result.response.body?.cancel().catch(() => undefined);
         continue;
       }
-      if (!result.response.ok) throw new DirigoApiError(result.response.status, result.error as Partial<ErrorAnswer> | undefined);
+      const redirected = redirects && result.response.status >= 300 && result.response.status < 400;
+      if (!result.response.ok && !redirected) throw new DirigoApiError(result.response.status, result.error as Partial<ErrorAnswer> | undefined);
       return result as { data: T; response: Response };
     }
   }
@@ -191,8 +193,28 @@ export class JobAgent {
     await this.#call((headers) => this.#api.POST('/agents/jobs/{jid}/finish', { params: { path: { jid } }, headers, body: { agentId: this.agentId, ...body } }));
   }
 
-  /** The output sandbox, sent from its file: a file-backed Blob streams from disk and can be sent again after a 401. */
-  async #upload(jid: number, file: string): Promise<void> {
+  /**
+   * The output sandbox by the direct path (docs/sandboxes.md): announced by its sha256 and size, PUT to the
+   * presigned URL unless the service has the same bytes, then committed as the job's. A service without
+   * the upload endpoint (older) gets it in the request's body, as before.
+   */
+  async #upload(jid: number, file: string, sha256: string): Promise<void> {
+    const { size } = await stat(file);
+    const body = { agentId: this.agentId, sha256, size };
+    let answer: SandboxUploadAnswer;
+    try {
+      ({ data: answer } = await this.#call((headers) => this.#api.POST('/agents/jobs/{jid}/outputsandbox/upload', { params: { path: { jid } }, headers, body })));
+    } catch (err) {
+      // A service without the route answers 'no route …'; a 404 about the job is its answer.
+      if (err instanceof DirigoApiError && ((err.status === 404 && err.description.startsWith('no route ')) || err.status === 405)) return this.#uploadBody(jid, file);
+      throw err;
+    }
+    if (!answer.exists && answer.upload) await putToPresigned(this.#api, answer.upload, file, size);
+    await this.#call((headers) => this.#api.POST('/agents/jobs/{jid}/outputsandbox/commit', { params: { path: { jid } }, headers, body }));
+  }
+
+  /** The output sandbox in the request's body, sent from its file: a file-backed Blob streams from disk and can be sent again after a 401. */
+  async #uploadBody(jid: number, file: string): Promise<void> {
     const archive = await openAsBlob(file, { type: 'application/gzip' });
     await this.#call((headers) =>
       this.#api.PUT('/agents/jobs/{jid}/outputsandbox', {
@@ -207,10 +229,33 @@ export class JobAgent {
   #store(): SandboxStore {
     return {
       get: async (key: string): Promise<Readable> => {
-        const { response } = await this.#call((headers) =>
-          this.#api.GET('/agents/jobs/{jid}/inputsandbox', { params: { path: { jid: Number(key) }, query: { agentId: this.agentId } }, headers, parseAs: 'stream' }),
+        // A store that presigns answers a redirect to it: the bytes come from the store.
+        const { response } = await this.#call(
+          (headers) =>
+            this.#api.GET('/agents/jobs/{jid}/inputsandbox', {
+              params: { path: { jid: Number(key) }, query: { agentId: this.agentId } },
+              // Not the JSON form: a redirect, which every service version answers alike.
+              headers: { ...headers, accept: 'application/gzip' },
+              parseAs: 'stream',
+              redirect: 'manual',
+            }),
+          true,
         );
-        return Readable.fromWeb(response.body as WebReadableStream<Uint8Array>);
+        const sandbox = await sandboxFromAnswer(this.#api, response, `the input sandbox of job ${key}`);
+        if (sandbox.via === 'api') return Readable.fromWeb(sandbox.body as WebReadableStream<Uint8Array>);
+        // From the store: read whole into a file first. A store that closes its connection after the body
+        // (moto's server does) while a slow reader holds it paused trips an assertion in Node's HTTP client.
+        await mkdir(join(this.#o.workDir, '.inputs'), { recursive: true, mode: 0o700 });
+        const file = join(this.#o.workDir, '.inputs', randomUUID());
+        try {
+          await pipeline(Readable.fromWeb(sandbox.body as WebReadableStream<Uint8Array>), createWriteStream(file, { mode: 0o600 }));
+        } catch (err) {
+          await rm(file, { force: true });
+          throw err;
+        }
+        const stream = createReadStream(file);
+        stream.once('close', () => void rm(file, { force: true }));
+        return stream;
       },
       put: async (data: Readable, limit?: SizeLimit): Promise<StoredObject> => {
         await mkdir(join(this.#o.workDir, '.outputs'), { recursive: true, mode: 0o700 });
@@ -286,7 +331,7 @@ export class JobAgent {
             this.#outputs.delete(event.outputSandbox.sha256);
             if (file) {
               try {
-                await this.#untilDelivered(`job ${jid}: upload the output sandbox`, () => this.#upload(jid, file));
+                await this.#untilDelivered(`job ${jid}: upload the output sandbox`, () => this.#upload(jid, file, event.outputSandbox!.sha256));
               } catch (err) {
                 if (jobTakenAway(err)) throw err;
                 outcome = 'failed';

@@ -3,11 +3,15 @@
  * (flow A), --token / DIRIGO_TOKEN, or the token cached by `dirigo login`.
  */
 import { createHash } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
-import { resolve } from 'node:path';
-import { Readable } from 'node:stream';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { parseArgs } from 'node:util';
-import { DirigoApiError, streamJobs, submissionFormData, type JobRecord, type JobSubmissionForm } from '@dirigo/client';
+import { DirigoApiError, fetchSandbox, streamJobs, type JobRecord } from '@dirigo/client';
 import { answer, api, connect, reach, refusal, unreachable, type Connection } from '../shared/http.ts';
 import { CliError, EXIT } from '../../terminal/output.ts';
 import { unknownWord } from '../../terminal/suggest.ts';
@@ -20,9 +24,10 @@ import { canonicalStatus } from '../../protocol/job-status.ts';
 import { JDL_MEDIA_TYPE } from '../../protocol/jdl.ts';
 import { unpackArchive } from '../../payload/sandbox-archive.ts';
 import { formatJob, type JobDescription } from './show-cli.ts';
+import { submitWithLocalFiles } from './submit-cli.ts';
 import { formatMatching, formatShares } from './matching-cli.ts';
 import { reportRefusals } from './action-results.ts';
-import { heldJdl, heldManifest, isJdlFile, jdlInputFiles, parseJsonManifest, readManifestText, sandboxFiles, withFiles } from './submission-files.ts';
+import { heldJdl, heldManifest, isJdlFile, jdlInputFiles, parseJsonManifest, readManifestText, withFiles } from './submission-files.ts';
 
 const USAGE = `usage: dirigo jobs <command> [options]
 
@@ -195,17 +200,13 @@ async function submit(conn: Connection, token: string, values: Values, args: str
     else manifest = heldManifest(manifest);
   }
   const client = api(conn, token);
-  let submitted: { jids: number[] };
-  if (files.length === 0) {
-    // The service checks the manifest and names what is wrong with it.
-    submitted = jdl
-      ? await answer(conn, client.POST('/jobs', { body: text, headers: { 'content-type': JDL_MEDIA_TYPE }, bodySerializer: () => text }))
-      : await answer(conn, client.POST('/jobs', { body: manifest as never }));
-  } else {
-    const inputs = await sandboxFiles(files);
-    const form: JobSubmissionForm = jdl ? { jdl: [text], files: inputs } : { manifest: (Array.isArray(manifest) ? manifest : [manifest]).map((m) => JSON.stringify(m)), files: inputs };
-    submitted = await answer(conn, client.POST('/jobs', { body: form, bodySerializer: () => submissionFormData(form) }));
-  }
+  const submitted: { jids: number[] } =
+    files.length > 0
+      ? await submitWithLocalFiles(conn, client, jdl ? { jdl: text } : { manifests: Array.isArray(manifest) ? manifest : [manifest] }, files, values.json ?? false)
+      : // The service checks the manifest and names what is wrong with it.
+        jdl
+        ? await answer(conn, client.POST('/jobs', { body: text, headers: { 'content-type': JDL_MEDIA_TYPE }, bodySerializer: () => text }))
+        : await answer(conn, client.POST('/jobs', { body: manifest as never }));
   print(values, submitted, () => `${submitted.jids.join('\n')}\n`);
   return 0;
 }
@@ -220,19 +221,36 @@ async function actOnJobs(conn: Connection, token: string, values: Values, action
   return reportRefusals('jobs', results);
 }
 
+/** Downloads a job's sandbox (by the direct path when the service offers one), checks its sha256, unpacks it. */
 async function sandbox(conn: Connection, token: string, values: Values, id: string, which: 'input' | 'output'): Promise<number> {
-  const path = which === 'input' ? '/jobs/{jid}/inputsandbox' : '/jobs/{jid}/outputsandbox';
-  const res = await reach(conn, api(conn, token).GET(path, { params: { path: { jid: Number(id) } }, parseAs: 'arrayBuffer' }));
-  if (!res.response.ok) throw refusal(res.response.status, res.error);
-  const archive = Buffer.from(res.data as ArrayBuffer);
-  const expected = res.response.headers.get('x-content-sha256') ?? '';
-  const actual = createHash('sha256').update(archive).digest('hex');
-  if (expected && expected !== actual) throw new CliError(`the ${which} sandbox arrived damaged (sha256 ${actual}, expected ${expected})`);
   const dir = resolve(values.output ?? `job-${id}-${which}`);
-  await mkdir(dir, { recursive: true });
-  const names = await unpackArchive(Readable.from([archive]), dir, { maxFileSize: Number.MAX_SAFE_INTEGER, maxTotalSize: Number.MAX_SAFE_INTEGER, maxEntries: 100000 });
-  print(values, { dir, files: names, sha256: actual }, () => `${dir}\n${names.map((n) => `  ${n}`).join('\n')}\n`);
-  return 0;
+  const scratch = await mkdtemp(join(tmpdir(), 'dirigo-sandbox-'));
+  try {
+    const archive = join(scratch, 'sandbox.tar.gz');
+    const hash = createHash('sha256');
+    let got: Awaited<ReturnType<typeof fetchSandbox>>;
+    try {
+      got = await fetchSandbox(api(conn, token), Number(id), which);
+      const hashing = new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          hash.update(chunk);
+          done(null, chunk);
+        },
+      });
+      await pipeline(Readable.fromWeb(got!.body as WebReadableStream<Uint8Array>), hashing, createWriteStream(archive, { mode: 0o600 }));
+    } catch (err) {
+      if (err instanceof DirigoApiError) throw refusal(err.status, { error: err.error, error_description: err.description });
+      if (/arrived damaged/.test((err as Error).message)) throw new CliError((err as Error).message);
+      throw unreachable(conn, err, `cannot download the ${which} sandbox of job ${id}`);
+    }
+    const actual = hash.digest('hex');
+    await mkdir(dir, { recursive: true });
+    const names = await unpackArchive(createReadStream(archive), dir, { maxFileSize: Number.MAX_SAFE_INTEGER, maxTotalSize: Number.MAX_SAFE_INTEGER, maxEntries: 100000 });
+    print(values, { dir, files: names, sha256: actual, via: got!.via }, () => `${dir}\n${names.map((n) => `  ${n}`).join('\n')}\n`);
+    return 0;
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
 }
 
 function positiveInteger(option: string, text: string): number {

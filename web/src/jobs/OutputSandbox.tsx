@@ -5,7 +5,7 @@
  */
 import { useEffect, useState } from 'react';
 import { Anchor, Code, Group, ScrollArea, Stack, Text } from '@mantine/core';
-import { authorizedFetch } from '../api.ts';
+import { sandboxResponse } from './sandbox-transfer.ts';
 import { readSandbox, type SandboxFile } from './sandbox-reader.ts';
 
 const MOST_FETCHED = 8 * 1024 * 1024;
@@ -23,7 +23,7 @@ export function OutputSandbox({ jid }: { jid: number }) {
   useEffect(() => {
     let current = true;
     const read = async () => {
-      const res = await authorizedFetch(new Request(`/jobs/${jid}/outputsandbox`));
+      const res = await sandboxResponse(jid, 'outputsandbox');
       if (!res.ok) {
         const e = (await res.json().catch(() => ({}))) as { error_description?: string };
         throw new Error(e.error_description ?? `the server answered ${res.status}`);

@@ -1,11 +1,12 @@
 /**
  * Submission: a few fields that make a JSON manifest, or a manifest written as JSON or JDL, with files
- * for the input sandbox. The server's refusal is shown beside the field it names.
+ * for the input sandbox (uploaded by the direct path, sandbox-transfer.ts). The server's refusal is shown beside the field it names.
  */
 import { useState } from 'react';
 import { Alert, Anchor, Button, FileInput, Group, SegmentedControl, Stack, Textarea, TextInput, Title } from '@mantine/core';
 import { ApiError, authorizedFetch } from '../api.ts';
 import { navigate } from '../url-state.ts';
+import { jdlWithRef, uploadSandbox } from './sandbox-transfer.ts';
 
 type Mode = 'form' | 'json' | 'jdl';
 const FIELDS = ['Executable', 'Arguments', 'JobName', 'OutputSandbox'] as const;
@@ -17,6 +18,25 @@ const JDL_EXAMPLE = `[
   JobName = "hello_%n";
   Parameters = 3;
 ]`;
+
+/**
+ * The manifest part naming an uploaded sandbox: JDL with the InputSandboxRef attribute, JSON manifests
+ * with InputSandboxRef and the files it holds; undefined when the JSON does not parse (the multipart
+ * submission then lets the service say what is wrong with it).
+ */
+async function withRef(part: { name: 'manifest' | 'jdl'; blob: Blob }, ref: string, files: readonly File[]): Promise<{ name: 'manifest' | 'jdl'; blob: Blob } | undefined> {
+  const text = await part.blob.text();
+  if (part.name === 'jdl') return { name: 'jdl', blob: new Blob([jdlWithRef(text, ref)], { type: 'text/x-jdl' }) };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const add = (m: unknown) => (m && typeof m === 'object' ? { ...m, InputSandbox: files.map((f) => f.name), InputSandboxRef: ref } : m);
+  const manifests = Array.isArray(parsed) ? parsed.map(add) : add(parsed);
+  return { name: 'manifest', blob: new Blob([JSON.stringify(manifests)], { type: 'application/json' }) };
+}
 
 /** Which form field a server message is about: messages name the manifest key they refuse. */
 function fieldOf(message: string): Field | undefined {
@@ -48,11 +68,20 @@ export function SubmitPage() {
     setBusy(true);
     setError(undefined);
     try {
-      const form = new FormData();
       const part = manifestPart();
-      form.append(part.name, part.blob, part.name === 'jdl' ? 'job.jdl' : 'manifest.json');
-      for (const f of files) form.append('files', f, f.name);
-      const res = await authorizedFetch(new Request('/jobs', { method: 'POST', body: form, headers: { accept: 'application/json' } }));
+      // Files go to the sandbox store by the direct path; an older service takes them in the multipart body.
+      const ref = files.length ? await uploadSandbox(files) : undefined;
+      const direct = ref ? await withRef(part, ref, files) : files.length ? undefined : part;
+      let request: Request;
+      if (direct) {
+        request = new Request('/jobs', { method: 'POST', body: direct.blob, headers: { accept: 'application/json', 'content-type': direct.name === 'jdl' ? 'text/x-jdl' : 'application/json' } });
+      } else {
+        const form = new FormData();
+        form.append(part.name, part.blob, part.name === 'jdl' ? 'job.jdl' : 'manifest.json');
+        for (const f of files) form.append('files', f, f.name);
+        request = new Request('/jobs', { method: 'POST', body: form, headers: { accept: 'application/json' } });
+      }
+      const res = await authorizedFetch(request);
       const body = (await res.json()) as { jids?: number[]; error?: string; error_description?: string };
       if (!res.ok || !body.jids) throw new ApiError(res.status, body.error ?? 'error', body.error_description ?? `the server answered ${res.status}`);
       setSubmitted(body.jids);
