@@ -226,6 +226,38 @@ for (const { dialect, skip } of await dialects()) {
         await checkOutput(jid, 'out3');
       });
 
+      /** Submits a workflow of two JDL nodes (the second after the first) with hello.sh and input.dat; its jobs and requests. */
+      async function submitWorkflow(url = svc.url): Promise<{ jids: number[]; requests: Seen[]; stderr: string }> {
+        const node = (name: string, more: string) => `[ NodeName = "${name}"; Executable = "hello.sh"; Arguments = "world"; Sites = {"Local"}; OutputSandbox = {"*.txt"};${more} ]\n`;
+        writeFileSync(join(work, 'first.jdl'), node('first', ''));
+        writeFileSync(join(work, 'second.jdl'), node('second', ' DependsOn = {"first"};'));
+        const from = seen.length;
+        const sub = await dirigo(['workflow', 'submit', 'first.jdl', 'second.jdl', 'hello.sh', 'input.dat', '-v', '--json'], url);
+        assert.equal(sub.code, 0, sub.stderr);
+        const answer = JSON.parse(sub.stdout) as { JobIDs: number[]; Nodes: Record<string, number[]> };
+        assert.deepEqual(Object.keys(answer.Nodes).sort(), ['first', 'second']);
+        return { jids: answer.JobIDs, requests: seen.slice(from), stderr: sub.stderr };
+      }
+
+      it('submits a workflow with local files by the direct path (JDL nodes, JSON request); each node reads them', async () => {
+        writeFileSync(join(work, 'input.dat'), randomBytes(1024 * 1024));
+        const { jids, requests, stderr } = await submitWorkflow();
+        assert.match(stderr, /input sandbox sha256:[0-9a-f]{64} \(\d+ bytes\) uploaded to the store/);
+        assert.deepEqual(requests.filter((r) => r.method === 'POST' && r.path === '/sandboxes').map((r) => r.status), [201]);
+        const post = requests.filter((r) => r.method === 'POST' && r.path === '/workflows');
+        assert.deepEqual(post.map((r) => r.status), [201]);
+        assert.match(post[0]!.type, /^application\/json/);
+        if (store === 's3') noSandboxBytes(requests);
+        else noSandboxBytes(requests.filter((r) => !(r.method === 'PUT' && r.path.startsWith('/sandboxes/'))));
+        assert.equal(jids.length, 2);
+        for (const [n, jid] of jids.entries()) {
+          await waitDone(String(jid));
+          await checkOutput(String(jid), `wf-out${n}`);
+          const manifest = await dirigo(['jobs', 'manifest', String(jid)]);
+          assert.deepEqual(JSON.parse(manifest.stdout).InputSandbox, ['hello.sh', 'input.dat']);
+        }
+      });
+
       it('submits multipart to a service without POST /sandboxes', async () => {
         const older = await olderService(svc);
         try {
@@ -238,6 +270,12 @@ for (const { dialect, skip } of await dialects()) {
           assert.equal(post[0]!.status, 201);
           await waitDone(jid);
           await checkOutput(jid, 'out4');
+          const wf = await submitWorkflow(older.url);
+          assert.deepEqual(wf.requests.filter((r) => r.method === 'POST' && r.path === '/workflows').map((r) => [r.type.split(';')[0], r.status]), [['multipart/form-data', 201]]);
+          for (const [n, wjid] of wf.jids.entries()) {
+            await waitDone(String(wjid));
+            await checkOutput(String(wjid), `wf-old${n}`);
+          }
         } finally {
           await older.close();
         }

@@ -27,7 +27,8 @@ export function parseJsonManifest(file: string, text: string): unknown {
   }
 }
 
-function parsedJdl(file: string, text: string): Record<string, unknown> {
+/** A JDL file's manifest, as the service reads it (a syntax error is a usage error). */
+export function parsedJdl(file: string, text: string): Record<string, unknown> {
   try {
     return parseJdl(text, file);
   } catch (err) {

@@ -111,6 +111,24 @@ async function submitMultipart(conn: Connection, client: DirigoClient, submissio
   return answer(conn, client.POST('/jobs', { body: form, bodySerializer: () => submissionFormData(form) }));
 }
 
+/** The local input files packed and uploaded by the direct path: the reference and the names inside. */
+export interface UploadedSandbox {
+  ref: string;
+  names: string[];
+}
+
+/** Uploads the local `paths` as one input sandbox; undefined when the service has no POST /sandboxes (older). */
+export async function uploadLocalFiles(conn: Connection, client: DirigoClient, paths: readonly string[], json: boolean): Promise<UploadedSandbox | undefined> {
+  const files = namedFiles(paths);
+  const ref = await uploadDirect(conn, client, files, json);
+  return ref === undefined ? undefined : { ref, names: files.map((f) => f.name) };
+}
+
+/** A manifest naming the uploaded sandbox; as a multipart submission does, it lists what the sandbox holds. */
+export function withSandboxRef(manifest: unknown, sandbox: UploadedSandbox): Record<string, unknown> {
+  return { ...(manifest as Record<string, unknown>), InputSandbox: sandbox.names, InputSandboxRef: sandbox.ref };
+}
+
 /** Submits the jobs with the local `files` as their input sandbox: by the direct path, else multipart. */
 export async function submitWithLocalFiles(conn: Connection, client: DirigoClient, submission: Submission, paths: readonly string[], json: boolean): Promise<{ jids: number[] }> {
   const files = namedFiles(paths);
@@ -120,9 +138,8 @@ export async function submitWithLocalFiles(conn: Connection, client: DirigoClien
     const text = jdlWithRef(submission.jdl, ref);
     return answer(conn, client.POST('/jobs', { body: text as never, headers: { 'content-type': JDL_MEDIA_TYPE }, bodySerializer: () => text }));
   }
-  // As a multipart submission does, the manifests list what the sandbox holds.
-  const names = files.map((f) => f.name);
-  const manifests = submission.manifests.map((m) => ({ ...(m as Record<string, unknown>), InputSandbox: names, InputSandboxRef: ref }));
+  const sandbox = { ref, names: files.map((f) => f.name) };
+  const manifests = submission.manifests.map((m) => withSandboxRef(m, sandbox));
   const body = manifests.length === 1 ? manifests[0] : manifests;
   return answer(conn, client.POST('/jobs', { body: body as never }));
 }

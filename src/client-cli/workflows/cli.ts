@@ -106,7 +106,7 @@ export async function workflowCommand(argv: string[]): Promise<number> {
   const print = (data: unknown, text: () => string) => process.stdout.write(values.json ? `${JSON.stringify(data, null, 2)}\n` : text());
   switch (sub) {
     case 'submit': {
-      const submitted = await submitWorkflow(conn, token, request!);
+      const submitted = await submitWorkflow(conn, token, request!, values.json ?? false);
       print(submitted, () => formatSubmitted(submitted));
       return EXIT.ok;
     }
