@@ -11,7 +11,7 @@ export { checkSandboxStore, JobsConfigSchema, type JobsConfig } from './config-s
 export type { AgentSiteConfig, PilotFactoryConfig } from './agent-site-schema.ts';
 export type { SlurmSiteConfig } from './slurm-site-schema.ts';
 export { jobsMigrations } from './migrations.ts';
-export { JidParams } from './api-schemas.ts';
+export { IfNoneMatch, JidParams } from './api-schemas.ts';
 export { JobParameterEvent, JobStatusEvent } from './event-schemas.ts';
 export { changeStatus, confirmKill, handOver } from './state-machine.ts';
 export { runnableJobs, type ClaimedJob } from './lifecycle/claim.ts';

@@ -57,4 +57,8 @@ export const PresignedDownload = Type.Object(
 /** `?via=api`: the bytes through the API even where the store presigns downloads. */
 export const ViaQuery = Type.Object({ via: Type.Optional(Type.Literal('api', { description: 'api: the bytes through the API rather than a redirect to the store' })) });
 
-export const RedirectHeaders = { Location: Type.String({ description: 'a presigned URL of the store, valid a short time' }) };
+export const RedirectHeaders = {
+  Location: Type.String({ description: 'a presigned URL of the store, valid a short time' }),
+  ETag: Type.String({ description: '"sha256-<hex>": send it back in If-None-Match (304 instead of a redirect)' }),
+  'X-Content-SHA256': Type.String({ description: 'the SHA-256 of the archive, in hex' }),
+};

@@ -20,10 +20,20 @@ function wantsJson(request: FastifyRequest): boolean {
   return /\bapplication\/json\b/i.test(String(request.headers.accept ?? ''));
 }
 
+/** Whether an If-None-Match header (one tag, a list, or `*`) names `etag`; weak tags compare alike (RFC 9110 §13.1.2). */
+function notModified(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  return header.split(',').some((tag) => {
+    const t = tag.trim();
+    return t === '*' || t.replace(/^W\//, '') === etag;
+  });
+}
+
 /**
- * Answers the sandbox `sha256` as a redirect or JSON when the store presigns and the client did not ask
- * for the bytes (`via=api`), else the bytes with their ETag (304 when the client has them). Shared with
- * the agents' download (agents/routes/held-jobs.ts).
+ * Answers the sandbox `sha256`: 304 when the client's If-None-Match names its ETag (whatever the store:
+ * a client that has the bytes is not sent to fetch them again); else a redirect or JSON when the store
+ * presigns and the client did not ask for the bytes (`via=api`); else the bytes with their ETag. Shared
+ * with the agents' download (agents/routes/held-jobs.ts).
  */
 export async function answerSandbox(
   request: FastifyRequest,
@@ -33,6 +43,11 @@ export async function answerSandbox(
   via: string | undefined,
 ): Promise<FastifyReply> {
   const { sha256: sha, fileName } = sandbox;
+  // The name is the content's hash: the ETag is known before the store is asked anything.
+  const etag = `"sha256-${sha}"`;
+  reply.header('etag', etag);
+  reply.header('x-content-sha256', sha);
+  if (notModified(request.headers['if-none-match'], etag)) return reply.code(304).send();
   if (via !== 'api') {
     const presigned = await io.uploads.presignedGet(sha, fileName);
     if (presigned) {
@@ -45,11 +60,7 @@ export async function answerSandbox(
       return reply.redirect(presigned.url, 302);
     }
   }
-  const etag = `"sha256-${sha}"`;
-  reply.header('etag', etag);
-  reply.header('x-content-sha256', sha);
   reply.header('repr-digest', `sha-256=:${Buffer.from(sha, 'hex').toString('base64')}:`);
-  if (request.headers['if-none-match'] === etag) return reply.code(304).send();
   const size = await io.store.size(sha);
   if (size === undefined) throw new NotFound(`${sandbox.what} is missing from the store`);
   reply.header('content-length', size);

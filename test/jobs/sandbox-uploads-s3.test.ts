@@ -95,7 +95,7 @@ for (const { dialect, skip } of await dialects()) {
         const job = await waitForStatus(svc, alice, jid, FINAL, 30000);
         assert.equal(job.Status, 'Done', String(job.MinorStatus));
 
-        const redirect = await svc.request(`/jobs/${jid}/outputsandbox`, { token: alice });
+        const redirect = await svc.request(`/jobs/${jid}/outputsandbox`, { token: alice, followRedirects: false });
         assert.equal(redirect.status, 302, redirect.text);
         const location = String(redirect.headers.location);
         assert.ok(location.startsWith(s3.endpoint), location);
@@ -116,6 +116,17 @@ for (const { dialect, skip } of await dialects()) {
         assert.equal(via.headers.etag, `"sha256-${sb.sha256}"`);
         const cached = await svc.request(`/jobs/${jid}/inputsandbox?via=api`, { token: alice, headers: { 'if-none-match': `"sha256-${sb.sha256}"` } });
         assert.equal(cached.status, 304);
+        // The client that has the bytes is answered 304 before any redirect or presigned URL (docs/sandboxes.md).
+        const etag = `"sha256-${sb.sha256}"`;
+        assert.equal((await svc.request(`/jobs/${jid}/inputsandbox`, { token: alice, followRedirects: false })).headers.etag, etag, 'the redirect names the ETag');
+        for (const headers of [{ 'if-none-match': etag }, { 'if-none-match': `"other", W/${etag}` }, { 'if-none-match': etag, accept: 'application/json' }]) {
+          const conditional = await svc.request(`/jobs/${jid}/inputsandbox`, { token: alice, headers, followRedirects: false });
+          assert.equal(conditional.status, 304, `${JSON.stringify(headers)}: ${conditional.status} ${conditional.text}`);
+          assert.equal(conditional.headers.location, undefined);
+          assert.equal(conditional.headers.etag, etag);
+        }
+        const changed = await svc.request(`/jobs/${jid}/inputsandbox`, { token: alice, headers: { 'if-none-match': '"sha256-other"' }, followRedirects: false });
+        assert.equal(changed.status, 302, 'another ETag: redirected');
       });
 
       it('never lets a job use bytes that do not match their sha256', async () => {
@@ -154,12 +165,18 @@ for (const { dialect, skip } of await dialects()) {
         const m = await svc.request('/agents/match', { method: 'POST', token: pilot, json: { agentId: 'direct', site: 'Quiet', slots: 10 } });
         assert.equal(m.status, 200, m.text);
         assert.ok(m.json.jobs.some((j: { JobID: number }) => j.JobID === jid), m.text);
-        const redirect = await svc.request(`/agents/jobs/${jid}/inputsandbox?agentId=direct`, { token: pilot });
+        const redirect = await svc.request(`/agents/jobs/${jid}/inputsandbox?agentId=direct`, { token: pilot, followRedirects: false });
         assert.equal(redirect.status, 302, redirect.text);
         assert.deepEqual((await curlGet(String(redirect.headers.location))).body, sb.bytes);
         const via = await svc.request(`/agents/jobs/${jid}/inputsandbox?agentId=direct&via=api`, { token: pilot });
         assert.equal(via.status, 200);
         assert.deepEqual(via.body, sb.bytes);
+        // 304 before any redirect.
+        const etag = `"sha256-${sb.sha256}"`;
+        assert.equal(redirect.headers.etag, etag);
+        const cached = await svc.request(`/agents/jobs/${jid}/inputsandbox?agentId=direct`, { token: pilot, headers: { 'if-none-match': etag }, followRedirects: false });
+        assert.equal(cached.status, 304, cached.text);
+        assert.equal(cached.headers.location, undefined);
         // The output, straight to S3 and recorded.
         assert.equal((await svc.request(`/agents/jobs/${jid}/status`, { method: 'POST', token: pilot, json: { agentId: 'direct', status: 'Running' } })).status, 200);
         const out = await sandbox({ 'std.out': 'agent output\n' });

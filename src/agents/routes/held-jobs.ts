@@ -1,6 +1,6 @@
 /** /agents/jobs/{jid}/…: what an agent fetches and reports for a job it holds. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { answerSandbox, JidParams, RedirectHeaders, SandboxExists, SandboxUpload } from '../../jobs/index.ts';
+import { answerSandbox, IfNoneMatch, JidParams, RedirectHeaders, SandboxExists, SandboxUpload } from '../../jobs/index.ts';
 import { errors, SECURITY } from '../../kernel/openapi.ts';
 import { AgentQuery, AgentSandboxQuery, FinishBody, OutputSandboxRef, InputSandboxAnswer, InputSandboxStream, StatusBody, StatusReply, UploadBodies, Uploaded } from '../api-schemas.ts';
 import type { AgentsService } from '../service.ts';
@@ -23,11 +23,13 @@ export const heldJobRoutes: FastifyPluginAsyncTypebox<{ service: AgentsService; 
         summary: "A held job's input sandbox (tar.gz)",
         params: JidParams,
         querystring: AgentSandboxQuery,
+        headers: IfNoneMatch,
         response: { 200: InputSandboxStream, ...errors(400, 401, 403, 404, 409) },
         documented: {
           responses: {
             200: InputSandboxAnswer,
             302: { description: 'S3 store: a presigned URL of the tar.gz, valid a short time (ask ?via=api for the bytes through the API)', headers: RedirectHeaders },
+            304: { description: 'Not modified: the If-None-Match ETag is the current one', headers: { ETag: RedirectHeaders.ETag } },
           },
         },
       },
