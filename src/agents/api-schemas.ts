@@ -118,13 +118,15 @@ export const UploadBodies = { 'application/gzip': Binary, 'application/octet-str
 
 /**
  * The input sandbox as the handler answers it: the stored archive's stream, which Fastify sends as it is,
- * never serialized. Its document is InputSandboxAnswer's.
+ * never serialized, or (S3 store, Accept: application/json) the presigned URL as a JSON object, which is
+ * serialized by this schema (a string-only schema made it "[object Object]"). Its document is
+ * InputSandboxAnswer's.
  */
-export const InputSandboxStream = Type.Unsafe<Readable>({ type: 'string', contentMediaType: 'application/gzip' });
+export const InputSandboxStream = Type.Union([Type.Unsafe<Readable>({ type: 'string', contentMediaType: 'application/gzip' }), PresignedDownload]);
 
 export const InputSandboxAnswer = {
   description: 'The input sandbox: the tar.gz, or (S3 store, Accept: application/json) a presigned URL of it',
   content: { 'application/gzip': Binary, 'application/json': PresignedDownload },
   // RFC 9111 §5.2.2.5: a job's user data, which no intermediary should keep.
-  headers: { 'Cache-Control': Type.Literal('no-store') },
+  headers: { 'Cache-Control': Type.Literal('no-store'), ETag: Type.String({ description: '"sha256-<hex>": send it back in If-None-Match' }) },
 };

@@ -171,7 +171,13 @@ for (const { dialect, skip } of await dialects()) {
         const via = await svc.request(`/agents/jobs/${jid}/inputsandbox?agentId=direct&via=api`, { token: pilot });
         assert.equal(via.status, 200);
         assert.deepEqual(via.body, sb.bytes);
-        // 304 before any redirect.
+        // The JSON form, serialized as documented (not "[object Object]"), and 304 before any redirect.
+        const json = await svc.request(`/agents/jobs/${jid}/inputsandbox?agentId=direct`, { token: pilot, headers: { accept: 'application/json' } });
+        assert.equal(json.status, 200, json.text);
+        assert.match(String(json.headers['content-type']), /^application\/json/);
+        assert.deepEqual([json.json.sha256, json.json.size], [sb.sha256, sb.size], json.text);
+        assert.ok(Date.parse(json.json.expiresAt) > Date.now(), json.text);
+        assert.deepEqual((await curlGet(json.json.url)).body, sb.bytes);
         const etag = `"sha256-${sb.sha256}"`;
         assert.equal(redirect.headers.etag, etag);
         const cached = await svc.request(`/agents/jobs/${jid}/inputsandbox?agentId=direct`, { token: pilot, headers: { 'if-none-match': etag }, followRedirects: false });
