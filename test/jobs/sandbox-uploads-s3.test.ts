@@ -119,7 +119,8 @@ for (const { dialect, skip } of await dialects()) {
         // The client that has the bytes is answered 304 before any redirect or presigned URL (docs/sandboxes.md).
         const etag = `"sha256-${sb.sha256}"`;
         assert.equal((await svc.request(`/jobs/${jid}/inputsandbox`, { token: alice, followRedirects: false })).headers.etag, etag, 'the redirect names the ETag');
-        for (const headers of [{ 'if-none-match': etag }, { 'if-none-match': `"other", W/${etag}` }, { 'if-none-match': etag, accept: 'application/json' }]) {
+        const conditions: Record<string, string>[] = [{ 'if-none-match': etag }, { 'if-none-match': `"other", W/${etag}` }, { 'if-none-match': etag, accept: 'application/json' }];
+        for (const headers of conditions) {
           const conditional = await svc.request(`/jobs/${jid}/inputsandbox`, { token: alice, headers, followRedirects: false });
           assert.equal(conditional.status, 304, `${JSON.stringify(headers)}: ${conditional.status} ${conditional.text}`);
           assert.equal(conditional.headers.location, undefined);
