@@ -5719,6 +5719,10 @@ export interface operations {
                 headers: {
                     /** @description a presigned URL of the store, valid a short time */
                     Location?: string;
+                    /** @description "sha256-<hex>": send it back in If-None-Match (304 instead of a redirect) */
+                    ETag?: string;
+                    /** @description the SHA-256 of the archive, in hex */
+                    "X-Content-SHA256"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5829,6 +5833,10 @@ export interface operations {
                 headers: {
                     /** @description a presigned URL of the store, valid a short time */
                     Location?: string;
+                    /** @description "sha256-<hex>": send it back in If-None-Match (304 instead of a redirect) */
+                    ETag?: string;
+                    /** @description the SHA-256 of the archive, in hex */
+                    "X-Content-SHA256"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7528,7 +7536,10 @@ export interface operations {
                 /** @description api: the bytes through the API rather than a redirect to the store */
                 via?: "api";
             };
-            header?: never;
+            header?: {
+                /** @description the ETag of a copy the client has */
+                "if-none-match"?: string;
+            };
             path: {
                 /** @description a job id (a positive integer) */
                 jid: number;
@@ -7541,6 +7552,8 @@ export interface operations {
             200: {
                 headers: {
                     "Cache-Control"?: "no-store";
+                    /** @description "sha256-<hex>": send it back in If-None-Match */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7561,6 +7574,19 @@ export interface operations {
                 headers: {
                     /** @description a presigned URL of the store, valid a short time */
                     Location?: string;
+                    /** @description "sha256-<hex>": send it back in If-None-Match (304 instead of a redirect) */
+                    ETag?: string;
+                    /** @description the SHA-256 of the archive, in hex */
+                    "X-Content-SHA256"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not modified: the If-None-Match ETag is the current one */
+            304: {
+                headers: {
+                    /** @description "sha256-<hex>": send it back in If-None-Match (304 instead of a redirect) */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
