@@ -45,6 +45,9 @@ export interface RequestOptions extends SendOptions {
   followRedirects?: boolean;
 }
 
+/** The routes whose 302 leads to the sandbox store; others' redirects (OAuth callbacks) are answers to check. */
+const SANDBOX_DOWNLOAD = /^\/(agents\/)?jobs\/\d+\/(input|output)sandbox\b/;
+
 export interface TestService {
   url: string;
   ctx: AppContext;
@@ -150,7 +153,7 @@ export async function startTestService(options: TestServiceOptions): Promise<Tes
         throw Object.assign(new Error(`the answer breaks the OpenAPI document:\n${problems}\nbody: ${res.text.slice(0, 500)}`), { response: res });
       }
       const location = res.headers.location;
-      if (opts.followRedirects !== false && res.status === 302 && typeof location === 'string' && location.startsWith('http://')) {
+      if (opts.followRedirects !== false && res.status === 302 && SANDBOX_DOWNLOAD.test(path) && typeof location === 'string' && location.startsWith('http://')) {
         // The store's presigned GET: no credential but the URL (and not this service's TLS).
         return send(location, {}, plainHttp);
       }
