@@ -71,8 +71,8 @@ for (const { dialect, skip } of await dialects()) {
       assert.deepEqual(ids(jobs), [...aliceIds].reverse());
       const page = await svc.request('/jobs', { token: alice });
       assert.deepEqual(jobs, page.json.jobs, 'the same JobRecord per job as a JSON page');
-      // Every attribute (model.ts ATTRIBUTES), the requirements (issue 34) among them.
-      assert.equal(Object.keys(jobs[0]!).length, 28);
+      // Every attribute (model.ts ATTRIBUTES), the requirements (issue 34) and the workflow attributes (issue 36) among them.
+      assert.equal(Object.keys(jobs[0]!).length, 31);
     });
 
     it('keeps the restrictions, sort order, maxJobs, startJob and cursor of the pages', async () => {
