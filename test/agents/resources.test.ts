@@ -82,7 +82,10 @@ for (const { dialect, skip } of await dialects()) {
       const big = await submit(svc, alice, { ...payload(dir, `[ -e ${release} ]`), NumberOfProcessors: 2, Sites: ['Pool'] });
       agents.push(startAgent(svc.url, svc.pki, { site: 'Pool', slots: 4, extra: ['--cores', '2', '--resource', 'twoCores'] }));
       await waitForStatus(svc, alice, big, ['Running'], 60000);
-      assert.equal(readFileSync(join(dir, `procs.${big}`), 'utf8').trim(), '2');
+      // Running is reported as the payload starts: its first line may not have run yet.
+      const procs = join(dir, `procs.${big}`);
+      await until('the payload wrote its processors', () => existsSync(procs) && readFileSync(procs, 'utf8').trim() !== '');
+      assert.equal(readFileSync(procs, 'utf8').trim(), '2');
       const asked = offers.filter((o) => o.offer.resource === 'twoCores').length;
       const small = await submit(svc, alice, { ...payload(dir), Sites: ['Pool'] });
       await new Promise((r) => setTimeout(r, 1500));

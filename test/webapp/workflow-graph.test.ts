@@ -75,7 +75,8 @@ for (const { dialect, skip } of await dialects()) {
         await signInWithPassword(page, svc, 'alice', `/app/workflows/${wf.WorkflowID}`);
         await page.getByRole('heading', { name: `Workflow ${wf.WorkflowID} · three-stages`, level: 1 }).waitFor();
         const graph = page.getByTestId('workflow-graph');
-        await graph.waitFor();
+        // A starved browser (CI runs suites side by side) may take long to draw its first frame.
+        await graph.waitFor({ timeout: 60_000 });
         assert.equal(await graph.getByTestId('workflow-node').count(), 3);
         assert.deepEqual(await graph.locator('path[data-edge]').evaluateAll((edges) => edges.map((e) => e.getAttribute('data-edge')).sort()), ['reconstruct>merge', 'simulate>reconstruct']);
         // Left to right by depth.
