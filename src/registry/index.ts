@@ -1,5 +1,10 @@
 /** Who exists: users, groups, setups and OAuth clients, from the configuration and the database. */
-export { Property, Registry, type RegistryUser } from './registry.ts';
+export { Property, Registry, type RegistryGroup, type RegistryMember, type RegistryUser, type UserStatus } from './registry.ts';
+export { RegistryAdmin, type GroupPatch, type MembershipInput, type NewGroup, type NewUser, type UserPatch } from './admin.ts';
+export { seedRegistry } from './seed.ts';
+export type { AuditEntry, AuditQuery } from './audit.ts';
+export type { GroupState, MembershipState, UserState } from './states.ts';
+export { GroupNotEmpty, ManagedByConfig } from './errors.ts';
 export { ClientRegistry, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_TOKEN_EXCHANGE, issuesRefreshToken, matchesRedirectUri, redirectUriProblem, type NewClient, type OAuthClient, type RegisteredMetadata } from './clients.ts';
 export { generateSecret, hashSecret, verifySecret } from './passwords.ts';
 export { checkClients, checkRegistry, ClientsConfigSchema, RegistryConfigSchema } from './config-schema.ts';
