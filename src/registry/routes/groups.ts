@@ -47,7 +47,6 @@ export const groupRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; admin: Re
     requireAdmin(caller, 'remove groups');
     await admin.removeGroup(actorOf(caller), request.params.name, { force: request.query.force ?? false });
     reply.code(204);
-    return null;
   });
 
   app.put('/registry/groups/:name/members/:user', { schema: { tags, security, operationId: 'putRegistryMember', summary: "Add or change a membership (Admin or the group's managers; making a manager: Admin)", params: MemberParams, body: MemberBody, response: { 200: RegistryGroup, ...errors(400, 401, 403, 404, 409) } } }, async (request, reply) => {
