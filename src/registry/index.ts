@@ -9,5 +9,6 @@ export { ClientRegistry, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRA
 export { generateSecret, hashSecret, verifySecret } from './passwords.ts';
 export { checkClients, checkRegistry, ClientsConfigSchema, RegistryConfigSchema } from './config-schema.ts';
 export { clientAdminCommand } from './client-admin.ts';
+export { registryAdminCommand } from './registry-admin-cli.ts';
 export { registryMigrations } from './migrations.ts';
 export { registryRoutes, type Authenticate, type RegistryCaller } from './routes/index.ts';
