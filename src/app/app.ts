@@ -4,7 +4,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { authRoutes } from '../auth/index.ts';
+import { authRoutes, hasGroupRights, requireToken } from '../auth/index.ts';
+import { registryRoutes } from '../registry/index.ts';
 import { JobEvents, jobsRoutes, Matcher, removeStaleUploads, sandboxStore, startEventStreams, startJobDuties } from '../jobs/index.ts';
 import { startScheduling } from '../executors/index.ts';
 import { agentsRoutes, startAgentDuties, startPilotFactory } from '../agents/index.ts';
@@ -88,12 +89,23 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   await instance.register(corsRoutes, { ctx });
   await instance.register(authRoutes, { ctx });
   await instance.register(federationRoutes, { ctx });
+  // The registry sits below auth: it gets the caller from auth's token check, with the group's properties
+  // only when the token carries the group's rights.
+  const checkToken = requireToken(ctx);
+  await instance.register(registryRoutes, {
+    ctx,
+    authenticate: async (request, reply) => {
+      await checkToken(request, reply);
+      const p = request.principal!;
+      return { username: p.username, properties: hasGroupRights(p) ? p.properties : [] };
+    },
+  });
   const sandboxes = sandboxStore(ctx);
   // One emitter of job changes, handed to everything that changes jobs and to the events stream that listens.
   const jobEvents = new JobEvents();
   // One matcher per instance (jobs/matching/matcher.ts): its queue list and the usage it charged but has not
   // written yet are the instance's, shared by every claimer in it (the scheduler, the agents' matches).
-  const matcher = new Matcher(ctx.db, jobEvents, ctx.dialect, ctx.config.jobs);
+  const matcher = new Matcher(ctx.db, jobEvents, ctx.dialect, ctx.config.jobs, (group) => ctx.registry.group(group)?.share);
   instance.addHook('onClose', async () => {
     await matcher.flush().catch(() => {});
   });

@@ -4,7 +4,7 @@
  * the authorization server's state.
  */
 import { TrustStore } from '../pki/index.ts';
-import { Registry } from '../registry/index.ts';
+import { Registry, seedRegistry } from '../registry/index.ts';
 import { KeyStore, OAuthServices, TokenService } from '../auth/index.ts';
 import { migrate, openDatabase, pingDatabase, type OpenDatabaseOptions } from '../kernel/db/database.ts';
 import { Observability } from '../kernel/observability.ts';
@@ -34,6 +34,16 @@ export async function createContext(config: Config, dbOptions: OpenDatabaseOptio
     await db.destroy();
     throw err;
   }
+  let registry: Registry;
+  try {
+    await seedRegistry(db, config.registry);
+    registry = await Registry.load(db, config);
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  // Other instances' registry changes arrive through the database within registry.refreshMs.
+  closers.push(registry.poll());
   let publicUrl = config.server.publicUrl?.replace(/\/$/, '');
   const keys = new KeyStore(db, config.tokens.algorithm, config.tokens.accessTokenLifetime, config.tokens.keyPrepublication);
   await keys.init();
@@ -45,7 +55,7 @@ export async function createContext(config: Config, dbOptions: OpenDatabaseOptio
     db,
     dialect,
     observability,
-    registry: new Registry(config),
+    registry,
     trustStore: TrustStore.fromDirectory(config.tls.caDir),
     keys,
     tokens: new TokenService(

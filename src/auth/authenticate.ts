@@ -8,6 +8,7 @@ import { AuthenticationRequired, InsufficientPrivileges, InsufficientScope, Inva
 import type { AppContext } from '../kernel/context.ts';
 import { GROUP_RIGHTS_SCOPE, grantsGroupRights, isCapability } from './scopes.ts';
 import { subjectKindOf, tokenScopes, type AccessTokenClaims } from './tokens.ts';
+import { tokenRefusal } from './lifecycle.ts';
 
 export interface Principal {
   username: string;
@@ -78,6 +79,8 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest, rep
   if (subjectKindOf(claims) === 'client') throw new InsufficientPrivileges(`a client's own token (client ${claims.client_id}) acts for no user; Dirigo's API needs a user's token`);
   const user = ctx.registry.user(claims.sub);
   if (!user) throw new InvalidToken(`the token's user ${claims.sub} no longer exists`);
+  const refused = tokenRefusal(ctx, user.name);
+  if (refused) throw new InvalidToken(refused);
   if (!ctx.registry.isMember(user.name, claims.group)) {
     throw new InvalidToken(`the token's user is no longer a member of ${claims.group}`);
   }
@@ -105,6 +108,8 @@ export function noLongerAuthenticated(ctx: AppContext, principal: Principal, now
   if (claims.exp * 1000 <= now) return 'the access token has expired';
   if (ctx.tokens.isRevoked(claims)) return 'the access token has been revoked';
   if (!ctx.registry.user(principal.username)) return `the token's user ${principal.username} no longer exists`;
+  const refused = tokenRefusal(ctx, principal.username);
+  if (refused) return refused;
   if (!ctx.registry.isMember(principal.username, principal.group)) return `the token's user is no longer a member of ${principal.group}`;
   return undefined;
 }

@@ -13,6 +13,7 @@ const PROPERTY_RIGHTS: Record<string, (group: string) => string> = {
   [Property.CatalogueAdministrator]: () => 'read and write anywhere in the file catalogue, and define and remove metadata fields',
   [Property.SiteManager]: () => 'ban and unban sites and their resources',
   [Property.Pilot]: () => 'act as a job agent: take waiting jobs and run them',
+  [Property.Admin]: () => 'administer the registry: users, groups, memberships, and read its audit log',
 };
 
 /** The rights a token of `username` in `group` holds through the group scope. */

@@ -12,6 +12,7 @@ import { deviceEntryBody, errorPage, sendPage } from './pages.ts';
 import { requestedGroup } from './scopes.ts';
 import { authContextOf } from './id-tokens.ts';
 import { normaliseUserCode } from './store.ts';
+import { tokenRefusal } from './lifecycle.ts';
 import { CERTIFICATE_LOGIN, CONSENT, DEVICE_VERIFICATION, PASSWORD_LOGIN, PROVIDER_LOGIN, SHOW_INTERACTION, USER_CODE } from './page-schemas.ts';
 import { checkedSession, EXPIRED, field, isGrantable, mustSignInAgain, redirectWithCode, showInteraction, type DeviceInteraction } from './interaction.ts';
 
@@ -52,6 +53,8 @@ export const interactionRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> =
       return showInteraction(ctx, reply, request, session, id, { message: 'Wrong user name or password.', status: 401, username });
     }
     await limiter.succeed([userKey]);
+    const refused = tokenRefusal(ctx, user.name);
+    if (refused) return showInteraction(ctx, reply, request, session, id, { message: `Sign-in refused: ${refused}.`, status: 403, username });
     if (!(await sessions.interaction(session, id))) return errorPage(reply, 400, 'Sign-in expired', EXPIRED);
     await sessions.signIn(reply, session, user.name, 'password');
     return reply.redirect(`/oauth2/interaction/${encodeURIComponent(id)}`, 303);
@@ -63,6 +66,8 @@ export const interactionRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> =
     const id = field(request.body, 'interaction') ?? '';
     const cert = certificateLoginUser(ctx, request);
     if (!cert) return showInteraction(ctx, reply, request, session, id, { message: 'Your browser presented no certificate of a registered user.', status: 401 });
+    const refused = tokenRefusal(ctx, cert.user.name);
+    if (refused) return showInteraction(ctx, reply, request, session, id, { message: `Sign-in refused: ${refused}.`, status: 403 });
     if (!(await sessions.interaction(session, id))) return errorPage(reply, 400, 'Sign-in expired', EXPIRED);
     await sessions.signIn(reply, session, cert.user.name, 'x509');
     return reply.redirect(`/oauth2/interaction/${encodeURIComponent(id)}`, 303);

@@ -12,6 +12,7 @@ import { groupRights } from './group-rights.ts';
 import { grantableScope } from './scope-policy.ts';
 import { csrfMatches, type BrowserSession } from './sessions.ts';
 import { authContextOf } from './id-tokens.ts';
+import { tokenRefusal } from './lifecycle.ts';
 import type { OAuthClient } from '../registry/index.ts';
 
 /** A device approval waiting for login and consent. */
@@ -174,6 +175,8 @@ export async function completeLogin(
   method: string,
   signedIn?: (session: BrowserSession) => Promise<void>,
 ): Promise<FastifyReply> {
+  const refused = tokenRefusal(ctx, username);
+  if (refused) return errorPage(reply, 403, 'Sign-in refused', `${refused}.`);
   const { sessions } = ctx.oauth;
   const session = await sessions.ensure(request, reply);
   const fresh = await sessions.signIn(reply, session, username, method);

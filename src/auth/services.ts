@@ -11,6 +11,7 @@ import { ClientRegistry } from '../registry/index.ts';
 import { RevocationList } from './revocation.ts';
 import { OAuthStore } from './store.ts';
 import { SessionStore } from './sessions.ts';
+import { tokenRefusal } from './lifecycle.ts';
 import { LoginLimiter, type LoginProvider } from './login.ts';
 import { runDuty } from '../cluster/index.ts';
 
@@ -52,6 +53,7 @@ export class OAuthServices {
     this.#started = true;
     await this.revocations.start();
     ctx.tokens.revocations = this.revocations;
+    this.sessions.barred = (username) => tokenRefusal(ctx, username);
     // Purging runs on one instance at a time when several share the database (a lease in cluster_duties).
     const purge = runDuty(ctx.db, 'oauth-purge', PURGE_MS, async () => void (await Promise.all([this.store.purge(), this.sessions.purge(), this.revocations.purge(), this.limiter.purge()])), { warn: () => {} });
     ctx.onClose(async () => {

@@ -67,6 +67,8 @@ export function csrfMatches(session: BrowserSession, submitted: unknown): boolea
 export class SessionStore {
   readonly #db: Db;
   readonly #lifetime: number;
+  /** Why a signed-in user may no longer use their session (auth/lifecycle.ts); installed by OAuthServices.start. */
+  barred: (username: string) => string | undefined = () => undefined;
 
   constructor(db: Db, lifetimeSeconds: number) {
     this.#db = db;
@@ -79,6 +81,8 @@ export class SessionStore {
     if (!value || value.length > 100) return undefined;
     const row = await this.#db.selectFrom('oauth_sessions').selectAll().where('id_hash', '=', hashToken(value)).executeTakeFirst();
     if (!row || row.expires_at < nowIso()) return undefined;
+    // A suspended, expired or removed user's browser is signed out at once.
+    if (row.username !== null && this.barred(row.username) !== undefined) return undefined;
     return toSession(row);
   }
 

@@ -20,6 +20,9 @@ const UserSchema = Type.Object(
      * the user's groups. Optional: configurations written before it load unchanged.
      */
     defaultGroup: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' })),
+    /** After this instant (ISO 8601) the user is expired: no new tokens, sessions end. */
+    expiresAt: Type.Optional(Type.String({ format: 'date-time' })),
+    displayName: Type.Optional(Type.String({ maxLength: 256 })),
   },
   { additionalProperties: false },
 );
@@ -29,6 +32,11 @@ const GroupSchema = Type.Object(
     name: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }),
     members: Type.Array(Type.String(), { default: [] }),
     properties: Type.Array(Type.String(), { default: [] }),
+    /** Fair share of the group's jobs; unset: jobs.fairShare.shares, else 1. */
+    share: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+    /** Users who may manage the group's membership (they are members too). */
+    managers: Type.Optional(Type.Array(Type.String())),
+    description: Type.Optional(Type.String({ maxLength: 512 })),
   },
   { additionalProperties: false },
 );
@@ -71,14 +79,26 @@ export const RegistryConfigSchema = Type.Object(
     users: Type.Array(UserSchema, { default: [] }),
     groups: Type.Array(GroupSchema, { default: [] }),
     setups: Type.Array(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }), { default: [] }),
+    /** How often (ms) each instance checks the database for registry changes made elsewhere. */
+    refreshMs: Type.Integer({ minimum: 50, maximum: 3_600_000, default: 1000 }),
+    /** The acceptable-use policy users must accept before they get tokens (seeds registry_aup). */
+    aup: Type.Optional(
+      Type.Object(
+        {
+          version: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }),
+          text: Type.Optional(Type.String({ minLength: 1 })),
+          file: Type.Optional(Type.String({ minLength: 1 })),
+          validDays: Type.Optional(Type.Integer({ minimum: 1 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false, default: {} },
 );
 
 export const ClientsConfigSchema = Type.Array(ClientSchema, { default: [] });
 
-export type UserConfig = Static<typeof UserSchema>;
-export type GroupConfig = Static<typeof GroupSchema>;
 export type ClientConfig = Static<typeof ClientSchema>;
 export type RegistryConfig = Static<typeof RegistryConfigSchema>;
 
@@ -109,10 +129,14 @@ export function checkRegistry(registry: RegistryConfig, source: string): void {
     g.members.forEach((m, j) => {
       if (!users.has(m)) throw new ConfigError(`${source}: registry.groups[${i}].members[${j}]: unknown user '${m}'`);
     });
+    g.managers?.forEach((m, j) => {
+      if (!users.has(m)) throw new ConfigError(`${source}: registry.groups[${i}].managers[${j}]: unknown user '${m}'`);
+    });
   });
   registry.users.forEach((u, i) => {
+    if (u.expiresAt !== undefined && Number.isNaN(Date.parse(u.expiresAt))) throw new ConfigError(`${source}: registry.users[${i}].expiresAt: '${u.expiresAt}' is not a date (write 2027-01-31T00:00:00Z)`);
     if (u.defaultGroup === undefined) return;
-    const own = registry.groups.filter((g) => g.members.includes(u.name)).map((g) => g.name);
+    const own = registry.groups.filter((g) => g.members.includes(u.name) || g.managers?.includes(u.name)).map((g) => g.name);
     if (!own.includes(u.defaultGroup)) {
       throw new ConfigError(`${source}: registry.users[${i}].defaultGroup: '${u.defaultGroup}' is not one of ${u.name}'s groups (${own.join(', ') || 'none'})`);
     }

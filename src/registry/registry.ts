@@ -1,9 +1,14 @@
 /**
- * Who exists: users (by name and by certificate DN), groups with their members and properties, and setups.
- * Built once from the frozen configuration; lookups are O(1).
+ * Who exists: users (by name, certificate DN, upstream identity, email), groups with their members and
+ * properties, and setups. An in-memory snapshot of the registry tables (docs/registry.md) so every lookup
+ * stays synchronous; `refresh()` reloads it when max(registry_audit.id) moved, and `poll()` does that on a
+ * timer so changes made through another instance show up within `registry.refreshMs`.
  */
 import type { AppConfig } from '../kernel/config.ts';
-import type { GroupConfig, UserConfig } from './config-schema.ts';
+import type { Db } from '../kernel/db/database.ts';
+import { identityKey, loadSnapshot, registryVersion, type RegistryGroup, type RegistryUser, type Snapshot } from './snapshot.ts';
+
+export type { RegistryGroup, RegistryUser } from './snapshot.ts';
 
 /** Group properties that grant privileges (README "Configuration"). */
 export const Property = {
@@ -14,97 +19,130 @@ export const Property = {
   Pilot: 'Pilot',
   /** Ban and unban sites and their resources (DIRAC's SiteManager). */
   SiteManager: 'SiteManager',
+  /** Administer the registry: users, groups, memberships, the audit log (docs/registry.md). */
+  Admin: 'Admin',
 } as const;
 
-export interface RegistryUser {
-  name: string;
-  dns: readonly string[];
-  email: string | undefined;
-  passwordHash: string | undefined;
-  groups: readonly string[];
-  /** The group a sign-in that names none gets (registry.users[].defaultGroup), when set. */
-  defaultGroup: string | undefined;
-  /** Upstream accounts (issuer + subject) that sign in as this user. */
-  identities: readonly { issuer: string; subject: string }[];
-}
-
-const identityKey = (issuer: string, subject: string) => JSON.stringify([issuer, subject]);
-
 export class Registry {
-  readonly #users = new Map<string, RegistryUser>();
-  readonly #byDn = new Map<string, RegistryUser>();
-  readonly #byIdentity = new Map<string, RegistryUser>();
-  readonly #byEmail = new Map<string, RegistryUser[]>();
-  readonly #groups = new Map<string, GroupConfig>();
-  readonly setups: readonly string[];
+  #s: Snapshot;
+  readonly #db: Db;
+  readonly #refreshMs: number;
+  /** Loads run one after another so an older one never replaces a newer snapshot. */
+  #chain: Promise<void> = Promise.resolve();
 
-  constructor(config: Pick<AppConfig, 'registry'>) {
-    const membership = new Map<string, string[]>();
-    for (const g of config.registry.groups) {
-      this.#groups.set(g.name, g);
-      for (const m of g.members) membership.set(m, [...(membership.get(m) ?? []), g.name]);
-    }
-    for (const u of config.registry.users as readonly UserConfig[]) {
-      const user: RegistryUser = {
-        name: u.name,
-        dns: u.dns,
-        email: u.email,
-        passwordHash: u.passwordHash,
-        groups: membership.get(u.name) ?? [],
-        defaultGroup: u.defaultGroup,
-        identities: u.identities ?? [],
-      };
-      this.#users.set(u.name, user);
-      for (const dn of u.dns) this.#byDn.set(dn, user);
-      for (const id of user.identities) this.#byIdentity.set(identityKey(id.issuer, id.subject), user);
-      if (u.email) this.#byEmail.set(u.email.toLowerCase(), [...(this.#byEmail.get(u.email.toLowerCase()) ?? []), user]);
-    }
-    this.setups = config.registry.setups;
+  private constructor(db: Db, snapshot: Snapshot, refreshMs: number) {
+    this.#db = db;
+    this.#s = snapshot;
+    this.#refreshMs = refreshMs;
   }
 
+  /** The registry as the database holds it now (seed it from config.yaml first: `seedRegistry`). */
+  static async load(db: Db, config: Pick<AppConfig, 'registry'>): Promise<Registry> {
+    return new Registry(db, await loadSnapshot(db), config.registry.refreshMs ?? 1000);
+  }
+
+  /** max(registry_audit.id) when this snapshot was read. */
+  get version(): number {
+    return this.#s.version;
+  }
+
+  /** Reloads the snapshot if the database moved on (or a membership end or expiry passed). */
+  refresh(): Promise<void> {
+    const next = this.#chain.then(async () => {
+      const version = await registryVersion(this.#db);
+      if (version === this.#s.version && Date.now() < this.#s.staleAt) return;
+      this.#s = await loadSnapshot(this.#db);
+    });
+    this.#chain = next.catch(() => {});
+    return next;
+  }
+
+  /** Starts polling the database; returns the function that stops it (for ctx.onClose). */
+  poll(onError: (err: unknown) => void = () => {}): () => void {
+    let busy = false;
+    const timer = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      this.refresh()
+        .catch(onError)
+        .finally(() => {
+          busy = false;
+        });
+    }, this.#refreshMs);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  get setups(): readonly string[] {
+    return this.#s.setups;
+  }
+
+  /** Any user by name, also suspended, expired or removed ones (jobs and files stay attributed). */
   user(name: string): RegistryUser | undefined {
-    return this.#users.get(name);
+    return this.#s.users.get(name);
   }
 
+  /** The user (not removed) holding this certificate DN. */
   userByDn(dn: string): RegistryUser | undefined {
-    return this.#byDn.get(dn);
+    return this.#s.byDn.get(dn);
   }
 
-  /** The user an upstream account (OIDC `iss` + `sub`) is linked to. */
+  /** The user (not removed) an upstream account (OIDC `iss` + `sub`) is linked to. */
   userByIdentity(issuer: string, subject: string): RegistryUser | undefined {
-    return this.#byIdentity.get(identityKey(issuer, subject));
+    return this.#s.byIdentity.get(identityKey(issuer, subject));
   }
 
-  /** The one user with this email (case-insensitive); undefined when none or several have it. */
+  /** The one user (not removed) with this email (case-insensitive); undefined when none or several have it. */
   userByEmail(email: string): RegistryUser | undefined {
-    const found = this.#byEmail.get(email.toLowerCase());
+    const found = this.#s.byEmail.get(email.toLowerCase());
     return found?.length === 1 ? found[0] : undefined;
   }
 
   users(): RegistryUser[] {
-    return [...this.#users.values()];
+    return [...this.#s.users.values()];
   }
 
-  group(name: string): GroupConfig | undefined {
-    return this.#groups.get(name);
+  /**
+   * Why `name` may not get tokens or use sessions now (`suspended: <reason>`, `expired on <date>`,
+   * `removed`, `unknown user`); undefined when nothing bars them. The AUP is checked elsewhere.
+   */
+  barred(name: string, now: Date = new Date()): string | undefined {
+    const u = this.#s.users.get(name);
+    if (!u) return 'unknown user';
+    if (u.status === 'removed') return 'removed';
+    if (u.status === 'suspended') return u.statusReason ? `suspended: ${u.statusReason}` : 'suspended';
+    if (u.expiresAt !== undefined && Date.parse(u.expiresAt) <= now.getTime()) return `expired on ${u.expiresAt.slice(0, 10)}`;
+    return undefined;
+  }
+
+  group(name: string): RegistryGroup | undefined {
+    return this.#s.groups.get(name);
+  }
+
+  groups(): RegistryGroup[] {
+    return [...this.#s.groups.values()];
   }
 
   isMember(user: string, group: string): boolean {
-    return this.#groups.get(group)?.members.includes(user) ?? false;
+    return this.#s.users.get(user)?.groups.includes(group) ?? false;
+  }
+
+  isManager(user: string, group: string): boolean {
+    return this.#s.groups.get(group)?.managers.includes(user) ?? false;
   }
 
   hasSetup(setup: string): boolean {
-    return this.setups.includes(setup);
+    return this.#s.setups.includes(setup);
   }
 
   /** Properties of `group`; empty for an unknown group. */
   properties(group: string): readonly string[] {
-    return this.#groups.get(group)?.properties ?? [];
+    return this.#s.groups.get(group)?.properties ?? [];
   }
 
-  /** Members of groups carrying `property` (for example, every Pilot). */
+  /** Groups carrying `property` (for example, every Pilot group). */
   groupsWithProperty(property: string): string[] {
-    return [...this.#groups.values()].filter((g) => g.properties.includes(property)).map((g) => g.name);
+    return [...this.#s.groups.values()].filter((g) => g.properties.includes(property)).map((g) => g.name);
   }
 }
 

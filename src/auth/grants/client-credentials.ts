@@ -13,6 +13,7 @@ import { certificateUser } from '../client-certificate.ts';
 import { grantableClientScope, grantableScope } from '../scope-policy.ts';
 import { requestedScope } from '../scopes.ts';
 import type { TokenParameters, TokenResponse } from './grant.ts';
+import { assertMayGetTokens } from '../lifecycle.ts';
 
 /** client_id recorded in tokens obtained with a certificate. */
 export const CERTIFICATE_CLIENT_ID = 'x509-certificate';
@@ -50,6 +51,7 @@ async function certificateGrant(ctx: AppContext, params: TokenParameters, reques
   const { user, identity } = certificateUser(ctx, request);
   // A limited proxy may read, not act for its owner (RFC 6749 §5.2 unauthorized_client).
   if (identity.limited) throw new UnauthorizedClient('a limited proxy may read but not obtain tokens; use a full proxy or the certificate');
+  assertMayGetTokens(ctx, user.name);
   // No group named: the user's default group (registry.users[].defaultGroup), else their only one.
   const group = params.group ?? user.defaultGroup ?? onlyChoice('group', user.groups, `${user.name} is a member of no group`, 'GET /oauth2/groups');
   const setup = params.setup ?? onlyChoice('setup', ctx.registry.setups, 'the service has no setup', 'GET /oauth2/setups');

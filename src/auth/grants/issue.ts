@@ -6,12 +6,14 @@ import type { AppContext } from '../../kernel/context.ts';
 import { issueIdToken, parseAuthContext } from '../id-tokens.ts';
 import type { Grant } from '../store.ts';
 import type { TokenResponse } from './grant.ts';
+import { assertMayGetTokens } from '../lifecycle.ts';
 
 /**
  * Issues an access token for `grant`, with `scope` (down-scoped) and the refresh token if any.
  * `fromCode`: the code grant's response, whose ID token echoes the authorization request's nonce.
  */
 export async function grantTokenResponse(ctx: AppContext, grant: Grant, scope: string, refreshToken: string | undefined, fromCode = false): Promise<TokenResponse> {
+  assertMayGetTokens(ctx, grant.username);
   const issued = await ctx.tokens.issue({
     username: grant.username,
     subjectKind: 'user',

@@ -13,6 +13,7 @@ import { grantableScope } from '../scope-policy.ts';
 import type { Grant, RefreshRow } from '../store.ts';
 import type { TokenParameters, TokenResponse } from './grant.ts';
 import { grantTokenResponse } from './issue.ts';
+import { assertMayGetTokens } from '../lifecycle.ts';
 
 interface State {
   params: TokenParameters;
@@ -54,6 +55,10 @@ const rules: Rule[] = [
   async function grantLive(ctx, s) {
     s.grant = await ctx.oauth.store.grant(s.row!.grant_id);
     if (!s.grant || s.grant.revoked_at !== null) throw new InvalidGrant('the grant has been revoked');
+  },
+  // A suspended, expired or removed user's refresh tokens stop working at once.
+  function userNotBarred(ctx, s) {
+    assertMayGetTokens(ctx, s.grant!.username, 'invalid_grant');
   },
   // The user may have left the group since; the token would be refused anyway.
   function userStillMember(ctx, s) {

@@ -13,6 +13,7 @@ import { isWithin, parseScope, requestedGroup } from '../scopes.ts';
 import { grantableScope } from '../scope-policy.ts';
 import { subjectKindOf, tokenScopes, type AccessTokenClaims } from '../tokens.ts';
 import type { TokenParameters, TokenResponse } from './grant.ts';
+import { assertMayGetTokens } from '../lifecycle.ts';
 
 export const TOKEN_TYPE_ACCESS = 'urn:ietf:params:oauth:token-type:access_token';
 export const TOKEN_TYPE_JWT = 'urn:ietf:params:oauth:token-type:jwt';
@@ -109,6 +110,7 @@ export async function tokenExchangeGrant(ctx: AppContext, params: TokenParameter
   for (const rule of rules) await rule(ctx, s);
   const subject = s.subject!;
   // The new token ends no later than the subject token, and dies with the subject's grant.
+  assertMayGetTokens(ctx, subject.sub);
   const remaining = Math.max(1, subject.exp - Math.floor(Date.now() / 1000));
   const issued = await ctx.tokens.issue({
     username: subject.sub,
