@@ -13,6 +13,7 @@ import { federationRoutes } from '../federation/index.ts';
 import { webAppRoutes } from '../webapp/index.ts';
 import { downloadsRoutes } from '../downloads/index.ts';
 import { sitesRoutes } from '../sites/index.ts';
+import { scimRoutes } from '../registry/index.ts';
 import { configuredSites } from './configured-sites.ts';
 import type { AppContext } from './context.ts';
 import { errorHandler } from '../kernel/error-handler.ts';
@@ -106,6 +107,7 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   instance.addHook('onReady', async () => startPilotFactory(ctx, jobEvents, instance.log));
   await instance.register(sitesRoutes, { ctx, sites: () => configuredSites(ctx.config) });
   await instance.register(catalogueRoutes, { ctx });
+  await instance.register(scimRoutes, { ctx, prefix: '/scim/v2' });
   await instance.register(webAppRoutes, { ctx });
   await instance.register(downloadsRoutes, { ctx });
 }

@@ -14,7 +14,14 @@ export const Property = {
   Pilot: 'Pilot',
   /** Ban and unban sites and their resources (DIRAC's SiteManager). */
   SiteManager: 'SiteManager',
+  /** Administer the registry: users, groups, memberships; read it through SCIM (docs/registry.md). */
+  Admin: 'Admin',
 } as const;
+
+/** `active` unless suspended or removed; a past `expiresAt` makes an active user effectively expired. */
+export type UserStatus = 'active' | 'suspended' | 'removed';
+/** Who owns an entry: config.yaml (seeded at start-up) or the admin API. */
+export type ManagedBy = 'config' | 'api';
 
 export interface RegistryUser {
   name: string;
@@ -26,6 +33,28 @@ export interface RegistryUser {
   defaultGroup: string | undefined;
   /** Upstream accounts (issuer + subject) that sign in as this user. */
   identities: readonly { issuer: string; subject: string }[];
+  status: UserStatus;
+  /** ISO date-time after which the user is expired; none: never. */
+  expiresAt?: string | undefined;
+  displayName?: string | undefined;
+  managedBy: ManagedBy;
+  /** ISO date-times. */
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** A group with its current members (docs/registry.md "Read API"). */
+export interface RegistryGroup {
+  name: string;
+  properties: readonly string[];
+  /** Fair share; none: jobs.fairShare.shares or 1. */
+  share?: number | undefined;
+  description?: string | undefined;
+  managedBy: ManagedBy;
+  members: readonly { user: string; role: 'member' | 'manager'; endsAt?: string | undefined }[];
+  managers: readonly string[];
+  createdAt: string;
+  updatedAt: string;
 }
 
 const identityKey = (issuer: string, subject: string) => JSON.stringify([issuer, subject]);
@@ -37,6 +66,10 @@ export class Registry {
   readonly #byEmail = new Map<string, RegistryUser[]>();
   readonly #groups = new Map<string, GroupConfig>();
   readonly setups: readonly string[];
+  /** Changes with every registry write; from configuration alone it never changes. */
+  readonly version: number = 0;
+  /** When this snapshot was built: the creation and update time of entries that have no other. */
+  readonly #loadedAt = new Date().toISOString();
 
   constructor(config: Pick<AppConfig, 'registry'>) {
     const membership = new Map<string, string[]>();
@@ -53,6 +86,10 @@ export class Registry {
         groups: membership.get(u.name) ?? [],
         defaultGroup: u.defaultGroup,
         identities: u.identities ?? [],
+        status: 'active',
+        managedBy: 'config',
+        createdAt: this.#loadedAt,
+        updatedAt: this.#loadedAt,
       };
       this.#users.set(u.name, user);
       for (const dn of u.dns) this.#byDn.set(dn, user);
@@ -87,6 +124,18 @@ export class Registry {
 
   group(name: string): GroupConfig | undefined {
     return this.#groups.get(name);
+  }
+
+  groups(): RegistryGroup[] {
+    return [...this.#groups.values()].map((g) => ({
+      name: g.name,
+      properties: g.properties,
+      managedBy: 'config',
+      members: g.members.map((user) => ({ user, role: 'member' as const })),
+      managers: [],
+      createdAt: this.#loadedAt,
+      updatedAt: this.#loadedAt,
+    }));
   }
 
   isMember(user: string, group: string): boolean {
