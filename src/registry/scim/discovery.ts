@@ -21,7 +21,6 @@ export function serviceProviderConfig(base: string) {
         name: 'OAuth Bearer Token',
         description: "An access token of Dirigo: a user's token of a group with the Admin property, or a client's own token (client_credentials) with scope scim:read",
         specUri: 'https://www.rfc-editor.org/rfc/rfc6750',
-        primary: true,
       },
     ],
     meta: { resourceType: 'ServiceProviderConfig', location: `${base}/scim/v2/ServiceProviderConfig` },

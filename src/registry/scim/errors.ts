@@ -27,9 +27,9 @@ export class InvalidScimValue extends ScimError {
   }
 }
 
-/** 405: SCIM here is read only (RFC 7644 §3.12 lists 501 for unsupported operations; 405 names the method). */
+/** 501: SCIM here is read only (RFC 7644 §3.12: "Service provider does not support the request operation"). */
 export class ReadOnly extends ScimError {
   constructor(method: string) {
-    super('method_not_allowed', 405, undefined, `${method} is not supported: Dirigo's SCIM service is read only; change users and groups through /registry`, { allow: 'GET, HEAD' });
+    super('not_implemented', 501, undefined, `${method} is not supported: Dirigo's SCIM service is read only; change users and groups through /registry`, { allow: 'GET, HEAD' });
   }
 }

@@ -2,7 +2,7 @@
  * SCIM 2.0 read access under /scim/v2 (RFC 7644): Users and Groups (listed with filter, sort and paging,
  * or one by id), and the discovery endpoints. Answers are application/scim+json and errors SCIM error
  * messages, from this plugin's own error handler. Users and Groups need an Admin user's token or a
- * client's own token with scope scim:read; discovery describes no one and is open. Writes answer 405.
+ * client's own token with scope scim:read; discovery describes no one and is open. Writes answer 501.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -27,7 +27,7 @@ const tags = ['SCIM'];
 /** Every error as a SCIM error message (RFC 7644 §3.12), keeping the error's headers (WWW-Authenticate). */
 function scimErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
   const mapped = toDirigoError(err, request);
-  if (mapped.status >= 500) request.log.error({ err }, 'request failed');
+  if (mapped.status >= 500 && !(mapped instanceof ScimError)) request.log.error({ err }, 'request failed');
   else request.log.info({ error: mapped.code, status: mapped.status }, mapped.message);
   const scimType = mapped instanceof ScimError ? mapped.scimType : undefined;
   const body = { schemas: [ERROR_MESSAGE], status: String(mapped.status), ...(scimType ? { scimType } : {}), detail: mapped.message };
@@ -128,7 +128,7 @@ export const scimRoutes: FastifyPluginAsyncTypebox<ScimRoutesOptions> = async (a
     return byId(schemaDefinitions(base()), request.params.id, 'schema');
   });
 
-  // Read only: writes are refused by name rather than by a 404 (left out of the document: not operations).
+  // Read only: writes are refused as not implemented rather than not found (left out of the document: not operations).
   for (const url of ['/Users', '/Users/:id', '/Groups', '/Groups/:id']) {
     app.route({ method: ['POST', 'PUT', 'PATCH', 'DELETE'], url, schema: { hide: true }, handler: async (request) => {
       throw new ReadOnly(request.method);
