@@ -24,6 +24,12 @@ const Meta = Type.Object(
   Strict,
 );
 
+/**
+ * A multi-valued reference (a user's group, a group's member). `$ref` is declared as a pattern property:
+ * as a property name, the OpenAPI document's JSON Schema resolver would read it as a reference.
+ */
+const Reference = Type.Object({ value: Opt(Str()), display: Opt(Str()), type: Opt(Str()) }, { ...Strict, patternProperties: { '^\\$ref$': Type.String({ description: 'the URI of the resource' }) } });
+
 const Schemas = Type.Array(Type.String(), { description: 'the schema URNs of the resource' });
 
 export const ScimUser = Type.Object(
@@ -35,7 +41,7 @@ export const ScimUser = Type.Object(
     displayName: Opt(Str()),
     emails: Opt(Type.Array(Type.Object({ value: Opt(Str()), type: Opt(Str()), primary: Opt(Type.Boolean()) }, Strict))),
     active: Opt(Type.Boolean({ description: 'false when suspended, removed or expired' })),
-    groups: Opt(Type.Array(Type.Object({ value: Opt(Str()), $ref: Opt(Str()), display: Opt(Str()), type: Opt(Str()) }, Strict))),
+    groups: Opt(Type.Array(Reference)),
     [USER_EXTENSION]: Opt(
       Type.Object(
         {
@@ -57,7 +63,7 @@ export const ScimGroup = Type.Object(
     schemas: Schemas,
     id: Str('the group name'),
     displayName: Opt(Str()),
-    members: Opt(Type.Array(Type.Object({ value: Opt(Str()), $ref: Opt(Str()), display: Opt(Str()), type: Opt(Str()) }, Strict))),
+    members: Opt(Type.Array(Reference)),
     [GROUP_EXTENSION]: Opt(
       Type.Object({ properties: Opt(Type.Array(Type.String())), share: Opt(Type.Number()), description: Opt(Str()), managers: Opt(Type.Array(Type.String())) }, Strict),
     ),
