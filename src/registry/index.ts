@@ -1,8 +1,8 @@
 /** Who exists: users, groups, setups and OAuth clients, from the configuration and the database. */
-export { Property, Registry, type RegistryGroup, type RegistryUser } from './registry.ts';
+export { Property, Registry, type RegistryUser } from './registry.ts';
 export { ClientRegistry, GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_DEVICE_CODE, GRANT_REFRESH_TOKEN, GRANT_TOKEN_EXCHANGE, issuesRefreshToken, matchesRedirectUri, redirectUriProblem, type NewClient, type OAuthClient, type RegisteredMetadata } from './clients.ts';
 export { generateSecret, hashSecret, verifySecret } from './passwords.ts';
 export { checkClients, checkRegistry, ClientsConfigSchema, RegistryConfigSchema } from './config-schema.ts';
 export { clientAdminCommand } from './client-admin.ts';
 export { registryMigrations } from './migrations.ts';
-export { scimRoutes } from './scim/routes.ts';
+export { scimRoutes, type ScimCaller } from './scim/routes.ts';

@@ -11,6 +11,32 @@ import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { checkError, checkList, checkResource, clientToken, GROUP_EXT, ISSUER, SCIM_TYPE, scimmyDefinitions, startScimService, USER_EXT } from './scim-kit.ts';
 
+interface Reference {
+  value: string;
+  $ref: string;
+  type: string;
+}
+interface Meta {
+  resourceType: string;
+  location: string;
+  version: string;
+}
+interface UserAnswer {
+  id: string;
+  userName: string;
+  active: boolean;
+  emails: { value: string; type: string; primary: boolean }[];
+  groups: Reference[];
+  [USER_EXT]: { x509Dns: string[]; identities: { issuer: string; subject: string }[] };
+  meta: Meta;
+}
+interface GroupAnswer {
+  displayName: string;
+  members: Reference[];
+  [GROUP_EXT]: { properties: string[] };
+  meta: Meta;
+}
+
 for (const { dialect, skip } of await dialects()) {
   describe(`SCIM 2.0 read access (${dialect})`, { skip }, () => {
     let svc: TestService;
@@ -81,16 +107,16 @@ for (const { dialect, skip } of await dialects()) {
       for (const u of list.Resources as Record<string, unknown>[]) checkResource(defs.user, u, USER_EXT);
       const carol = await get('/Users/carol');
       assert.equal(carol.status, 200);
-      const body = carol.json as Record<string, any>;
-      checkResource(defs.user, body, USER_EXT);
+      const body = carol.json as UserAnswer;
+      checkResource(defs.user, body as unknown as Record<string, unknown>, USER_EXT);
       assert.equal(body.id, 'carol');
       assert.equal(body.userName, 'carol');
       assert.equal(body.active, true);
       assert.deepEqual(body.emails, [{ value: 'carol@test.example', type: 'work', primary: true }]);
-      assert.deepEqual(body.groups.map((g: { value: string }) => g.value).sort(), ['dirigo_monitor', 'dirigo_prod', 'dirigo_user']);
-      assert.equal(body.groups[0].$ref, `${svc.url}/scim/v2/Groups/${body.groups[0].value}`);
+      assert.deepEqual(body.groups.map((g) => g.value).sort(), ['dirigo_monitor', 'dirigo_prod', 'dirigo_user']);
+      assert.equal(body.groups[0]!.$ref, `${svc.url}/scim/v2/Groups/${body.groups[0]!.value}`);
       assert.deepEqual(body[USER_EXT].identities, [{ issuer: ISSUER, subject: 'carol-sub-1' }]);
-      assert.match(body[USER_EXT].x509Dns[0], /carol/);
+      assert.match(body[USER_EXT].x509Dns[0]!, /carol/);
       assert.equal(body.meta.resourceType, 'User');
       assert.equal(body.meta.location, `${svc.url}/scim/v2/Users/carol`);
       assert.match(body.meta.version, /^W\/".+"$/);
@@ -103,11 +129,11 @@ for (const { dialect, skip } of await dialects()) {
       const list = await ok('/Groups');
       checkList(list);
       for (const g of list.Resources as Record<string, unknown>[]) checkResource(defs.group, g, GROUP_EXT);
-      const prod = (await ok('/Groups/dirigo_prod')) as Record<string, any>;
-      checkResource(defs.group, prod, GROUP_EXT);
+      const prod = (await ok('/Groups/dirigo_prod')) as unknown as GroupAnswer;
+      checkResource(defs.group, prod as unknown as Record<string, unknown>, GROUP_EXT);
       assert.equal(prod.displayName, 'dirigo_prod');
-      assert.deepEqual(prod.members.map((m: { value: string; type: string }) => [m.value, m.type]), [['alice', 'User'], ['carol', 'User']]);
-      assert.equal(prod.members[0].$ref, `${svc.url}/scim/v2/Users/alice`);
+      assert.deepEqual(prod.members.map((m) => [m.value, m.type]), [['alice', 'User'], ['carol', 'User']]);
+      assert.equal(prod.members[0]!.$ref, `${svc.url}/scim/v2/Users/alice`);
       assert.deepEqual(prod[GROUP_EXT].properties, ['JobSharing']);
       assert.equal(prod.meta.location, `${svc.url}/scim/v2/Groups/dirigo_prod`);
       checkError((await get('/Groups/nogroup')).json, 404);

@@ -6,7 +6,6 @@
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { authenticateUserOrClient, requireGroupRights } from '../../auth/index.ts';
 import type { AppContext } from '../../kernel/context.ts';
 import { toDirigoError } from '../../kernel/error-handler.ts';
 import { InsufficientPrivileges, NotFound } from '../../kernel/errors.ts';
@@ -34,12 +33,21 @@ function scimErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyR
   reply.code(mapped.status).headers(mapped.headers).header('x-request-id', request.id).type(SCIM_MEDIA_TYPE).send(JSON.stringify(body));
 }
 
+/** Who reads: a user (token of a group, with the group's rights) or a client acting for itself. */
+export type ScimCaller = { kind: 'user'; username: string; group: string; properties: readonly string[] } | { kind: 'client'; clientId: string };
+
 export interface ScimRoutesOptions {
   ctx: AppContext;
+  /**
+   * Authenticates the request (auth's, passed in by the composition root: the registry is below auth):
+   * a user's token with the rights of its group, or a client's own token carrying `clientScope`.
+   * @throws the authentication errors (401 with a Bearer challenge, 403 insufficient_scope).
+   */
+  authenticate: (request: FastifyRequest, reply: FastifyReply, clientScope: string) => Promise<ScimCaller>;
 }
 
 /** Registered with the prefix /scim/v2, encapsulated: its error and not-found handlers are SCIM's only. */
-export const scimRoutes: FastifyPluginAsyncTypebox<ScimRoutesOptions> = async (app, { ctx }) => {
+export const scimRoutes: FastifyPluginAsyncTypebox<ScimRoutesOptions> = async (app, { ctx, authenticate }) => {
   app.setErrorHandler(scimErrorHandler);
   app.setNotFoundHandler((request) => {
     throw new NotFound(`no SCIM endpoint ${request.method} ${request.url.split('?')[0]}`);
@@ -53,12 +61,10 @@ export const scimRoutes: FastifyPluginAsyncTypebox<ScimRoutesOptions> = async (a
 
   /** An Admin user (with the group's rights) or a client whose own token has scim:read. */
   const reader = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const caller = await authenticateUserOrClient(ctx, request, reply, SCIM_READ_SCOPE);
+    const caller = await authenticate(request, reply, SCIM_READ_SCOPE);
     if (caller.kind === 'client') return;
-    const principal = caller.principal;
-    requireGroupRights(principal, 'read the registry through SCIM');
-    if (!principal.properties.includes(Property.Admin)) {
-      throw new InsufficientPrivileges(`${principal.username} in group ${principal.group} may not read the registry through SCIM: only groups with the Admin property may (or a client's own token with ${SCIM_READ_SCOPE})`);
+    if (!caller.properties.includes(Property.Admin)) {
+      throw new InsufficientPrivileges(`${caller.username} in group ${caller.group} may not read the registry through SCIM: only groups with the Admin property may (or a client's own token with ${SCIM_READ_SCOPE})`);
     }
   };
   const base = () => ctx.publicUrl;
