@@ -5,7 +5,8 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { authRoutes, hasGroupRights, requireToken } from '../auth/index.ts';
-import { registryRoutes } from '../registry/index.ts';
+import { registryRoutes, scimRoutes } from '../registry/index.ts';
+import { scimAuthenticate } from './scim-auth.ts';
 import { JobEvents, jobsRoutes, Matcher, removeStaleUploads, sandboxStore, startEventStreams, startJobDuties } from '../jobs/index.ts';
 import { startScheduling } from '../executors/index.ts';
 import { agentsRoutes, startAgentDuties, startPilotFactory } from '../agents/index.ts';
@@ -118,6 +119,7 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   instance.addHook('onReady', async () => startPilotFactory(ctx, jobEvents, instance.log));
   await instance.register(sitesRoutes, { ctx, sites: () => configuredSites(ctx.config) });
   await instance.register(catalogueRoutes, { ctx });
+  await instance.register(scimRoutes, { ctx, prefix: '/scim/v2', authenticate: scimAuthenticate(ctx) });
   await instance.register(webAppRoutes, { ctx });
   await instance.register(downloadsRoutes, { ctx });
 }

@@ -30,6 +30,7 @@ function securitySchemes(base: string): Json {
     'storage.modify:/': 'change the file catalogue',
     openid: 'OpenID Connect sign-in',
     offline_access: 'a refresh token',
+    'scim:read': "a client's own token: read users and groups through SCIM",
   };
   return {
     bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An access token (RFC 9068 JWT) in the Authorization header' },
@@ -102,6 +103,7 @@ const plugin: FastifyPluginAsyncTypebox<{ publicUrl: () => string; description: 
         { name: 'Pilots', description: 'Every agent run as a pilot (docs/pilots.md): registration, pilot tokens and final reports; the registry of states and jobs; drain, stop, revoke' },
         { name: 'Sites', description: 'Sites and their resources: status, bans with their history' },
         { name: 'Operations', description: 'Probes and metrics' },
+        { name: 'SCIM', description: 'Users and groups of the registry, read only, as SCIM 2.0 resources (RFC 7643, RFC 7644; docs/registry.md "SCIM")' },
         { name: 'Downloads', description: 'The single executable (client and agent) that matches this server, with its SHA-256' },
       ],
       components: { securitySchemes: securitySchemes('') as never, schemas: { Error: ErrorBody as never, ...(EVENT_SCHEMAS as Record<string, never>) } },

@@ -70,13 +70,21 @@ export function extractToken(request: FastifyRequest, reply: FastifyReply): stri
   return match[1];
 }
 
-export async function authenticate(ctx: AppContext, request: FastifyRequest, reply: FastifyReply): Promise<Principal> {
+async function verifiedClaims(ctx: AppContext, request: FastifyRequest, reply: FastifyReply): Promise<AccessTokenClaims> {
   const token = extractToken(request, reply);
   if (token === undefined) throw new AuthenticationRequired();
-  const claims = await ctx.tokens.verify(token);
+  return ctx.tokens.verify(token);
+}
+
+export async function authenticate(ctx: AppContext, request: FastifyRequest, reply: FastifyReply): Promise<Principal> {
+  const claims = await verifiedClaims(ctx, request, reply);
   // A client's own token is for resource servers that trust its capabilities (WLCG storage); Dirigo's
   // API acts for users.
   if (subjectKindOf(claims) === 'client') throw new InsufficientPrivileges(`a client's own token (client ${claims.client_id}) acts for no user; Dirigo's API needs a user's token`);
+  return userPrincipal(ctx, request, claims);
+}
+
+function userPrincipal(ctx: AppContext, request: FastifyRequest, claims: AccessTokenClaims): Principal {
   const user = ctx.registry.user(claims.sub);
   if (!user) throw new InvalidToken(`the token's user ${claims.sub} no longer exists`);
   const refused = tokenRefusal(ctx, user.name);
@@ -95,6 +103,24 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest, rep
   };
   request.principal = principal;
   return principal;
+}
+
+/** Who calls a route that serves users and clients alike: a user's principal, or a client and its scopes. */
+export type Caller = { kind: 'user'; principal: Principal } | { kind: 'client'; clientId: string; scopes: readonly string[] };
+
+/**
+ * authenticate for the few routes that also serve a client acting for itself (SCIM): a client's own
+ * token is accepted when it carries `clientScope` and its client is still registered; a user's token is
+ * authenticated as everywhere else (the route checks what the user may do).
+ * @throws InsufficientScope for a client's token without `clientScope`.
+ */
+export async function authenticateUserOrClient(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, clientScope: string): Promise<Caller> {
+  const claims = await verifiedClaims(ctx, request, reply);
+  if (subjectKindOf(claims) !== 'client') return { kind: 'user', principal: userPrincipal(ctx, request, claims) };
+  if (!(await ctx.oauth.clients.get(claims.client_id))) throw new InvalidToken(`the token's client ${claims.client_id} is no longer registered`);
+  const scopes = tokenScopes(claims);
+  if (!scopes.includes(clientScope)) throw new InsufficientScope(`client ${claims.client_id}'s token (scopes: ${scopes.join(' ') || 'none'}) does not include ${clientScope}`, clientScope);
+  return { kind: 'client', clientId: claims.client_id, scopes };
 }
 
 /**

@@ -10,7 +10,7 @@
 import { Type, type Static } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
 import { InvalidScope } from '../kernel/errors.ts';
-import { isCapability, isGroupRightsScope, parseScope, requestedGroup } from './scopes.ts';
+import { isCapability, isClientScope, isGroupRightsScope, parseScope, requestedGroup } from './scopes.ts';
 
 const CAPABILITY_PATTERN = '^(compute\\.(read|create|modify|cancel)|storage\\.(read|create|modify):/[^\\s]*)$';
 
@@ -63,8 +63,8 @@ export function allowedCapabilities(ctx: AppContext, username: string, group: st
 
 /**
  * Validates `scope` for a token of `username` in `group`: known scopes only (RFC 6749 §3.3), paths
- * normalised, a `wlcg.groups:/<g>` scope only for the token's own group, and every capability allowed
- * by the policy.
+ * normalised, a `wlcg.groups:/<g>` scope only for the token's own group, no client-only scope
+ * (scopes.ts CLIENT_SCOPES), and every capability allowed by the policy.
  * @returns the scopes to put in the token.
  * @throws InvalidScope naming the first scope that cannot be granted.
  */
@@ -73,6 +73,8 @@ export function grantableScope(ctx: AppContext, username: string, group: string,
   const named = requestedGroup(scopes);
   if (named !== undefined && named !== group) throw new InvalidScope(`the scope asks for group '${named}' but the token is for '${group}'`);
   if (!ctx.registry.isMember(username, group)) throw new InvalidScope(`${username} is not a member of group '${group}'`);
+  const clientOnly = scopes.find(isClientScope);
+  if (clientOnly !== undefined) throw new InvalidScope(`'${clientOnly}' is for a client's own token (client_credentials), not for a user's`);
   const allowed = allowedCapabilities(ctx, username, group);
   for (const s of scopes.filter(isCapability)) {
     if (!allowed.some((a) => covers(a, s))) throw new InvalidScope(`'${s}' is not granted to members of ${group} (capability policy)`);

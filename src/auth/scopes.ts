@@ -19,6 +19,16 @@ export const STORAGE_CAPABILITIES = ['storage.read', 'storage.create', 'storage.
  */
 export const PLAIN_SCOPES = ['openid', 'wlcg', 'wlcg.groups', 'offline_access', 'profile', 'email'] as const;
 
+/**
+ * Scopes only a client's own token (client_credentials) may carry: they name a right of the client, not
+ * of a user (`scim:read`: read users and groups through SCIM, docs/registry.md).
+ */
+export const CLIENT_SCOPES = ['scim:read'] as const;
+
+export function isClientScope(scope: string): boolean {
+  return (CLIENT_SCOPES as readonly string[]).includes(scope);
+}
+
 /** The group scope in its plain form: the rights of the token's group, whichever group that is. */
 export const GROUP_RIGHTS_SCOPE = 'wlcg.groups';
 
@@ -28,7 +38,7 @@ export const GROUP_RIGHTS_SCOPE = 'wlcg.groups';
  */
 export const DEFAULT_SCOPE: readonly string[] = [GROUP_RIGHTS_SCOPE];
 
-export const SCOPES_SUPPORTED: readonly string[] = [...PLAIN_SCOPES, ...COMPUTE_SCOPES, ...STORAGE_CAPABILITIES.map((s) => `${s}:/`)];
+export const SCOPES_SUPPORTED: readonly string[] = [...PLAIN_SCOPES, ...COMPUTE_SCOPES, ...STORAGE_CAPABILITIES.map((s) => `${s}:/`), ...CLIENT_SCOPES];
 
 /** WLCG Common JWT Profiles §3.2.1: `wlcg.groups:/<group>` asks for a token of that group. */
 const GROUP_SCOPE = /^wlcg\.groups:\/([A-Za-z0-9_.-]{1,64})$/;
@@ -99,7 +109,7 @@ export function parseScope(scope: string | undefined): string[] {
     let s: string;
     if (raw.startsWith('storage.')) s = normaliseStorage(raw);
     else if (isGroupScope(raw)) s = raw;
-    else if ((COMPUTE_SCOPES as readonly string[]).includes(raw) || (PLAIN_SCOPES as readonly string[]).includes(raw)) s = raw;
+    else if ((COMPUTE_SCOPES as readonly string[]).includes(raw) || (PLAIN_SCOPES as readonly string[]).includes(raw) || isClientScope(raw)) s = raw;
     else throw new InvalidScope(`unknown scope '${raw}'`);
     if (!out.includes(s)) out.push(s);
   }
@@ -147,6 +157,7 @@ const WORDS: Record<string, string> = {
   'storage.read': 'read file catalogue entries and their metadata',
   'storage.create': 'create file catalogue directories and register files',
   'storage.modify': 'change and remove file catalogue entries',
+  'scim:read': 'read the users and groups of the registry (SCIM)',
 };
 
 /**

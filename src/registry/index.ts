@@ -10,3 +10,4 @@ export { clientAdminCommand } from './client-admin.ts';
 export { registryAdminCommand } from './registry-admin-cli.ts';
 export { registryMigrations } from './migrations.ts';
 export { registryRoutes } from './routes/index.ts';
+export { scimRoutes, type ScimCaller } from './scim/routes.ts';

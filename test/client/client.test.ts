@@ -86,6 +86,8 @@ for (const { dialect, skip } of await dialects()) {
       // The registry API's operations need a group with Admin.
       const registry = config.registry as { groups: { name: string; properties: string[] }[] };
       registry.groups = registry.groups.map((g) => (g.name === 'dirigo_admin' ? { ...g, properties: [...g.properties, 'Admin'] } : g));
+      // A group with the Admin property, whose members may read the registry through SCIM.
+      (config.registry as { groups: unknown[] }).groups.push({ name: 'vo_admin', members: ['admin'], properties: ['Admin'] });
       svc = await startTestService({ dialect, config: { ...config, jobs } });
       aliceToken = await svc.token('alice');
       alice = client({ token: aliceToken });
@@ -459,6 +461,26 @@ for (const { dialect, skip } of await dialects()) {
         assert.equal(unwrap(await admin.GET('/registry/users/{name}', { params: { path: { name: 'zed' } } })).name, 'zed');
         assert.equal(unwrap(await admin.DELETE('/registry/users/{name}', { params: { path: { name: 'zed' } } })).status, 'removed');
         assert.equal(unwrap(await admin.GET('/registry/audit', { params: { query: { target: 'zed' } } })).entries[0]!.action, 'user.remove');
+      } finally {
+        await admin.close();
+      }
+    });
+
+    it('SCIM: users and groups, filtered and one by one; the discovery endpoints', async () => {
+      const admin = client({ token: await svc.token('admin', 'vo_admin') });
+      try {
+        const users = unwrap(await admin.GET('/scim/v2/Users', { params: { query: { filter: 'userName eq "alice"', count: 10, sortBy: 'userName' } } }));
+        assert.deepEqual(users.Resources.map((u) => u.id), ['alice']);
+        assert.equal(unwrap(await admin.GET('/scim/v2/Users/{id}', { params: { path: { id: 'alice' }, query: { attributes: 'userName' } } })).userName, 'alice');
+        assert.equal((await admin.GET('/scim/v2/Users/{id}', { params: { path: { id: 'nobody' } } })).response.status, 404);
+        assert.ok(unwrap(await admin.GET('/scim/v2/Groups', { params: { query: { filter: 'members.value eq "alice"' } } })).Resources.some((g) => g.id === 'dirigo_user'));
+        assert.deepEqual(unwrap(await admin.GET('/scim/v2/Groups/{id}', { params: { path: { id: 'vo_admin' } } })).members?.map((m) => m.value), ['admin']);
+        assert.equal(unwrap(await anonymous.GET('/scim/v2/ServiceProviderConfig')).filter.supported, true);
+        assert.deepEqual(unwrap(await anonymous.GET('/scim/v2/ResourceTypes')).Resources.map((t) => t.id), ['User', 'Group']);
+        assert.equal(unwrap(await anonymous.GET('/scim/v2/ResourceTypes/{id}', { params: { path: { id: 'Group' } } })).endpoint, '/Groups');
+        assert.equal(unwrap(await anonymous.GET('/scim/v2/Schemas')).totalResults, 4);
+        const schema = unwrap(await anonymous.GET('/scim/v2/Schemas/{id}', { params: { path: { id: 'urn:ietf:params:scim:schemas:core:2.0:User' } } }));
+        assert.ok(schema.attributes.some((a) => a.name === 'userName'));
       } finally {
         await admin.close();
       }

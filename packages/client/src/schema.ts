@@ -1574,6 +1574,159 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/scim/v2/Users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Users, filtered, sorted and paged (RFC 7644 §3.4.2) */
+        get: operations["scimListUsers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Users/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One user, by id (the user name) */
+        get: operations["scimGetUser"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Groups, filtered, sorted and paged (RFC 7644 §3.4.2) */
+        get: operations["scimListGroups"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Groups/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One group, by id (the group name) */
+        get: operations["scimGetGroup"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ServiceProviderConfig": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What this SCIM service supports (RFC 7643 §5) */
+        get: operations["scimServiceProviderConfig"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ResourceTypes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The resource types: User and Group (RFC 7643 §6) */
+        get: operations["scimListResourceTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ResourceTypes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One resource type */
+        get: operations["scimGetResourceType"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Schemas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The schemas of users, groups and their Dirigo extensions (RFC 7643 §7) */
+        get: operations["scimListSchemas"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Schemas/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One schema, by URN */
+        get: operations["scimGetSchema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/downloads": {
         parameters: {
             query?: never;
@@ -12792,6 +12945,898 @@ export interface operations {
                             };
                         };
                     } | components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    scimListUsers: {
+        parameters: {
+            query?: {
+                /** @description RFC 7644 §3.4.2.2, e.g. userName eq "alice" or emails co "@example.org" */
+                filter?: string;
+                /** @description 1-based index of the first result (default 1) */
+                startIndex?: number;
+                /** @description results per page (default 100, at most 1000) */
+                count?: number;
+                sortBy?: string;
+                sortOrder?: "ascending" | "descending";
+                /** @description comma-separated attributes to return (and id, schemas) */
+                attributes?: string;
+                /** @description comma-separated attributes to leave out */
+                excludedAttributes?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Users, filtered, sorted and paged (RFC 7644 §3.4.2) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        totalResults: number;
+                        itemsPerPage: number;
+                        startIndex: number;
+                        Resources: {
+                            /** @description the schema URNs of the resource */
+                            schemas: string[];
+                            /** @description the user name */
+                            id: string;
+                            userName?: string;
+                            name?: {
+                                formatted?: string;
+                            };
+                            displayName?: string;
+                            emails?: {
+                                value?: string;
+                                type?: string;
+                                primary?: boolean;
+                            }[];
+                            /** @description false when suspended, removed or expired */
+                            active?: boolean;
+                            groups?: ({
+                                value?: string;
+                                display?: string;
+                                type?: string;
+                            } & {
+                                [key: string]: string;
+                            })[];
+                            "urn:dirigo:params:scim:schemas:extension:2.0:User"?: {
+                                x509Dns?: string[];
+                                identities?: {
+                                    issuer?: string;
+                                    subject?: string;
+                                }[];
+                                /** @description 'active', 'suspended', 'removed' or 'expired' */
+                                status?: string;
+                                expiresAt?: string;
+                            };
+                            meta?: {
+                                resourceType?: string;
+                                /** @description ISO 8601 */
+                                created?: string;
+                                /** @description ISO 8601 */
+                                lastModified?: string;
+                                location?: string;
+                                /** @description a weak entity tag, W/"…" */
+                                version?: string;
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    scimGetUser: {
+        parameters: {
+            query?: {
+                /** @description comma-separated attributes to return (and id, schemas) */
+                attributes?: string;
+                /** @description comma-separated attributes to leave out */
+                excludedAttributes?: string;
+            };
+            header?: never;
+            path: {
+                /** @description the resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One user, by id (the user name) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the user name */
+                        id: string;
+                        userName?: string;
+                        name?: {
+                            formatted?: string;
+                        };
+                        displayName?: string;
+                        emails?: {
+                            value?: string;
+                            type?: string;
+                            primary?: boolean;
+                        }[];
+                        /** @description false when suspended, removed or expired */
+                        active?: boolean;
+                        groups?: ({
+                            value?: string;
+                            display?: string;
+                            type?: string;
+                        } & {
+                            [key: string]: string;
+                        })[];
+                        "urn:dirigo:params:scim:schemas:extension:2.0:User"?: {
+                            x509Dns?: string[];
+                            identities?: {
+                                issuer?: string;
+                                subject?: string;
+                            }[];
+                            /** @description 'active', 'suspended', 'removed' or 'expired' */
+                            status?: string;
+                            expiresAt?: string;
+                        };
+                        meta?: {
+                            resourceType?: string;
+                            /** @description ISO 8601 */
+                            created?: string;
+                            /** @description ISO 8601 */
+                            lastModified?: string;
+                            location?: string;
+                            /** @description a weak entity tag, W/"…" */
+                            version?: string;
+                        };
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    scimListGroups: {
+        parameters: {
+            query?: {
+                /** @description RFC 7644 §3.4.2.2, e.g. userName eq "alice" or emails co "@example.org" */
+                filter?: string;
+                /** @description 1-based index of the first result (default 1) */
+                startIndex?: number;
+                /** @description results per page (default 100, at most 1000) */
+                count?: number;
+                sortBy?: string;
+                sortOrder?: "ascending" | "descending";
+                /** @description comma-separated attributes to return (and id, schemas) */
+                attributes?: string;
+                /** @description comma-separated attributes to leave out */
+                excludedAttributes?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Groups, filtered, sorted and paged (RFC 7644 §3.4.2) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        totalResults: number;
+                        itemsPerPage: number;
+                        startIndex: number;
+                        Resources: {
+                            /** @description the schema URNs of the resource */
+                            schemas: string[];
+                            /** @description the group name */
+                            id: string;
+                            displayName?: string;
+                            members?: ({
+                                value?: string;
+                                display?: string;
+                                type?: string;
+                            } & {
+                                [key: string]: string;
+                            })[];
+                            "urn:dirigo:params:scim:schemas:extension:2.0:Group"?: {
+                                properties?: string[];
+                                share?: number;
+                                description?: string;
+                                managers?: string[];
+                            };
+                            meta?: {
+                                resourceType?: string;
+                                /** @description ISO 8601 */
+                                created?: string;
+                                /** @description ISO 8601 */
+                                lastModified?: string;
+                                location?: string;
+                                /** @description a weak entity tag, W/"…" */
+                                version?: string;
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    scimGetGroup: {
+        parameters: {
+            query?: {
+                /** @description comma-separated attributes to return (and id, schemas) */
+                attributes?: string;
+                /** @description comma-separated attributes to leave out */
+                excludedAttributes?: string;
+            };
+            header?: never;
+            path: {
+                /** @description the resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One group, by id (the group name) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the group name */
+                        id: string;
+                        displayName?: string;
+                        members?: ({
+                            value?: string;
+                            display?: string;
+                            type?: string;
+                        } & {
+                            [key: string]: string;
+                        })[];
+                        "urn:dirigo:params:scim:schemas:extension:2.0:Group"?: {
+                            properties?: string[];
+                            share?: number;
+                            description?: string;
+                            managers?: string[];
+                        };
+                        meta?: {
+                            resourceType?: string;
+                            /** @description ISO 8601 */
+                            created?: string;
+                            /** @description ISO 8601 */
+                            lastModified?: string;
+                            location?: string;
+                            /** @description a weak entity tag, W/"…" */
+                            version?: string;
+                        };
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    scimServiceProviderConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The configuration */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        documentationUri?: string;
+                        patch: {
+                            supported: boolean;
+                        };
+                        bulk: {
+                            supported: boolean;
+                            maxOperations: number;
+                            maxPayloadSize: number;
+                        };
+                        filter: {
+                            supported: boolean;
+                            maxResults: number;
+                        };
+                        changePassword: {
+                            supported: boolean;
+                        };
+                        sort: {
+                            supported: boolean;
+                        };
+                        etag: {
+                            supported: boolean;
+                        };
+                        authenticationSchemes: {
+                            type: string;
+                            name: string;
+                            description: string;
+                            specUri?: string;
+                            documentationUri?: string;
+                            primary?: boolean;
+                        }[];
+                        meta: {
+                            resourceType: string;
+                            location: string;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    scimListResourceTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every resource type */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        totalResults: number;
+                        itemsPerPage: number;
+                        startIndex: number;
+                        Resources: {
+                            /** @description the schema URNs of the resource */
+                            schemas: string[];
+                            id: string;
+                            name: string;
+                            endpoint: string;
+                            description?: string;
+                            schema: string;
+                            schemaExtensions: {
+                                schema: string;
+                                required: boolean;
+                            }[];
+                            meta: {
+                                resourceType: string;
+                                location: string;
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    scimGetResourceType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The resource type */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        id: string;
+                        name: string;
+                        endpoint: string;
+                        description?: string;
+                        schema: string;
+                        schemaExtensions: {
+                            schema: string;
+                            required: boolean;
+                        }[];
+                        meta: {
+                            resourceType: string;
+                            location: string;
+                        };
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    scimListSchemas: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every schema */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        totalResults: number;
+                        itemsPerPage: number;
+                        startIndex: number;
+                        Resources: {
+                            /** @description the schema URNs of the resource */
+                            schemas: string[];
+                            id: string;
+                            name: string;
+                            description: string;
+                            attributes: {
+                                name: string;
+                                type: string;
+                                multiValued: boolean;
+                                description: string;
+                                required: boolean;
+                                caseExact: boolean;
+                                mutability: string;
+                                returned: string;
+                                uniqueness: string;
+                                referenceTypes?: string[];
+                                subAttributes?: {
+                                    name: string;
+                                    type: string;
+                                    multiValued: boolean;
+                                    description: string;
+                                    required: boolean;
+                                    caseExact: boolean;
+                                    mutability: string;
+                                    returned: string;
+                                    uniqueness: string;
+                                    referenceTypes?: string[];
+                                }[];
+                            }[];
+                            meta: {
+                                resourceType: string;
+                                location: string;
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    scimGetSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schema */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        id: string;
+                        name: string;
+                        description: string;
+                        attributes: {
+                            name: string;
+                            type: string;
+                            multiValued: boolean;
+                            description: string;
+                            required: boolean;
+                            caseExact: boolean;
+                            mutability: string;
+                            returned: string;
+                            uniqueness: string;
+                            referenceTypes?: string[];
+                            subAttributes?: {
+                                name: string;
+                                type: string;
+                                multiValued: boolean;
+                                description: string;
+                                required: boolean;
+                                caseExact: boolean;
+                                mutability: string;
+                                returned: string;
+                                uniqueness: string;
+                                referenceTypes?: string[];
+                            }[];
+                        }[];
+                        meta: {
+                            resourceType: string;
+                            location: string;
+                        };
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
                 };
             };
             /** @description The service failed */
