@@ -10,3 +10,7 @@ export { generateSecret, hashSecret, verifySecret } from './passwords.ts';
 export { checkClients, checkRegistry, ClientsConfigSchema, RegistryConfigSchema } from './config-schema.ts';
 export { clientAdminCommand } from './client-admin.ts';
 export { registryMigrations } from './migrations.ts';
+export { checkJoiningConfig } from './joining-config.ts';
+export { startJoining, type JoiningServices } from './joining/services.ts';
+export type { JoinRequest, RequestStatus } from './joining/requests.ts';
+export { joiningRoutes } from './routes/joining.ts';
