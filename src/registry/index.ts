@@ -13,4 +13,4 @@ export { registryMigrations } from './migrations.ts';
 export { checkJoiningConfig } from './joining-config.ts';
 export { startJoining, type JoiningServices } from './joining/services.ts';
 export type { JoinRequest, RequestStatus } from './joining/requests.ts';
-export { joiningRoutes } from './routes/joining.ts';
+export { registryRoutes, type Authenticate, type RegistryCaller } from './routes/index.ts';
