@@ -23,6 +23,7 @@ const Callback = Type.Object(
 );
 
 const CALLBACK_ANSWERS = {
+  200: page('An account no user matches, on a provider with registration: approval: the Request registration page, or that its request is pending'),
   303: redirect('Signed in: back to the interaction page'),
   400: pageOrError('No sign-in in progress in this browser, or an answer of another issuer (a page); or a parameter too long (JSON)'),
   403: page("The provider refused, or its account is no registered user, or gives none of the user's groups"),
