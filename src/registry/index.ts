@@ -12,5 +12,4 @@ export { clientAdminCommand } from './client-admin.ts';
 export { registryMigrations } from './migrations.ts';
 export { checkJoiningConfig } from './joining-config.ts';
 export { startJoining, type JoiningServices } from './joining/services.ts';
-export type { JoinRequest, RequestStatus } from './joining/requests.ts';
 export { registryRoutes, type Authenticate, type RegistryCaller } from './routes/index.ts';
