@@ -626,6 +626,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+<<<<<<< HEAD
     "/registry/requests": {
         parameters: {
             query?: never;
@@ -730,6 +731,8 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+=======
+>>>>>>> r38core
     "/jobs": {
         parameters: {
             query?: never;
@@ -5822,6 +5825,7 @@ export interface operations {
             };
         };
     };
+<<<<<<< HEAD
     listRequests: {
         parameters: {
             query?: {
@@ -6536,6 +6540,8 @@ export interface operations {
             };
         };
     };
+=======
+>>>>>>> r38core
     listJobs: {
         parameters: {
             query?: {

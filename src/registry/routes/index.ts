@@ -8,7 +8,6 @@ import { groupRoutes } from './groups.ts';
 import { joiningRoutes } from './joining.ts';
 import { userRoutes } from './users.ts';
 
-export type { Authenticate, RegistryCaller } from './access.ts';
 
 export const registryRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; authenticate: Authenticate }> = async (app, { ctx, authenticate }) => {
   const admin = new RegistryAdmin(ctx.db, ctx.registry);
