@@ -9,10 +9,6 @@ export { checkClients, checkRegistry, ClientsConfigSchema, RegistryConfigSchema 
 export { clientAdminCommand } from './client-admin.ts';
 export { registryAdminCommand } from './registry-admin-cli.ts';
 export { registryMigrations } from './migrations.ts';
-<<<<<<< HEAD
 export { checkJoiningConfig } from './joining-config.ts';
 export { startJoining, type JoiningServices } from './joining/services.ts';
-export { registryRoutes, type Authenticate, type RegistryCaller } from './routes/index.ts';
-=======
 export { registryRoutes } from './routes/index.ts';
->>>>>>> r38core

@@ -626,7 +626,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-<<<<<<< HEAD
     "/registry/requests": {
         parameters: {
             query?: never;
@@ -731,8 +730,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-=======
->>>>>>> r38core
     "/jobs": {
         parameters: {
             query?: never;
@@ -5825,7 +5822,6 @@ export interface operations {
             };
         };
     };
-<<<<<<< HEAD
     listRequests: {
         parameters: {
             query?: {
@@ -6540,8 +6536,6 @@ export interface operations {
             };
         };
     };
-=======
->>>>>>> r38core
     listJobs: {
         parameters: {
             query?: {
