@@ -9,5 +9,7 @@ export { checkClients, checkRegistry, ClientsConfigSchema, RegistryConfigSchema 
 export { clientAdminCommand } from './client-admin.ts';
 export { registryAdminCommand } from './registry-admin-cli.ts';
 export { registryMigrations } from './migrations.ts';
+export { checkJoiningConfig } from './joining-config.ts';
+export { startJoining, type JoiningServices } from './joining/services.ts';
 export { registryRoutes } from './routes/index.ts';
 export { scimRoutes, type ScimCaller } from './scim/routes.ts';
