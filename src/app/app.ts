@@ -7,7 +7,7 @@ import fp from 'fastify-plugin';
 import { authRoutes, hasGroupRights, requireToken } from '../auth/index.ts';
 import { registryRoutes, scimRoutes } from '../registry/index.ts';
 import { scimAuthenticate } from './scim-auth.ts';
-import { JobEvents, jobsRoutes, Matcher, removeStaleUploads, sandboxStore, startEventStreams, startJobDuties } from '../jobs/index.ts';
+import { JobEvents, jobsRoutes, Matcher, registryShareOf, removeStaleUploads, sandboxStore, startEventStreams, startJobDuties } from '../jobs/index.ts';
 import { startScheduling } from '../executors/index.ts';
 import { agentsRoutes, startAgentDuties, startPilotFactory } from '../agents/index.ts';
 import { catalogueRoutes } from '../catalogue/index.ts';
@@ -106,7 +106,7 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   const jobEvents = new JobEvents();
   // One matcher per instance (jobs/matching/matcher.ts): its queue list and the usage it charged but has not
   // written yet are the instance's, shared by every claimer in it (the scheduler, the agents' matches).
-  const matcher = new Matcher(ctx.db, jobEvents, ctx.dialect, ctx.config.jobs, (group) => ctx.registry.group(group)?.share);
+  const matcher = new Matcher(ctx.db, jobEvents, ctx.dialect, ctx.config.jobs, registryShareOf(ctx));
   instance.addHook('onClose', async () => {
     await matcher.flush().catch(() => {});
   });

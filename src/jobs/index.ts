@@ -16,6 +16,7 @@ export { JobParameterEvent, JobStatusEvent } from './event-schemas.ts';
 export { changeStatus, confirmKill, handOver } from './state-machine.ts';
 export { runnableJobs, type ClaimedJob } from './lifecycle/claim.ts';
 export { Matcher } from './matching/matcher.ts';
+export { registryShareOf } from './matching/group-share.ts';
 export { waitingFor } from './matching/demand.ts';
 export { EXECUTOR_HELD, heldByOthers, jobsHeldAt, keepOutputOfEndedRun, noLongerHeld, recordRunRef, renewLeases, takeOver, unconfirmedKills, type HeldJob } from './lifecycle/holding.ts';
 export { RescheduleLimit, requeueHeld } from './lifecycle/reschedule.ts';
