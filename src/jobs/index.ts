@@ -5,6 +5,7 @@
  * reschedule — is the job lifecycle's (lifecycle/), the only code besides the store that touches the jobs tables.
  */
 export { jobsRoutes } from './routes.ts';
+export { userJobsKiller } from './user-jobs-killer.ts';
 export { removeStaleUploads, startJobDuties } from './duties.ts';
 export { startEventStreams } from './event-streams.ts';
 export { checkSandboxStore, JobsConfigSchema, type JobsConfig } from './config-schema.ts';

@@ -512,7 +512,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Suspend a user (Admin): no new tokens, refresh tokens and sessions stop at once */
+        /** Suspend a user (Admin): no new tokens, refresh tokens and sessions stop at once; with killJobs, the user's unfinished jobs are killed too */
         post: operations["suspendRegistryUser"];
         delete?: never;
         options?: never;
@@ -4897,6 +4897,11 @@ export interface operations {
                 "application/json": {
                     /** @description shown to the user when they are refused */
                     reason?: string;
+                    /**
+                     * @description also kill the user's jobs that have not ended, as a JobAdministrator would; otherwise they run on
+                     * @default false
+                     */
+                    killJobs?: boolean;
                 };
             };
         };
@@ -4928,6 +4933,8 @@ export interface operations {
                         managedBy: "config" | "api";
                         createdAt: string;
                         updatedAt: string;
+                        /** @description jobs killed by this suspension (0 without killJobs) */
+                        killedJobs: number;
                     };
                 };
             };
