@@ -7,7 +7,7 @@ import fp from 'fastify-plugin';
 import { authRoutes, hasGroupRights, requireToken } from '../auth/index.ts';
 import { registryRoutes, scimRoutes } from '../registry/index.ts';
 import { scimAuthenticate } from './scim-auth.ts';
-import { JobEvents, jobsRoutes, Matcher, removeStaleUploads, sandboxStore, startEventStreams, startJobDuties } from '../jobs/index.ts';
+import { JobEvents, jobsRoutes, Matcher, registryShareOf, removeStaleUploads, sandboxStore, startEventStreams, startJobDuties, userJobsKiller } from '../jobs/index.ts';
 import { startScheduling } from '../executors/index.ts';
 import { agentsRoutes, startAgentDuties, startPilotFactory } from '../agents/index.ts';
 import { catalogueRoutes } from '../catalogue/index.ts';
@@ -90,27 +90,28 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   await instance.register(corsRoutes, { ctx });
   await instance.register(authRoutes, { ctx });
   await instance.register(federationRoutes, { ctx });
-  // The registry sits below auth: it gets the caller from auth's token check, with the group's properties
-  // only when the token carries the group's rights.
+  const sandboxes = sandboxStore(ctx);
+  // One emitter of job changes, handed to everything that changes jobs and to the events stream that listens.
+  const jobEvents = new JobEvents();
+  // One matcher per instance (jobs/matching/matcher.ts): its queue list and the usage it charged but has not
+  // written yet are the instance's, shared by every claimer in it (the scheduler, the agents' matches).
+  const matcher = new Matcher(ctx.db, jobEvents, ctx.dialect, ctx.config.jobs, registryShareOf(ctx));
+  instance.addHook('onClose', async () => {
+    await matcher.flush().catch(() => {});
+  });
+  const runner = startScheduling(instance, ctx, sandboxes, jobEvents, matcher);
+  // The registry sits below auth and jobs: it gets the caller from auth's token check, with the group's
+  // properties only when the token carries the group's rights, and the jobs' kill for a suspension with killJobs.
   const checkToken = requireToken(ctx);
   await instance.register(registryRoutes, {
     ctx,
+    killJobsOf: userJobsKiller(ctx, sandboxes, runner, jobEvents),
     authenticate: async (request, reply) => {
       await checkToken(request, reply);
       const p = request.principal!;
       return { username: p.username, properties: hasGroupRights(p) ? p.properties : [] };
     },
   });
-  const sandboxes = sandboxStore(ctx);
-  // One emitter of job changes, handed to everything that changes jobs and to the events stream that listens.
-  const jobEvents = new JobEvents();
-  // One matcher per instance (jobs/matching/matcher.ts): its queue list and the usage it charged but has not
-  // written yet are the instance's, shared by every claimer in it (the scheduler, the agents' matches).
-  const matcher = new Matcher(ctx.db, jobEvents, ctx.dialect, ctx.config.jobs, (group) => ctx.registry.group(group)?.share);
-  instance.addHook('onClose', async () => {
-    await matcher.flush().catch(() => {});
-  });
-  const runner = startScheduling(instance, ctx, sandboxes, jobEvents, matcher);
   await instance.register(jobsRoutes, { ctx, sandboxes, runner, events: startEventStreams(ctx, jobEvents), jobEvents });
   instance.addHook('onReady', () => removeStaleUploads(sandboxes, instance.log));
   startJobDuties(ctx, sandboxes, instance.log, { events: jobEvents, wake: () => runner?.wake() });

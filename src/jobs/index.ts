@@ -5,6 +5,7 @@
  * reschedule — is the job lifecycle's (lifecycle/), the only code besides the store that touches the jobs tables.
  */
 export { jobsRoutes } from './routes.ts';
+export { userJobsKiller } from './user-jobs-killer.ts';
 export { removeStaleUploads, startJobDuties } from './duties.ts';
 export { startEventStreams } from './event-streams.ts';
 export { checkSandboxStore, JobsConfigSchema, type JobsConfig } from './config-schema.ts';
@@ -16,6 +17,7 @@ export { JobParameterEvent, JobStatusEvent } from './event-schemas.ts';
 export { changeStatus, confirmKill, handOver } from './state-machine.ts';
 export { runnableJobs, type ClaimedJob } from './lifecycle/claim.ts';
 export { Matcher } from './matching/matcher.ts';
+export { registryShareOf } from './matching/group-share.ts';
 export { waitingFor } from './matching/demand.ts';
 export { EXECUTOR_HELD, heldByOthers, jobsHeldAt, keepOutputOfEndedRun, noLongerHeld, recordRunRef, renewLeases, takeOver, unconfirmedKills, type HeldJob } from './lifecycle/holding.ts';
 export { RescheduleLimit, requeueHeld } from './lifecycle/reschedule.ts';

@@ -5,12 +5,14 @@ import { errors } from '../kernel/openapi.ts';
 import { JidParams } from './api-schemas.ts';
 import { MatchingAnswer, SharesAnswer } from './matching/api-schemas.ts';
 import { explainMatching } from './matching/explain.ts';
+import { registryShareOf } from './matching/group-share.ts';
 import { fairShares } from './matching/shares.ts';
 import { security, tags, type JobRouteOptions } from './route-options.ts';
 
 export const matchingRoutes: FastifyPluginAsyncTypebox<JobRouteOptions> = async (app, { ctx, config, service, auth }) => {
   // onRequest: the caller is known (and in the access log) before the parameters are validated.
   const authFirst = { onRequest: auth };
+  const registryShare = registryShareOf(ctx);
 
   app.get(
     '/jobs/shares',
@@ -26,7 +28,7 @@ export const matchingRoutes: FastifyPluginAsyncTypebox<JobRouteOptions> = async 
     },
     async (request) => {
       requireCapability(request.principal!, 'compute.read');
-      return fairShares(ctx.db, config);
+      return fairShares(ctx.db, config, { registryShare });
     },
   );
 
@@ -47,7 +49,7 @@ export const matchingRoutes: FastifyPluginAsyncTypebox<JobRouteOptions> = async 
       requireCapability(request.principal!, 'compute.read');
       // A job the caller may not see is answered as one that does not exist (privileges.ts).
       await service.visibleJob(request.principal!, request.params.jid);
-      return explainMatching(ctx.db, config, request.params.jid);
+      return explainMatching(ctx.db, config, request.params.jid, { registryShare });
     },
   );
 };

@@ -5,7 +5,7 @@ import type { Selectable } from 'kysely';
 import type { JobTable } from './tables.ts';
 import { ATTRIBUTE_TYPES, type AttributeName } from '../protocol/job-attributes.ts';
 
-export { ALL_STATUSES, isFinal, JobStatus } from '../protocol/job-status.ts';
+export { ALL_STATUSES, FINAL_STATUSES, isFinal, JobStatus } from '../protocol/job-status.ts';
 export type { AttributeName } from '../protocol/job-attributes.ts';
 
 type Row = Selectable<JobTable>;

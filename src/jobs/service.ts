@@ -14,7 +14,7 @@ import { isPlain } from './flow/manifest-keys.ts';
 import { planJobs, planWorkflow, type FlowPlan, type WorkflowHead } from './flow/plan.ts';
 import { activeJobsOf, describeWorkflow, listWorkflows, visibleWorkflow } from './flow/workflows.ts';
 import { prepareManifests } from './prepare.ts';
-import { isFinal, JobStatus, toRecord, type AttributeName } from './model.ts';
+import { FINAL_STATUSES, isFinal, JobStatus, toRecord, type AttributeName } from './model.ts';
 import { jobParameters } from './reports.ts';
 import { outputTailOf } from './peek.ts';
 import { countable, countedSummary } from './counts.ts';
@@ -280,8 +280,36 @@ export class JobsService {
    * process. @throws NotFound (also for a job the principal may not see), InsufficientPrivileges, InvalidTransition (already final)
    */
   async kill(principal: Principal, jobId: number): Promise<void> {
+    await this.#kill(principal.username, jobId, (row) => checkMayAct(principal, jobId, row, 'kill'));
+  }
+
+  /**
+   * Kills every job of `owner` that has not ended, as `actor` (a registry suspension's `killJobs`: the
+   * caller has checked that `actor` is an administrator). Jobs that end or cannot be killed meanwhile are
+   * left as they are. @returns how many were killed
+   */
+  async killAllOf(actor: string, owner: string): Promise<number> {
+    const rows = await this.ctx.db.selectFrom('jobs').select('job_id').where('owner', '=', owner).where('status', 'not in', [...FINAL_STATUSES]).execute();
+    let killed = 0;
+    for (const { job_id } of rows) {
+      const jobId = Number(job_id);
+      try {
+        await this.#kill(actor, jobId, (row) => {
+          if (!row) throw new NotFound(`no job ${jobId}`);
+          return row;
+        });
+        killed++;
+      } catch (err) {
+        if (!(err instanceof InvalidTransition || err instanceof NotFound)) throw err;
+      }
+    }
+    return killed;
+  }
+
+  /** The kill itself, by `actor`, once `check` has passed the row. */
+  async #kill(actor: string, jobId: number, check: (row: JobRow | undefined) => JobRow): Promise<void> {
     for (let attempt = 0; attempt < 5; attempt++) {
-      const row = checkMayAct(principal, jobId, await getJob(this.ctx.db, jobId), 'kill');
+      const row = check(await getJob(this.ctx.db, jobId));
       if (isFinal(row.status)) throw new InvalidTransition(`job ${jobId} is already ${row.status} and cannot be killed`);
       if (!canTransition(row.status, JobStatus.Killed)) throw new InvalidTransition(`job ${jobId} is ${row.status} and cannot be killed now`);
       // A kill is an intent kept until the executor confirms it: while the payload may still run, the job
@@ -293,9 +321,9 @@ export class JobsService {
       const won = await changeStatus(this.ctx.db, this.events, [jobId], {
         from: row.status as JobStatus,
         to: JobStatus.Killed,
-        minorStatus: `Killed by ${principal.username}${pending ? KILL_PENDING : ''}`,
+        minorStatus: `Killed by ${actor}${pending ? KILL_PENDING : ''}`,
         ...(applicationStopped ? { applicationStatus: APPLICATION_KILLED } : {}),
-        source: principal.username,
+        source: actor,
         // A held job killed is held no more (HoldReason is a Received job's only).
         set: { end_exec_time: nowIso(), hold_reason: '', not_before: null, ...(pending ? {} : { lease_until: null }) },
       });

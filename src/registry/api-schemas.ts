@@ -84,7 +84,16 @@ export const UserPatchBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const SuspendBody = Type.Object({ reason: Type.Optional(Type.String({ maxLength: 512, description: 'shown to the user when they are refused' })) }, { additionalProperties: false });
+export const SuspendBody = Type.Object(
+  {
+    reason: Type.Optional(Type.String({ maxLength: 512, description: 'shown to the user when they are refused' })),
+    killJobs: Type.Optional(Type.Boolean({ default: false, description: "also kill the user's jobs that have not ended, as a JobAdministrator would; otherwise they run on" })),
+  },
+  { additionalProperties: false },
+);
+
+/** POST /registry/users/{name}/suspend: the user as suspended, and how many of their jobs were killed. */
+export const SuspendedUser = Type.Object({ ...RegistryUser.properties, killedJobs: Type.Integer({ minimum: 0, description: 'jobs killed by this suspension (0 without killJobs)' }) }, { title: 'SuspendedRegistryUser' });
 
 export const UserParams = Type.Object({ name: name('user') });
 export const GroupParams = Type.Object({ name: name('group') });

@@ -458,7 +458,8 @@ for (const { dialect, skip } of await dialects()) {
         assert.equal(unwrap(await admin.GET('/registry/groups/{name}', { params: { path: { name: 'zgroup' } } })).managedBy, 'api');
         assert.deepEqual(unwrap(await admin.DELETE('/registry/groups/{name}/members/{user}', { params: { path: { name: 'zgroup', user: 'zed' } } })).members, []);
         assert.equal((await admin.DELETE('/registry/groups/{name}', { params: { path: { name: 'zgroup' }, query: {} } })).response.status, 204);
-        assert.equal(unwrap(await admin.POST('/registry/users/{name}/suspend', { params: { path: { name: 'zed' } }, body: { reason: 'test' } })).barred, 'suspended: test');
+        const suspended = unwrap(await admin.POST('/registry/users/{name}/suspend', { params: { path: { name: 'zed' } }, body: { reason: 'test', killJobs: true } }));
+        assert.deepEqual([suspended.barred, suspended.killedJobs], ['suspended: test', 0]);
         assert.equal(unwrap(await admin.POST('/registry/users/{name}/reinstate', { params: { path: { name: 'zed' } } })).status, 'active');
         assert.equal(unwrap(await admin.GET('/registry/users/{name}', { params: { path: { name: 'zed' } } })).name, 'zed');
         assert.equal(unwrap(await admin.DELETE('/registry/users/{name}', { params: { path: { name: 'zed' } } })).status, 'removed');

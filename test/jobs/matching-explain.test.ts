@@ -138,7 +138,7 @@ for (const { dialect, skip } of await dialects()) {
         { group: 'belle', user: 'b2', usage: 10 },
         { group: 'gone', user: 'g1', usage: 0 },
       ];
-      const answer = await fairShares(scratch.db, config({ fairShare: { shares: { atlas: 3 } } }), Date.now(), usage);
+      const answer = await fairShares(scratch.db, config({ fairShare: { shares: { atlas: 3 } } }), { usage });
       assert.deepEqual(answer.groups.map((g) => [g.group, g.target, g.actual, g.usage]), [
         ['atlas', 0.75, 0.25, 10],
         ['gone', 0, 0, 0],

@@ -529,7 +529,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Suspend a user (Admin): no new tokens, refresh tokens and sessions stop at once */
+        /** Suspend a user (Admin): no new tokens, refresh tokens and sessions stop at once; with killJobs, the user's unfinished jobs are killed too */
         post: operations["suspendRegistryUser"];
         delete?: never;
         options?: never;
@@ -5110,6 +5110,11 @@ export interface operations {
                 "application/json": {
                     /** @description shown to the user when they are refused */
                     reason?: string;
+                    /**
+                     * @description also kill the user's jobs that have not ended, as a JobAdministrator would; otherwise they run on
+                     * @default false
+                     */
+                    killJobs?: boolean;
                 };
             };
         };
@@ -5141,6 +5146,8 @@ export interface operations {
                         managedBy: "config" | "api";
                         createdAt: string;
                         updatedAt: string;
+                        /** @description jobs killed by this suspension (0 without killJobs) */
+                        killedJobs: number;
                     };
                 };
             };

@@ -14,6 +14,7 @@ import type { Manifest } from '../manifest.ts';
 import { JobStatus } from '../model.ts';
 import { requirementsOf } from '../requirements.ts';
 import type { MatchingAnswer } from './api-schemas.ts';
+import type { RegistryShare } from './group-share.ts';
 import { fairShares, HELD_STATUSES } from './shares.ts';
 
 type Verdict = MatchingAnswer['resources'][number];
@@ -27,6 +28,8 @@ export interface ExplainDeps {
   /** The caller may see the job (the route's rule); a job it may not see is answered as missing. */
   visible?: (job: { owner: string; ownerGroup: string }) => boolean;
   now?: number;
+  /** The registry's group shares (group-share.ts), which the share verdict reports as the matcher uses them. */
+  registryShare?: RegistryShare;
 }
 
 const JOB_COLUMNS = ['job_id', 'status', 'site', 'owner', 'owner_group', 'job_type', 'user_priority', 'manifest', 'tq_id'] as const;
@@ -190,7 +193,7 @@ export async function explainMatching(db: Db, config: JobsConfig, jobId: number,
   const [bans, described, shares, ahead] = await Promise.all([
     (deps.bans ?? activeBans)(db),
     (deps.resources ?? knownResources)(db, window),
-    fairShares(db, config, deps.now),
+    fairShares(db, config, { now: deps.now, registryShare: deps.registryShare }),
     aheadOf(db, job),
   ]);
   const limited = config.sites.filter((s) => Object.keys(s.runningLimits).length > 0).map((s) => s.name);

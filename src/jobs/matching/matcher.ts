@@ -25,6 +25,7 @@ import { activeBans, type SiteBan } from '../../sites/index.ts';
 import type { JobsConfig } from '../config-schema.ts';
 import type { JobEvents } from '../lifecycle/job-events.ts';
 import type { Claimant, ClaimedJob } from '../lifecycle/claim.ts';
+import { groupShares, type RegistryShare } from './group-share.ts';
 import { hasLimits, hold, lockAndCount, room, type Held } from './limits.ts';
 import { headsOf, pickPostgres, pickSqlite, type Head, type Picked, type PickOrder } from './pick.ts';
 import { foldQueueDeltas, waitingByQueue } from './task-queues.ts';
@@ -94,9 +95,8 @@ export class Matcher {
   readonly #db: Db;
   readonly #events: JobEvents;
   readonly #dialect: Dialect;
-  readonly #shares: Record<string, number>;
-  /** A group's share from the registry (registry_groups.share), which comes before jobs.fairShare.shares. */
-  readonly #registryShare: (group: string) => number | undefined;
+  /** A group's share (group-share.ts: the registry's, then jobs.fairShare.shares, then 1). */
+  readonly #shareOf: (group: string) => number;
   readonly #halfLifeMs: number;
   readonly #limits = new Map<string, RunningLimits>();
   /** Every queue seen (a queue's requirements never change). */
@@ -129,12 +129,11 @@ export class Matcher {
   #orders: { order: PickOrder; resolve(r: { picked: Picked[]; next: Map<number, Head> }): void; reject(err: unknown): void }[] = [];
   #picking = 0;
 
-  constructor(db: Db, events: JobEvents, dialect: Dialect, config: JobsConfig, registryShare: (group: string) => number | undefined = () => undefined) {
-    this.#registryShare = registryShare;
+  constructor(db: Db, events: JobEvents, dialect: Dialect, config: JobsConfig, registryShare?: RegistryShare) {
+    this.#shareOf = groupShares(config, registryShare);
     this.#db = db;
     this.#events = events;
     this.#dialect = dialect;
-    this.#shares = config.fairShare?.shares ?? {};
     this.#halfLifeMs = config.fairShare?.halfLifeMs ?? 24 * 3600_000;
     for (const s of config.sites ?? []) if (hasLimits(s.runningLimits)) this.#limits.set(s.name, s.runningLimits);
   }
@@ -396,7 +395,7 @@ export class Matcher {
     let best = Infinity;
     for (const [group, us] of f.byGroup) {
       const groupKey = us.values().next().value![0]!.groupKey;
-      const score = this.#used(groupKey) / (this.#registryShare(group) ?? this.#shares[group] ?? 1);
+      const score = this.#used(groupKey) / this.#shareOf(group);
       if (score < best || (score === best && group < name)) [users, name, best] = [us, group, score];
     }
     let mine: Queue[] = [];

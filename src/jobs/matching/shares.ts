@@ -11,6 +11,7 @@ import { dialectOf } from '../../kernel/db/dialect.ts';
 import { JobStatus } from '../model.ts';
 import type { JobsConfig } from '../config-schema.ts';
 import type { SharesAnswer } from './api-schemas.ts';
+import { groupShares, type RegistryShare } from './group-share.ts';
 import { readUsage, type Usage } from './usage.ts';
 
 /** The statuses whose jobs count as held (running) work: those a running limit counts too. */
@@ -60,12 +61,17 @@ async function workCounts(db: Db): Promise<{ group: string; user: string; waitin
   ];
 }
 
-/**
- * Every group and user with Waiting or held jobs or usage, furthest below its target first. `usage` reads
- * the decayed usage (usage.ts; tests give their own).
- */
-export async function fairShares(db: Db, config: JobsConfig, now = Date.now(), usage: (db: Db, halfLifeMs: number, now: number) => Promise<Usage[]> = readUsage): Promise<SharesAnswer> {
-  const { shares, halfLifeMs } = config.fairShare;
+export interface SharesDeps {
+  now?: number;
+  /** Reads the decayed usage (usage.ts; tests give their own). */
+  usage?: (db: Db, halfLifeMs: number, now: number) => Promise<Usage[]>;
+  /** The registry's group shares, which come first (group-share.ts), as the matcher's do. */
+  registryShare?: RegistryShare;
+}
+
+/** Every group and user with Waiting or held jobs or usage, furthest below its target first. */
+export async function fairShares(db: Db, config: JobsConfig, { now = Date.now(), usage = readUsage, registryShare }: SharesDeps = {}): Promise<SharesAnswer> {
+  const { halfLifeMs } = config.fairShare;
   const groups = new Map<string, Counts & { users: Map<string, Counts>; groupUsage: number | undefined }>();
   const groupOf = (g: string) => {
     let entry = groups.get(g);
@@ -92,7 +98,7 @@ export async function fairShares(db: Db, config: JobsConfig, now = Date.now(), u
   for (const g of groups.values()) g.usage = g.groupUsage ?? [...g.users.values()].reduce((s, u) => s + u.usage, 0);
 
   const hasWork = (c: Counts) => c.waiting + c.running > 0;
-  const shareOf = (g: string) => shares[g] ?? 1;
+  const shareOf = groupShares(config, registryShare);
   const totalShare = [...groups].filter(([, c]) => hasWork(c)).reduce((s, [g]) => s + shareOf(g), 0);
   const totalUsage = [...groups.values()].reduce((s, g) => s + g.usage, 0);
   const fraction = (x: number, of: number) => (of > 0 ? Math.min(1, x / of) : 0);

@@ -14,6 +14,12 @@ export interface RegistryCaller {
 
 export type Authenticate = (request: FastifyRequest, reply: FastifyReply) => Promise<RegistryCaller>;
 
+/**
+ * Kills `user`'s unfinished jobs as administrator `actor`, answering how many. Jobs sit above the
+ * registry, so the composition root passes this in, as it does `authenticate`.
+ */
+export type KillJobsOf = (actor: string, user: string) => Promise<number>;
+
 export const actorOf = (caller: RegistryCaller) => `user:${caller.username}`;
 export const isAdmin = (caller: RegistryCaller) => caller.properties.includes(Property.Admin);
 

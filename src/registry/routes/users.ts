@@ -4,14 +4,14 @@ import type { AppContext } from '../../kernel/context.ts';
 import { InsufficientPrivileges } from '../../kernel/errors.ts';
 import { errors, SECURITY } from '../../kernel/openapi.ts';
 import type { RegistryAdmin } from '../admin.ts';
-import { NewUserBody, RegistryUser, SuspendBody, UserList, UserListQuery, UserParams, UserPatchBody } from '../api-schemas.ts';
-import { actorOf, isAdmin, requireAdmin, type Authenticate } from './access.ts';
+import { NewUserBody, RegistryUser, SuspendBody, SuspendedUser, UserList, UserListQuery, UserParams, UserPatchBody } from '../api-schemas.ts';
+import { actorOf, isAdmin, requireAdmin, type Authenticate, type KillJobsOf } from './access.ts';
 import { knownUser, pageOf, userView } from './views.ts';
 
 const tags = ['registry'];
 const security = SECURITY.token;
 
-export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; admin: RegistryAdmin; authenticate: Authenticate }> = async (app, { ctx, admin, authenticate }) => {
+export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; admin: RegistryAdmin; authenticate: Authenticate; killJobsOf: KillJobsOf }> = async (app, { ctx, admin, authenticate, killJobsOf }) => {
   const registry = ctx.registry;
 
   app.get('/registry/users', { schema: { tags, security, operationId: 'listRegistryUsers', summary: 'Users: all for Admin, the members of their groups for a group manager', querystring: UserListQuery, response: { 200: UserList, ...errors(400, 401, 403) } } }, async (request, reply) => {
@@ -64,11 +64,14 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; admin: Reg
     return userView(registry, knownUser(registry, request.params.name));
   });
 
-  app.post('/registry/users/:name/suspend', { schema: { tags, security, operationId: 'suspendRegistryUser', summary: 'Suspend a user (Admin): no new tokens, refresh tokens and sessions stop at once', params: UserParams, body: SuspendBody, response: { 200: RegistryUser, ...errors(400, 401, 403, 404) } } }, async (request, reply) => {
+  app.post('/registry/users/:name/suspend', { schema: { tags, security, operationId: 'suspendRegistryUser', summary: "Suspend a user (Admin): no new tokens, refresh tokens and sessions stop at once; with killJobs, the user's unfinished jobs are killed too", params: UserParams, body: SuspendBody, response: { 200: SuspendedUser, ...errors(400, 401, 403, 404) } } }, async (request, reply) => {
     const caller = await authenticate(request, reply);
     requireAdmin(caller, 'suspend users');
-    await admin.setUserStatus(actorOf(caller), request.params.name, 'suspended', request.body.reason);
-    return userView(registry, knownUser(registry, request.params.name));
+    const { name } = request.params;
+    await admin.setUserStatus(actorOf(caller), name, 'suspended', request.body.reason);
+    // After the suspension: the user can submit nothing more while their jobs are being killed.
+    const killedJobs = request.body.killJobs ? await killJobsOf(caller.username, name) : 0;
+    return { ...userView(registry, knownUser(registry, name)), killedJobs };
   });
 
   app.post('/registry/users/:name/reinstate', { schema: { tags, security, operationId: 'reinstateRegistryUser', summary: 'Reinstate a suspended or removed user (Admin)', params: UserParams, response: { 200: RegistryUser, ...errors(400, 401, 403, 404) } } }, async (request, reply) => {
