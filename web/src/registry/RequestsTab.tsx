@@ -122,7 +122,7 @@ export function RequestsTab({ rights }: { rights: RegistryRights }) {
               testId="requests-to-decide"
               actions={(r) => (
                 <Group gap={4} wrap="nowrap">
-                  <Button size="compact-xs" variant="light" color="green" onClick={() => void act(`Request #${r.id} is approved: ${r.user} is a member of ${r.group}.`, () => approveRequest(r.id))} aria-label={`Approve request ${r.id} of ${r.user} for ${r.group}`}>
+                  <Button size="compact-xs" variant="light" onClick={() => void act(`Request #${r.id} is approved: ${r.user} is a member of ${r.group}.`, () => approveRequest(r.id))} aria-label={`Approve request ${r.id} of ${r.user} for ${r.group}`}>
                     Approve
                   </Button>
                   <Button size="compact-xs" variant="light" color="red" onClick={() => setRejecting(r)} aria-label={`Reject request ${r.id} of ${r.user} for ${r.group}`}>

@@ -69,12 +69,12 @@ export function UserPanel({ name, rights, onClose, onChanged }: { name: string; 
                   Edit
                 </Button>
                 {user.status === 'active' && (
-                  <Button size="xs" variant="light" color="orange" onClick={() => setAsking('suspend')}>
+                  <Button size="xs" variant="light" color="red" onClick={() => setAsking('suspend')}>
                     Suspend
                   </Button>
                 )}
                 {user.status !== 'active' && (
-                  <Button size="xs" variant="light" color="green" onClick={() => void act(`${name} is reinstated.`, () => api.POST('/registry/users/{name}/reinstate', path))}>
+                  <Button size="xs" variant="light" onClick={() => void act(`${name} is reinstated.`, () => api.POST('/registry/users/{name}/reinstate', path))}>
                     Reinstate
                   </Button>
                 )}
@@ -90,7 +90,7 @@ export function UserPanel({ name, rights, onClose, onChanged }: { name: string; 
               data-testid="user-fields"
               rows={[
                 ['Status', <UserStatusBadge key="s" user={user} />],
-                ['Reason', user.barred ?? user.statusReason ?? '—'],
+                ['Reason', user.statusReason ?? user.barred ?? '—'],
                 ['Display name', user.displayName ?? '—'],
                 ['E-mail', user.email ?? '—'],
                 ['Expires', day(user.expiresAt)],
