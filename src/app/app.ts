@@ -4,7 +4,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { authRoutes } from '../auth/index.ts';
+import { authRoutes, hasGroupRights, requireToken } from '../auth/index.ts';
+import { registryRoutes } from '../registry/index.ts';
 import { JobEvents, jobsRoutes, Matcher, removeStaleUploads, sandboxStore, startEventStreams, startJobDuties } from '../jobs/index.ts';
 import { startScheduling } from '../executors/index.ts';
 import { agentsRoutes, startAgentDuties, startPilotFactory } from '../agents/index.ts';
@@ -88,6 +89,17 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   await instance.register(corsRoutes, { ctx });
   await instance.register(authRoutes, { ctx });
   await instance.register(federationRoutes, { ctx });
+  // The registry sits below auth: it gets the caller from auth's token check, with the group's properties
+  // only when the token carries the group's rights.
+  const checkToken = requireToken(ctx);
+  await instance.register(registryRoutes, {
+    ctx,
+    authenticate: async (request, reply) => {
+      await checkToken(request, reply);
+      const p = request.principal!;
+      return { username: p.username, properties: hasGroupRights(p) ? p.properties : [] };
+    },
+  });
   const sandboxes = sandboxStore(ctx);
   // One emitter of job changes, handed to everything that changes jobs and to the events stream that listens.
   const jobEvents = new JobEvents();

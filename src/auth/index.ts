@@ -2,7 +2,7 @@
  * Identity and tokens: who a request speaks for (certificates, proxies, bearer tokens), the OAuth 2.0
  * endpoints and grants, signing keys, and the `admin keys rotate` command (login, logout, whoami and token are src/client-cli's).
  */
-export { allowsCapability, noLongerAuthenticated, requireCapability, requireGroupRights, requireToken, type Principal } from './authenticate.ts';
+export { allowsCapability, hasGroupRights, noLongerAuthenticated, requireCapability, requireGroupRights, requireToken, type Principal } from './authenticate.ts';
 export { authRoutes } from './routes.ts';
 export { KeyStore } from './keys.ts';
 export { TokenService } from './tokens.ts';

@@ -10,3 +10,4 @@ export { generateSecret, hashSecret, verifySecret } from './passwords.ts';
 export { checkClients, checkRegistry, ClientsConfigSchema, RegistryConfigSchema } from './config-schema.ts';
 export { clientAdminCommand } from './client-admin.ts';
 export { registryMigrations } from './migrations.ts';
+export { registryRoutes, type Authenticate, type RegistryCaller } from './routes/index.ts';
