@@ -14,7 +14,7 @@ import { OAuthConfigSchema, TokensConfigSchema } from '../auth/index.ts';
 import { IdentityProvidersConfigSchema, checkIdentityProviders } from '../federation/index.ts';
 import { WebAppConfigSchema } from '../webapp/index.ts';
 import { DownloadsConfigSchema } from '../downloads/index.ts';
-import { checkClients, checkRegistry, ClientsConfigSchema, RegistryConfigSchema } from '../registry/index.ts';
+import { checkClients, checkJoiningConfig, checkRegistry, ClientsConfigSchema, RegistryConfigSchema } from '../registry/index.ts';
 
 const ConfigSchema = Type.Object(
   {
@@ -103,6 +103,7 @@ export function loadConfig(options: LoadConfigOptions): Config {
     throw new ConfigError(`${source}: database.url: must start with sqlite: or postgres://`);
   }
   checkRegistry(parsed.registry, source);
+  checkJoiningConfig(parsed.registry, source, abs);
   checkClients(parsed.clients, source);
   checkSandboxStore(parsed.jobs.sandbox, source);
   const idpProblem = checkIdentityProviders(parsed, abs);

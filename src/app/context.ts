@@ -4,7 +4,7 @@
  * the authorization server's state.
  */
 import { TrustStore } from '../pki/index.ts';
-import { Registry, seedRegistry } from '../registry/index.ts';
+import { Registry, seedRegistry, startJoining, type JoiningServices } from '../registry/index.ts';
 import { KeyStore, OAuthServices, TokenService } from '../auth/index.ts';
 import { migrate, openDatabase, pingDatabase, type OpenDatabaseOptions } from '../kernel/db/database.ts';
 import { Observability } from '../kernel/observability.ts';
@@ -35,15 +35,18 @@ export async function createContext(config: Config, dbOptions: OpenDatabaseOptio
     throw err;
   }
   let registry: Registry;
+  let joining: JoiningServices;
   try {
     await seedRegistry(db, config.registry);
     registry = await Registry.load(db, config);
+    joining = await startJoining(db, registry, config);
   } catch (err) {
     await db.destroy();
     throw err;
   }
   // Other instances' registry changes arrive through the database within registry.refreshMs.
   closers.push(registry.poll());
+  if (joining.webhook) closers.push(() => joining.webhook?.close());
   let publicUrl = config.server.publicUrl?.replace(/\/$/, '');
   const keys = new KeyStore(db, config.tokens.algorithm, config.tokens.accessTokenLifetime, config.tokens.keyPrepublication);
   await keys.init();
@@ -56,6 +59,7 @@ export async function createContext(config: Config, dbOptions: OpenDatabaseOptio
     dialect,
     observability,
     registry,
+    joining,
     trustStore: TrustStore.fromDirectory(config.tls.caDir),
     keys,
     tokens: new TokenService(

@@ -13,7 +13,7 @@ import { requestedGroup } from './scopes.ts';
 import { authContextOf } from './id-tokens.ts';
 import { normaliseUserCode } from './store.ts';
 import { tokenRefusal } from './lifecycle.ts';
-import { CERTIFICATE_LOGIN, CONSENT, DEVICE_VERIFICATION, PASSWORD_LOGIN, PROVIDER_LOGIN, SHOW_INTERACTION, USER_CODE } from './page-schemas.ts';
+import { AUP_ACCEPT, CERTIFICATE_LOGIN, CONSENT, DEVICE_VERIFICATION, PASSWORD_LOGIN, PROVIDER_LOGIN, SHOW_INTERACTION, USER_CODE } from './page-schemas.ts';
 import { checkedSession, EXPIRED, field, isGrantable, mustSignInAgain, redirectWithCode, showInteraction, type DeviceInteraction } from './interaction.ts';
 
 export const interactionRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
@@ -88,6 +88,21 @@ export const interactionRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> =
     },
   );
 
+  app.post('/oauth2/aup', { ...formRoute, schema: AUP_ACCEPT }, async (request, reply) => {
+    const session = await checkedSession(ctx, request, reply);
+    if (!session) return reply;
+    const id = field(request.body, 'interaction') ?? '';
+    if (!(await sessions.interaction(session, id))) return errorPage(reply, 400, 'Sign-in expired', EXPIRED);
+    const user = session.username ? ctx.registry.user(session.username) : undefined;
+    if (!user) return showInteraction(ctx, reply, request, session, id);
+    const version = field(request.body, 'version') ?? '';
+    const current = ctx.registry.aupPending(user.name);
+    // A new version published while the page was open: show that one instead.
+    if (current && current.version !== version) return showInteraction(ctx, reply, request, session, id, { message: `The policy changed to version ${current.version} meanwhile: read it again.`, status: 200 });
+    if (current) await ctx.joining.aup.accept(user.name, version);
+    return reply.redirect(`/oauth2/interaction/${encodeURIComponent(id)}`, 303);
+  });
+
   app.post('/oauth2/consent', { ...formRoute, schema: CONSENT }, async (request, reply) => {
     const session = await checkedSession(ctx, request, reply);
     if (!session) return reply;
@@ -95,7 +110,7 @@ export const interactionRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> =
     const interaction = await sessions.interaction<AuthorizeRequest | DeviceInteraction>(session, id);
     if (!interaction) return errorPage(reply, 400, 'Sign-in expired', EXPIRED);
     const user = session.username ? ctx.registry.user(session.username) : undefined;
-    if (!user || mustSignInAgain(session, interaction.payload)) return showInteraction(ctx, reply, request, session, id);
+    if (!user || mustSignInAgain(session, interaction.payload) || ctx.registry.aupPending(user.name)) return showInteraction(ctx, reply, request, session, id);
     const decision = field(request.body, 'decision');
     const group = field(request.body, 'group') ?? '';
     const setup = field(request.body, 'setup') ?? '';

@@ -6,7 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../kernel/context.ts';
 import { withParams, type AuthorizeRequest } from './authorize.ts';
 import { certificateLoginUser, loginProviders, sessionGroups } from './login.ts';
-import { consentBody, errorPage, loginBody, sendPage } from './pages.ts';
+import { aupBody, consentBody, errorPage, loginBody, sendPage } from './pages.ts';
 import { describeScope, isCapability, isGroupRightsScope } from './scopes.ts';
 import { groupRights } from './group-rights.ts';
 import { grantableScope } from './scope-policy.ts';
@@ -86,6 +86,13 @@ export async function showInteraction(ctx: AppContext, reply: FastifyReply, requ
       }),
       { status: error?.status ?? 200, formTargets: loginProviders(ctx).flatMap((p) => p.origins?.() ?? []) },
     );
+  }
+  // The AUP comes before consent: no token is issued to a user who has not accepted its current version.
+  const aup = ctx.registry.aupPending(user.name);
+  if (aup) {
+    return sendPage(reply, 'Acceptable-use policy', aupBody({ interaction: id, csrf: session.csrf, username: user.name, version: aup.version, text: aup.text, ...(error ? { error: error.message } : {}) }), {
+      status: error?.status ?? 200,
+    });
   }
   const mayChoose = await sessionGroups(ctx, session, user);
   const members = pending.requiredGroup ? mayChoose.filter((g) => g === pending.requiredGroup) : mayChoose;

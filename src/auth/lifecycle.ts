@@ -12,9 +12,23 @@ export function tokenRefusal(ctx: Pick<AppContext, 'registry'>, username: string
   return barred === undefined ? undefined : `user ${username} is ${barred === 'unknown user' ? 'unknown' : barred}`;
 }
 
-/** @throws AccessDenied (InvalidGrant for a refresh token, RFC 6749 §5.2) naming why the user is barred. */
-export function assertMayGetTokens(ctx: Pick<AppContext, 'registry'>, username: string, as: 'access_denied' | 'invalid_grant' = 'access_denied'): void {
+/**
+ * Why `username` must first accept the AUP (docs/registry.md "AUP"), or undefined. Not a bar: sessions and
+ * access tokens stay valid (the user accepts with them), only new tokens wait.
+ */
+export function aupRefusal(ctx: Pick<AppContext, 'registry' | 'publicUrl'>, username: string): string | undefined {
+  const pending = ctx.registry.aupPending(username);
+  if (!pending) return undefined;
+  return `user ${username} has not accepted the acceptable-use policy version ${pending.version}: read it at ${ctx.publicUrl}/registry/aup and accept it by signing in through the browser or with POST /registry/aup/accept`;
+}
+
+/**
+ * @throws AccessDenied (InvalidGrant for a refresh token, RFC 6749 §5.2) naming why the user is barred;
+ * AccessDenied when the AUP waits for acceptance.
+ */
+export function assertMayGetTokens(ctx: Pick<AppContext, 'registry' | 'publicUrl'>, username: string, as: 'access_denied' | 'invalid_grant' = 'access_denied'): void {
   const why = tokenRefusal(ctx, username);
-  if (why === undefined) return;
-  throw as === 'invalid_grant' ? new InvalidGrant(why) : new AccessDenied(why);
+  if (why !== undefined) throw as === 'invalid_grant' ? new InvalidGrant(why) : new AccessDenied(why);
+  const aup = aupRefusal(ctx, username);
+  if (aup !== undefined) throw new AccessDenied(aup);
 }

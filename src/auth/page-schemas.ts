@@ -29,6 +29,11 @@ export const ConsentForm = Type.Object({
   setup: field('With allow: the setup of the token'),
 });
 
+export const AupForm = Type.Object({
+  ...interaction,
+  version: Type.String({ description: 'The AUP version the page showed' }),
+});
+
 export const UserCodeForm = Type.Object({ ...csrf, user_code: Type.String({ description: 'The code the device shows (RFC 8628 §3.3)' }) });
 
 const logoutField = (description: string) => Type.Optional(Type.String({ maxLength: 8192, description }));
@@ -173,6 +178,21 @@ export const USER_CODE = {
       400: pageOrError('The code is unknown, expired or used: the form again, with the error (a page); or the form could not be read (JSON)'),
       403: page('The form\'s CSRF token is missing or wrong'),
       429: page('Too many wrong codes: the form again, with the error', { 'Retry-After': RetryAfter }),
+    },
+  },
+};
+
+export const AUP_ACCEPT = {
+  operationId: 'submitAupAcceptance',
+  tags,
+  summary: 'Accept the acceptable-use policy shown before consent (docs/registry.md "AUP")',
+  security: SECURITY.none,
+  body: Form,
+  documented: {
+    body: { [FORM]: AupForm },
+    responses: {
+      ...formAnswers('Accepted: back to the interaction page'),
+      200: page(`${INTERACTION_PAGE}, or the AUP page again when its version changed meanwhile`),
     },
   },
 };

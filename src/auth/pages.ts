@@ -25,6 +25,7 @@ input:focus,select:focus{border-color:var(--primary);outline:none}
 button{font:inherit;font-size:14px;font-weight:600;height:36px;padding:0 18px;margin:1rem .5rem 0 0;border-radius:8px;border:1px solid transparent;background:var(--primary);color:#fff;cursor:pointer}
 button.secondary{background:var(--control);border-color:var(--border);color:var(--text)}
 button:focus-visible,input:focus-visible,select:focus-visible{outline:2px solid var(--primary);outline-offset:2px}
+.aup{white-space:pre-wrap;max-height:20rem;overflow:auto;border:1px solid var(--border);border-radius:8px;padding:12px;font-size:14px}
 .error{color:var(--error);font-weight:600}.code{font:700 1.6rem monospace;letter-spacing:.2rem;height:auto;padding:.4rem 12px}
 ul{padding-left:1.2rem;margin:0 0 .8rem}hr{margin:1.5rem 0;border:0;border-top:1px solid var(--border)}small{color:var(--dimmed);font-size:14px;overflow-wrap:anywhere}`;
 
@@ -147,5 +148,25 @@ export function deviceEntryBody(csrf: string, userCode: string | undefined, erro
     `<form method="post" action="/oauth2/device/verify">${hidden('csrf', csrf)}`,
     `<label for="user_code">Code</label><input id="user_code" name="user_code" class="code" autocomplete="off" autocapitalize="characters" required placeholder="XXXX-XXXX" value="${esc(userCode ?? '')}">`,
     '<button type="submit">Continue</button></form>',
+  ].join('\n');
+}
+
+export interface AupView {
+  interaction: string;
+  csrf: string;
+  username: string;
+  version: string;
+  text: string;
+  error?: string;
+}
+
+/** The acceptable-use policy, shown before consent until the user accepts its current version. */
+export function aupBody(v: AupView): string {
+  return [
+    `<p>Before <strong>${esc(v.username)}</strong> gets tokens, read and accept the acceptable-use policy (version ${esc(v.version)}).</p>`,
+    v.error ? `<p class="error" role="alert">${esc(v.error)}</p>` : '',
+    `<div class="aup" tabindex="0" aria-label="Acceptable-use policy">${esc(v.text)}</div>`,
+    `<form method="post" action="/oauth2/aup">${hidden('csrf', v.csrf)}${hidden('interaction', v.interaction)}${hidden('version', v.version)}`,
+    '<button type="submit">Accept</button></form>',
   ].join('\n');
 }

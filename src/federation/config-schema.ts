@@ -32,6 +32,14 @@ export const IdentityProviderSchema = Type.Object(
     requireVerifiedEmail: Type.Boolean({ default: true }),
     /** CA bundle (PEM file) trusted for this provider, for private CAs and tests; relative to the data dir. */
     verify: Type.Optional(Type.String({ minLength: 1 })),
+    /**
+     * What happens to an upstream account that matches no user (docs/registry.md "Joining"): `refuse`
+     * (an error page), `approval` (the person may request registration; a manager decides) or `auto`
+     * (the user is created at once in registrationGroup).
+     */
+    registration: Type.Union([Type.Literal('refuse'), Type.Literal('approval'), Type.Literal('auto')], { default: 'refuse' }),
+    /** The group an approved or automatic registration joins; required unless registration is refuse. */
+    registrationGroup: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' })),
   },
   { additionalProperties: false },
 );
@@ -79,6 +87,10 @@ export function checkIdentityProviders(config: Checked, abs: (path: string) => s
       for (const g of Array.isArray(local) ? local : [local]) {
         if (!groups.has(g)) return `${key}.groupMapping['${upstream}']: unknown Dirigo group '${g}'`;
       }
+    }
+    if (p.registration !== 'refuse') {
+      if (p.registrationGroup === undefined) return `${key}.registrationGroup: required when registration is ${p.registration}`;
+      if (!groups.has(p.registrationGroup)) return `${key}.registrationGroup: unknown Dirigo group '${p.registrationGroup}'`;
     }
     if (p.verify !== undefined) {
       p.verify = abs(p.verify);

@@ -93,6 +93,19 @@ export const RegistryConfigSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    /** Where joining requests are announced (created, decided): an HTTPS POST signed with `secret`. */
+    webhook: Type.Optional(
+      Type.Object(
+        {
+          url: Type.String({ pattern: '^https://[^\\s]+$', maxLength: 2048 }),
+          /** The HMAC-SHA256 key of the Dirigo-Signature header; never logged. */
+          secret: Type.String({ minLength: 16, maxLength: 512 }),
+          /** CA bundle (PEM file) trusted for the receiver, for private CAs; relative to the data dir. */
+          verify: Type.Optional(Type.String({ minLength: 1 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false, default: {} },
 );

@@ -6,9 +6,9 @@
  */
 import type { AppConfig } from '../kernel/config.ts';
 import type { Db } from '../kernel/db/database.ts';
-import { identityKey, loadSnapshot, registryVersion, type RegistryGroup, type RegistryUser, type Snapshot } from './snapshot.ts';
+import { identityKey, loadSnapshot, registryVersion, type CurrentAup, type RegistryGroup, type RegistryUser, type Snapshot } from './snapshot.ts';
 
-export type { RegistryGroup, RegistryMember, RegistryUser, UserStatus } from './snapshot.ts';
+export type { CurrentAup, RegistryGroup, RegistryMember, RegistryUser, UserStatus } from './snapshot.ts';
 
 /** Group properties that grant privileges (README "Configuration"). */
 export const Property = {
@@ -113,6 +113,23 @@ export class Registry {
     if (u.status === 'suspended') return u.statusReason ? `suspended: ${u.statusReason}` : 'suspended';
     if (u.expiresAt !== undefined && Date.parse(u.expiresAt) <= now.getTime()) return `expired on ${u.expiresAt.slice(0, 10)}`;
     return undefined;
+  }
+
+  /** The current acceptable-use policy, if one is set. */
+  get aup(): CurrentAup | undefined {
+    return this.#s.aup;
+  }
+
+  /**
+   * The AUP `name` must accept before getting tokens: when one is set and they have not accepted its
+   * current version, or accepted it more than validDays ago. Undefined when nothing is pending.
+   */
+  aupPending(name: string, now: Date = new Date()): { version: string; text: string } | undefined {
+    const aup = this.#s.aup;
+    if (!aup) return undefined;
+    const at = this.#s.aupAccepted.get(name);
+    const fresh = at !== undefined && (aup.validDays === undefined || Date.parse(at) + aup.validDays * 86_400_000 > now.getTime());
+    return fresh ? undefined : { version: aup.version, text: aup.text };
   }
 
   group(name: string): RegistryGroup | undefined {

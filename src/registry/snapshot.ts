@@ -59,6 +59,17 @@ export interface Snapshot {
   setups: readonly string[];
   /** Epoch ms when a membership end or an expiry passes and the snapshot must be rebuilt; Infinity if none. */
   staleAt: number;
+  /** The current acceptable-use policy (the newest registry_aup row), if any. */
+  aup: CurrentAup | undefined;
+  /** When each user accepted the current AUP version. */
+  aupAccepted: Map<string, string>;
+}
+
+export interface CurrentAup {
+  version: string;
+  text: string;
+  validDays?: number;
+  createdAt: string;
 }
 
 export const identityKey = (issuer: string, subject: string) => JSON.stringify([issuer, subject]);
@@ -94,7 +105,21 @@ export async function loadSnapshot(db: Db, now = Date.now()): Promise<Snapshot> 
     members.set(m.group_name, [...(members.get(m.group_name) ?? []), { user: m.user_name, role: m.role === 'manager' ? 'manager' : 'member', ...(m.ends_at ? { endsAt: m.ends_at } : {}) }]);
     groupsOf.set(m.user_name, [...(groupsOf.get(m.user_name) ?? []), m.group_name]);
   }
-  const s: Snapshot = { version, users: new Map(), byDn: new Map(), byIdentity: new Map(), byEmail: new Map(), groups: new Map(), setups: setups.map((r) => r.name), staleAt };
+  const aupRow = await db.selectFrom('registry_aup').selectAll().orderBy('created_at', 'desc').orderBy('version', 'desc').executeTakeFirst();
+  const accepted = aupRow ? await db.selectFrom('registry_aup_acceptances').select(['user_name', 'accepted_at']).where('version', '=', aupRow.version).execute() : [];
+  const aup = aupRow ? { version: aupRow.version, text: aupRow.text, ...(aupRow.valid_days !== null ? { validDays: Number(aupRow.valid_days) } : {}), createdAt: aupRow.created_at } : undefined;
+  const s: Snapshot = {
+    version,
+    users: new Map(),
+    byDn: new Map(),
+    byIdentity: new Map(),
+    byEmail: new Map(),
+    groups: new Map(),
+    setups: setups.map((r) => r.name),
+    staleAt,
+    aup,
+    aupAccepted: new Map(accepted.map((a) => [a.user_name, a.accepted_at])),
+  };
   for (const g of groups) {
     const current = members.get(g.name) ?? [];
     s.groups.set(g.name, {
