@@ -9,6 +9,7 @@ import { migrate } from '../../src/kernel/db/database.ts';
 import { migrations } from '../../src/app/migrations.ts';
 import { ClientRegistry, Registry, RegistryConfigSchema, seedRegistry } from '../../src/registry/index.ts';
 import { Value } from 'typebox/value';
+import type { Static } from 'typebox';
 import { dialects } from '../helpers/dialects.ts';
 import { migrateBefore, scratchDatabase, type ScratchDb } from '../helpers/upgrade-db.ts';
 
@@ -41,7 +42,7 @@ for (const { dialect, skip } of await dialects()) {
       await old.insertInto('oauth_clients').values({ client_id: 'robot', name: 'Robot', type: 'confidential', secret_hash: 'scrypt$x', redirect_uris: '[]', grants: '["client_credentials"]', created_at: '2026-11-25T10:00:00.000Z', registration_token_hash: null, metadata: null, scopes: null }).execute();
 
       await migrate(scratch.db, migrations);
-      const config = { registry: Value.Default(RegistryConfigSchema, structuredClone(PREVIOUS)) as typeof RegistryConfigSchema.static };
+      const config = { registry: Value.Default(RegistryConfigSchema, structuredClone(PREVIOUS)) as Static<typeof RegistryConfigSchema> };
       await seedRegistry(scratch.db, config.registry);
       // A second instance starting at the same moment seeds nothing more.
       await Promise.all([seedRegistry(scratch.db, config.registry), seedRegistry(scratch.db, config.registry)]);

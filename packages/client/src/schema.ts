@@ -191,6 +191,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/oauth2/aup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Accept the acceptable-use policy shown before consent (docs/registry.md "AUP") */
+        post: operations["submitAupAcceptance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/oauth2/consent": {
         parameters: {
             query?: never;
@@ -460,6 +477,253 @@ export interface paths {
         get: operations["getOpenIdConfiguration"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/registry/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Users: all for Admin, the members of their groups for a group manager */
+        get: operations["listRegistryUsers"];
+        put?: never;
+        /** Create a user (Admin) */
+        post: operations["createRegistryUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/registry/users/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A user (Admin, a manager of one of their groups, or the user) */
+        get: operations["getRegistryUser"];
+        put?: never;
+        post?: never;
+        /** Remove a user (Admin): no more tokens or memberships; the name stays for attribution */
+        delete: operations["removeRegistryUser"];
+        options?: never;
+        head?: never;
+        /** Change a user (Admin); null clears a field */
+        patch: operations["updateRegistryUser"];
+        trace?: never;
+    };
+    "/registry/users/{name}/suspend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Suspend a user (Admin): no new tokens, refresh tokens and sessions stop at once */
+        post: operations["suspendRegistryUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/registry/users/{name}/reinstate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Reinstate a suspended or removed user (Admin) */
+        post: operations["reinstateRegistryUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/registry/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Groups (members shown to Admin and to the managers of each group) */
+        get: operations["listRegistryGroups"];
+        put?: never;
+        /** Create a group (Admin) */
+        post: operations["createRegistryGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/registry/groups/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A group */
+        get: operations["getRegistryGroup"];
+        put?: never;
+        post?: never;
+        /** Remove a group (Admin); refused while it has members unless force */
+        delete: operations["removeRegistryGroup"];
+        options?: never;
+        head?: never;
+        /** Change a group: properties and share (Admin), description (Admin or the group's managers) */
+        patch: operations["updateRegistryGroup"];
+        trace?: never;
+    };
+    "/registry/groups/{name}/members/{user}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Add or change a membership (Admin or the group's managers; making a manager: Admin) */
+        put: operations["putRegistryMember"];
+        post?: never;
+        /** End a membership (Admin or the group's managers) */
+        delete: operations["removeRegistryMember"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/registry/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The registry audit log: who changed what, when, before and after (Admin) */
+        get: operations["listRegistryAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/registry/requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Registration and group requests, newest first: all for Admin holders, those of the groups one manages, and one's own */
+        get: operations["listRequests"];
+        put?: never;
+        /** Ask to join a group; its managers decide (and the webhook, if configured, is told) */
+        post: operations["createGroupRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/registry/requests/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approve a pending request: a registration creates the user (upstream identity linked, member of the group), a group request adds the membership (Admin, or a manager of the group) */
+        post: operations["approveRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/registry/requests/{id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Reject a pending request, with a reason for the requester (Admin, or a manager of the group) */
+        post: operations["rejectRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/registry/requests/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Withdraw one's own pending group request */
+        delete: operations["withdrawRequest"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/registry/aup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The current acceptable-use policy, which users accept before they get tokens; 404 when none is set */
+        get: operations["getAup"];
+        /** Set a new AUP version: every user accepts it before their next token (Admin) */
+        put: operations["setAup"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/registry/aup/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Accept the current AUP version (as the signed-in user) */
+        post: operations["acceptAup"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2504,6 +2768,98 @@ export interface operations {
             };
         };
     };
+    submitAupAcceptance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @description The CSRF token of the browser session, from the page */
+                    csrf: string;
+                    /** @description The id of the pending interaction, from the page */
+                    interaction: string;
+                    /** @description The AUP version the page showed */
+                    version: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The login page, or the consent page once signed in, or the AUP page again when its version changed meanwhile */
+            200: {
+                headers: {
+                    /** @description default-src 'none'; forms post only to this service (and, on the consent page, to the client) */
+                    "Content-Security-Policy"?: string;
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Accepted: back to the interaction page */
+            303: {
+                headers: {
+                    /** @description Where the browser goes next */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The interaction expired or is unknown (a page), or the form could not be read (JSON) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The form's CSRF token is missing or wrong, or no group of the user may hold what is asked */
+            403: {
+                headers: {
+                    /** @description default-src 'none'; forms post only to this service (and, on the consent page, to the client) */
+                    "Content-Security-Policy"?: string;
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description payload_too_large: the body is larger than the endpoint reads (server.formBodyLimit for forms); `limit` names the limit and its setting */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: the body is of a media type the service does not read */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     submitConsent: {
         parameters: {
             query?: never;
@@ -2977,6 +3333,13 @@ export interface operations {
                         }[];
                         /** @description The setups tokens may be asked for */
                         setups: string[];
+                        /** @description The acceptable-use policy, when the service has one */
+                        aup?: {
+                            /** @description The current version (GET /registry/aup has its text) */
+                            version: string;
+                            /** @description Whether the user accepted it (and the acceptance is still valid); false: no new tokens until POST /registry/aup/accept */
+                            accepted: boolean;
+                        };
                     };
                 };
             };
@@ -4072,6 +4435,2096 @@ export interface operations {
             };
             /** @description invalid_request: the URL or a query parameter cannot be read (a NUL character, bad percent-encoding) */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listRegistryUsers: {
+        parameters: {
+            query?: {
+                status?: "active" | "suspended" | "expired" | "removed";
+                /** @description the group's name: 1-64 of A-Z a-z 0-9 _ . - */
+                group?: string;
+                /** @description part of the name, email or display name (case-insensitive) */
+                q?: string;
+                /** @description an integer: the page, from 1 */
+                page?: number;
+                /** @description an integer: entries per page, 1 to 1000 */
+                per_page?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        users: {
+                            name: string;
+                            email?: string;
+                            displayName?: string;
+                            status: "active" | "suspended" | "removed";
+                            statusReason?: string;
+                            expiresAt?: string;
+                            /** @description why the user gets no tokens now (suspended, expired, removed) */
+                            barred?: string;
+                            dns: string[];
+                            identities: {
+                                issuer: string;
+                                subject: string;
+                            }[];
+                            /** @description current memberships */
+                            groups: string[];
+                            defaultGroup?: string;
+                            /** @description config: seeded from config.yaml (change it there); api: made through this API or the CLI */
+                            managedBy: "config" | "api";
+                            createdAt: string;
+                            updatedAt: string;
+                        }[];
+                        total: number;
+                        page: number;
+                        perPage: number;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createRegistryUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the user's name: 1-64 of A-Z a-z 0-9 _ . - */
+                    name: string;
+                    email?: string;
+                    displayName?: string;
+                    dns?: string[];
+                    identities?: {
+                        issuer: string;
+                        subject: string;
+                    }[];
+                    /**
+                     * Format: date-time
+                     * @description when the user expires (no tokens after it)
+                     */
+                    expiresAt?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        email?: string;
+                        displayName?: string;
+                        status: "active" | "suspended" | "removed";
+                        statusReason?: string;
+                        expiresAt?: string;
+                        /** @description why the user gets no tokens now (suspended, expired, removed) */
+                        barred?: string;
+                        dns: string[];
+                        identities: {
+                            issuer: string;
+                            subject: string;
+                        }[];
+                        /** @description current memberships */
+                        groups: string[];
+                        defaultGroup?: string;
+                        /** @description config: seeded from config.yaml (change it there); api: made through this API or the CLI */
+                        managedBy: "config" | "api";
+                        createdAt: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRegistryUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user's name: 1-64 of A-Z a-z 0-9 _ . - */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        email?: string;
+                        displayName?: string;
+                        status: "active" | "suspended" | "removed";
+                        statusReason?: string;
+                        expiresAt?: string;
+                        /** @description why the user gets no tokens now (suspended, expired, removed) */
+                        barred?: string;
+                        dns: string[];
+                        identities: {
+                            issuer: string;
+                            subject: string;
+                        }[];
+                        /** @description current memberships */
+                        groups: string[];
+                        defaultGroup?: string;
+                        /** @description config: seeded from config.yaml (change it there); api: made through this API or the CLI */
+                        managedBy: "config" | "api";
+                        createdAt: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    removeRegistryUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user's name: 1-64 of A-Z a-z 0-9 _ . - */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        email?: string;
+                        displayName?: string;
+                        status: "active" | "suspended" | "removed";
+                        statusReason?: string;
+                        expiresAt?: string;
+                        /** @description why the user gets no tokens now (suspended, expired, removed) */
+                        barred?: string;
+                        dns: string[];
+                        identities: {
+                            issuer: string;
+                            subject: string;
+                        }[];
+                        /** @description current memberships */
+                        groups: string[];
+                        defaultGroup?: string;
+                        /** @description config: seeded from config.yaml (change it there); api: made through this API or the CLI */
+                        managedBy: "config" | "api";
+                        createdAt: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateRegistryUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user's name: 1-64 of A-Z a-z 0-9 _ . - */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    email?: string | null;
+                    displayName?: string | null;
+                    dns?: string[];
+                    identities?: {
+                        issuer: string;
+                        subject: string;
+                    }[];
+                    expiresAt?: string | null;
+                    defaultGroup?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        email?: string;
+                        displayName?: string;
+                        status: "active" | "suspended" | "removed";
+                        statusReason?: string;
+                        expiresAt?: string;
+                        /** @description why the user gets no tokens now (suspended, expired, removed) */
+                        barred?: string;
+                        dns: string[];
+                        identities: {
+                            issuer: string;
+                            subject: string;
+                        }[];
+                        /** @description current memberships */
+                        groups: string[];
+                        defaultGroup?: string;
+                        /** @description config: seeded from config.yaml (change it there); api: made through this API or the CLI */
+                        managedBy: "config" | "api";
+                        createdAt: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    suspendRegistryUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user's name: 1-64 of A-Z a-z 0-9 _ . - */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description shown to the user when they are refused */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        email?: string;
+                        displayName?: string;
+                        status: "active" | "suspended" | "removed";
+                        statusReason?: string;
+                        expiresAt?: string;
+                        /** @description why the user gets no tokens now (suspended, expired, removed) */
+                        barred?: string;
+                        dns: string[];
+                        identities: {
+                            issuer: string;
+                            subject: string;
+                        }[];
+                        /** @description current memberships */
+                        groups: string[];
+                        defaultGroup?: string;
+                        /** @description config: seeded from config.yaml (change it there); api: made through this API or the CLI */
+                        managedBy: "config" | "api";
+                        createdAt: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reinstateRegistryUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user's name: 1-64 of A-Z a-z 0-9 _ . - */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        email?: string;
+                        displayName?: string;
+                        status: "active" | "suspended" | "removed";
+                        statusReason?: string;
+                        expiresAt?: string;
+                        /** @description why the user gets no tokens now (suspended, expired, removed) */
+                        barred?: string;
+                        dns: string[];
+                        identities: {
+                            issuer: string;
+                            subject: string;
+                        }[];
+                        /** @description current memberships */
+                        groups: string[];
+                        defaultGroup?: string;
+                        /** @description config: seeded from config.yaml (change it there); api: made through this API or the CLI */
+                        managedBy: "config" | "api";
+                        createdAt: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listRegistryGroups: {
+        parameters: {
+            query?: {
+                /** @description an integer: the page, from 1 */
+                page?: number;
+                /** @description an integer: entries per page, 1 to 1000 */
+                per_page?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        groups: {
+                            name: string;
+                            properties: string[];
+                            share?: number;
+                            description?: string;
+                            /** @description config: seeded from config.yaml (change it there); api: made through this API or the CLI */
+                            managedBy: "config" | "api";
+                            managers: string[];
+                            /** @description current members; shown to Admin and the group managers */
+                            members?: {
+                                user: string;
+                                role: "member" | "manager";
+                                endsAt?: string;
+                            }[];
+                            createdAt: string;
+                            updatedAt: string;
+                        }[];
+                        total: number;
+                        page: number;
+                        perPage: number;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createRegistryGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the group's name: 1-64 of A-Z a-z 0-9 _ . - */
+                    name: string;
+                    properties?: string[];
+                    share?: number;
+                    description?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        properties: string[];
+                        share?: number;
+                        description?: string;
+                        /** @description config: seeded from config.yaml (change it there); api: made through this API or the CLI */
+                        managedBy: "config" | "api";
+                        managers: string[];
+                        /** @description current members; shown to Admin and the group managers */
+                        members?: {
+                            user: string;
+                            role: "member" | "manager";
+                            endsAt?: string;
+                        }[];
+                        createdAt: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRegistryGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the group's name: 1-64 of A-Z a-z 0-9 _ . - */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        properties: string[];
+                        share?: number;
+                        description?: string;
+                        /** @description config: seeded from config.yaml (change it there); api: made through this API or the CLI */
+                        managedBy: "config" | "api";
+                        managers: string[];
+                        /** @description current members; shown to Admin and the group managers */
+                        members?: {
+                            user: string;
+                            role: "member" | "manager";
+                            endsAt?: string;
+                        }[];
+                        createdAt: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    removeRegistryGroup: {
+        parameters: {
+            query?: {
+                /** @description also end every membership */
+                force?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description the group's name: 1-64 of A-Z a-z 0-9 _ . - */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateRegistryGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the group's name: 1-64 of A-Z a-z 0-9 _ . - */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    properties?: string[];
+                    share?: number | null;
+                    description?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        properties: string[];
+                        share?: number;
+                        description?: string;
+                        /** @description config: seeded from config.yaml (change it there); api: made through this API or the CLI */
+                        managedBy: "config" | "api";
+                        managers: string[];
+                        /** @description current members; shown to Admin and the group managers */
+                        members?: {
+                            user: string;
+                            role: "member" | "manager";
+                            endsAt?: string;
+                        }[];
+                        createdAt: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putRegistryMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the group's name: 1-64 of A-Z a-z 0-9 _ . - */
+                name: string;
+                /** @description the user's name: 1-64 of A-Z a-z 0-9 _ . - */
+                user: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    role?: "member" | "manager";
+                    endsAt?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        properties: string[];
+                        share?: number;
+                        description?: string;
+                        /** @description config: seeded from config.yaml (change it there); api: made through this API or the CLI */
+                        managedBy: "config" | "api";
+                        managers: string[];
+                        /** @description current members; shown to Admin and the group managers */
+                        members?: {
+                            user: string;
+                            role: "member" | "manager";
+                            endsAt?: string;
+                        }[];
+                        createdAt: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    removeRegistryMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the group's name: 1-64 of A-Z a-z 0-9 _ . - */
+                name: string;
+                /** @description the user's name: 1-64 of A-Z a-z 0-9 _ . - */
+                user: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        properties: string[];
+                        share?: number;
+                        description?: string;
+                        /** @description config: seeded from config.yaml (change it there); api: made through this API or the CLI */
+                        managedBy: "config" | "api";
+                        managers: string[];
+                        /** @description current members; shown to Admin and the group managers */
+                        members?: {
+                            user: string;
+                            role: "member" | "manager";
+                            endsAt?: string;
+                        }[];
+                        createdAt: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listRegistryAudit: {
+        parameters: {
+            query?: {
+                target?: string;
+                actor?: string;
+                action?: string;
+                /** @description entries at or after this instant */
+                since?: string;
+                /** @description an integer: the page, from 1 */
+                page?: number;
+                /** @description an integer: entries per page, 1 to 1000 */
+                per_page?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        entries: {
+                            id: number;
+                            at: string;
+                            actor: string;
+                            action: string;
+                            targetType: string;
+                            target: string;
+                            before: unknown;
+                            after: unknown;
+                        }[];
+                        total: number;
+                        page: number;
+                        perPage: number;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listRequests: {
+        parameters: {
+            query?: {
+                status?: "pending" | "approved" | "rejected" | "withdrawn";
+                group?: string;
+                /** @description 1 is the newest (default) */
+                page?: number;
+                /** @description default 100 */
+                per_page?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description newest first */
+                        requests: {
+                            id: number;
+                            /** @description registration: an upstream account asks to become a user; group: a user asks to join a group */
+                            kind: "registration" | "group";
+                            /** @description the user asking, or the user name a registration asks for */
+                            user: string;
+                            group: string;
+                            status: "pending" | "approved" | "rejected" | "withdrawn";
+                            message: string | null;
+                            provider: string | null;
+                            issuer: string | null;
+                            subject: string | null;
+                            email: string | null;
+                            displayName: string | null;
+                            /** @description ISO 8601, UTC */
+                            createdAt: string;
+                            decidedBy: string | null;
+                            decidedAt: string | null;
+                            reason: string | null;
+                        }[];
+                        total: number;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createGroupRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the group to join */
+                    group: string;
+                    /** @description for the managers who decide */
+                    message?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: number;
+                        /** @description registration: an upstream account asks to become a user; group: a user asks to join a group */
+                        kind: "registration" | "group";
+                        /** @description the user asking, or the user name a registration asks for */
+                        user: string;
+                        group: string;
+                        status: "pending" | "approved" | "rejected" | "withdrawn";
+                        message: string | null;
+                        provider: string | null;
+                        issuer: string | null;
+                        subject: string | null;
+                        email: string | null;
+                        displayName: string | null;
+                        /** @description ISO 8601, UTC */
+                        createdAt: string;
+                        decidedBy: string | null;
+                        decidedAt: string | null;
+                        reason: string | null;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    approveRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description shown to the requester */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: number;
+                        /** @description registration: an upstream account asks to become a user; group: a user asks to join a group */
+                        kind: "registration" | "group";
+                        /** @description the user asking, or the user name a registration asks for */
+                        user: string;
+                        group: string;
+                        status: "pending" | "approved" | "rejected" | "withdrawn";
+                        message: string | null;
+                        provider: string | null;
+                        issuer: string | null;
+                        subject: string | null;
+                        email: string | null;
+                        displayName: string | null;
+                        /** @description ISO 8601, UTC */
+                        createdAt: string;
+                        decidedBy: string | null;
+                        decidedAt: string | null;
+                        reason: string | null;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rejectRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description shown to the requester */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: number;
+                        /** @description registration: an upstream account asks to become a user; group: a user asks to join a group */
+                        kind: "registration" | "group";
+                        /** @description the user asking, or the user name a registration asks for */
+                        user: string;
+                        group: string;
+                        status: "pending" | "approved" | "rejected" | "withdrawn";
+                        message: string | null;
+                        provider: string | null;
+                        issuer: string | null;
+                        subject: string | null;
+                        email: string | null;
+                        displayName: string | null;
+                        /** @description ISO 8601, UTC */
+                        createdAt: string;
+                        decidedBy: string | null;
+                        decidedAt: string | null;
+                        reason: string | null;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    withdrawRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: number;
+                        /** @description registration: an upstream account asks to become a user; group: a user asks to join a group */
+                        kind: "registration" | "group";
+                        /** @description the user asking, or the user name a registration asks for */
+                        user: string;
+                        group: string;
+                        status: "pending" | "approved" | "rejected" | "withdrawn";
+                        message: string | null;
+                        provider: string | null;
+                        issuer: string | null;
+                        subject: string | null;
+                        email: string | null;
+                        displayName: string | null;
+                        /** @description ISO 8601, UTC */
+                        createdAt: string;
+                        decidedBy: string | null;
+                        decidedAt: string | null;
+                        reason: string | null;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        version: string;
+                        text: string;
+                        /** @description an acceptance counts this many days; null: until the next version */
+                        validDays: number | null;
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setAup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description a new version: every user accepts it again */
+                    version: string;
+                    text: string;
+                    validDays?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        version: string;
+                        text: string;
+                        /** @description an acceptance counts this many days; null: until the next version */
+                        validDays: number | null;
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    acceptAup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the version read (the current one) */
+                    version: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user: string;
+                        version: string;
+                        acceptedAt: string;
+                    };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

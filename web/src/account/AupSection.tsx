@@ -1,18 +1,20 @@
 /**
- * The acceptable use policy (docs/registry.md): its current version and text, whether I accepted it,
- * and Accept while I have not (tokens are refused until I do).
+ * The acceptable use policy (docs/registry.md): its current version and text, whether I accepted it
+ * (the account says), and Accept while I have not (no new tokens are issued to me until I do).
  */
 import { useCallback, useEffect, useState } from 'react';
 import { Alert, Badge, Button, Group, ScrollArea, Stack, Text, Title } from '@mantine/core';
+import { api, unwrap } from '../api.ts';
 import { acceptAup, currentAup, type Aup } from '../registry/join-api.ts';
-import { formatTimestamp } from '../time-format.ts';
 
 export function AupSection() {
-  const [aup, setAup] = useState<Aup | null>();
+  const [aup, setAup] = useState<{ policy: Aup; accepted: boolean } | null>();
   const [error, setError] = useState<string>();
   const load = useCallback(async () => {
     try {
-      setAup((await currentAup()) ?? null);
+      const [policy, account] = await Promise.all([currentAup(), api.GET('/oauth2/account')]);
+      const mine = unwrap(account).aup;
+      setAup(policy ? { policy, accepted: mine?.version === policy.version && mine.accepted } : null);
       setError(undefined);
     } catch (e) {
       setError((e as Error).message);
@@ -41,26 +43,20 @@ export function AupSection() {
       {aup && (
         <>
           <Group gap="xs">
-            <Text size="sm">Version {aup.version}</Text>
-            {aup.accepted ? (
-              <Badge color="green" variant="dot" data-testid="aup-state">
-                accepted{aup.acceptedAt ? ` ${formatTimestamp(aup.acceptedAt)}` : ''}
-              </Badge>
-            ) : (
-              <Badge color="orange" variant="dot" data-testid="aup-state">
-                not accepted
-              </Badge>
-            )}
-            {aup.validDays ? <Text size="sm">· to be accepted again every {aup.validDays} days</Text> : null}
+            <Text size="sm">Version {aup.policy.version}</Text>
+            <Badge color={aup.accepted ? 'green' : 'orange'} variant="dot" data-testid="aup-state">
+              {aup.accepted ? 'accepted' : 'not accepted'}
+            </Badge>
+            {aup.policy.validDays ? <Text size="sm">· accepted again every {aup.policy.validDays} days</Text> : null}
           </Group>
-          <ScrollArea.Autosize mah={240} type="auto" tabIndex={0} aria-label={`Acceptable use policy, version ${aup.version}`}>
-            <Text size="sm" style={{ whiteSpace: 'pre-wrap' }}>
-              {aup.text}
+          <ScrollArea.Autosize mah={240} type="auto" tabIndex={0} aria-label={`Acceptable use policy, version ${aup.policy.version}`}>
+            <Text size="sm" style={{ whiteSpace: 'pre-wrap' }} data-testid="aup-text">
+              {aup.policy.text}
             </Text>
           </ScrollArea.Autosize>
           {!aup.accepted && (
             <Group>
-              <Button onClick={() => void accept(aup.version)}>Accept version {aup.version}</Button>
+              <Button onClick={() => void accept(aup.policy.version)}>Accept version {aup.policy.version}</Button>
               <Text size="sm">Until you accept it, the service issues you no new token.</Text>
             </Group>
           )}
