@@ -10,20 +10,11 @@ import assert from 'node:assert/strict';
 import type { Browser } from 'playwright-core';
 import { chromiumMissing, launchChromium } from '../helpers/chromium.ts';
 import { dialects } from '../helpers/dialects.ts';
-import { startTestService, type TestService } from '../helpers/service.ts';
-import { oauthConfigWithDefaultGroup } from '../helpers/oauth-kit.ts';
+import type { TestService } from '../helpers/service.ts';
 import { assertAccessible, buildWebApp, openApp, screenshots, signInWithPassword } from '../helpers/web-kit.ts';
+import { startRegistryWebService } from './registry-kit.ts';
 
 const missing = chromiumMissing('Registry pages suite');
-
-/** bob is Admin (his default group has the property); carol manages dirigo_monitor. */
-export async function startRegistryWebService(dialect: 'sqlite' | 'postgres', extra: Record<string, unknown> = {}): Promise<TestService> {
-  const config = await oauthConfigWithDefaultGroup('bob', 'registry_admins');
-  const registry = config.registry as { groups: { name: string; members: string[]; properties: string[]; managers?: string[] }[] };
-  registry.groups.push({ name: 'registry_admins', members: ['bob'], properties: ['Admin'] });
-  registry.groups = registry.groups.map((g) => (g.name === 'dirigo_monitor' ? { ...g, managers: ['carol'] } : g));
-  return startTestService({ dialect, config: { ...config, ...extra } });
-}
 
 for (const { dialect, skip } of await dialects()) {
   describe(`the Registry pages in Chromium (${dialect})`, { skip: skip || missing }, () => {
