@@ -122,7 +122,9 @@ for (const { dialect, skip } of await dialects()) {
         await page.getByLabel('Target').fill('dave');
         await page.waitForURL((url) => url.pathname === '/app/registry/audit' && url.searchParams.get('target') === 'dave');
         const audit = page.getByTestId('registry-audit');
-        await audit.locator('tr[data-action="user.create"]').waitFor();
+        await audit.locator('tr[data-action="user.create"][data-target="dave"]').waitFor();
+        // The filter applies once the address changed: no other target's row stays.
+        await audit.locator('tr[data-action]:not([data-target="dave"])').first().waitFor({ state: 'detached' });
         const actions = await audit.locator('tr[data-action]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-action')));
         assert.ok(actions.includes('user.suspend') && actions.includes('user.create'), actions.join(', '));
         const suspend = audit.locator('tr[data-action="user.suspend"]');
@@ -133,6 +135,23 @@ for (const { dialect, skip } of await dialects()) {
         await audit.locator('tr[data-action="user.suspend"]').waitFor({ state: 'detached' });
         await assertAccessible(page, 'the audit log');
         await screenshots(page, `${dialect}-registry-audit`);
+
+        // Edit sends what changed; Remove asks first. A user from config.yaml offers no Edit.
+        await page.goto(`${svc.url}/app/registry/users?user=alice`);
+        await panel.getByRole('button', { name: 'Suspend' }).waitFor();
+        assert.equal(await panel.getByRole('button', { name: 'Edit' }).count(), 0);
+        await page.goto(`${svc.url}/app/registry/users?user=dave`);
+        await panel.getByRole('button', { name: 'Edit' }).click();
+        const edit = page.getByRole('dialog', { name: 'Edit user dave' });
+        await edit.getByLabel('Display name').fill('Dave E.');
+        await edit.getByRole('button', { name: 'Save' }).click();
+        await panel.getByRole('status').getByText('dave is saved.').waitFor();
+        assert.equal(svc.ctx.registry.user('dave')?.displayName, 'Dave E.');
+        await panel.getByRole('button', { name: 'Remove' }).click();
+        await page.getByRole('dialog', { name: 'Remove dave?' }).getByRole('button', { name: 'Remove dave' }).click();
+        await panel.getByRole('status').getByText('dave is removed.').waitFor();
+        assert.equal(svc.ctx.registry.user('dave')?.status, 'removed');
+        assert.ok(!svc.ctx.registry.isMember('dave', 'dirigo_user'));
         assert.deepEqual(problems, []);
       } finally {
         await context.close();

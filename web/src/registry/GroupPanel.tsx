@@ -124,9 +124,12 @@ export function GroupPanel({ name, rights, onClose, onChanged }: { name: string;
           <>
             {mayManage && (
               <Group gap="xs">
-                <Button size="xs" variant="light" onClick={() => setEditing(true)}>
-                  Edit
-                </Button>
+                {/* config.yaml owns such a group's fields (the server refuses changes); members may still be added. */}
+                {group.managedBy === 'api' && (
+                  <Button size="xs" variant="light" onClick={() => setEditing(true)}>
+                    Edit
+                  </Button>
+                )}
                 <Button size="xs" variant="light" onClick={() => setMemberForm({})}>
                   Add member
                 </Button>

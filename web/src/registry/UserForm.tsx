@@ -1,7 +1,6 @@
 /**
  * Add a user or change one (Admin): names, e-mail, certificate DNs and upstream identities (one per
- * line), expiry date. Fields managed by config.yaml are refused by the server (409 managed_by_config),
- * whose words are shown.
+ * line), expiry date. Only changed fields are sent; the server's refusal is shown.
  */
 import { useState } from 'react';
 import { Alert, Button, Group, Modal, Stack, Textarea, TextInput } from '@mantine/core';
@@ -33,13 +32,16 @@ export function UserForm({ user, onDone, onCancel }: { user?: RegistryUser; onDo
     setBusy(true);
     try {
       if (user) {
-        const body = {
+        // Only what changed: the audit log then shows the change and nothing else.
+        const next = {
           email: email.trim() || null,
           displayName: displayName.trim() || null,
           dns: lines(dns),
           identities: identities(ids),
           expiresAt: expires ? endOfDay(expires) : null,
         };
+        const was = { email: user.email ?? null, displayName: user.displayName ?? null, dns: user.dns, identities: user.identities, expiresAt: user.expiresAt ?? null };
+        const body = Object.fromEntries(Object.entries(next).filter(([k, v]) => JSON.stringify(v) !== JSON.stringify(was[k as keyof typeof was])));
         unwrap(await api.PATCH('/registry/users/{name}', { params: { path: { name: user.name } }, body }));
         onDone(user.name);
       } else {

@@ -65,9 +65,12 @@ export function UserPanel({ name, rights, onClose, onChanged }: { name: string; 
           <>
             {rights.admin && (
               <Group gap="xs">
-                <Button size="xs" variant="light" onClick={() => setAsking('edit')}>
-                  Edit
-                </Button>
+                {/* config.yaml owns such a user's fields (the server refuses changes); status may still change. */}
+                {user.managedBy === 'api' && (
+                  <Button size="xs" variant="light" onClick={() => setAsking('edit')}>
+                    Edit
+                  </Button>
+                )}
                 {user.status === 'active' && (
                   <Button size="xs" variant="light" color="red" onClick={() => setAsking('suspend')}>
                     Suspend
