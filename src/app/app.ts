@@ -107,7 +107,7 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   const jobEvents = new JobEvents();
   // One matcher per instance (jobs/matching/matcher.ts): its queue list and the usage it charged but has not
   // written yet are the instance's, shared by every claimer in it (the scheduler, the agents' matches).
-  const matcher = new Matcher(ctx.db, jobEvents, ctx.dialect, ctx.config.jobs);
+  const matcher = new Matcher(ctx.db, jobEvents, ctx.dialect, ctx.config.jobs, (group) => ctx.registry.group(group)?.share);
   instance.addHook('onClose', async () => {
     await matcher.flush().catch(() => {});
   });

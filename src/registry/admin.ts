@@ -71,6 +71,7 @@ function checkDns(dns: readonly string[]): void {
   if (new Set(dns).size !== dns.length) throw new InvalidRequest('dns: a DN is listed twice');
 }
 
+/** @public the write API of docs/registry.md, for the routes and commands built on it (joining, web pages). */
 export class RegistryAdmin {
   readonly #db: Db;
   readonly #registry: Registry;

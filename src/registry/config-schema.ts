@@ -112,8 +112,6 @@ export const RegistryConfigSchema = Type.Object(
 
 export const ClientsConfigSchema = Type.Array(ClientSchema, { default: [] });
 
-export type UserConfig = Static<typeof UserSchema>;
-export type GroupConfig = Static<typeof GroupSchema>;
 export type ClientConfig = Static<typeof ClientSchema>;
 export type RegistryConfig = Static<typeof RegistryConfigSchema>;
 

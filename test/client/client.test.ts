@@ -82,7 +82,11 @@ for (const { dialect, skip } of await dialects()) {
 
     before(async () => {
       const jobs = { scheduler: { pollIntervalMs: 50 }, sites: [{ name: 'Local', type: 'local', slots: 2 }, { name: 'Pool', type: 'agents' }] };
-      svc = await startTestService({ dialect, config: { ...(await oauthConfig()), jobs } });
+      const config = await oauthConfig();
+      // The registry API's operations need a group with Admin.
+      const registry = config.registry as { groups: { name: string; properties: string[] }[] };
+      registry.groups = registry.groups.map((g) => (g.name === 'dirigo_admin' ? { ...g, properties: [...g.properties, 'Admin'] } : g));
+      svc = await startTestService({ dialect, config: { ...config, jobs } });
       aliceToken = await svc.token('alice');
       alice = client({ token: aliceToken });
       pilot = client({ token: await svc.token('pilot', 'dirigo_pilot') });
@@ -432,6 +436,29 @@ for (const { dialect, skip } of await dialects()) {
         assert.equal(unwrap(await admin.POST('/sites/{site}/ban', { params: { path: { site: 'Pool' } }, body: { reason: 'client test' } })).status, 'Banned');
         assert.equal(unwrap(await admin.POST('/sites/{site}/unban', { params: { path: { site: 'Pool' } }, body: {} })).status, 'Active');
         assert.deepEqual(unwrap(await alice.GET('/sites/{site}/history', { params: { path: { site: 'Pool' } } })).history.map((h) => h.status), ['Active', 'Banned']);
+      } finally {
+        await admin.close();
+      }
+    });
+
+    it('registry: users, groups, memberships, suspension and the audit log', async () => {
+      const admin = client({ token: await svc.token('admin', 'dirigo_admin') });
+      try {
+        assert.equal(unwrap(await admin.POST('/registry/users', { body: { name: 'zed', email: 'zed@test.example' } })).status, 'active');
+        assert.equal(unwrap(await admin.GET('/registry/users', { params: { query: { q: 'zed' } } })).total, 1);
+        assert.equal(unwrap(await admin.PATCH('/registry/users/{name}', { params: { path: { name: 'zed' } }, body: { displayName: 'Zed' } })).displayName, 'Zed');
+        assert.equal(unwrap(await admin.POST('/registry/groups', { body: { name: 'zgroup', share: 2 } })).share, 2);
+        assert.ok(unwrap(await admin.GET('/registry/groups', { params: { query: {} } })).groups.some((g) => g.name === 'zgroup'));
+        assert.equal(unwrap(await admin.PATCH('/registry/groups/{name}', { params: { path: { name: 'zgroup' } }, body: { description: 'z' } })).description, 'z');
+        assert.deepEqual(unwrap(await admin.PUT('/registry/groups/{name}/members/{user}', { params: { path: { name: 'zgroup', user: 'zed' } }, body: {} })).members, [{ user: 'zed', role: 'member' }]);
+        assert.equal(unwrap(await admin.GET('/registry/groups/{name}', { params: { path: { name: 'zgroup' } } })).managedBy, 'api');
+        assert.deepEqual(unwrap(await admin.DELETE('/registry/groups/{name}/members/{user}', { params: { path: { name: 'zgroup', user: 'zed' } } })).members, []);
+        assert.equal((await admin.DELETE('/registry/groups/{name}', { params: { path: { name: 'zgroup' }, query: {} } })).response.status, 204);
+        assert.equal(unwrap(await admin.POST('/registry/users/{name}/suspend', { params: { path: { name: 'zed' } }, body: { reason: 'test' } })).barred, 'suspended: test');
+        assert.equal(unwrap(await admin.POST('/registry/users/{name}/reinstate', { params: { path: { name: 'zed' } } })).status, 'active');
+        assert.equal(unwrap(await admin.GET('/registry/users/{name}', { params: { path: { name: 'zed' } } })).name, 'zed');
+        assert.equal(unwrap(await admin.DELETE('/registry/users/{name}', { params: { path: { name: 'zed' } } })).status, 'removed');
+        assert.equal(unwrap(await admin.GET('/registry/audit', { params: { query: { target: 'zed' } } })).entries[0]!.action, 'user.remove');
       } finally {
         await admin.close();
       }

@@ -7,7 +7,7 @@ import { CliError } from '../../terminal/output.ts';
 import type { OpenServiceDatabase } from '../../kernel/service-database.ts';
 import { nearestDataDir } from '../../terminal/data-dir.ts';
 import { parseScope, rotateKeysCommand } from '../../auth/index.ts';
-import { clientAdminCommand, hashSecret } from '../../registry/index.ts';
+import { clientAdminCommand, hashSecret, registryAdminCommand } from '../../registry/index.ts';
 import { siteAdminCommand } from '../../sites/index.ts';
 import { sandboxAdminCommand } from '../../jobs/index.ts';
 import { configuredSites } from '../configured-sites.ts';
@@ -16,6 +16,9 @@ import { resolveConfig } from './serve.ts';
 
 const USAGE = `usage: dirigo admin keys rotate [--immediately] [--data-dir DIR] [--config FILE]
        dirigo admin client add|list|remove ...   (dirigo admin client --help)
+       dirigo admin user list|show|add|modify|suspend|reinstate|remove ...   (dirigo admin user --help)
+       dirigo admin group list|show|add|modify|remove|member-add|member-remove ...
+       dirigo admin audit [--target NAME] ...    (the registry's audit log)
        dirigo admin site ban|unban|list ...      (dirigo admin site --help)
        dirigo admin sandboxes usage|purge ...    (dirigo admin sandboxes --help)
        dirigo admin hash-secret < secret.txt
@@ -23,6 +26,8 @@ const USAGE = `usage: dirigo admin keys rotate [--immediately] [--data-dir DIR] 
 keys rotate   publish a new token signing key; it signs after tokens.keyPrepublication seconds (at once
               with --immediately, for a compromised key); older keys stay published until their tokens expire
 client        register, list and remove OAuth clients
+user, group   the registry: users (suspend, reinstate, remove), groups and their members
+audit         who changed the registry, when, and what
 site          ban and unban sites and their resources (with a reason), list their status
 sandboxes     space taken by live sandboxes per owner or group; free it now
 hash-secret   print the scrypt hash of the secret on standard input (its first line), for config.yaml's
@@ -58,6 +63,7 @@ const openServiceDatabase: OpenServiceDatabase = async (flags) => {
 
 export async function adminCommand(argv: string[]): Promise<number> {
   if (argv[0] === 'client') return clientAdminCommand(argv.slice(1), openServiceDatabase, parseScope);
+  if (argv[0] === 'user' || argv[0] === 'group' || argv[0] === 'audit') return registryAdminCommand(argv[0], argv.slice(1), openServiceDatabase);
   if (argv[0] === 'site') return siteAdminCommand(argv.slice(1), openServiceDatabase, configuredSites);
   if (argv[0] === 'sandboxes') return sandboxAdminCommand(argv.slice(1), openServiceDatabase);
   if (argv[0] === 'hash-secret' && argv.length === 1) return hashSecretCommand();

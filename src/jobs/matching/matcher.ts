@@ -95,6 +95,8 @@ export class Matcher {
   readonly #events: JobEvents;
   readonly #dialect: Dialect;
   readonly #shares: Record<string, number>;
+  /** A group's share from the registry (registry_groups.share), which comes before jobs.fairShare.shares. */
+  readonly #registryShare: (group: string) => number | undefined;
   readonly #halfLifeMs: number;
   readonly #limits = new Map<string, RunningLimits>();
   /** Every queue seen (a queue's requirements never change). */
@@ -127,7 +129,8 @@ export class Matcher {
   #orders: { order: PickOrder; resolve(r: { picked: Picked[]; next: Map<number, Head> }): void; reject(err: unknown): void }[] = [];
   #picking = 0;
 
-  constructor(db: Db, events: JobEvents, dialect: Dialect, config: JobsConfig) {
+  constructor(db: Db, events: JobEvents, dialect: Dialect, config: JobsConfig, registryShare: (group: string) => number | undefined = () => undefined) {
+    this.#registryShare = registryShare;
     this.#db = db;
     this.#events = events;
     this.#dialect = dialect;
@@ -393,7 +396,7 @@ export class Matcher {
     let best = Infinity;
     for (const [group, us] of f.byGroup) {
       const groupKey = us.values().next().value![0]!.groupKey;
-      const score = this.#used(groupKey) / (this.#shares[group] ?? 1);
+      const score = this.#used(groupKey) / (this.#registryShare(group) ?? this.#shares[group] ?? 1);
       if (score < best || (score === best && group < name)) [users, name, best] = [us, group, score];
     }
     let mine: Queue[] = [];

@@ -7,7 +7,6 @@ import { auditRoutes } from './audit.ts';
 import { groupRoutes } from './groups.ts';
 import { userRoutes } from './users.ts';
 
-export type { Authenticate, RegistryCaller } from './access.ts';
 
 export const registryRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; authenticate: Authenticate }> = async (app, { ctx, authenticate }) => {
   const admin = new RegistryAdmin(ctx.db, ctx.registry);
