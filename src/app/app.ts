@@ -11,7 +11,6 @@ import { startScheduling } from '../executors/index.ts';
 import { agentsRoutes, startAgentDuties, startPilotFactory } from '../agents/index.ts';
 import { catalogueRoutes } from '../catalogue/index.ts';
 import { federationRoutes } from '../federation/index.ts';
-import { joiningRoutes } from '../registry/index.ts';
 import { webAppRoutes } from '../webapp/index.ts';
 import { downloadsRoutes } from '../downloads/index.ts';
 import { sitesRoutes } from '../sites/index.ts';
@@ -101,7 +100,6 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
       return { username: p.username, properties: hasGroupRights(p) ? p.properties : [] };
     },
   });
-  await instance.register(joiningRoutes, { ctx });
   const sandboxes = sandboxStore(ctx);
   // One emitter of job changes, handed to everything that changes jobs and to the events stream that listens.
   const jobEvents = new JobEvents();

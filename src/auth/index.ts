@@ -12,8 +12,8 @@ export { parseScope } from './scopes.ts';
 export { rotateKeysCommand } from './admin-cli.ts';
 // The surface federated login builds on: login providers, browser sessions and the interaction pages.
 export { registerLoginProvider, type LoginProvider } from './login.ts';
-export { completeLogin } from './interaction.ts';
-export { errorPage } from './pages.ts';
+export { checkedSession, completeLogin, field } from './interaction.ts';
+export { errorPage, esc, sendPage } from './pages.ts';
 // How pages, redirects and page-or-JSON errors appear in the OpenAPI document.
 export { page, pageOrError, redirect } from './api-answers.ts';
 export { OAuthServices } from './services.ts';

@@ -12,4 +12,5 @@ export { agentCommand } from './agent/cli.ts';
 export { proxyCommand } from './pki/cli.ts';
 export { sitesCommand } from './sites/cli.ts';
 export { pilotsCommand } from './pilots/cli.ts';
+export { registryCommand } from './registry/cli.ts';
 export { workflowCommand } from './workflows/cli.ts';

@@ -19,6 +19,7 @@ import { errorPage } from '../auth/index.ts';
 import type { BrowserSession } from '../auth/index.ts';
 import { hashToken } from '../auth/index.ts';
 import type { IdentityProviderConfig } from './config-schema.ts';
+import { RegistrationDesk } from './registration.ts';
 
 /** Upstream logins must finish within this (the idp-client keeps its own sessions as long). */
 const REQUEST_LIFETIME_MS = 10 * 60_000;
@@ -31,10 +32,12 @@ export class FederatedProvider implements LoginProvider {
   readonly #config: IdentityProviderConfig;
   readonly #ctx: AppContext;
   #idp: OAuth2IdProvider | undefined;
+  readonly registration: RegistrationDesk;
 
   constructor(ctx: AppContext, config: IdentityProviderConfig) {
     this.#ctx = ctx;
     this.#config = config;
+    this.registration = new RegistrationDesk(ctx, config);
     this.id = config.name;
     this.label = config.displayName;
   }
@@ -151,9 +154,18 @@ export class FederatedProvider implements LoginProvider {
       return errorPage(reply, 502, 'Sign-in failed', `The sign-in with ${this.label} could not be completed (${result.Errno ?? 'invalid response'}). ${RESTART}`);
     }
     const info = result.Value;
-    const user = this.#match(info);
+    let user = this.#match(info);
+    if (!user.ok && this.#config.registration === 'approval' && info.issuer) return this.registration.offer(reply, session, pending.interaction_id, info);
+    if (!user.ok && this.#config.registration === 'auto' && info.issuer) {
+      const name = await this.registration.registerNow(info);
+      request.log.info({ provider: this.id, user: name }, 'federated login: user registered automatically');
+      const created = ctx.registry.user(name);
+      user = created ? { ok: true, user: created } : user;
+    }
     if (!user.ok) return errorPage(reply, 403, 'Unknown user', user.message);
-    const allowed = user.user.groups.filter((g) => info.groups.includes(g));
+    // A provider that registers people vouches for its registration group as well as for the mapped ones.
+    const vouched = this.#config.registration === 'refuse' || !this.#config.registrationGroup ? info.groups : [...info.groups, this.#config.registrationGroup];
+    const allowed = user.user.groups.filter((g) => vouched.includes(g));
     if (allowed.length === 0) {
       const seen = info.upstream_groups.length ? `It named the groups ${info.upstream_groups.slice(0, 10).join(', ')}` : 'It named no groups';
       return errorPage(reply, 403, 'No group', `Your ${this.label} account gives ${user.user.name} none of its Dirigo groups. ${seen}; ask your administrator to map one to a Dirigo group you belong to.`);

@@ -7,6 +7,7 @@ import { Type } from 'typebox';
 import type { AppContext } from '../kernel/context.ts';
 import { SECURITY } from '../kernel/openapi.ts';
 import { page, pageOrError, redirect, registerLoginProvider } from '../auth/index.ts';
+import { routeBodyLimit } from '../kernel/body-limits.ts';
 import { FederatedProvider } from './provider.ts';
 
 const Callback = Type.Object(
@@ -22,10 +23,31 @@ const Callback = Type.Object(
 );
 
 const CALLBACK_ANSWERS = {
+  200: page('An account no user matches, on a provider with registration: approval: the Request registration page, or that its request is pending'),
   303: redirect('Signed in: back to the interaction page'),
   400: pageOrError('No sign-in in progress in this browser, or an answer of another issuer (a page); or a parameter too long (JSON)'),
   403: page("The provider refused, or its account is no registered user, or gives none of the user's groups"),
   502: page("The provider's answer could not be verified or redeemed"),
+};
+
+const Form = Type.Object({}, { additionalProperties: Type.Union([Type.String(), Type.Array(Type.String())]) });
+
+const RegistrationForm = Type.Object({
+  csrf: Type.String({ description: 'The CSRF token of the browser session, from the page' }),
+  interaction: Type.String({ description: 'The id of the pending interaction, from the page' }),
+  user: Type.String({ description: 'The user name asked for' }),
+  display_name: Type.Optional(Type.String()),
+  message: Type.Optional(Type.String({ description: 'For the managers who decide' })),
+});
+
+const REGISTER_ANSWERS = {
+  200: page('The request is pending'),
+  400: pageOrError('No registration in progress in this browser, or a bad name (the form again), or the form could not be read (JSON)'),
+  403: page("The form's CSRF token is missing or wrong"),
+  404: page('No group to join'),
+  409: page('The name is taken or asked for (the form again), or this account already asked'),
+  413: pageOrError('The form is too large'),
+  415: pageOrError('Not a form'),
 };
 
 /**
@@ -60,5 +82,22 @@ export const federationRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = 
       },
       (request, reply) => provider.callback(request, request.query, reply),
     );
+    if (config.registration === 'approval') {
+      app.post(
+        provider.registration.action,
+        {
+          ...routeBodyLimit(ctx.config.server.formBodyLimit, 'server.formBodyLimit'),
+          schema: {
+            operationId: callbackOperationId(config.name).replace(/^completeLogin/, 'requestRegistration'),
+            tags: ['OAuth 2.0 pages'],
+            summary: `Registration request of an account of ${config.displayName} that is no user yet (docs/registry.md "Joining")`,
+            security: SECURITY.none,
+            body: Form,
+            documented: { body: { 'application/x-www-form-urlencoded': RegistrationForm }, responses: REGISTER_ANSWERS },
+          },
+        },
+        (request, reply) => provider.registration.submit(request, reply),
+      );
+    }
   }
 };

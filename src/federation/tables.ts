@@ -23,9 +23,24 @@ export interface FederationSessionTable {
   expires_at: string;
 }
 
+/** A verified upstream account matching no user, between the callback and its registration form. */
+export interface FederationRegistrationTable {
+  session_hash: string;
+  provider: string;
+  interaction_id: string;
+  issuer: string;
+  subject: string;
+  /** Only a verified address (email_verified) is kept. */
+  email: string | null;
+  display_name: string | null;
+  proposed_name: string;
+  expires_at: string;
+}
+
 export interface FederationTables {
   federation_requests: FederationRequestTable;
   federation_sessions: FederationSessionTable;
+  federation_registrations: FederationRegistrationTable;
 }
 
 declare module '../kernel/db/schema.ts' {

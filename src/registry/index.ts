@@ -9,8 +9,7 @@ export { checkClients, checkRegistry, ClientsConfigSchema, RegistryConfigSchema 
 export { clientAdminCommand } from './client-admin.ts';
 export { registryAdminCommand } from './registry-admin-cli.ts';
 export { registryMigrations } from './migrations.ts';
-export { registryRoutes } from './routes/index.ts';
 export { checkJoiningConfig } from './joining-config.ts';
 export { startJoining, type JoiningServices } from './joining/services.ts';
 export type { JoinRequest, RequestStatus } from './joining/requests.ts';
-export { joiningRoutes } from './routes/joining.ts';
+export { registryRoutes } from './routes/index.ts';

@@ -34,6 +34,7 @@ import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { basic, oauthConfig, RS_SECRET } from '../helpers/oauth-kit.ts';
 import { FINAL, untar } from '../jobs/helpers.ts';
+import { RegistryAdmin } from '../../src/registry/index.ts';
 
 type Operation = { operationId: string; responses: Record<string, unknown> };
 const DOCUMENT = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../packages/client/openapi.json'), 'utf8')) as { paths: Record<string, Record<string, Operation>> };
@@ -147,6 +148,7 @@ for (const { dialect, skip } of await dialects()) {
         await anonymous.POST('/oauth2/login/certificate', { body: { interaction: 'none' } as never, headers: FORM, parseAs: 'text' }),
         await anonymous.POST('/oauth2/login/{provider}', { params: { path: { provider: 'nowhere' } }, body: { interaction: 'none' } as never, headers: FORM, parseAs: 'text' }),
         await anonymous.POST('/oauth2/consent', { body: { interaction: 'none', decision: 'deny' } as never, headers: FORM, parseAs: 'text' }),
+        await anonymous.POST('/oauth2/aup', { body: { interaction: 'none', version: 'v1' } as never, headers: FORM, parseAs: 'text' }),
         await anonymous.POST('/oauth2/device/verify', { body: { user_code: 'ABCD-EFGH' } as never, headers: FORM, parseAs: 'text', redirect: 'manual' }),
         await anonymous.GET('/oauth2/logout', { parseAs: 'text', redirect: 'manual' }),
         await anonymous.POST('/oauth2/logout', { body: {} as never, headers: FORM, parseAs: 'text', redirect: 'manual' }),
@@ -459,6 +461,30 @@ for (const { dialect, skip } of await dialects()) {
         assert.equal(unwrap(await admin.GET('/registry/users/{name}', { params: { path: { name: 'zed' } } })).name, 'zed');
         assert.equal(unwrap(await admin.DELETE('/registry/users/{name}', { params: { path: { name: 'zed' } } })).status, 'removed');
         assert.equal(unwrap(await admin.GET('/registry/audit', { params: { query: { target: 'zed' } } })).entries[0]!.action, 'user.remove');
+      } finally {
+        await admin.close();
+      }
+    });
+
+    // Last but one: once the AUP is set, users who have not accepted it get no new tokens.
+    it('joining: a group request approved, one rejected, one withdrawn; the AUP set, read and accepted', async () => {
+      const registry = new RegistryAdmin(svc.ctx.db, svc.ctx.registry);
+      await registry.createGroup('system', { name: 'client_admin', properties: ['Admin'] });
+      await registry.addMember('system', 'client_admin', 'admin');
+      const admin = client({ token: await svc.token('admin', 'client_admin') });
+      try {
+        const asked = unwrap(await alice.POST('/registry/requests', { body: { group: 'dirigo_monitor', message: 'client test' } }));
+        assert.equal(asked.status, 'pending');
+        assert.ok(unwrap(await admin.GET('/registry/requests', { params: { query: { status: 'pending' } } })).requests.some((r) => r.id === asked.id));
+        assert.equal(unwrap(await admin.POST('/registry/requests/{id}/approve', { params: { path: { id: asked.id } }, body: {} })).status, 'approved');
+        const again = unwrap(await alice.POST('/registry/requests', { body: { group: 'dirigo_admin' } }));
+        assert.equal(unwrap(await admin.POST('/registry/requests/{id}/reject', { params: { path: { id: again.id } }, body: { reason: 'no' } })).status, 'rejected');
+        const third = unwrap(await alice.POST('/registry/requests', { body: { group: 'dirigo_admin' } }));
+        assert.equal(unwrap(await alice.DELETE('/registry/requests/{id}', { params: { path: { id: third.id } } })).status, 'withdrawn');
+        assert.equal((await anonymous.GET('/registry/aup')).response.status, 404);
+        assert.equal(unwrap(await admin.PUT('/registry/aup', { body: { version: 'client-1', text: 'Be nice.' } })).version, 'client-1');
+        assert.equal(unwrap(await anonymous.GET('/registry/aup')).text, 'Be nice.');
+        assert.equal(unwrap(await alice.POST('/registry/aup/accept', { body: { version: 'client-1' } })).user, 'alice');
       } finally {
         await admin.close();
       }

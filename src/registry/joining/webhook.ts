@@ -9,7 +9,6 @@ import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Agent, fetch } from 'undici';
 import type { RegistryConfig } from '../config-schema.ts';
-import type { JoinRequest } from './requests.ts';
 
 export type JoinEvent = 'request.created' | 'request.decided';
 
@@ -48,7 +47,7 @@ export class Webhook {
   }
 
   /** Starts delivering; returns at once. */
-  notify(event: JoinEvent, request: JoinRequest): void {
+  notify(event: JoinEvent, request: { id: number }): void {
     const body = JSON.stringify({ event, request });
     const p = this.#deliver(event, request.id, body).finally(() => this.#pending.delete(p));
     this.#pending.add(p);

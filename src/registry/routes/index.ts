@@ -5,6 +5,7 @@ import { RegistryAdmin } from '../admin.ts';
 import type { Authenticate } from './access.ts';
 import { auditRoutes } from './audit.ts';
 import { groupRoutes } from './groups.ts';
+import { joiningRoutes } from './joining.ts';
 import { userRoutes } from './users.ts';
 
 
@@ -13,4 +14,5 @@ export const registryRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; authen
   await app.register(userRoutes, { ctx, admin, authenticate });
   await app.register(groupRoutes, { ctx, admin, authenticate });
   await app.register(auditRoutes, { admin, authenticate });
+  await app.register(joiningRoutes, { ctx, authenticate });
 };

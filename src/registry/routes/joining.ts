@@ -4,33 +4,24 @@
  * set by Admin holders, accepted by each user.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { requireGroupRights, requireToken, type Principal } from '../../auth/index.ts';
 import type { AppContext } from '../../kernel/context.ts';
-import { InsufficientPrivileges, NotFound } from '../../kernel/errors.ts';
+import { NotFound } from '../../kernel/errors.ts';
 import { errors, SECURITY } from '../../kernel/openapi.ts';
-import { Property } from '../registry.ts';
+import { actorOf, isAdmin, requireAdmin, requireManager, type Authenticate, type RegistryCaller } from './access.ts';
 import type { JoinRequest } from '../joining/requests.ts';
 import { Accepted, Aup, AupAcceptance, Decision, JoinRequestSchema, NewAup, NewGroupRequest, RequestList, RequestParams, RequestsQuery } from '../joining/api-schemas.ts';
 
 const tags = ['registry'];
 const security = SECURITY.token;
 
-const isAdmin = (p: Principal) => p.properties.includes(Property.Admin);
-
-export const joiningRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
-  const auth = requireToken(ctx);
+export const joiningRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; authenticate: Authenticate }> = async (app, { ctx, authenticate }) => {
   const { requests, aup, webhook } = ctx.joining;
   webhook?.logTo(app.log);
-
-  /** @throws InsufficientPrivileges unless the principal holds Admin or manages the request's group. */
-  const mayDecide = (p: Principal, r: JoinRequest): void => {
-    if (isAdmin(p)) {
-      requireGroupRights(p, 'decide a request as Admin');
-      return;
-    }
-    if (ctx.registry.isManager(p.username, r.group)) return;
-    throw new InsufficientPrivileges(`${p.username} may not decide requests to join '${r.group}': only its managers and Admin holders may`);
+  const callers = new WeakMap<object, RegistryCaller>();
+  const auth = async (request: Parameters<Authenticate>[0], reply: Parameters<Authenticate>[1]) => {
+    callers.set(request, await authenticate(request, reply));
   };
+  const caller = (request: object): RegistryCaller => callers.get(request)!;
 
   const pendingOf = async (id: number): Promise<JoinRequest> => {
     const r = await requests.get(id);
@@ -45,7 +36,7 @@ export const joiningRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
       schema: { tags, security, operationId: 'createGroupRequest', summary: 'Ask to join a group; its managers decide (and the webhook, if configured, is told)', body: NewGroupRequest, response: { 201: JoinRequestSchema, ...errors(400, 401, 403, 404, 409, 415) } },
     },
     async (request, reply) => {
-      const created = await requests.requestGroup(request.principal!.username, request.body.group, request.body.message);
+      const created = await requests.requestGroup(caller(request).username, request.body.group, request.body.message);
       return reply.code(201).send(created);
     },
   );
@@ -57,7 +48,7 @@ export const joiningRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
       schema: { tags, security, operationId: 'listRequests', summary: 'Registration and group requests, newest first: all for Admin holders, those of the groups one manages, and one\'s own', querystring: RequestsQuery, response: { 200: RequestList, ...errors(400, 401, 403) } },
     },
     async (request) => {
-      const p = request.principal!;
+      const p = caller(request);
       const perPage = request.query.per_page ?? 100;
       const managed = ctx.registry.groups().filter((g) => g.managers.includes(p.username)).map((g) => g.name);
       return requests.list({
@@ -89,10 +80,10 @@ export const joiningRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
         },
       },
       async (request) => {
-        const p = request.principal!;
+        const p = caller(request);
         const r = await pendingOf(request.params.id);
-        mayDecide(p, r);
-        return requests.decide(`user:${p.username}`, r.id, decision, request.body?.reason);
+        requireManager(ctx.registry, p, r.group, `decide requests to join '${r.group}'`);
+        return requests.decide(actorOf(p), r.id, decision, request.body?.reason);
       },
     );
   }
@@ -103,7 +94,7 @@ export const joiningRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
       onRequest: auth,
       schema: { tags, security, operationId: 'withdrawRequest', summary: 'Withdraw one\'s own pending group request', params: RequestParams, response: { 200: JoinRequestSchema, ...errors(400, 401, 404, 409) } },
     },
-    async (request) => requests.withdraw(request.principal!.username, request.params.id),
+    async (request) => requests.withdraw(caller(request).username, request.params.id),
   );
 
   app.get(
@@ -125,10 +116,9 @@ export const joiningRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
       schema: { tags, security, operationId: 'setAup', summary: 'Set a new AUP version: every user accepts it before their next token (Admin)', body: NewAup, response: { 200: Aup, ...errors(400, 401, 403, 409, 415) } },
     },
     async (request) => {
-      const p = request.principal!;
-      if (!isAdmin(p)) throw new InsufficientPrivileges(`${p.username} in group ${p.group} may not set the AUP: only Admin holders may`);
-      requireGroupRights(p, 'set the AUP');
-      await aup.set(`user:${p.username}`, request.body);
+      const p = caller(request);
+      requireAdmin(p, 'set the AUP');
+      await aup.set(actorOf(p), request.body);
       const current = ctx.registry.aup!;
       return { version: current.version, text: current.text, validDays: current.validDays ?? null, createdAt: current.createdAt };
     },
@@ -141,7 +131,7 @@ export const joiningRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
       schema: { tags, security, operationId: 'acceptAup', summary: 'Accept the current AUP version (as the signed-in user)', body: AupAcceptance, response: { 200: Accepted, ...errors(400, 401, 409, 415) } },
     },
     async (request) => {
-      const user = request.principal!.username;
+      const user = caller(request).username;
       return { user, ...(await aup.accept(user, request.body.version)) };
     },
   );
