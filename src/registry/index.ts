@@ -11,5 +11,4 @@ export { registryAdminCommand } from './registry-admin-cli.ts';
 export { registryMigrations } from './migrations.ts';
 export { checkJoiningConfig } from './joining-config.ts';
 export { startJoining, type JoiningServices } from './joining/services.ts';
-export type { JoinRequest, RequestStatus } from './joining/requests.ts';
 export { registryRoutes } from './routes/index.ts';
