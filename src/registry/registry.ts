@@ -8,7 +8,7 @@ import type { AppConfig } from '../kernel/config.ts';
 import type { Db } from '../kernel/db/database.ts';
 import { identityKey, loadSnapshot, registryVersion, type CurrentAup, type RegistryGroup, type RegistryUser, type Snapshot } from './snapshot.ts';
 
-export type { CurrentAup, RegistryGroup, RegistryUser } from './snapshot.ts';
+export type { RegistryGroup, RegistryUser } from './snapshot.ts';
 
 /** Group properties that grant privileges (README "Configuration"). */
 export const Property = {
