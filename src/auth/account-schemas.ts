@@ -23,6 +23,12 @@ export const Account = Type.Object({
     { description: 'Every group the user is a member of' },
   ),
   setups: Type.Array(Type.String(), { description: 'The setups tokens may be asked for' }),
+  aup: Type.Optional(
+    Type.Object({
+      version: Type.String({ description: 'The current version (GET /registry/aup has its text)' }),
+      accepted: Type.Boolean({ description: 'Whether the user accepted it (and the acceptance is still valid); false: no new tokens until POST /registry/aup/accept' }),
+    }, { description: 'The acceptable-use policy, when the service has one' }),
+  ),
 });
 
 export const AccountGrant = Type.Object({

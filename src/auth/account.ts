@@ -66,6 +66,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
         scope: p.scopes.join(' '),
         groups: user.groups.map((name) => ({ name, properties: [...ctx.registry.properties(name)] })),
         setups: [...ctx.registry.setups],
+        ...(ctx.registry.aup ? { aup: { version: ctx.registry.aup.version, accepted: ctx.registry.aupPending(user.name) === undefined } } : {}),
       };
     },
   );

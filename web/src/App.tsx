@@ -17,6 +17,7 @@ import { SitesPage } from './sites/SitesPage.tsx';
 import { PilotsPage } from './pilots/PilotsPage.tsx';
 import { WorkflowPage } from './workflows/WorkflowPage.tsx';
 import { WorkflowsPage } from './workflows/WorkflowsPage.tsx';
+import { RegistryPage } from './registry/RegistryPage.tsx';
 
 const PAGES = [
   { page: '', label: 'Job monitor' },
@@ -26,6 +27,7 @@ const PAGES = [
   { page: 'catalogue', label: 'File catalogue' },
   { page: 'sites', label: 'Sites' },
   { page: 'pilots', label: 'Pilots' },
+  { page: 'registry', label: 'Registry' },
   { page: 'account', label: 'Account' },
 ] as const;
 
@@ -74,6 +76,8 @@ const isUnder = (page: string, entry: string) => page === entry || (entry !== ''
 function Page({ page, params }: { page: string; params: URLSearchParams }) {
   const workflow = /^workflows\/(\d+)$/.exec(page);
   if (workflow) return <WorkflowPage key={workflow[1]} wid={Number(workflow[1])} />;
+  const registry = /^registry(?:\/(\w+))?$/.exec(page);
+  if (registry) return <RegistryPage tab={registry[1] ?? ''} params={params} />;
   switch (page) {
     case 'workflows':
       return <WorkflowsPage />;

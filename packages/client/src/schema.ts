@@ -3486,6 +3486,13 @@ export interface operations {
                         }[];
                         /** @description The setups tokens may be asked for */
                         setups: string[];
+                        /** @description The acceptable-use policy, when the service has one */
+                        aup?: {
+                            /** @description The current version (GET /registry/aup has its text) */
+                            version: string;
+                            /** @description Whether the user accepted it (and the acceptance is still valid); false: no new tokens until POST /registry/aup/accept */
+                            accepted: boolean;
+                        };
                     };
                 };
             };

@@ -7,6 +7,7 @@ import { Alert, Badge, Button, Group, Stack, Table, Text, Title } from '@mantine
 import type { operations } from '@dirigo/client/schema';
 import { api, unwrap } from '../api.ts';
 import { FieldTable } from '../FieldTable.tsx';
+import { AupSection } from './AupSection.tsx';
 import { formatTimestamp } from '../time-format.ts';
 
 type Account = operations['getAccount']['responses'][200]['content']['application/json'];
@@ -89,6 +90,7 @@ export function AccountPage() {
           ]}
         />
       )}
+      <AupSection />
       <Title order={2} size="h4">
         Applications holding my tokens
       </Title>

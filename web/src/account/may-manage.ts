@@ -5,7 +5,7 @@ import { currentTokens } from '../session.ts';
 
 const MANAGING = ['SiteManager', 'JobAdministrator'];
 
-interface Rights {
+export interface Rights {
   username: string | undefined;
   /** The token's group. */
   group: string | undefined;
@@ -14,7 +14,7 @@ interface Rights {
 }
 
 /** Who is signed in and the properties of the token's group, as the account says. */
-function useRights(): Rights {
+export function useRights(): Rights {
   const [rights, setRights] = useState<Rights>({ username: undefined, group: undefined, properties: [] });
   const group = currentTokens()?.group;
   useEffect(() => {
