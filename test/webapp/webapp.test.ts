@@ -154,6 +154,8 @@ for (const { dialect, skip } of await dialects()) {
       assert.ok(!requests.some((r) => r.includes('multipart/form-data')), requests.join('\n'));
       await submitted.getByRole('button', { name: String(jid) }).click();
       await page.getByTestId('panel-status').getByText('Done').waitFor({ timeout: 30_000 });
+      // The panel opens on Output only if the job is Running when it loads; so short a job is often Done by then.
+      await page.getByRole('tab', { name: 'Output' }).click();
       await page.getByTestId('sandbox-file').getByText('bytes from the browser').waitFor();
       assert.deepEqual(problems, []);
       await context.close();
