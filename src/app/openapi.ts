@@ -103,6 +103,7 @@ const plugin: FastifyPluginAsyncTypebox<{ publicUrl: () => string; description: 
         { name: 'Pilots', description: 'Every agent run as a pilot (docs/pilots.md): registration, pilot tokens and final reports; the registry of states and jobs; drain, stop, revoke' },
         { name: 'Sites', description: 'Sites and their resources: status, bans with their history' },
         { name: 'Operations', description: 'Probes and metrics' },
+        { name: 'Registry', description: 'Users, groups, memberships, joining requests, the AUP and the audit log of the VO registry (docs/registry.md)' },
         { name: 'SCIM', description: 'Users and groups of the registry, read only, as SCIM 2.0 resources (RFC 7643, RFC 7644; docs/registry.md "SCIM")' },
         { name: 'Downloads', description: 'The single executable (client and agent) that matches this server, with its SHA-256' },
       ],

@@ -33,7 +33,7 @@ export const sandboxUploadRoutes: FastifyPluginAsyncTypebox<JobRouteOptions> = a
         operationId: 'announceSandbox',
         summary: 'Announce a sandbox by sha256 and size: it exists already for your group, or where to upload it',
         body: AnnounceBody,
-        response: { 200: SandboxExists, 201: SandboxUpload, ...errors(400, 401, 403, 413) },
+        response: { 200: SandboxExists, 201: SandboxUpload, ...errors(400, 401, 403, 413, 415) },
       },
     },
     async (request, reply) => {

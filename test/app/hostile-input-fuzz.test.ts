@@ -151,7 +151,13 @@ for (const { dialect, skip } of await dialects()) {
           const text = await res.body.text();
           const where = `${op.method} ${url.slice(0, 300)} (${auth}${sendsBody ? `, ${b.type}` : ''})`;
           assert.ok(res.statusCode < 500, `${where} → ${res.statusCode} ${text.slice(0, 300)}`);
-          if (res.statusCode >= 400 && !HTML_PAGES.test(op.path)) {
+          if (res.statusCode >= 400 && op.path.startsWith('/scim/')) {
+            // SCIM refuses with its own error message and media type (RFC 7644 §3.12, §8.1).
+            // Refusals before routing (431, 413) come from the server as Dirigo's JSON error.
+            assert.match(String(res.headers['content-type']), /^application\/(scim\+)?json/, `${where} → ${res.statusCode} not JSON: ${text.slice(0, 200)}`);
+            const parsed = JSON.parse(text) as { status?: unknown; error?: unknown };
+            assert.ok(parsed.status === String(res.statusCode) || typeof parsed.error === 'string', `${where} → ${text.slice(0, 200)}`);
+          } else if (res.statusCode >= 400 && !HTML_PAGES.test(op.path)) {
             assert.match(String(res.headers['content-type']), /^application\/json/, `${where} → ${res.statusCode} not JSON: ${text.slice(0, 200)}`);
             const parsed = JSON.parse(text) as { error?: unknown };
             // The error body, or a bulk import's partial answer that carries one (`{"applied", "error"}`).

@@ -4792,6 +4792,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The service failed */
             "5XX": {
                 headers: {
@@ -5091,6 +5100,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The service failed */
             "5XX": {
                 headers: {
@@ -5194,6 +5212,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The service failed */
             "5XX": {
                 headers: {
@@ -5276,6 +5303,15 @@ export interface operations {
             };
             /** @description OAuth 2.0-shaped error */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5440,6 +5476,15 @@ export interface operations {
             };
             /** @description OAuth 2.0-shaped error */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5701,6 +5746,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description OAuth 2.0-shaped error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The service failed */
             "5XX": {
                 headers: {
@@ -5796,6 +5850,15 @@ export interface operations {
             };
             /** @description OAuth 2.0-shaped error */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6516,6 +6579,15 @@ export interface operations {
                         validDays: number | null;
                         createdAt: string;
                     };
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description OAuth 2.0-shaped error */
@@ -8612,6 +8684,15 @@ export interface operations {
             };
             /** @description OAuth 2.0-shaped error */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14457,7 +14538,10 @@ export interface operations {
     };
     scimServiceProviderConfig: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description not supported here: answered 403 (RFC 7644 §4) */
+                filter?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -14510,6 +14594,40 @@ export interface operations {
                     };
                 };
             };
+            /** @description A SCIM error message */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
             /** @description The service failed */
             "5XX": {
                 headers: {
@@ -14523,7 +14641,10 @@ export interface operations {
     };
     scimListResourceTypes: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description not supported here: answered 403 (RFC 7644 §4) */
+                filter?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -14559,6 +14680,40 @@ export interface operations {
                                 location: string;
                             };
                         }[];
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
                     };
                 };
             };
@@ -14611,6 +14766,23 @@ export interface operations {
                 };
             };
             /** @description A SCIM error message */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description A SCIM error message */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -14640,7 +14812,10 @@ export interface operations {
     };
     scimListSchemas: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description not supported here: answered 403 (RFC 7644 §4) */
+                filter?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -14694,6 +14869,40 @@ export interface operations {
                                 location: string;
                             };
                         }[];
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
                     };
                 };
             };
@@ -14760,6 +14969,23 @@ export interface operations {
                             resourceType: string;
                             location: string;
                         };
+                    };
+                };
+            };
+            /** @description A SCIM error message */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        /** @description the schema URNs of the resource */
+                        schemas: string[];
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                        /** @description e.g. invalidFilter, invalidValue */
+                        scimType?: string;
+                        detail?: string;
                     };
                 };
             };

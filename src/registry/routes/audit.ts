@@ -6,7 +6,7 @@ import { AuditList, AuditQuery } from '../api-schemas.ts';
 import { requireAdmin, type Authenticate } from './access.ts';
 
 export const auditRoutes: FastifyPluginAsyncTypebox<{ admin: RegistryAdmin; authenticate: Authenticate }> = async (app, { admin, authenticate }) => {
-  app.get('/registry/audit', { schema: { tags: ['registry'], security: SECURITY.token, operationId: 'listRegistryAudit', summary: 'The registry audit log: who changed what, when, before and after (Admin)', querystring: AuditQuery, response: { 200: AuditList, ...errors(400, 401, 403) } } }, async (request, reply) => {
+  app.get('/registry/audit', { schema: { tags: ['Registry'], security: SECURITY.token, operationId: 'listRegistryAudit', summary: 'The registry audit log: who changed what, when, before and after (Admin)', querystring: AuditQuery, response: { 200: AuditList, ...errors(400, 401, 403) } } }, async (request, reply) => {
     const caller = await authenticate(request, reply);
     requireAdmin(caller, 'read the registry audit log');
     const { target, actor, action, since, page = 1, per_page: perPage = 100 } = request.query;

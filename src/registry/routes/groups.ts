@@ -8,7 +8,7 @@ import { GroupList, GroupListQuery, GroupParams, GroupPatchBody, MemberBody, Mem
 import { actorOf, isAdmin, requireAdmin, requireManager, type Authenticate, type RegistryCaller } from './access.ts';
 import { groupView, knownGroup, pageOf } from './views.ts';
 
-const tags = ['registry'];
+const tags = ['Registry'];
 const security = SECURITY.token;
 
 export const groupRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; admin: RegistryAdmin; authenticate: Authenticate }> = async (app, { ctx, admin, authenticate }) => {
@@ -21,7 +21,7 @@ export const groupRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; admin: Re
     return { groups: p.items.map((g) => groupView(g, seesMembers(caller, g.name))), total: p.total, page: p.page, perPage: p.perPage };
   });
 
-  app.post('/registry/groups', { schema: { tags, security, operationId: 'createRegistryGroup', summary: 'Create a group (Admin)', body: NewGroupBody, response: { 201: RegistryGroup, ...errors(400, 401, 403, 409) } } }, async (request, reply) => {
+  app.post('/registry/groups', { schema: { tags, security, operationId: 'createRegistryGroup', summary: 'Create a group (Admin)', body: NewGroupBody, response: { 201: RegistryGroup, ...errors(400, 401, 403, 409, 415) } } }, async (request, reply) => {
     const caller = await authenticate(request, reply);
     requireAdmin(caller, 'create groups');
     await admin.createGroup(actorOf(caller), request.body);
@@ -33,7 +33,7 @@ export const groupRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; admin: Re
     return groupView(knownGroup(registry, request.params.name), seesMembers(caller, request.params.name));
   });
 
-  app.patch('/registry/groups/:name', { schema: { tags, security, operationId: 'updateRegistryGroup', summary: "Change a group: properties and share (Admin), description (Admin or the group's managers)", params: GroupParams, body: GroupPatchBody, response: { 200: RegistryGroup, ...errors(400, 401, 403, 404, 409) } } }, async (request, reply) => {
+  app.patch('/registry/groups/:name', { schema: { tags, security, operationId: 'updateRegistryGroup', summary: "Change a group: properties and share (Admin), description (Admin or the group's managers)", params: GroupParams, body: GroupPatchBody, response: { 200: RegistryGroup, ...errors(400, 401, 403, 404, 409, 415) } } }, async (request, reply) => {
     const caller = await authenticate(request, reply);
     const { name } = request.params;
     if (request.body.properties !== undefined || request.body.share !== undefined) requireAdmin(caller, 'change the properties or share of a group');
@@ -49,7 +49,7 @@ export const groupRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; admin: Re
     reply.code(204);
   });
 
-  app.put('/registry/groups/:name/members/:user', { schema: { tags, security, operationId: 'putRegistryMember', summary: "Add or change a membership (Admin or the group's managers; making a manager: Admin)", params: MemberParams, body: MemberBody, response: { 200: RegistryGroup, ...errors(400, 401, 403, 404, 409) } } }, async (request, reply) => {
+  app.put('/registry/groups/:name/members/:user', { schema: { tags, security, operationId: 'putRegistryMember', summary: "Add or change a membership (Admin or the group's managers; making a manager: Admin)", params: MemberParams, body: MemberBody, response: { 200: RegistryGroup, ...errors(400, 401, 403, 404, 409, 415) } } }, async (request, reply) => {
     const caller = await authenticate(request, reply);
     const { name, user } = request.params;
     if (request.body.role === 'manager') requireAdmin(caller, 'make a group manager');

@@ -11,7 +11,7 @@ import { actorOf, isAdmin, requireAdmin, requireManager, type Authenticate, type
 import type { JoinRequest } from '../joining/requests.ts';
 import { Accepted, Aup, AupAcceptance, Decision, JoinRequestSchema, NewAup, NewGroupRequest, RequestList, RequestParams, RequestsQuery } from '../joining/api-schemas.ts';
 
-const tags = ['registry'];
+const tags = ['Registry'];
 const security = SECURITY.token;
 
 export const joiningRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; authenticate: Authenticate }> = async (app, { ctx, authenticate }) => {
@@ -100,7 +100,7 @@ export const joiningRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; authent
   app.get(
     '/registry/aup',
     {
-      schema: { tags, security: SECURITY.none, operationId: 'getAup', summary: 'The current acceptable-use policy, which users accept before they get tokens; 404 when none is set', response: { 200: Aup, ...errors(404) } },
+      schema: { tags, security: SECURITY.none, operationId: 'getAup', summary: 'The current acceptable-use policy, which users accept before they get tokens; 404 when none is set', response: { 200: Aup, ...errors(400, 404) } },
     },
     async () => {
       const current = ctx.registry.aup;

@@ -8,7 +8,7 @@ import { NewUserBody, RegistryUser, SuspendBody, SuspendedUser, UserList, UserLi
 import { actorOf, isAdmin, requireAdmin, type Authenticate, type KillJobsOf } from './access.ts';
 import { knownUser, pageOf, userView } from './views.ts';
 
-const tags = ['registry'];
+const tags = ['Registry'];
 const security = SECURITY.token;
 
 export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; admin: RegistryAdmin; authenticate: Authenticate; killJobsOf: KillJobsOf }> = async (app, { ctx, admin, authenticate, killJobsOf }) => {
@@ -35,7 +35,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; admin: Reg
     return { users: p.items.map((u) => userView(registry, u)), total: p.total, page: p.page, perPage: p.perPage };
   });
 
-  app.post('/registry/users', { schema: { tags, security, operationId: 'createRegistryUser', summary: 'Create a user (Admin)', body: NewUserBody, response: { 201: RegistryUser, ...errors(400, 401, 403, 409) } } }, async (request, reply) => {
+  app.post('/registry/users', { schema: { tags, security, operationId: 'createRegistryUser', summary: 'Create a user (Admin)', body: NewUserBody, response: { 201: RegistryUser, ...errors(400, 401, 403, 409, 415) } } }, async (request, reply) => {
     const caller = await authenticate(request, reply);
     requireAdmin(caller, 'create users');
     await admin.createUser(actorOf(caller), request.body);
@@ -50,7 +50,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; admin: Reg
     return userView(registry, knownUser(registry, user));
   });
 
-  app.patch('/registry/users/:name', { schema: { tags, security, operationId: 'updateRegistryUser', summary: 'Change a user (Admin); null clears a field', params: UserParams, body: UserPatchBody, response: { 200: RegistryUser, ...errors(400, 401, 403, 404, 409) } } }, async (request, reply) => {
+  app.patch('/registry/users/:name', { schema: { tags, security, operationId: 'updateRegistryUser', summary: 'Change a user (Admin); null clears a field', params: UserParams, body: UserPatchBody, response: { 200: RegistryUser, ...errors(400, 401, 403, 404, 409, 415) } } }, async (request, reply) => {
     const caller = await authenticate(request, reply);
     requireAdmin(caller, 'change users');
     await admin.updateUser(actorOf(caller), request.params.name, request.body);
@@ -64,7 +64,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; admin: Reg
     return userView(registry, knownUser(registry, request.params.name));
   });
 
-  app.post('/registry/users/:name/suspend', { schema: { tags, security, operationId: 'suspendRegistryUser', summary: "Suspend a user (Admin): no new tokens, refresh tokens and sessions stop at once; with killJobs, the user's unfinished jobs are killed too", params: UserParams, body: SuspendBody, response: { 200: SuspendedUser, ...errors(400, 401, 403, 404) } } }, async (request, reply) => {
+  app.post('/registry/users/:name/suspend', { schema: { tags, security, operationId: 'suspendRegistryUser', summary: "Suspend a user (Admin): no new tokens, refresh tokens and sessions stop at once; with killJobs, the user's unfinished jobs are killed too", params: UserParams, body: SuspendBody, response: { 200: SuspendedUser, ...errors(400, 401, 403, 404, 415) } } }, async (request, reply) => {
     const caller = await authenticate(request, reply);
     requireAdmin(caller, 'suspend users');
     const { name } = request.params;
@@ -74,7 +74,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext; admin: Reg
     return { ...userView(registry, knownUser(registry, name)), killedJobs };
   });
 
-  app.post('/registry/users/:name/reinstate', { schema: { tags, security, operationId: 'reinstateRegistryUser', summary: 'Reinstate a suspended or removed user (Admin)', params: UserParams, response: { 200: RegistryUser, ...errors(400, 401, 403, 404) } } }, async (request, reply) => {
+  app.post('/registry/users/:name/reinstate', { schema: { tags, security, operationId: 'reinstateRegistryUser', summary: 'Reinstate a suspended or removed user (Admin)', params: UserParams, response: { 200: RegistryUser, ...errors(400, 401, 403, 404, 415) } } }, async (request, reply) => {
     const caller = await authenticate(request, reply);
     requireAdmin(caller, 'reinstate users');
     await admin.setUserStatus(actorOf(caller), request.params.name, 'active');

@@ -164,6 +164,9 @@ export const ListQuery = Type.Object({
 
 export const ResourceQuery = Type.Object({ attributes: ListQuery.properties.attributes, excludedAttributes: ListQuery.properties.excludedAttributes });
 
+/** RFC 7644 §4: the discovery endpoints take no filter; one sent is refused (403) rather than ignored. */
+export const DiscoveryQuery = Type.Object({ filter: Opt(Type.String({ maxLength: 4096, description: 'not supported here: answered 403 (RFC 7644 §4)' })) });
+
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 512, description: 'the resource id' }) });
 
 /** A response of `schema` as application/scim+json, in Fastify's per-media-type form. */

@@ -11,7 +11,7 @@ import { toDirigoError } from '../../kernel/error-handler.ts';
 import { InsufficientPrivileges, NotFound } from '../../kernel/errors.ts';
 import { SECURITY } from '../../kernel/openapi.ts';
 import { Property } from '../registry.ts';
-import { IdParams, ListQuery, ResourceQuery, ResourceTypeBody, ResourceTypeList, SCIM_MEDIA_TYPE, SchemaBody, SchemaList, scim, scimErrors, ScimGroup, ScimGroupList, ScimUser, ScimUserList, ServiceProviderConfigBody } from './api-schemas.ts';
+import { DiscoveryQuery, IdParams, ListQuery, ResourceQuery, ResourceTypeBody, ResourceTypeList, SCIM_MEDIA_TYPE, SchemaBody, SchemaList, scim, scimErrors, ScimGroup, ScimGroupList, ScimUser, ScimUserList, ServiceProviderConfigBody } from './api-schemas.ts';
 import { resourceTypes, serviceProviderConfig } from './discovery.ts';
 import { ReadOnly, ScimError } from './errors.ts';
 import { listResources, project } from './listing.ts';
@@ -50,7 +50,11 @@ export interface ScimRoutesOptions {
 export const scimRoutes: FastifyPluginAsyncTypebox<ScimRoutesOptions> = async (app, { ctx, authenticate }) => {
   app.setErrorHandler(scimErrorHandler);
   app.setNotFoundHandler((request) => {
-    throw new NotFound(`no SCIM endpoint ${request.method} ${request.url.split('?')[0]}`);
+    const path = request.url.split('?')[0]!;
+    // Read only: a write to Users or Groups is refused as not implemented rather than not found. Handled
+    // here rather than as routes, since they are not operations of the document.
+    if (request.method !== 'GET' && request.method !== 'HEAD' && /^\/scim\/v2\/(Users|Groups)(\/[^/]+)?$/.test(path)) throw new ReadOnly(request.method);
+    throw new NotFound(`no SCIM endpoint ${request.method} ${path}`);
   });
   // SCIM clients send application/scim+json (RFC 7644 §3.1); only writes have bodies, and they are refused.
   app.addContentTypeParser(SCIM_MEDIA_TYPE, { parseAs: 'string' }, (_request, _body, done) => done(null, undefined));
@@ -105,7 +109,12 @@ export const scimRoutes: FastifyPluginAsyncTypebox<ScimRoutesOptions> = async (a
   });
 
   const discovery = { tags, security: SECURITY.none };
-  app.get('/ServiceProviderConfig', { schema: { ...discovery, operationId: 'scimServiceProviderConfig', summary: 'What this SCIM service supports (RFC 7643 §5)', response: { 200: scim(ServiceProviderConfigBody, 'The configuration') as never } } }, async (_request, reply) => {
+  // RFC 7644 §4: a filter on a discovery endpoint is answered 403, so that no client believes it applied.
+  const listingDiscovery = { ...discovery, querystring: DiscoveryQuery };
+  const refuseFilter = async (request: FastifyRequest) => {
+    if ((request.query as { filter?: string }).filter !== undefined) throw new InsufficientPrivileges('the discovery endpoints take no filter (RFC 7644 §4)');
+  };
+  app.get('/ServiceProviderConfig', { preHandler: refuseFilter, schema: { ...listingDiscovery, operationId: 'scimServiceProviderConfig', summary: 'What this SCIM service supports (RFC 7643 §5)', response: { 200: scim(ServiceProviderConfigBody, 'The configuration') as never, ...scimErrors(400, 403) } } }, async (_request, reply) => {
     reply.type(SCIM_MEDIA_TYPE);
     return serviceProviderConfig(base());
   });
@@ -117,27 +126,20 @@ export const scimRoutes: FastifyPluginAsyncTypebox<ScimRoutesOptions> = async (a
     return found;
   };
 
-  app.get('/ResourceTypes', { schema: { ...discovery, operationId: 'scimListResourceTypes', summary: 'The resource types: User and Group (RFC 7643 §6)', response: { 200: scim(ResourceTypeList, 'Every resource type') as never } } }, async (_request, reply) => {
+  app.get('/ResourceTypes', { preHandler: refuseFilter, schema: { ...listingDiscovery, operationId: 'scimListResourceTypes', summary: 'The resource types: User and Group (RFC 7643 §6)', response: { 200: scim(ResourceTypeList, 'Every resource type') as never, ...scimErrors(400, 403) } } }, async (_request, reply) => {
     reply.type(SCIM_MEDIA_TYPE);
     return listing(resourceTypes(base()));
   });
-  app.get('/ResourceTypes/:id', { schema: { ...discovery, operationId: 'scimGetResourceType', summary: 'One resource type', params: IdParams, response: { 200: scim(ResourceTypeBody, 'The resource type') as never, ...scimErrors(404) } } }, async (request, reply) => {
+  app.get('/ResourceTypes/:id', { schema: { ...discovery, operationId: 'scimGetResourceType', summary: 'One resource type', params: IdParams, response: { 200: scim(ResourceTypeBody, 'The resource type') as never, ...scimErrors(400, 404) } } }, async (request, reply) => {
     reply.type(SCIM_MEDIA_TYPE);
     return byId(resourceTypes(base()), request.params.id, 'resource type');
   });
-  app.get('/Schemas', { schema: { ...discovery, operationId: 'scimListSchemas', summary: 'The schemas of users, groups and their Dirigo extensions (RFC 7643 §7)', response: { 200: scim(SchemaList, 'Every schema') as never } } }, async (_request, reply) => {
+  app.get('/Schemas', { preHandler: refuseFilter, schema: { ...listingDiscovery, operationId: 'scimListSchemas', summary: 'The schemas of users, groups and their Dirigo extensions (RFC 7643 §7)', response: { 200: scim(SchemaList, 'Every schema') as never, ...scimErrors(400, 403) } } }, async (_request, reply) => {
     reply.type(SCIM_MEDIA_TYPE);
     return listing(schemaDefinitions(base()));
   });
-  app.get('/Schemas/:id', { schema: { ...discovery, operationId: 'scimGetSchema', summary: 'One schema, by URN', params: IdParams, response: { 200: scim(SchemaBody, 'The schema') as never, ...scimErrors(404) } } }, async (request, reply) => {
+  app.get('/Schemas/:id', { schema: { ...discovery, operationId: 'scimGetSchema', summary: 'One schema, by URN', params: IdParams, response: { 200: scim(SchemaBody, 'The schema') as never, ...scimErrors(400, 404) } } }, async (request, reply) => {
     reply.type(SCIM_MEDIA_TYPE);
     return byId(schemaDefinitions(base()), request.params.id, 'schema');
   });
-
-  // Read only: writes are refused as not implemented rather than not found (left out of the document: not operations).
-  for (const url of ['/Users', '/Users/:id', '/Groups', '/Groups/:id']) {
-    app.route({ method: ['POST', 'PUT', 'PATCH', 'DELETE'], url, schema: { hide: true }, handler: async (request) => {
-      throw new ReadOnly(request.method);
-    } });
-  }
 };
