@@ -14,9 +14,33 @@ type Document30 = {
   paths: Record<string, Record<string, Operation | unknown>>;
 };
 
+/**
+ * The converter takes any key named `schemas` for a map of schemas (as components.schemas is), so a
+ * property of that name (SCIM's resources have one, RFC 7643 §3) is renamed around the conversion.
+ */
+const SCHEMAS = 'schemas';
+const HIDDEN = 'x-dirigo-property-schemas';
+
+function renameProperty(node: unknown, from: string, to: string): void {
+  if (Array.isArray(node)) {
+    for (const item of node) renameProperty(item, from, to);
+    return;
+  }
+  if (!node || typeof node !== 'object') return;
+  const schema = node as { properties?: Record<string, unknown>; required?: unknown };
+  if (schema.properties && typeof schema.properties === 'object' && from in schema.properties) {
+    schema.properties = Object.fromEntries(Object.entries(schema.properties).map(([k, v]) => [k === from ? to : k, v]));
+    if (Array.isArray(schema.required)) schema.required = schema.required.map((k) => (k === from ? to : k));
+  }
+  for (const value of Object.values(node)) renameProperty(value, from, to);
+}
+
 /** The OpenAPI 3.1 document `doc31` as OpenAPI 3.0, without mutual TLS; `doc31` is left as it was. */
 export function toOpenApi30(doc31: object): Document30 {
-  const doc = new Converter(structuredClone(doc31)).convert() as Document30;
+  const input = structuredClone(doc31);
+  renameProperty(input, SCHEMAS, HIDDEN);
+  const doc = new Converter(input).convert() as Document30;
+  renameProperty(doc, HIDDEN, SCHEMAS);
   const schemes = doc.components?.securitySchemes ?? {};
   const mtls = new Set(Object.keys(schemes).filter((name) => schemes[name]!.type === 'mutualTLS'));
   for (const name of mtls) delete schemes[name];
