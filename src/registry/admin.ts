@@ -85,9 +85,7 @@ export class RegistryAdmin {
 
   async #write<T>(fn: (trx: Trx, at: string) => Promise<T>): Promise<T> {
     const at = this.#now().toISOString();
-    const result = await this.#db.transaction().execute((trx) => fn(trx, at));
-    await this.#registry.refresh();
-    return result;
+    return this.#registry.write((trx) => fn(trx, at));
   }
 
   async #user(trx: Trx, name: string): Promise<UserState> {

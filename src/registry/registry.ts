@@ -5,7 +5,9 @@
  * timer so changes made through another instance show up within `registry.refreshMs`.
  */
 import type { AppConfig } from '../kernel/config.ts';
+import type { Transaction } from 'kysely';
 import type { Db } from '../kernel/db/database.ts';
+import type { Database } from '../kernel/db/schema.ts';
 import { identityKey, loadSnapshot, registryVersion, type CurrentAup, type RegistryGroup, type RegistryUser, type Snapshot } from './snapshot.ts';
 
 export type { RegistryGroup, RegistryUser } from './snapshot.ts';
@@ -44,6 +46,16 @@ export class Registry {
   /** max(registry_audit.id) when this snapshot was read. */
   get version(): number {
     return this.#s.version;
+  }
+
+  /**
+   * Runs a registry write in one transaction, then reloads the snapshot, so this instance's next request
+   * already sees it (other instances see it at their next poll). Every writer goes through here.
+   */
+  async write<T>(fn: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+    const result = await this.#db.transaction().execute(fn);
+    await this.refresh();
+    return result;
   }
 
   /** Reloads the snapshot if the database moved on (or a membership end or expiry passed). */

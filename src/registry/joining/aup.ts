@@ -32,7 +32,7 @@ export class AupAdmin {
     if (input.text.trim() === '') throw new InvalidRequest('text: must not be empty');
     if (input.validDays !== undefined && !(Number.isInteger(input.validDays) && input.validDays >= 1)) throw new InvalidRequest('validDays: a whole number of days, at least 1');
     const at = this.#now().toISOString();
-    await this.#db.transaction().execute(async (trx) => {
+    await this.#registry.write(async (trx) => {
       // created_at orders versions; a version set in the same millisecond as the current one still comes after it.
       const newest = await trx.selectFrom('registry_aup').select(['version', 'created_at']).orderBy('created_at', 'desc').executeTakeFirst();
       if (await trx.selectFrom('registry_aup').select('version').where('version', '=', input.version).executeTakeFirst()) throw new Conflict(`AUP version '${input.version}' exists already: give a new version`);
@@ -40,7 +40,6 @@ export class AupAdmin {
       await trx.insertInto('registry_aup').values({ version: input.version, text: input.text, valid_days: input.validDays ?? null, created_at: created }).execute();
       await writeAudit(trx, at, actor, 'aup.set', 'aup', input.version, newest ? { version: newest.version } : undefined, { version: input.version, validDays: input.validDays ?? null });
     });
-    await this.#registry.refresh();
   }
 
   /** Config seeding: adds config.yaml's version unless the database already has it. */
@@ -61,13 +60,12 @@ export class AupAdmin {
     if (!current) throw new Conflict('there is no AUP to accept');
     if (version !== current.version) throw new Conflict(`'${version}' is not the current AUP version ('${current.version}'): read it at /registry/aup`);
     const at = this.#now().toISOString();
-    await this.#db.transaction().execute(async (trx) => {
+    await this.#registry.write(async (trx) => {
       const before = await trx.selectFrom('registry_aup_acceptances').select('accepted_at').where('user_name', '=', user).where('version', '=', version).executeTakeFirst();
       if (before) await trx.updateTable('registry_aup_acceptances').set({ accepted_at: at }).where('user_name', '=', user).where('version', '=', version).execute();
       else await trx.insertInto('registry_aup_acceptances').values({ user_name: user, version, accepted_at: at }).execute();
       await writeAudit(trx, at, `user:${user}`, 'aup.accept', 'aup', `${version}/${user}`, before ? { acceptedAt: before.accepted_at } : undefined, { acceptedAt: at });
     });
-    await this.#registry.refresh();
     return { version, acceptedAt: at };
   }
 }

@@ -102,9 +102,7 @@ export class Joining {
 
   async #write<T>(fn: (trx: Trx, at: string) => Promise<T>): Promise<T> {
     const at = this.#now().toISOString();
-    const result = await this.#db.transaction().execute((trx) => fn(trx, at));
-    await this.#registry.refresh();
-    return result;
+    return this.#registry.write((trx) => fn(trx, at));
   }
 
   #notify(event: JoinEvent, request: JoinRequest): void {
