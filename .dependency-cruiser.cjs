@@ -11,7 +11,7 @@
  * names, catalogue paths) and src/payload (running a job's payload on a machine: the local executor,
  * its sandbox, archives, output tail and process statistics, shared by the service and the agent).
  */
-const DOMAINS = ['pki', 'registry', 'cluster', 'auth', 'federation', 'jobs', 'catalogue', 'executors', 'agents', 'webapp', 'downloads', 'sites'];
+const DOMAINS = ['pki', 'registry', 'cluster', 'auth', 'accounting', 'federation', 'jobs', 'catalogue', 'executors', 'agents', 'webapp', 'downloads', 'sites'];
 
 /** What each domain may import besides itself and the kernel: the layer order, written once. */
 const MAY_IMPORT = {
@@ -19,9 +19,10 @@ const MAY_IMPORT = {
   registry: [],
   cluster: [],
   auth: ['pki', 'registry', 'cluster'],
+  accounting: ['registry', 'cluster', 'auth'],
   federation: ['registry', 'auth'],
   sites: ['registry', 'auth'],
-  jobs: ['registry', 'cluster', 'auth', 'sites'],
+  jobs: ['registry', 'cluster', 'auth', 'accounting', 'sites'],
   catalogue: ['registry', 'auth'],
   executors: ['jobs', 'sites'],
   agents: ['cluster', 'auth', 'jobs', 'sites', 'executors'],

@@ -11,6 +11,7 @@ import { clusterMigrations } from '../cluster/index.ts';
 import { federationMigrations } from '../federation/index.ts';
 import { agentsMigrations, pilotsMigrations } from '../agents/index.ts';
 import { sitesMigrations } from '../sites/index.ts';
+import { accountingMigrations } from '../accounting/index.ts';
 
 export const migrations: Record<string, Migration> = {
   ...authMigrations,
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   ...agentsMigrations,
   ...pilotsMigrations,
   ...sitesMigrations,
+  ...accountingMigrations,
 };

@@ -17,6 +17,8 @@ import { wrapMinorStatus } from '../protocol/job-status.ts';
 import { transitions } from './metrics.ts';
 import type { JobTable } from './tables.ts';
 import type { JobEvents } from './lifecycle/job-events.ts';
+import type { RunUsage } from '../payload/run-usage.ts';
+import { recordEndedRuns, type RunsEnding } from './run-records.ts';
 
 const S = JobStatus;
 
@@ -64,6 +66,8 @@ export interface StatusChange {
   executorId?: string;
   /** Extra condition: only jobs whose HoldReason is one of these (a hold made meanwhile is kept). */
   holdReasons?: readonly string[];
+  /** What the run that this change ends consumed (one job's change only), for its usage record (docs/accounting.md). */
+  usage?: RunUsage;
 }
 
 type Db = Kysely<Database>;
@@ -88,6 +92,7 @@ export async function changeStatus(db: Db | Transaction<Database>, events: JobEv
     // Chunks keep the statement under the dialects' parameter limits.
     for (let i = 0; i < jobIds.length; i += 500) {
       const chunk = jobIds.slice(i, i + 500);
+      const ending: RunsEnding | undefined = await recordEndedRuns.before(trx, chunk, from, change.to);
       let q = trx
         .updateTable('jobs')
         .set({
@@ -117,6 +122,7 @@ export async function changeStatus(db: Db | Transaction<Database>, events: JobEv
         )
         .execute();
       for (const r of rows) changed.push(Number(r.job_id));
+      if (ending) await recordEndedRuns.after(trx, ending, rows.map((r) => Number(r.job_id)), { now, to: change.to, set: change.set, usage: jobIds.length === 1 ? change.usage : undefined });
     }
     return changed;
   };

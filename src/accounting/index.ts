@@ -1,0 +1,6 @@
+/**
+ * Accounting (docs/accounting.md): a usage record per run, hourly rollups, the queue's history, the
+ * /accounting routes and the APEL export. The jobs domain writes the records; nothing here reads its tables.
+ */
+export { accountingMigrations } from './migrations.ts';
+export { recordRuns, type EndedRunRecord } from './records.ts';
