@@ -16,6 +16,7 @@ import { after, afterEach, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { request } from 'undici';
 import { LocalExecutor } from '../../src/payload/local.ts';
+import { queryUsage } from '../../src/accounting/index.ts';
 import type { ExecutorEvent } from '../../src/payload/executor.ts';
 import { FileSandboxStore } from '../../src/jobs/sandbox-store.ts';
 import { prepareServe, startServe, stopServe, userAgent, flowAToken, type ServeProcess, type ServeSetup } from '../helpers/serve-process.ts';
@@ -135,6 +136,18 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(r.status, 'Done');
       assertBurnt(r);
     });
+
+    test("the accounting query gives each site's CPU as its records measured it", async () => {
+      const hour = Math.floor(Date.now() / 3_600_000);
+      const rows = await queryUsage(svc.ctx.db, { fromHour: hour - 1, toHour: hour + 1, interval: 'total', groupBy: 'site', filters: {} });
+      const records = await svc.ctx.db.selectFrom('usage_records').select(['site', 'cpu_user_seconds', 'cpu_system_seconds']).execute();
+      for (const site of ['Local', 'Pool']) {
+        const expected = records.filter((r) => r.site === site).reduce((sum, r) => sum + Number(r.cpu_user_seconds ?? 0) + Number(r.cpu_system_seconds ?? 0), 0);
+        const row = rows.find((r) => r.group === site);
+        assert.ok(row && expected > 1.4, `${site}: ${JSON.stringify(rows)}`);
+        assert.ok(Math.abs(row.cpuSeconds - expected) < 0.01, `${site}: ${row.cpuSeconds} s, records say ${expected} s`);
+      }
+    });
   });
 }
 
@@ -192,10 +205,11 @@ for (const { dialect, skip } of await dialects()) {
       writeFileSync(release, '');
       server = await startServe(setup);
       token = await flowAToken(server.url, http);
-      let job: Record<string, unknown> = {};
-      for (let i = 0; !['Done', 'Failed', 'Killed'].includes(String((job = await call(server.url, `/jobs/${jid[0]}`, token)).Status)); i++) {
+      let job = await call(server.url, `/jobs/${jid[0]}`, token);
+      for (let i = 0; !['Done', 'Failed', 'Killed'].includes(String(job.Status)); i++) {
         assert.ok(i < 600, `still ${String(job.Status)}: ${JSON.stringify(job.StatusHistory)}`);
         await new Promise((r) => setTimeout(r, 100));
+        job = await call(server.url, `/jobs/${jid[0]}`, token);
       }
       assert.equal(job.Status, 'Done', String(job.MinorStatus));
       const rows = await servedRecord(setup, dialect, jid[0]!);
