@@ -78,6 +78,16 @@ export const StatusBody = Type.Object(
   { additionalProperties: false },
 );
 
+/** What the payload consumed, as the agent measured it (docs/accounting.md); a day of a thousand cores at most. */
+export const RunUsageBody = Type.Object(
+  {
+    cpuUserSeconds: Type.Number({ minimum: 0, maximum: 1e8, description: 'CPU seconds in user mode of the payload and its waited-for descendants' }),
+    cpuSystemSeconds: Type.Number({ minimum: 0, maximum: 1e8, description: 'CPU seconds in kernel mode, likewise' }),
+    maxRssKb: Type.Optional(Type.Integer({ minimum: 0, maximum: 1e12, description: 'largest resident set of one of its processes, kB' })),
+  },
+  { additionalProperties: false },
+);
+
 export const FinishBody = Type.Object(
   {
     agentId: AgentId,
@@ -88,6 +98,8 @@ export const FinishBody = Type.Object(
     exitCode: Type.Union([Type.Integer({ minimum: -1000, maximum: 1000 }), Type.Null()]),
     minorStatus: Type.String({ minLength: 1, maxLength: 500 }),
     applicationStatus: Type.Optional(ApplicationStatus),
+    /** Absent from older agents' reports: the record's CPU is then unknown. */
+    usage: Type.Optional(RunUsageBody),
   },
   { additionalProperties: false },
 );

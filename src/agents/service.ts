@@ -10,6 +10,7 @@ import type { AgentSiteConfig, JobEvents, PulledRun } from '../jobs/index.ts';
 import type { Manifest } from '../protocol/job-manifest.ts';
 import { JobStatus } from '../protocol/job-status.ts';
 import type { ServiceSandboxStore, StoredObject } from '../payload/sandbox-store.ts';
+import type { RunUsage } from '../payload/run-usage.ts';
 import type { Matcher } from '../jobs/index.ts';
 import { publishResources } from '../sites/index.ts';
 import { REQUIREMENT_LIMITS, type ResourceOffer } from '../protocol/requirements.ts';
@@ -238,7 +239,7 @@ export class AgentsService {
   async finish(
     agent: AgentIdentity,
     jobId: number,
-    report: { outcome: 'done' | 'failed' | 'rescheduled'; exitCode: number | null; minorStatus: string; applicationStatus?: string | undefined },
+    report: { outcome: 'done' | 'failed' | 'rescheduled'; exitCode: number | null; minorStatus: string; applicationStatus?: string | undefined; usage?: RunUsage | undefined },
   ): Promise<{ JobID: number; Status: string }> {
     // The same outcome reported again by the agent that ran the job (its answer was lost): already applied.
     const replayed = await pulledRun(this.#ctx.db, jobId, holderOf(agent));

@@ -335,13 +335,15 @@ export class Scheduler {
       case 'finished': {
         const sandbox = event.outputSandbox ? { output_sandbox: event.outputSandbox.sha256, output_sandbox_size: event.outputSandbox.size } : {};
         const set = { ...sandbox, exit_code: event.exitCode, end_exec_time: now, lease_until: null };
+        // What the run consumed and where, for its usage record (docs/accounting.md).
+        const measured = { ...(event.usage ? { usage: event.usage } : {}), ...(event.resource ? { resource: event.resource } : {}) };
         const won =
           event.outcome === 'killed'
-            ? (await changeStatus(this.#db, this.#events, [event.jobId], { ...mine, from: HELD, to: JobStatus.Killed, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set })).length === 1
+            ? (await changeStatus(this.#db, this.#events, [event.jobId], { ...mine, from: HELD, to: JobStatus.Killed, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set, ...measured })).length === 1
             : event.outcome === 'done'
-            ? (await changeStatus(this.#db, this.#events, [event.jobId], { ...mine, from: JobStatus.Completing, to: JobStatus.Done, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set })).length === 1
+            ? (await changeStatus(this.#db, this.#events, [event.jobId], { ...mine, from: JobStatus.Completing, to: JobStatus.Done, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, set, ...measured })).length === 1
             : // Done, held, retried or Failed, as the job's manifest says (docs/workflows.md "When a run ends").
-              (await endFailedRun(this.#db, this.#events, event.jobId, { ...mine, exitCode: event.exitCode, cpuLimit: event.cpuLimit === true, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, from: HELD, set }, this.#runEnds)) !== undefined;
+              (await endFailedRun(this.#db, this.#events, event.jobId, { ...mine, exitCode: event.exitCode, cpuLimit: event.cpuLimit === true, minorStatus: event.minorStatus, applicationStatus: event.applicationStatus, from: HELD, set, ...measured }, this.#runEnds)) !== undefined;
         if (!won && event.outputSandbox) {
           // Killed meanwhile: the status stays, the output is still worth keeping.
           await keepOutputOfEndedRun(this.#db, event.jobId, { outputSandbox: event.outputSandbox, exitCode: event.exitCode, endedAt: now });

@@ -9,6 +9,7 @@ import { environment } from '../kernel/config.ts';
 import { secondsSince } from '../kernel/observability.ts';
 import { batchCommandDuration, batchCommandFailures } from './metrics.ts';
 import { parseSinfo, SINFO_ARGS, type SlurmPartition } from './slurm-partitions.ts';
+import { parseSacctUsage, SACCT_USAGE_FORMAT, type SlurmUsage } from './slurm-usage.ts';
 
 export interface SlurmJobInfo {
   id: string;
@@ -146,6 +147,23 @@ export class SlurmClient {
       throw err;
     }
     return parseSqueue(out, wanted);
+  }
+
+  /**
+   * What the ended jobs `ids` consumed, from one `sacct` call (slurm-usage.ts). Quiet: empty when
+   * accounting is off, and a failure only leaves the records without Slurm's figures.
+   */
+  async usage(ids: readonly string[]): Promise<Map<string, SlurmUsage>> {
+    const wanted = new Set(ids.filter((id) => SLURM_ID.test(id)));
+    if (wanted.size === 0) return new Map();
+    let out: string;
+    try {
+      out = await this.#run('sacct', ['--noheader', '--parsable2', `--jobs=${[...wanted].join(',')}`, `--format=${SACCT_USAGE_FORMAT}`], NO_ACCOUNTING, true);
+    } catch (err) {
+      if (err instanceof SlurmCommandError && NO_ACCOUNTING.test(err.message)) return new Map();
+      throw err;
+    }
+    return parseSacctUsage(out, wanted);
   }
 
   /**

@@ -77,6 +77,8 @@ export function batchScript(input: BatchScriptInput): string {
     // `wait` returns early when a trapped signal arrives; wait again for the real end.
     'while kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done',
     'if [ "$rc" = 127 ] && [ ! -x "$exe" ] && ! command -v -- "$exe" >/dev/null 2>&1; then record "not-found"; exit 127; fi',
+    // The payload's CPU as this shell waited for it (children's user and system time), for when sacct has nothing.
+    '{ times > "$stage/usage.tmp" && mv -f "$stage/usage.tmp" "$stage/usage"; } 2>/dev/null',
     'record "exit $rc"',
     'exit "$rc"',
   );

@@ -33,6 +33,7 @@ import type { OutputLocation } from '../payload/output-tail.ts';
 import { measuredPlatform } from '../payload/machine.ts';
 import type { ResourceDescription, ResourceOffer } from '../protocol/requirements.ts';
 import { partitionOffers, sitePartitions, type SlurmPartition } from './slurm-partitions.ts';
+import { parseTimesOutput, type SlurmUsage } from './slurm-usage.ts';
 
 export interface SlurmExecutorOptions {
   site: SlurmSiteConfig;
@@ -47,7 +48,7 @@ export interface SlurmExecutorOptions {
   client?: SlurmCommands;
 }
 
-type SlurmCommands = Pick<SlurmClient, 'submit' | 'query' | 'cancel' | 'findByWorkDir'> & Partial<Pick<SlurmClient, 'lastFailure' | 'answered' | 'partitions'>>;
+type SlurmCommands = Pick<SlurmClient, 'submit' | 'query' | 'cancel' | 'findByWorkDir'> & Partial<Pick<SlurmClient, 'lastFailure' | 'answered' | 'partitions' | 'usage'>>;
 
 /** After a failed `sinfo`, the partitions are asked for again this much later at the soonest. */
 const PARTITIONS_RETRY_MS = 10000;
@@ -277,10 +278,11 @@ export class SlurmExecutor implements Executor {
       this.#lastPollError = message;
       return [];
     }
+    const usage = await this.#usageOfEnded(mine, states);
     const events: ExecutorEvent[] = [];
     for (const h of mine) {
       const info = states.get(h.slurmId);
-      events.push(...(await this.#follow(h, info)));
+      events.push(...(await this.#follow(h, info, usage.get(h.slurmId))));
     }
     for (const [slurmId, stage] of this.#cleanup) {
       const info = states.get(slurmId);
@@ -292,12 +294,25 @@ export class SlurmExecutor implements Executor {
     return events;
   }
 
-  async #follow(h: Held, info: SlurmJobInfo | undefined): Promise<ExecutorEvent[]> {
+  /** One `sacct` for the jobs of this cycle that ended (or that squeue no longer lists); none when nothing ended. */
+  async #usageOfEnded(mine: readonly Held[], states: ReadonlyMap<string, SlurmJobInfo>): Promise<Map<string, SlurmUsage>> {
+    const ended = mine.filter((h) => {
+      const info = states.get(h.slurmId);
+      return !info || (!QUEUED.has(info.state) && !RUNNING.has(info.state));
+    });
+    if (ended.length === 0 || !this.#slurm.usage) return new Map();
+    return this.#slurm.usage(ended.map((h) => h.slurmId)).catch((err: Error) => {
+      this.#o.log.warn({ site: this.site }, `Slurm accounting query (sacct) failed, usage records go without its figures: ${err.message}`);
+      return new Map<string, SlurmUsage>();
+    });
+  }
+
+  async #follow(h: Held, info: SlurmJobInfo | undefined, usage: SlurmUsage | undefined): Promise<ExecutorEvent[]> {
     const jobId = h.job.jobId;
     if (!info) {
       // Not listed: finished and purged (MinJobAge), or lost. The exit record tells which.
       const record = await this.#exitRecord(h);
-      if (record) return this.#finish(h, record.kind === 'exit' && record.code === 0 ? 'COMPLETED' : 'FAILED', 'None', record);
+      if (record) return this.#finish(h, record.kind === 'exit' && record.code === 0 ? 'COMPLETED' : 'FAILED', 'None', record, usage);
       h.misses++;
       if (h.misses < MISSES_BEFORE_LOST || Date.now() - h.submittedAt < LOST_AFTER_MS) return [];
       return this.#finish(h, 'LOST', `Slurm no longer knows batch job ${h.slurmId} and it left no exit record`, undefined);
@@ -314,7 +329,7 @@ export class SlurmExecutor implements Executor {
       h.running = true;
       return [{ kind: 'running', jobId, ref: this.#ref(h) }];
     }
-    return this.#finish(h, info.state, info.reason, await this.#exitRecord(h));
+    return this.#finish(h, info.state, info.reason, await this.#exitRecord(h), usage);
   }
 
   #ref(h: Held): string {
@@ -328,15 +343,31 @@ export class SlurmExecutor implements Executor {
     return record ? parseExitRecord(record.toString('utf8')) : undefined;
   }
 
+  /**
+   * What the run consumed and where, for its usage record: sacct's figures and partition; without them
+   * the batch script's own measure (`usage`) and the partition it was sent to.
+   */
+  async #measured(h: Held, sacct: SlurmUsage | undefined): Promise<Pick<Extract<ExecutorEvent, { kind: 'finished' }>, 'usage' | 'resource'>> {
+    const resource = sacct?.partition || h.job.resource || this.#o.site.partition;
+    let usage = sacct?.usage;
+    if (!usage) {
+      const rel = `${relative(this.#o.stagingDir, h.stage).split(sep).join('/')}/usage`;
+      const text = await readConfined(this.#o.stagingDir, rel, 4096).catch(() => undefined);
+      usage = text ? parseTimesOutput(text.toString('utf8')) : undefined;
+    }
+    return { ...(usage ? { usage } : {}), ...(resource ? { resource } : {}) };
+  }
+
   /** The events that end a job in Slurm state `state`; forgets the job and removes its staging directory. */
-  async #finish(h: Held, state: string, reason: string, record: ExitRecord | undefined): Promise<ExecutorEvent[]> {
+  async #finish(h: Held, state: string, reason: string, record: ExitRecord | undefined, sacct?: SlurmUsage): Promise<ExecutorEvent[]> {
     const jobId = h.job.jobId;
     this.#held.delete(jobId);
     const events: ExecutorEvent[] = [];
     let keep = false;
     try {
+      const measured = await this.#measured(h, sacct);
       if (state === 'CANCELLED') {
-        return [{ kind: 'finished', jobId, outcome: 'killed', exitCode: null, minorStatus: `Cancelled in Slurm (batch job ${h.slurmId}${reason && reason !== 'None' ? `: ${reason}` : ''})` }];
+        return [{ kind: 'finished', jobId, outcome: 'killed', exitCode: null, minorStatus: `Cancelled in Slurm (batch job ${h.slurmId}${reason && reason !== 'None' ? `: ${reason}` : ''})`, ...measured }];
       }
       const ran = record?.kind === 'exit' || ['COMPLETED', 'FAILED', 'TIMEOUT', 'OUT_OF_MEMORY'].includes(state);
       if (ran && !h.running) events.push({ kind: 'running', jobId, ref: this.#ref(h) });
@@ -355,6 +386,7 @@ export class SlurmExecutor implements Executor {
         ...outcome,
         ...(packed.error ? { outcome: 'failed', minorStatus: packed.error } : {}),
         ...(outputSandbox ? { outputSandbox } : {}),
+        ...measured,
       };
       finished.minorStatus = withSkipped(finished.minorStatus, packed.skipped);
       events.push(finished);

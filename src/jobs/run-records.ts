@@ -51,7 +51,7 @@ export const recordEndedRuns = {
   },
 
   /** Records the runs of `changed` that `before` found; a run that never started and was only handed back (Rescheduled) consumed nothing and is not recorded. */
-  async after(trx: Transaction<Database>, ending: RunsEnding, changed: readonly number[], at: { now: string; to: JobStatus; set: Updateable<JobTable> | undefined; usage: RunUsage | undefined }): Promise<void> {
+  async after(trx: Transaction<Database>, ending: RunsEnding, changed: readonly number[], at: { now: string; to: JobStatus; set: Updateable<JobTable> | undefined; usage: RunUsage | undefined; resource: string | undefined }): Promise<void> {
     const endTime = typeof at.set?.end_exec_time === 'string' ? at.set.end_exec_time : at.now;
     const exitCode = typeof at.set?.exit_code === 'number' ? at.set.exit_code : null;
     const records: EndedRunRecord[] = [];
@@ -64,7 +64,8 @@ export const recordEndedRuns = {
         owner: r.owner,
         ownerGroup: r.owner_group,
         site: r.site,
-        resource: r.pilot_reference ?? '',
+        // The ending component's word (a Slurm partition) first, then the pilot (agent) that held the run.
+        resource: at.resource ?? r.pilot_reference ?? '',
         jobType: r.job_type,
         startTime: r.start_exec_time,
         endTime,

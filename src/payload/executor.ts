@@ -11,6 +11,7 @@ import type { OutputLocation } from './output-tail.ts';
 import type { Manifest } from '../protocol/job-manifest.ts';
 import type { StoredObject } from './sandbox-store.ts';
 import type { ResourceDescription, ResourceOffer } from '../protocol/requirements.ts';
+import type { RunUsage } from './run-usage.ts';
 
 /** What `siteState` says: `reason` with every state but ready. */
 export type BackendState = { state: 'ready' } | { state: 'not_ready' | 'unchecked'; reason: string };
@@ -64,6 +65,10 @@ export type ExecutorEvent =
       outputSandbox?: StoredObject;
       /** Stopped for exceeding CPUTime: Failed as reported, its exit code (the stopping signal's) never judged by the retry keys. */
       cpuLimit?: true;
+      /** What the run consumed, when the backend measured it (docs/accounting.md). */
+      usage?: RunUsage;
+      /** Where it ran, for its usage record: a Slurm partition; absent where the site is one resource. */
+      resource?: string;
     };
 
 /** Applies an event; resolves true when the status change won, false when the job had moved on (killed). */

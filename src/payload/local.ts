@@ -5,7 +5,8 @@
  *
  * CPU time is measured, not estimated: every `cpuCheckIntervalMs` the executor sums utime+stime(+reaped
  * children) over the job's process group from /proc (see process-stats.ts); without /proc, wall-clock
- * time stands in for it.
+ * time stands in for it. What a run consumed, for its usage record, is measured by the process that
+ * waits for the payload (run-measure.ts).
  *
  * With a sandbox (the site's `isolation: bubblewrap`, payload-sandbox.ts) the payload runs inside it, and
  * cannot see the service's files or other jobs; until the sandbox is known to work here the site takes no
@@ -27,7 +28,9 @@ import type { ResourceDescription, ResourceOffer } from '../protocol/requirement
 import { measuredCapacity, measuredPlatform, type Take } from './machine.ts';
 import { packOutput, withSkipped, type PackedOutput, type PackLimits } from './output-packing.ts';
 import type { OutputLocation } from './output-tail.ts';
-import { groupCpuSeconds, HAS_PROC, readStat } from './process-stats.ts';
+import { groupUsage, HAS_PROC, readStat, type GroupUsage } from './process-stats.ts';
+import { measuredCommand, takeUsage, usageFile } from './run-measure.ts';
+import type { RunUsage } from './run-usage.ts';
 import type { PayloadSandbox } from './payload-sandbox.ts';
 import { withCliFolder, writeCliFolder } from './cli-on-path.ts';
 
@@ -49,6 +52,11 @@ export interface LocalExecutorOptions {
   log: { warn(obj: object, msg: string): void };
   /** The sandbox payloads run in; without one they are plain child processes (`isolation: none`). */
   sandbox?: PayloadSandbox;
+  /**
+   * The python3 that measures payloads (run-measure.ts): found in the server's PATH when absent; null:
+   * none, usage is sampled from /proc instead.
+   */
+  python?: string | null;
 }
 
 /** What is stored in `executor_ref` for a local job. */
@@ -120,6 +128,9 @@ interface Running {
   killTimer?: NodeJS.Timeout;
   /** Its payload has exited (or never started): its cores, memory and GPUs are free while its output is packed. */
   exited?: boolean;
+  /** Not measured by python3: what /proc sampling saw last (the figures only grow). */
+  sampled?: GroupUsage;
+  measured?: boolean;
   done: Promise<void>;
 }
 
@@ -173,6 +184,8 @@ export class LocalExecutor implements Executor {
   #sandboxChecked = false;
   /** The folder of the `dirigo` script that payloads find first in PATH (cli-on-path.ts), written once. */
   #cli: Promise<string | undefined> | undefined;
+  /** The python3 that measures payloads, looked up once; undefined: none. */
+  #python: Promise<string | undefined> | undefined;
 
   readonly #capacity: Pick<ResourceDescription, 'cores' | 'memoryMb' | 'gpus' | 'tags' | 'platform'>;
 
@@ -312,11 +325,12 @@ export class LocalExecutor implements Executor {
     const m = a.job.manifest;
     const jobId = a.job.jobId;
     const code = await exitRecord(a.dir);
+    const usage = await takeUsage(usageFile(this.#o.workDir, jobId));
     let keep = false;
     try {
       const events: ExecutorEvent[] = [];
       if (code === undefined) {
-        return [{ kind: 'finished', jobId, outcome: 'failed', exitCode: null, minorStatus: a.killed ? 'Killed' : 'The adopted run ended without an exit record (it was killed)' }];
+        return [{ kind: 'finished', jobId, outcome: 'failed', exitCode: null, minorStatus: a.killed ? 'Killed' : 'The adopted run ended without an exit record (it was killed)', ...(usage ? { usage } : {}) }];
       }
       if (!a.running) events.push({ kind: 'running', jobId, ref: JSON.stringify({ host: hostname(), pid: a.pid, start: a.start, dir: a.dir } satisfies LocalRef) });
       events.push({ kind: 'completing', jobId });
@@ -327,7 +341,7 @@ export class LocalExecutor implements Executor {
         return [];
       }
       const outputSandbox = packed.stored;
-      const base = { kind: 'finished' as const, jobId, exitCode: code, ...(outputSandbox ? { outputSandbox } : {}) };
+      const base = { kind: 'finished' as const, jobId, exitCode: code, ...(outputSandbox ? { outputSandbox } : {}), ...(usage ? { usage } : {}) };
       const said = (minorStatus: string) => withSkipped(minorStatus, packed.skipped);
       if (packed.error) events.push({ ...base, outcome: 'failed', minorStatus: said(packed.error) });
       else if (code === 0) events.push({ ...base, outcome: 'done', minorStatus: said('Execution Complete (adopted run)'), applicationStatus: 'Exited with code 0' });
@@ -369,7 +383,10 @@ export class LocalExecutor implements Executor {
       if (st && st.startTime === parsed.start && st.pgrp === parsed.pid) signalGroup(parsed.pid, 'SIGKILL');
     }
     // Its working directory goes too; a path from the database is removed only inside this site's workDir.
-    if (parsed.dir && this.#ownWorkDir(parsed.dir) && !this.#o.site.keepWorkDirs) await rm(parsed.dir, { recursive: true, force: true }).catch(() => {});
+    if (parsed.dir && this.#ownWorkDir(parsed.dir)) {
+      await rm(`${parsed.dir}.usage`, { force: true }).catch(() => {});
+      if (!this.#o.site.keepWorkDirs) await rm(parsed.dir, { recursive: true, force: true }).catch(() => {});
+    }
     return true;
   }
 
@@ -396,12 +413,22 @@ export class LocalExecutor implements Executor {
     r.killTimer.unref();
   }
 
+  /** CPUTime's check, and the usage of runs python3 does not measure, from one pass over /proc. */
   async #checkCpu(): Promise<void> {
-    const limited = [...this.#running.values()].filter((r) => r.pid && r.job.manifest.CPUTime !== undefined && !r.stopReason);
-    if (limited.length === 0) return;
-    const used = HAS_PROC ? await groupCpuSeconds(new Set(limited.map((r) => r.pid!))) : undefined;
+    const live = [...this.#running.values()].filter((r) => r.pid && !r.exited);
+    const sampled = HAS_PROC ? live.filter((r) => !r.measured) : [];
+    const limited = live.filter((r) => r.job.manifest.CPUTime !== undefined && !r.stopReason);
+    if (limited.length === 0 && sampled.length === 0) return;
+    const used = HAS_PROC ? await groupUsage(new Set([...limited, ...sampled].map((r) => r.pid!))) : undefined;
+    for (const r of sampled) {
+      const u = used?.get(r.pid!);
+      if (!u || r.exited) continue;
+      const s = r.sampled;
+      r.sampled = { userSeconds: Math.max(s?.userSeconds ?? 0, u.userSeconds), systemSeconds: Math.max(s?.systemSeconds ?? 0, u.systemSeconds), maxRssKb: Math.max(s?.maxRssKb ?? 0, u.maxRssKb) };
+    }
     for (const r of limited) {
-      const seconds = used ? (used.get(r.pid!) ?? 0) : (Date.now() - r.startedAt) / 1000;
+      const u = used?.get(r.pid!);
+      const seconds = used ? (u ? u.userSeconds + u.systemSeconds : 0) : (Date.now() - r.startedAt) / 1000;
       r.cpuUsed = Math.max(r.cpuUsed ?? 0, seconds);
       if (seconds > r.job.manifest.CPUTime!) this.#stop(r, 'cputime');
     }
@@ -411,7 +438,9 @@ export class LocalExecutor implements Executor {
     const { job } = r;
     const m = job.manifest;
     const dir = join(this.#o.workDir, String(job.jobId));
+    const measures = usageFile(this.#o.workDir, job.jobId);
     await rm(dir, { recursive: true, force: true });
+    await rm(measures, { force: true });
     await mkdir(dir, { recursive: true, mode: 0o700 });
     const stdoutName = m.StdOutput ?? 'std.out';
     const stderrName = m.StdError ?? 'std.err';
@@ -464,9 +493,13 @@ export class LocalExecutor implements Executor {
             // manifest's Environment must not name a hidden path to be shown.
             const ca = job.environment?.DIRIGO_CA;
             const show = [...(ca ? [ca] : []), ...(cli ? [cli] : [])];
-            const run = this.#o.sandbox ? await this.#o.sandbox.command(dir, show, argv) : { file: argv[0]!, args: argv.slice(1) };
+            const inner = this.#o.sandbox ? await this.#o.sandbox.command(dir, show, argv) : { file: argv[0]!, args: argv.slice(1) };
             inSandbox = this.#o.sandbox !== undefined;
-            child = spawn(run.file, run.args, { cwd: dir, env, stdio: ['ignore', out.fd, errFile.fd], detached: true });
+            // The measuring wrapper waits for the sandbox (outside it), so its figures are out of the payload's reach.
+            const python = await this.#measurer();
+            const line = python ? measuredCommand(python, measures, [inner.file, ...inner.args]) : [inner.file, ...inner.args];
+            r.measured = python !== undefined;
+            child = spawn(line[0]!, line.slice(1), { cwd: dir, env, stdio: ['ignore', out.fd, errFile.fd], detached: true });
             spawned = await new Promise<Error | undefined>((resolve) => {
               child!.once('spawn', () => resolve(undefined));
               child!.once('error', (err) => resolve(err));
@@ -510,11 +543,27 @@ export class LocalExecutor implements Executor {
       const packed = await this.#packOutput(dir, stdoutName, stderrName, m.OutputSandbox ?? []);
       // Cut short by a shutdown: close() reports the job as stopped, and it is rescheduled.
       if (packed.shutdown) return;
-      const outcome = this.#outcome(r, exit, startError, packed.error, packed.stored);
+      const usage = exit ? await this.#usageOf(r, measures) : undefined;
+      const outcome = { ...this.#outcome(r, exit, startError, packed.error, packed.stored), ...(usage ? { usage } : {}) };
       await this.#sink(outcome.kind === 'finished' && !startError ? { ...outcome, minorStatus: withSkipped(outcome.minorStatus, packed.skipped) } : outcome);
     } finally {
+      await rm(measures, { force: true }).catch(() => {});
       if (!this.#o.site.keepWorkDirs) await rm(dir, { recursive: true, force: true }).catch(() => {});
     }
+  }
+
+  /** The wrapper's figures; without python3, the last /proc sample (none when no sample was taken). */
+  async #usageOf(r: Running, file: string): Promise<RunUsage | undefined> {
+    if (r.measured) return takeUsage(file);
+    const s = r.sampled;
+    if (!s) return undefined;
+    return { cpuUserSeconds: s.userSeconds, cpuSystemSeconds: s.systemSeconds, ...(s.maxRssKb > 0 ? { maxRssKb: s.maxRssKb } : {}) };
+  }
+
+  /** The python3 that measures payloads: the option's, else the server's PATH's (not the manifest's). */
+  #measurer(): Promise<string | undefined> {
+    this.#python ??= this.#o.python !== undefined ? Promise.resolve(this.#o.python ?? undefined) : onPath('python3', environment.get('PATH') ?? DEFAULT_PATH);
+    return this.#python;
   }
 
   #outcome(

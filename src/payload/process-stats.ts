@@ -26,6 +26,9 @@ export interface ProcStat {
   pgrp: number;
   /** Seconds of CPU used by the process and its reaped children. */
   cpuSeconds: number;
+  /** The same, in user mode (utime + cutime) and in kernel mode (stime + cstime). */
+  userSeconds: number;
+  systemSeconds: number;
   /** Start time in clock ticks since boot: with the pid, identifies the process across pid reuse. */
   startTime: number;
 }
@@ -38,8 +41,9 @@ export function parseStat(text: string): ProcStat | undefined {
   const f = text.slice(close + 2).split(' ');
   // f[0] is field 3 (state), so field n is f[n - 3].
   const num = (n: number) => Number(f[n - 3]);
-  const cpu = num(14) + num(15) + num(16) + num(17);
-  return { pid, pgrp: num(5), cpuSeconds: cpu / clockTicks(), startTime: num(22) };
+  const user = num(14) + num(16);
+  const system = num(15) + num(17);
+  return { pid, pgrp: num(5), cpuSeconds: (user + system) / clockTicks(), userSeconds: user / clockTicks(), systemSeconds: system / clockTicks(), startTime: num(22) };
 }
 
 export async function readStat(pid: number): Promise<ProcStat | undefined> {
@@ -50,16 +54,33 @@ export async function readStat(pid: number): Promise<ProcStat | undefined> {
   }
 }
 
-/** CPU seconds per process group, for the groups asked about, in one pass over /proc. */
-export async function groupCpuSeconds(groups: ReadonlySet<number>): Promise<Map<number, number>> {
-  const out = new Map<number, number>();
+/** What sampling sees of a process group: its CPU (as above) and its largest process's peak resident set (VmHWM, kB). */
+export interface GroupUsage {
+  userSeconds: number;
+  systemSeconds: number;
+  maxRssKb: number;
+}
+
+/**
+ * CPU and peak memory per process group, in one pass over /proc: the measure of last resort for a run's
+ * usage record (run-measure.ts), and CPUTime's measure (their sum).
+ */
+export async function groupUsage(groups: ReadonlySet<number>): Promise<Map<number, GroupUsage>> {
+  const out = new Map<number, GroupUsage>();
   if (groups.size === 0) return out;
   const entries = await readdir('/proc');
   await Promise.all(
     entries.map(async (name) => {
       if (!/^\d+$/.test(name)) return;
       const st = await readStat(Number(name));
-      if (st && groups.has(st.pgrp)) out.set(st.pgrp, (out.get(st.pgrp) ?? 0) + st.cpuSeconds);
+      if (!st || !groups.has(st.pgrp)) return;
+      const status = await readFile(`/proc/${name}/status`, 'utf8').catch(() => '');
+      const hwm = Number(/^VmHWM:\s*(\d+)\s*kB/m.exec(status)?.[1] ?? 0);
+      const g = out.get(st.pgrp) ?? { userSeconds: 0, systemSeconds: 0, maxRssKb: 0 };
+      g.userSeconds += st.userSeconds;
+      g.systemSeconds += st.systemSeconds;
+      g.maxRssKb = Math.max(g.maxRssKb, hwm);
+      out.set(st.pgrp, g);
     }),
   );
   return out;

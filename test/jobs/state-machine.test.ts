@@ -30,7 +30,8 @@ describe('CPU time from /proc/<pid>/stat', () => {
   it('parses a stat line whose command holds spaces and parentheses', () => {
     const hz = clockTicks();
     const line = `4242 (my (odd) cmd) S 1 4242 4242 0 -1 4194560 100 0 0 0 ${3 * hz} ${hz} ${hz} 0 20 0 1 0 987654 1000 100`;
-    assert.deepEqual(parseStat(line), { pid: 4242, pgrp: 4242, cpuSeconds: 5, startTime: 987654 });
+    // utime 3 s + cutime 1 s in user mode, stime 1 s in kernel mode.
+    assert.deepEqual(parseStat(line), { pid: 4242, pgrp: 4242, cpuSeconds: 5, userSeconds: 4, systemSeconds: 1, startTime: 987654 });
   });
   it('reads this process', async () => {
     const st = await readStat(process.pid);

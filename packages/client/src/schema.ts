@@ -10830,6 +10830,14 @@ export interface operations {
                     minorStatus: string;
                     /** @description what the application says it is doing (the job's ApplicationStatus) */
                     applicationStatus?: string;
+                    usage?: {
+                        /** @description CPU seconds in user mode of the payload and its waited-for descendants */
+                        cpuUserSeconds: number;
+                        /** @description CPU seconds in kernel mode, likewise */
+                        cpuSystemSeconds: number;
+                        /** @description largest resident set of one of its processes, kB */
+                        maxRssKb?: number;
+                    };
                 };
             };
         };

@@ -23,6 +23,7 @@ import type { Agent as HttpAgent } from 'undici';
 import { LocalExecutor } from '../../payload/local.ts';
 import { readTail } from '../../payload/output-tail.ts';
 import type { ExecutorEvent, JobToRun } from '../../payload/executor.ts';
+import type { RunUsage } from '../../payload/run-usage.ts';
 import { AgentJournal } from './journal.ts';
 import type { Manifest } from '../../protocol/job-manifest.ts';
 import type { SandboxStore, SizeLimit, StoredObject } from '../../payload/sandbox-store.ts';
@@ -189,7 +190,7 @@ export class JobAgent {
     await this.#call((headers) => this.#api.POST('/agents/jobs/{jid}/status', { params: { path: { jid } }, headers, body: { agentId: this.agentId, status } }));
   }
 
-  async #finish(jid: number, body: { outcome: 'done' | 'failed' | 'rescheduled'; exitCode: number | null; minorStatus: string; applicationStatus?: string }): Promise<void> {
+  async #finish(jid: number, body: { outcome: 'done' | 'failed' | 'rescheduled'; exitCode: number | null; minorStatus: string; applicationStatus?: string; usage?: RunUsage }): Promise<void> {
     await this.#call((headers) => this.#api.POST('/agents/jobs/{jid}/finish', { params: { path: { jid } }, headers, body: { agentId: this.agentId, ...body } }));
   }
 
@@ -346,6 +347,7 @@ export class JobAgent {
             exitCode: event.exitCode,
             minorStatus,
             ...(event.applicationStatus ? { applicationStatus: event.applicationStatus } : {}),
+            ...(event.usage ? { usage: event.usage } : {}),
           };
           await this.#untilDelivered(`job ${jid}: report the outcome`, () => this.#finish(jid, finish));
           this.finished++;

@@ -13,6 +13,7 @@ import { EXECUTOR_HELD } from './holding.ts';
 import { RELEASED, rescheduleToWaiting, type RescheduleLimit } from './reschedule.ts';
 import type { JobEvents } from './job-events.ts';
 import { endFailedRun, type RunEndSettings } from './run-end.ts';
+import type { RunUsage } from '../../payload/run-usage.ts';
 
 /** Statuses in which an agent holds a job (a Stalled one is still its own until it fails). */
 export const AGENT_HELD: readonly JobStatus[] = [...EXECUTOR_HELD, JobStatus.Stalled];
@@ -146,6 +147,8 @@ export interface PulledRunEnd {
   exitCode: number | null;
   minorStatus: string;
   applicationStatus?: string | undefined;
+  /** What the payload consumed, as the agent measured it: for the usage record of the change that ends the run. */
+  usage?: RunUsage | undefined;
   source: string;
   limit: RescheduleLimit;
   /** What a failed run's retries follow (jobs.workflows, the configured sites). */
@@ -155,7 +158,7 @@ export interface PulledRunEnd {
 /** The final report of an agent on its job, in one transaction. @returns the job's status, or undefined when it moved on meanwhile. */
 export async function endPulledRun(db: Db, events: JobEvents, jobId: number, holder: PullHolder, end: PulledRunEnd): Promise<JobStatus | undefined> {
   const set = { exit_code: end.exitCode, end_exec_time: nowIso(), heartbeat_time: nowIso() };
-  const common = { minorStatus: end.minorStatus, ...(end.applicationStatus ? { applicationStatus: end.applicationStatus } : {}), source: end.source, executorId: holder.executorId, set };
+  const common = { minorStatus: end.minorStatus, ...(end.applicationStatus ? { applicationStatus: end.applicationStatus } : {}), ...(end.usage ? { usage: end.usage } : {}), source: end.source, executorId: holder.executorId, set };
   return db.transaction().execute(async (trx): Promise<JobStatus | undefined> => {
     const ended = (won: readonly number[], status: JobStatus) => (won.length === 0 ? undefined : status);
     // Done, held, retried or Failed, as the job's manifest says (docs/workflows.md "When a run ends").

@@ -48,6 +48,9 @@ export interface EndedRun {
   from: readonly JobStatus[];
   /** What the run left (exit code, end time, output sandbox, the claim's lease), written with Done or Failed. */
   set: NonNullable<StatusChange['set']>;
+  /** What it consumed and where, for the usage record of the step that ends it (docs/accounting.md). */
+  usage?: StatusChange['usage'];
+  resource?: StatusChange['resource'];
 }
 
 type Trx = Transaction<Database>;
@@ -121,7 +124,7 @@ async function throughRunning(trx: Trx, events: JobEvents, jobId: number, job: E
 }
 
 async function fail(trx: Trx, events: JobEvents, jobId: number, job: EndingJob, run: EndedRun, minorStatus: string): Promise<JobStatus | undefined> {
-  const applied = await step(trx, events, jobId, run, { from: job.status, to: JobStatus.Failed, minorStatus, ...app(run), set: run.set });
+  const applied = await step(trx, events, jobId, run, { from: job.status, to: JobStatus.Failed, minorStatus, ...app(run), ...measured(run), set: run.set });
   return applied ? JobStatus.Failed : undefined;
 }
 
@@ -132,7 +135,7 @@ async function succeed(trx: Trx, events: JobEvents, jobId: number, job: EndingJo
     status = (await step(trx, events, jobId, run, { from: JobStatus.Running, to: JobStatus.Completing, minorStatus: 'Uploading output sandbox' })) ? JobStatus.Completing : undefined;
   }
   if (status !== JobStatus.Completing) return undefined;
-  const applied = await step(trx, events, jobId, run, { from: JobStatus.Completing, to: JobStatus.Done, minorStatus: `Execution Complete (exit code ${e} is in SuccessExitCodes)`, ...app(run), set: run.set });
+  const applied = await step(trx, events, jobId, run, { from: JobStatus.Completing, to: JobStatus.Done, minorStatus: `Execution Complete (exit code ${e} is in SuccessExitCodes)`, ...app(run), ...measured(run), set: run.set });
   return applied ? JobStatus.Done : undefined;
 }
 
@@ -140,7 +143,7 @@ async function succeed(trx: Trx, events: JobEvents, jobId: number, job: EndingJo
 async function hold(trx: Trx, events: JobEvents, jobId: number, job: EndingJob, run: EndedRun, e: number): Promise<JobStatus | undefined> {
   const from = await throughRunning(trx, events, jobId, job, run);
   if (from === undefined) return undefined;
-  if (!(await step(trx, events, jobId, run, { from, to: JobStatus.Rescheduled, minorStatus: run.minorStatus, ...app(run), set: { ...run.set, ...RELEASED } }))) return undefined;
+  if (!(await step(trx, events, jobId, run, { from, to: JobStatus.Rescheduled, minorStatus: run.minorStatus, ...app(run), ...measured(run), set: { ...run.set, ...RELEASED } }))) return undefined;
   await thenStep(trx, events, jobId, run, { to: JobStatus.Received, minorStatus: `Held: exit code ${e} (OnExitHold)`, set: { hold_reason: HoldReason.ExitCode } });
   return JobStatus.Received;
 }
@@ -156,7 +159,7 @@ async function retry(trx: Trx, events: JobEvents, jobId: number, job: EndingJob,
   const n = job.retryCounter + 1;
   const banned = policy.banFailedSites ? bannedSitesAfter(job, settings) : undefined;
   const said = `Retry ${n} of ${policy.maxRetries}: exit code ${e} at site ${job.site}${banned ? `; site ${job.site} banned` : ''}`;
-  if (!(await step(trx, events, jobId, run, { from, to: JobStatus.Rescheduled, minorStatus: said, ...app(run), set: { ...NEW_RUN, retry_counter: n } }))) return undefined;
+  if (!(await step(trx, events, jobId, run, { from, to: JobStatus.Rescheduled, minorStatus: said, ...app(run), ...measured(run), set: { ...NEW_RUN, retry_counter: n } }))) return undefined;
   if (banned) await banSite(trx, jobId, job, banned);
   const delay = Math.min((policy.retryDelay ?? settings.retryDelay) * 2 ** job.retryCounter, settings.maxRetryDelay);
   if (delay === 0) {
@@ -192,4 +195,9 @@ async function banSite(trx: Trx, jobId: number, job: EndingJob, bannedSites: str
 
 function app(run: EndedRun): { applicationStatus?: string } {
   return run.applicationStatus !== undefined ? { applicationStatus: run.applicationStatus } : {};
+}
+
+/** The run's usage and resource, for the one step that ends it (the steps before it end no run). */
+function measured(run: EndedRun): Pick<StatusChange, 'usage' | 'resource'> {
+  return { ...(run.usage ? { usage: run.usage } : {}), ...(run.resource ? { resource: run.resource } : {}) };
 }
