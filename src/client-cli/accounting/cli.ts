@@ -126,6 +126,18 @@ export async function accountingCommand(argv: string[]): Promise<number> {
     ...(values.all ? { allOwners: true } : {}),
   };
 
+  const queueCommand = sub === 'queue';
+  // Checked before any credential is looked for: a typo is a usage error wherever one runs it.
+  const usageInterval = queueCommand ? undefined : oneOf('--interval', values.interval, USAGE_INTERVALS);
+  const usageGroupBy = queueCommand ? undefined : oneOf('--group-by', values['group-by'], USAGE_ATTRIBUTES);
+  const queueInterval = queueCommand ? oneOf('--interval', values.interval, QUEUE_INTERVALS) : undefined;
+  const queueGroupBy = queueCommand ? oneOf('--group-by', values['group-by'], QUEUE_ATTRIBUTES) : undefined;
+  const limit = integer('--max', values.max, 1000);
+  const before = integer('--before', values.before, Number.MAX_SAFE_INTEGER);
+  const month = values.month ?? lastMonth();
+  if (!/^\d{4}-(0[1-9]|1[0-2])$/.test(month)) throw new CliError(`--month: YYYY-MM, not ${month}`, EXIT.usage);
+  if (queueCommand && (values.owner || values.type || values.all)) throw new CliError('queue takes --status, --owner-group and --site as filters', EXIT.usage);
+
   const conn = connect(values);
   const client = api(conn, await userAccessToken(conn, values));
   const out = (text: string) => process.stdout.write(text);
@@ -137,8 +149,8 @@ export async function accountingCommand(argv: string[]): Promise<number> {
 
   switch (sub) {
     case 'jobs': {
-      const interval = oneOf('--interval', values.interval, USAGE_INTERVALS);
-      const groupBy = oneOf('--group-by', values['group-by'], USAGE_ATTRIBUTES);
+      const interval = usageInterval;
+      const groupBy = usageGroupBy;
       const query = { ...range, ...filters, ...(interval ? { interval } : {}), ...(groupBy ? { groupBy } : {}) };
       if (values.csv) return csv(conn, client, '/accounting/jobs', query);
       const usage = (await answer(conn, client.GET('/accounting/jobs', { params: { query } }))) as AccountingUsage;
@@ -149,8 +161,6 @@ export async function accountingCommand(argv: string[]): Promise<number> {
       return 0;
     }
     case 'records': {
-      const limit = integer('--max', values.max, 1000);
-      const before = integer('--before', values.before, Number.MAX_SAFE_INTEGER);
       const query = { ...range, ...filters, ...(limit ? { limit } : {}), ...(before ? { before } : {}) };
       if (values.csv) return csv(conn, client, '/accounting/records', query);
       const page = (await answer(conn, client.GET('/accounting/records', { params: { query } }))) as AccountingRecords;
@@ -161,9 +171,8 @@ export async function accountingCommand(argv: string[]): Promise<number> {
       return 0;
     }
     case 'queue': {
-      const interval = oneOf('--interval', values.interval, QUEUE_INTERVALS);
-      const groupBy = oneOf('--group-by', values['group-by'], QUEUE_ATTRIBUTES);
-      if (values.owner || values.type || values.all) throw new CliError('queue takes --status, --owner-group and --site as filters', EXIT.usage);
+      const interval = queueInterval;
+      const groupBy = queueGroupBy;
       const { Status, OwnerGroup, Site } = filters as { Status?: string; OwnerGroup?: string; Site?: string };
       const query = { ...range, ...(interval ? { interval } : {}), ...(groupBy ? { groupBy } : {}), ...(Status ? { Status } : {}), ...(OwnerGroup ? { OwnerGroup } : {}), ...(Site ? { Site } : {}) };
       if (values.csv) return csv(conn, client, '/accounting/queue', query);
@@ -175,8 +184,6 @@ export async function accountingCommand(argv: string[]): Promise<number> {
       return 0;
     }
     default: {
-      const month = values.month ?? lastMonth();
-      if (!/^\d{4}-(0[1-9]|1[0-2])$/.test(month)) throw new CliError(`--month: YYYY-MM, not ${month}`, EXIT.usage);
       out((await answer(conn, client.GET('/accounting/apel', { params: { query: { month } }, parseAs: 'text' }))) as unknown as string);
       return 0;
     }
