@@ -12283,6 +12283,8 @@ export interface operations {
             /** @description A page of records and the cursor of the next; as CSV (a header line, then a line per row) with format=csv or Accept: text/csv */
             200: {
                 headers: {
+                    /** @description CSV only, when there are more: the `before` of the next page */
+                    "X-Next-Before"?: number;
                     [name: string]: unknown;
                 };
                 content: {
