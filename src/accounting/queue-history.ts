@@ -30,6 +30,7 @@ export function queueResolutionFor(fromEpochSeconds: number, nowEpochSeconds: nu
 
 /** Mean jobs per bucket (and group): the bucket's summed counts over its number of samples. */
 export async function queryQueue(db: Kysely<Database>, q: QueueQuery): Promise<{ time: string; group: string | null; jobs: number }[]> {
+  if (Object.values(q.filters).some((v) => v !== undefined && v.length === 0)) return [];
   let query = db
     .selectFrom('queue_history as h')
     .innerJoin('queue_history_samples as s', (j) => j.onRef('s.resolution', '=', 'h.resolution').onRef('s.time', '=', 'h.time'))
@@ -40,7 +41,7 @@ export async function queryQueue(db: Kysely<Database>, q: QueueQuery): Promise<{
     .groupBy(['h.time', 's.samples']);
   for (const d of ['status', 'owner_group', 'site'] as const) {
     const values = q.filters[d];
-    if (values !== undefined) query = query.where(`h.${d}`, 'in', values.length > 0 ? [...values] : ['\u0000']);
+    if (values !== undefined) query = query.where(`h.${d}`, 'in', [...values]);
   }
   if (q.groupBy) query = query.select(sql.ref<string>(`h.${q.groupBy}`).as('grp')).groupBy(`h.${q.groupBy}`);
   const rows = await query.execute();

@@ -18,7 +18,7 @@ import { queryUsage, type Dimension } from './query.ts';
 import { queryRecords } from './records-query.ts';
 import { accountingSettings } from './settings.ts';
 import { hourRange, instantOf, MAX_BUCKETS, timeRange, usageInterval } from './time-range.ts';
-import { requireMonitor, visibleFilters, type UsageFilters } from './visibility.ts';
+import { matchesNothing, requireMonitor, visibleFilters, type UsageFilters } from './visibility.ts';
 
 export interface AccountingRoutesOptions {
   ctx: AppContext;
@@ -87,7 +87,8 @@ export const accountingRoutes: FastifyPluginAsyncTypebox<AccountingRoutesOptions
       const { fromHour, toHour } = hourRange(fromMs, toMs);
       const interval = usageInterval(fromHour, toHour, q.interval);
       const filters = visibleFilters(principal, q.allOwners === true, filtersOf(q, USAGE_ATTRIBUTES) as UsageFilters);
-      const rows = (await queryUsage(ctx.db, { fromHour, toHour, interval, groupBy: q.groupBy && DIMENSION_OF[q.groupBy], filters })).map((r) => ({
+      const sums = matchesNothing(filters) ? [] : await queryUsage(ctx.db, { fromHour, toHour, interval, groupBy: q.groupBy && DIMENSION_OF[q.groupBy], filters });
+      const rows = sums.map((r) => ({
         Time: r.time,
         Group: r.group,
         Jobs: r.jobs,
