@@ -130,6 +130,8 @@ for (const { dialect, skip } of await dialects()) {
       await bad('interval=fortnight', /interval/);
       await bad('Owner=,', /^Owner: name a value/);
       await bad('format=xml', /format/);
+      await bad('to=99999-01-01T00:00:00Z', /^to: /);
+      await bad('from=2026-11-01T00:00:00&to=2026-11-02T00:00:00Z', /^from: /);
       const month = await svc.request('/accounting/apel?month=2026-13', { token: admin });
       assert.equal(month.status, 400);
       assert.match(month.json.error_description, /month/);
@@ -157,6 +159,8 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(lines[0], 'RecordID,JobID,Run,Owner,OwnerGroup,Site,Resource,JobType,StartTime,EndTime,WallSeconds,CPUUserSeconds,CPUSystemSeconds,MaxRSSKB,Processors,Status,ExitCode');
       assert.match(lines[1]!, /^\d+,2,1,alice,dirigo_prod,Pool,node1,MCSimulation,2026-10-31T23:30:00.000Z,2026-11-01T00:30:00.000Z,3600,3000,600,1024,2,Done,0$/);
       assert.equal((await svc.request('/accounting/records?limit=0', { token: alice })).status, 400);
+      assert.equal((await svc.request('/accounting/records?before=99999999999999999999', { token: alice })).status, 400);
+      assert.equal((await svc.request('/accounting/records?from=2026-11-02&to=2026-11-01', { token: alice })).status, 400);
     });
 
     it("gives the queue's history to JobAdministrator and JobMonitor only", async () => {
