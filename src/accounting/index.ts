@@ -5,3 +5,4 @@
 export { accountingMigrations } from './migrations.ts';
 export { recordRuns, type EndedRunRecord } from './records.ts';
 export { DIMENSIONS, queryUsage, type Dimension, type UsageInterval, type UsageQuery, type UsageRow } from './query.ts';
+export { accountingRoutes } from './routes.ts';
