@@ -48,7 +48,7 @@ const config: KnipConfig = {
   // System tools the tests and benchmarks run when present (OpenSSL, Slurm, XRootD, oidc-agent, …);
   // not npm packages.
   // `dirigo` is this package's own command as installed from its tarball (test/install/npm-package.test.ts).
-  ignoreBinaries: ['dirigo', 'openssl', 'mkfifo', 'sha256sum', 'java', 'fish', 'script', 'mount', 'umount', 'unshare', 'taskset', 'xrdcp', 'oidc-gen', 'oidc-agent', 'slurmrestd', 'sbatch', 'scancel', 'scontrol', 'sinfo', 'squeue', 'systemd-analyze'],
+  ignoreBinaries: ['dirigo', 'openssl', 'mkfifo', 'sha256sum', 'java', 'fish', 'script', 'mount', 'umount', 'unshare', 'taskset', 'xrdcp', 'oidc-gen', 'oidc-agent', 'slurmrestd', 'sbatch', 'scancel', 'scontrol', 'sinfo', 'squeue', 'systemd-analyze', /^g\+\+$/],
   // An export also used in its own module is live code; only exports nothing uses are reported.
   ignoreExportsUsedInFile: true,
 };

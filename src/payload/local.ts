@@ -29,7 +29,8 @@ import { measuredCapacity, measuredPlatform, type Take } from './machine.ts';
 import { packOutput, withSkipped, type PackedOutput, type PackLimits } from './output-packing.ts';
 import type { OutputLocation } from './output-tail.ts';
 import { groupUsage, HAS_PROC, readStat, type GroupUsage } from './process-stats.ts';
-import { measuredCommand, takeUsage, usageFile } from './run-measure.ts';
+import { measuredCommand, measuredEnvironment, takeUsage, usageFile } from './run-measure.ts';
+import { splitLoaderVariables } from './loader-environment.ts';
 import type { RunUsage } from './run-usage.ts';
 import type { PayloadSandbox } from './payload-sandbox.ts';
 import { withCliFolder, writeCliFolder } from './cli-on-path.ts';
@@ -493,13 +494,14 @@ export class LocalExecutor implements Executor {
             // manifest's Environment must not name a hidden path to be shown.
             const ca = job.environment?.DIRIGO_CA;
             const show = [...(ca ? [ca] : []), ...(cli ? [cli] : [])];
-            const inner = this.#o.sandbox ? await this.#o.sandbox.command(dir, show, argv) : { file: argv[0]!, args: argv.slice(1) };
+            const { loader } = splitLoaderVariables(env);
+            const inner = this.#o.sandbox ? await this.#o.sandbox.command(dir, show, argv, loader) : { file: argv[0]!, args: argv.slice(1) };
             inSandbox = this.#o.sandbox !== undefined;
             // The measuring wrapper waits for the sandbox (outside it), so its figures are out of the payload's reach.
             const python = await this.#measurer();
             const line = python ? measuredCommand(python, measures, [inner.file, ...inner.args]) : [inner.file, ...inner.args];
             r.measured = python !== undefined;
-            child = spawn(line[0]!, line.slice(1), { cwd: dir, env, stdio: ['ignore', out.fd, errFile.fd], detached: true });
+            child = spawn(line[0]!, line.slice(1), { cwd: dir, env: this.#startEnvironment(env, loader, python), stdio: ['ignore', out.fd, errFile.fd], detached: true });
             spawned = await new Promise<Error | undefined>((resolve) => {
               child!.once('spawn', () => resolve(undefined));
               child!.once('error', (err) => resolve(err));
@@ -558,6 +560,17 @@ export class LocalExecutor implements Executor {
     const s = r.sampled;
     if (!s) return undefined;
     return { cpuUserSeconds: s.userSeconds, cpuSystemSeconds: s.systemSeconds, ...(s.maxRssKb > 0 ? { maxRssKb: s.maxRssKb } : {}) };
+  }
+
+  /**
+   * The environment of the first process started: bwrap and python3 run outside the sandbox, so the job's
+   * loader variables (LD_PRELOAD...) never reach them; the payload gets them from bwrap's --setenv, or,
+   * without a sandbox, from the wrapper (measuredEnvironment). Without either, /bin/sh is the payload's own.
+   */
+  #startEnvironment(env: Record<string, string>, loader: Record<string, string>, python: string | undefined): Record<string, string> {
+    const { outside } = splitLoaderVariables(env);
+    if (this.#o.sandbox) return outside;
+    return python ? measuredEnvironment(outside, loader) : env;
   }
 
   /** The python3 that measures payloads: the option's, else the server's PATH's (not the manifest's). */

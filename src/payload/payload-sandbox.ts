@@ -134,8 +134,11 @@ export class PayloadSandbox {
    * `show` are files and folders to keep readable although they lie in a hidden place (the CA of
    * DIRIGO_CA, the folder of the `dirigo` script).
    * Paths are resolved (symbolic links followed) at each start, and what does not exist is left out.
+   * `setenv` are variables that bwrap sets for the payload only (the job's loader variables,
+   * loader-environment.ts): they must not reach bwrap itself. They are on its command line, which any
+   * local user can read: nothing secret goes there (the job token stays in the environment).
    */
-  async command(dir: string, show: readonly string[], argv: readonly string[]): Promise<{ file: string; args: string[] }> {
+  async command(dir: string, show: readonly string[], argv: readonly string[], setenv: Readonly<Record<string, string>> = {}): Promise<{ file: string; args: string[] }> {
     if (!this.#bwrap) throw new Error('the payload sandbox was not checked');
     const args = [...BASE];
     // Parents before children, so that a later mount is not buried under an earlier one.
@@ -156,7 +159,9 @@ export class PayloadSandbox {
       if (r && hidden.some((h) => inside(r.path, h))) args.push('--ro-bind', r.path, r.path);
     }
     const work = await realpath(dir);
-    args.push('--bind', work, work, '--chdir', work, '--', ...argv);
+    args.push('--bind', work, work, '--chdir', work);
+    for (const [name, value] of Object.entries(setenv)) args.push('--setenv', name, value);
+    args.push('--', ...argv);
     return { file: this.#bwrap, args };
   }
 }

@@ -21,8 +21,13 @@
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RunUsage } from './run-usage.ts';
+import { PASSED_ENV } from './loader-environment.ts';
 
-/** The wrapper, run as `python3 -I -S -c MEASURE <usage file> <program> <args...>`. */
+/**
+ * The wrapper, run as `python3 -I -S -c MEASURE <usage file> <program> <args...>`. The loader variables of
+ * a payload that runs without a sandbox reach it as JSON in PASSED_ENV (measuredEnvironment), which it sets
+ * only for the program it starts: python3 itself is not steered by them (loader-environment.ts).
+ */
 const MEASURE = `
 import os, signal, sys, json, resource, time
 out, argv = sys.argv[1], sys.argv[2:]
@@ -35,7 +40,10 @@ def passed_on(signum, frame): pass
 for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP): signal.signal(s, passed_on)
 pid = os.fork()
 if pid == 0:
-    try: os.execv(argv[0], argv)
+    try:
+        env = dict(os.environ)
+        env.update(json.loads(env.pop('${PASSED_ENV}', '{}')))
+        os.execve(argv[0], argv, env)
     finally: os._exit(127)
 used = [0.0, 0.0, 0]
 def add(ru):
@@ -76,6 +84,11 @@ export function usageFile(workDir: string, jobId: number): string {
 /** The command line that runs `argv` measured, with python3 at `python`. */
 export function measuredCommand(python: string, file: string, argv: readonly string[]): string[] {
   return [python, '-I', '-S', '-c', MEASURE, file, ...argv];
+}
+
+/** The wrapper's environment: `outside`, with `loader` passed on to the program it starts. */
+export function measuredEnvironment(outside: Readonly<Record<string, string>>, loader: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.keys(loader).length === 0 ? { ...outside } : { ...outside, [PASSED_ENV]: JSON.stringify(loader) };
 }
 
 /** As the agents' report accepts (api-schemas.ts RunUsageBody): larger is a broken clock, not a measure. */
