@@ -2,12 +2,12 @@
  * Accounting queries (docs/accounting.md "API"): usage per time bucket and group, and the queue's history.
  * Buckets are UTC: hours, days, ISO weeks (from Monday), calendar months, or the whole range (`total`).
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../kernel/db/schema.ts';
+import { DIMENSIONS, type Dimension } from './dimensions.ts';
+import { groupingSetOf, type GroupingSet } from './rollup.ts';
 
-/** The dimensions usage is grouped and filtered by, in the order grouping sets name them. */
-export const DIMENSIONS = ['owner', 'owner_group', 'site', 'job_type', 'status'] as const;
-export type Dimension = (typeof DIMENSIONS)[number];
+export { DIMENSIONS, type Dimension };
 export type UsageInterval = 'hour' | 'day' | 'week' | 'month' | 'total';
 
 export interface UsageQuery {
@@ -78,8 +78,48 @@ export async function queryUsage(db: Kysely<Database>, q: UsageQuery): Promise<U
   return [...rows.values()].sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : (a.group ?? '') < (b.group ?? '') ? -1 : 1));
 }
 
-/** Sums per hour (and group) straight from the records. */
+/** Sums per hour (and group): from the rollups when a grouping set covers the query, else from the records. */
 async function hourlySums(db: Kysely<Database>, q: UsageQuery): Promise<HourSums[]> {
+  // A filter that allows nothing matches nothing.
+  if (DIMENSIONS.some((d) => q.filters[d]?.length === 0)) return [];
+  const filtered = DIMENSIONS.filter((d) => q.filters[d] !== undefined);
+  const set = groupingSetOf(q.groupBy ? [q.groupBy, ...filtered] : filtered);
+  return set ? fromRollups(db, q, set) : fromRecords(db, q);
+}
+
+/**
+ * The grouping set's rows plus the records still pending, summed in one statement (one snapshot: a fold
+ * running meanwhile moves records from one side to the other without either being seen twice or missed).
+ */
+async function fromRollups(db: Kysely<Database>, q: UsageQuery, set: GroupingSet): Promise<HourSums[]> {
+  const column = (d: Dimension) => sql.ref(set.dims[0] === d ? 'a' : 'b');
+  const rolled = [sql`grouping_set = ${set.name}`, sql`hour >= ${q.fromHour}`, sql`hour < ${q.toHour}`];
+  const pending = [sql`r.end_hour >= ${q.fromHour}`, sql`r.end_hour < ${q.toHour}`];
+  for (const d of set.dims) {
+    const values = q.filters[d];
+    if (values === undefined) continue;
+    const list = sql.join(values.map((v) => sql`${v}`));
+    rolled.push(sql`${column(d)} IN (${list})`);
+    pending.push(sql`r.${sql.ref(d)} IN (${list})`);
+  }
+  const and = (c: RawBuilder<unknown>[]) => sql.join(c, sql` AND `);
+  const grp = q.groupBy ? column(q.groupBy) : sql`NULL`;
+  const pendingGrp = q.groupBy ? sql`r.${sql.ref(q.groupBy)}` : sql`NULL`;
+  const { rows } = await sql<HourSums>`
+    SELECT hour, grp, sum(jobs) AS jobs, sum(wall) AS wall, sum(core) AS core, sum(cpu) AS cpu, sum(cpu_core) AS cpu_core FROM (
+      SELECT hour, ${grp} AS grp, jobs, wall_seconds AS wall, core_seconds AS core, cpu_seconds AS cpu, cpu_core_seconds AS cpu_core
+      FROM usage_hourly WHERE ${and(rolled)}
+      UNION ALL
+      SELECT r.end_hour, ${pendingGrp}, 1, r.wall_seconds, r.wall_seconds * r.processors, coalesce(r.cpu_user_seconds + r.cpu_system_seconds, 0),
+        CASE WHEN r.cpu_user_seconds IS NULL THEN 0 ELSE r.wall_seconds * r.processors END
+      FROM usage_pending p JOIN usage_records r ON r.id = p.record_id WHERE ${and(pending)}
+    ) AS t
+    GROUP BY hour, grp`.execute(db);
+  return rows;
+}
+
+/** Sums per hour (and group) straight from the records. */
+async function fromRecords(db: Kysely<Database>, q: UsageQuery): Promise<HourSums[]> {
   let query = db
     .selectFrom('usage_records')
     .select([
@@ -95,7 +135,7 @@ async function hourlySums(db: Kysely<Database>, q: UsageQuery): Promise<HourSums
     .groupBy('end_hour');
   for (const d of DIMENSIONS) {
     const values = q.filters[d];
-    if (values !== undefined) query = query.where(d, 'in', values.length > 0 ? [...values] : ['\u0000']);
+    if (values !== undefined) query = query.where(d, 'in', [...values]);
   }
   if (q.groupBy) query = query.select(sql.ref<string>(q.groupBy).as('grp')).groupBy(q.groupBy);
   const rows = await query.execute();
