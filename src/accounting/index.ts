@@ -9,3 +9,4 @@ export { startAccountingDuties } from './duties.ts';
 export { foldUsage } from './rollup.ts';
 export { queryQueue, queueResolutionFor, sampleQueue, type QueueCount, type QueueDimension, type QueueQuery, type QueueResolution, type QueueRow } from './queue-history.ts';
 export { DIMENSIONS, queryUsage, type Dimension, type UsageInterval, type UsageQuery, type UsageRow } from './query.ts';
+export { accountingRoutes } from './routes.ts';

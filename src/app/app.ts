@@ -16,6 +16,7 @@ import { federationRoutes } from '../federation/index.ts';
 import { webAppRoutes } from '../webapp/index.ts';
 import { downloadsRoutes } from '../downloads/index.ts';
 import { sitesRoutes } from '../sites/index.ts';
+import { accountingRoutes } from '../accounting/index.ts';
 import { configuredSites } from './configured-sites.ts';
 import type { AppContext } from './context.ts';
 import { errorHandler } from '../kernel/error-handler.ts';
@@ -122,6 +123,7 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   instance.addHook('onReady', async () => startAgentDuties(ctx, jobEvents, instance.log));
   instance.addHook('onReady', async () => startPilotFactory(ctx, jobEvents, instance.log));
   await instance.register(sitesRoutes, { ctx, sites: () => configuredSites(ctx.config) });
+  await instance.register(accountingRoutes, { ctx });
   await instance.register(catalogueRoutes, { ctx });
   await instance.register(scimRoutes, { ctx, prefix: '/scim/v2', authenticate: scimAuthenticate(ctx) });
   await instance.register(webAppRoutes, { ctx });

@@ -102,6 +102,7 @@ const plugin: FastifyPluginAsyncTypebox<{ publicUrl: () => string; description: 
         { name: 'Agents', description: 'Pull-mode job agents on worker nodes' },
         { name: 'Pilots', description: 'Every agent run as a pilot (docs/pilots.md): registration, pilot tokens and final reports; the registry of states and jobs; drain, stop, revoke' },
         { name: 'Sites', description: 'Sites and their resources: status, bans with their history' },
+        { name: 'Accounting', description: 'Usage per run, group, site and time; the queue\'s history; the monthly APEL summary (docs/accounting.md)' },
         { name: 'Operations', description: 'Probes and metrics' },
         { name: 'Registry', description: 'Users, groups, memberships, joining requests, the AUP and the audit log of the VO registry (docs/registry.md)' },
         { name: 'SCIM', description: 'Users and groups of the registry, read only, as SCIM 2.0 resources (RFC 7643, RFC 7644; docs/registry.md "SCIM")' },
