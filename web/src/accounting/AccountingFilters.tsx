@@ -36,19 +36,20 @@ function ValueFilter({ dimension, view, now, onChange }: { dimension: Dimension;
   );
 }
 
+const rangeChoices = [...Object.entries(RANGES).map(([value, r]) => ({ value, label: r.label })), { value: 'custom', label: 'From–to' }];
+
 /** A datetime-local value from an ISO time (UTC, to the minute). */
 const localValue = (iso: string | undefined) => (iso ? iso.slice(0, 16) : '');
 
 export function AccountingFilters({ view, now, mayAllOwners, onChange }: { view: AccountingView; now: number; mayAllOwners: boolean; onChange(changes: Changes, replace?: boolean): void }) {
+  const chooseRange = (v: string) =>
+    onChange(v === 'custom' ? { range: undefined, from: localValue(new Date(now - 30 * 86400_000).toISOString()) } : { range: v as QuickRange, from: undefined, to: undefined });
   return (
     <Stack gap="sm">
       <Group align="flex-end" gap="sm" wrap="wrap">
-        <SegmentedControl
-          aria-label="Quick range"
-          data={[...Object.entries(RANGES).map(([value, r]) => ({ value, label: r.label })), { value: 'custom', label: 'From–to' }]}
-          value={view.range ?? 'custom'}
-          onChange={(v) => onChange(v === 'custom' ? { range: undefined, from: localValue(new Date(now - 30 * 86400_000).toISOString()) } : { range: v as QuickRange, from: undefined, to: undefined })}
-        />
+        {/* Side by side from tablet width up; a menu on a phone, where five segments do not fit. */}
+        <SegmentedControl aria-label="Time range" data={rangeChoices} value={view.range ?? 'custom'} onChange={chooseRange} visibleFrom="sm" />
+        <Select label="Time range" data={rangeChoices} value={view.range ?? 'custom'} onChange={(v) => v && chooseRange(v)} allowDeselect={false} w={140} hiddenFrom="sm" />
         {!view.range && (
           <>
             <TextInput type="datetime-local" label="From (UTC)" value={localValue(view.from)} onChange={(e) => onChange({ from: e.currentTarget.value || undefined }, true)} w={210} />
@@ -57,11 +58,11 @@ export function AccountingFilters({ view, now, mayAllOwners, onChange }: { view:
         )}
         <Select
           label="Interval"
-          data={[{ value: 'auto', label: 'Chosen from the range' }, ...INTERVALS.map((i) => ({ value: i, label: i[0]!.toUpperCase() + i.slice(1) }))]}
+          data={[{ value: 'auto', label: 'Automatic' }, ...INTERVALS.map((i) => ({ value: i, label: i[0]!.toUpperCase() + i.slice(1) }))]}
           value={view.interval ?? 'auto'}
           onChange={(v) => onChange({ interval: v === 'auto' ? undefined : (v ?? undefined) })}
           allowDeselect={false}
-          w={190}
+          w={140}
         />
         <Select
           label="Stack by"

@@ -13,7 +13,7 @@ import { updateParams } from '../url-state.ts';
 import { AccountingFilters, type Changes } from './AccountingFilters.tsx';
 import { ChartFigure, PivotTable } from './ChartFigure.tsx';
 import { fetchQueue, fetchUsage, type QueueAnswer, type UsageAnswer } from './data.ts';
-import { colorOf, formatNumber, pivot, round, type Pivot } from './series.ts';
+import { bucketsOf, colorOf, formatNumber, pivot, round, type Pivot } from './series.ts';
 import { useAnswer } from './use-answer.ts';
 import { DIMENSION_LABELS, MEASURES, readView, timeRange } from './view.ts';
 
@@ -73,12 +73,12 @@ export function AccountingPage({ params }: { params: URLSearchParams }) {
   const overall = useAnswer<UsageAnswer>(`overall|${viewKey}`, (signal) => fetchUsage(view, { now }, signal));
   const queue = useAnswer<QueueAnswer>(`queue|${viewKey}|${mayQueue}`, mayQueue ? (signal) => fetchQueue(view, now, signal) : undefined);
 
-  const usagePivot = useMemo(() => (usage?.state === 'done' ? pivot(usage.data.rows, (r) => r[measure.field], usage.data.interval) : undefined), [usage, measure]);
+  const usagePivot = useMemo(() => (usage?.state === 'done' ? pivot(usage.data.rows, (r) => r[measure.field], usage.data.interval, bucketsOf(usage.data.from, usage.data.to, usage.data.interval)) : undefined), [usage, measure]);
   const efficiency = useMemo(
     () => (overall?.state === 'done' ? pivot(overall.data.rows.filter((r) => r.CPUEfficiency !== null), (r) => 100 * (r.CPUEfficiency ?? 0), overall.data.interval) : undefined),
     [overall],
   );
-  const queuePivot = useMemo(() => (queue?.state === 'done' ? pivot(queue.data.rows, (r) => r.Jobs, queue.data.interval) : undefined), [queue]);
+  const queuePivot = useMemo(() => (queue?.state === 'done' ? pivot(queue.data.rows, (r) => r.Jobs, queue.data.interval, bucketsOf(queue.data.from, queue.data.to, queue.data.interval)) : undefined), [queue]);
   const range = timeRange(view, now);
 
   return (
@@ -152,6 +152,8 @@ export function AccountingPage({ params }: { params: URLSearchParams }) {
                 labelsType="name"
                 chartLabel={`${formatNumber(d.rows.reduce((n, r) => n + r.Jobs, 0))} runs`}
                 accessibilityLayer={false}
+                // Out of the tab order: the drawing is hidden from assistive technology (the table says it).
+                pieProps={{ rootTabIndex: -1 }}
               />
             </Group>
           )}

@@ -3,7 +3,7 @@
  * screen readers in place of the drawing), the plot, and the same numbers as a table to open below it.
  * Loading, an empty answer and a refusal are written out instead of the plot.
  */
-import { useId, type ReactNode } from 'react';
+import { useId, useState, type ReactNode } from 'react';
 import { Alert, Loader, Group, Paper, Stack, Table, Text, Title } from '@mantine/core';
 import type { Answer } from './use-answer.ts';
 import { formatNumber, type Pivot } from './series.ts';
@@ -25,6 +25,8 @@ export function ChartFigure<T>({ title, testId, answer, isEmpty, emptyText, desc
   const titleId = useId();
   const descriptionId = useId();
   const state = answer?.state ?? 'loading';
+  // Built when opened (a day of minutes is 1,440 rows), and kept open while the view changes.
+  const [tableOpen, setTableOpen] = useState(false);
   return (
     <Paper withBorder p="md" component="figure" m={0} aria-labelledby={titleId} aria-describedby={descriptionId} data-testid={testId} data-state={answer?.state === 'done' && isEmpty(answer.data) ? 'empty' : state}>
       <Stack gap="sm">
@@ -51,13 +53,13 @@ export function ChartFigure<T>({ title, testId, answer, isEmpty, emptyText, desc
             </Text>
             {/* The drawing repeats the sentence above and the table below: screen readers skip it. */}
             <div aria-hidden>{chart(answer.data)}</div>
-            <details>
+            <details open={tableOpen} onToggle={(e) => setTableOpen(e.currentTarget.open)}>
               <summary>
                 <Text span size="sm">
                   Table of the numbers
                 </Text>
               </summary>
-              {table(answer.data)}
+              {tableOpen && table(answer.data)}
             </details>
           </>
         )}

@@ -47,19 +47,61 @@ export function bucketLabel(time: string, interval: string): string {
   return text.slice(0, 10);
 }
 
-/** Series in name order, the empty group (a run without a value) named "(none)". */
-export function pivot<R extends { Time: string; Group: string | null }>(rows: readonly R[], value: (row: R) => number, interval: string): Pivot {
+const STEP_MS: Record<string, number> = { minute: 60_000, hour: 3600_000, day: 86400_000, week: 7 * 86400_000 };
+/** More buckets than this are not filled in: the plot would not show them apart anyway. */
+const MAX_FILLED = 2000;
+
+/** The start of the bucket holding `ms`, as the server cuts them (UTC; weeks from Monday). */
+function bucketOf(ms: number, interval: string): number {
+  const step = STEP_MS[interval];
+  if (interval === 'minute' || interval === 'hour') return Math.floor(ms / step!) * step!;
+  const d = new Date(ms);
+  const day = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
+  if (interval === 'day') return day;
+  if (interval === 'week') return day - ((d.getUTCDay() + 6) % 7) * 86400_000;
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+}
+
+/**
+ * Every bucket of [from, to) (ISO starts): the answers leave out empty buckets, and a plot that joined
+ * the buckets either side of a gap would draw usage where there was none. None for `total` or too many.
+ */
+export function bucketsOf(from: string, to: string, interval: string): string[] {
+  if (!(interval in STEP_MS) && interval !== 'month') return [];
+  const out: string[] = [];
+  const end = Date.parse(to);
+  for (let t = bucketOf(Date.parse(from), interval); t < end && out.length <= MAX_FILLED; ) {
+    out.push(new Date(t).toISOString());
+    const d = new Date(t);
+    t = interval === 'month' ? Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) : t + STEP_MS[interval]!;
+  }
+  return out.length > MAX_FILLED ? [] : out;
+}
+
+/** ISO times compared by instant (the server may write milliseconds or not). */
+const instant = (iso: string) => new Date(Date.parse(iso)).toISOString();
+
+/**
+ * Series in name order, the empty group (a run without a value) named "(none)"; `buckets` (bucketsOf)
+ * adds the empty buckets as zeros.
+ */
+export function pivot<R extends { Time: string; Group: string | null }>(rows: readonly R[], value: (row: R) => number, interval: string, buckets: readonly string[] = []): Pivot {
   const groups = [...new Set(rows.map((r) => r.Group ?? ''))].sort();
   const series = groups.map((g, i) => ({ key: `s${i}`, label: g === '' ? '(none)' : g, color: colorOf(g, i) }));
   const keyOf = new Map(groups.map((g, i) => [g, `s${i}`]));
   const byTime = new Map<string, Record<string, string | number>>();
-  for (const r of rows) {
-    let point = byTime.get(r.Time);
+  const pointAt = (time: string) => {
+    let point = byTime.get(time);
     if (!point) {
-      point = { time: bucketLabel(r.Time, interval) };
+      point = { time: bucketLabel(time, interval) };
       for (const s of series) point[s.key] = 0;
-      byTime.set(r.Time, point);
+      byTime.set(time, point);
     }
+    return point;
+  };
+  if (rows.length) for (const b of buckets) pointAt(b);
+  for (const r of rows) {
+    const point = pointAt(instant(r.Time));
     point[keyOf.get(r.Group ?? '')!] = round(value(r));
   }
   return { series, data: [...byTime.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, p]) => p) };

@@ -18,6 +18,7 @@ export const MEASURES = {
 } as const;
 export type Measure = keyof typeof MEASURES;
 
+/** Quick ranges: the last day, week, 30 days or 365 days up to the coming hour. */
 export const RANGES = { day: { label: 'Last day', hours: 24 }, week: { label: 'Last week', hours: 24 * 7 }, month: { label: 'Last month', hours: 24 * 30 }, year: { label: 'Last year', hours: 24 * 365 } } as const;
 export type QuickRange = keyof typeof RANGES;
 
@@ -84,10 +85,10 @@ export function timeRange(view: AccountingView, now = Date.now()): { from?: stri
   return { ...(from ? { from } : {}), ...(to ? { to } : {}) };
 }
 
-/** The filters as query parameters (several values of one dimension repeat it). */
+/** The filters as the API takes them: several values of one dimension comma-separated. */
 export function filterQuery(view: AccountingView, only: readonly Dimension[] = DIMENSIONS): [string, string][] {
   const out: [string, string][] = [];
-  for (const d of only) for (const v of view.filters[d] ?? []) out.push([d, v]);
+  for (const d of only) if (view.filters[d]?.length) out.push([d, view.filters[d].join(',')]);
   if (view.allOwners) out.push(['allOwners', 'true']);
   return out;
 }
