@@ -6,7 +6,6 @@ export { accountingMigrations } from './migrations.ts';
 export { backfillRecords, recordRuns, type EndedRunRecord } from './records.ts';
 export { AccountingConfigSchema, type AccountingConfig } from './config-schema.ts';
 export { startAccountingDuties } from './duties.ts';
-export { foldUsage } from './rollup.ts';
-export { queryQueue, queueResolutionFor, sampleQueue, type QueueCount, type QueueDimension, type QueueQuery, type QueueResolution, type QueueRow } from './queue-history.ts';
+export { queryQueue, queueResolutionFor, type QueueCount, type QueueDimension, type QueueQuery, type QueueResolution, type QueueRow } from './queue-history.ts';
 export { DIMENSIONS, queryUsage, type Dimension, type UsageInterval, type UsageQuery, type UsageRow } from './query.ts';
 export { accountingRoutes } from './routes.ts';

@@ -61,4 +61,16 @@ export const accountingMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // The rollups read by time cover the columns a query reads: an index-only range scan (grouping set, hours)
+  // instead of a table lookup per row (docs/accounting.md "Cost").
+  '2026_12_01_0110_accounting_rollup_cover': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createIndex('usage_hourly_cover')
+        .on('usage_hourly')
+        .columns(['grouping_set', 'hour', 'a', 'b', 'jobs', 'wall_seconds', 'core_seconds', 'cpu_seconds', 'cpu_core_seconds'])
+        .execute();
+      await db.schema.dropIndex('usage_hourly_time').execute();
+    },
+  },
 };

@@ -68,6 +68,8 @@ export interface StatusChange {
   holdReasons?: readonly string[];
   /** What the run that this change ends consumed (one job's change only), for its usage record (docs/accounting.md). */
   usage?: RunUsage;
+  /** The exit code of the run this change ends, when `set` clears it (a retry starts its next run without one). */
+  runExitCode?: number;
 }
 
 type Db = Kysely<Database>;
@@ -122,7 +124,7 @@ export async function changeStatus(db: Db | Transaction<Database>, events: JobEv
         )
         .execute();
       for (const r of rows) changed.push(Number(r.job_id));
-      if (ending) await recordEndedRuns.after(trx, ending, rows.map((r) => Number(r.job_id)), { now, to: change.to, set: change.set, usage: jobIds.length === 1 ? change.usage : undefined });
+      if (ending) await recordEndedRuns.after(trx, ending, rows.map((r) => Number(r.job_id)), { now, to: change.to, set: change.set, usage: jobIds.length === 1 ? change.usage : undefined, runExitCode: change.runExitCode });
     }
     return changed;
   };

@@ -156,7 +156,7 @@ async function retry(trx: Trx, events: JobEvents, jobId: number, job: EndingJob,
   const n = job.retryCounter + 1;
   const banned = policy.banFailedSites ? bannedSitesAfter(job, settings) : undefined;
   const said = `Retry ${n} of ${policy.maxRetries}: exit code ${e} at site ${job.site}${banned ? `; site ${job.site} banned` : ''}`;
-  if (!(await step(trx, events, jobId, run, { from, to: JobStatus.Rescheduled, minorStatus: said, ...app(run), set: { ...NEW_RUN, retry_counter: n } }))) return undefined;
+  if (!(await step(trx, events, jobId, run, { from, to: JobStatus.Rescheduled, minorStatus: said, ...app(run), set: { ...NEW_RUN, retry_counter: n }, runExitCode: e }))) return undefined;
   if (banned) await banSite(trx, jobId, job, banned);
   const delay = Math.min((policy.retryDelay ?? settings.retryDelay) * 2 ** job.retryCounter, settings.maxRetryDelay);
   if (delay === 0) {
