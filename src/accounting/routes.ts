@@ -18,7 +18,7 @@ import { queryUsage, type Dimension } from './query.ts';
 import { queryRecords } from './records-query.ts';
 import { accountingSettings } from './settings.ts';
 import { hourRange, instantOf, MAX_BUCKETS, timeRange, usageInterval } from './time-range.ts';
-import { requireMonitor, visibleFilters, type UsageFilters } from './visibility.ts';
+import { matchesNothing, requireMonitor, visibleFilters, type UsageFilters } from './visibility.ts';
 
 export interface AccountingRoutesOptions {
   ctx: AppContext;
@@ -55,8 +55,8 @@ const RECORD_COLUMNS = ['RecordID', 'JobID', 'Run', 'Owner', 'OwnerGroup', 'Site
 const QUEUE_COLUMNS = ['Time', 'Group', 'Jobs'] as const;
 
 /** The 200 of an answer given as JSON or CSV. */
-function jsonOrCsv(description: string, json: TSchema): DocumentedExtras['responses'] {
-  return { 200: { description: `${description}; as CSV (a header line, then a line per row) with format=csv or Accept: text/csv`, content: { 'application/json': json, [CSV_MEDIA_TYPE]: Type.String() } } };
+function jsonOrCsv(description: string, json: TSchema, headers?: Record<string, TSchema>): DocumentedExtras['responses'] {
+  return { 200: { description: `${description}; as CSV (a header line, then a line per row) with format=csv or Accept: text/csv`, content: { 'application/json': json, [CSV_MEDIA_TYPE]: Type.String() }, ...(headers ? { headers } : {}) } };
 }
 
 export const accountingRoutes: FastifyPluginAsyncTypebox<AccountingRoutesOptions> = async (app, { ctx }) => {
@@ -87,7 +87,8 @@ export const accountingRoutes: FastifyPluginAsyncTypebox<AccountingRoutesOptions
       const { fromHour, toHour } = hourRange(fromMs, toMs);
       const interval = usageInterval(fromHour, toHour, q.interval);
       const filters = visibleFilters(principal, q.allOwners === true, filtersOf(q, USAGE_ATTRIBUTES) as UsageFilters);
-      const rows = (await queryUsage(ctx.db, { fromHour, toHour, interval, groupBy: q.groupBy && DIMENSION_OF[q.groupBy], filters })).map((r) => ({
+      const sums = matchesNothing(filters) ? [] : await queryUsage(ctx.db, { fromHour, toHour, interval, groupBy: q.groupBy && DIMENSION_OF[q.groupBy], filters });
+      const rows = sums.map((r) => ({
         Time: r.time,
         Group: r.group,
         Jobs: r.jobs,
@@ -114,7 +115,7 @@ export const accountingRoutes: FastifyPluginAsyncTypebox<AccountingRoutesOptions
         summary: "The usage records (one per run), newest first, in pages: one's own, or with allOwners those one may see",
         querystring: RecordsQuery,
         response: errors(400, 401, 403),
-        documented: { responses: jsonOrCsv('A page of records and the cursor of the next', RecordsAnswer) },
+        documented: { responses: jsonOrCsv('A page of records and the cursor of the next', RecordsAnswer, { 'X-Next-Before': Type.Integer({ description: 'CSV only, when there are more: the `before` of the next page' }) }) },
       },
     },
     async (request, reply) => {

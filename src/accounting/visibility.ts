@@ -33,3 +33,8 @@ export function requireMonitor(principal: Principal, what: string): void {
   if (monitors(principal)) return;
   throw new InsufficientPrivileges(`${principal.username} in group ${principal.group} may not read ${what}: only groups with JobAdministrator or JobMonitor may`);
 }
+
+/** True when a filter allows no value: the answer is empty without asking the database. */
+export function matchesNothing(filters: Partial<Record<string, readonly string[]>>): boolean {
+  return Object.values(filters).some((values) => values !== undefined && values.length === 0);
+}

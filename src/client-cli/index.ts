@@ -14,3 +14,4 @@ export { sitesCommand } from './sites/cli.ts';
 export { pilotsCommand } from './pilots/cli.ts';
 export { registryCommand } from './registry/cli.ts';
 export { workflowCommand } from './workflows/cli.ts';
+export { accountingCommand } from './accounting/cli.ts';

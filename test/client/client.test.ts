@@ -15,6 +15,10 @@ import { Readable } from 'node:stream';
 import { packFiles } from '../../src/payload/sandbox-archive.ts';
 import { sandboxUrlSigner } from '../../src/jobs/sandbox-urls.ts';
 import {
+  accountingCsv,
+  accountingQueue,
+  accountingRecords,
+  accountingUsage,
   certificateToken,
   cataloguePath,
   createDirigoClient,
@@ -484,6 +488,25 @@ for (const { dialect, skip } of await dialects()) {
         assert.equal(unwrap(await anonymous.GET('/scim/v2/Schemas')).totalResults, 4);
         const schema = unwrap(await anonymous.GET('/scim/v2/Schemas/{id}', { params: { path: { id: 'urn:ietf:params:scim:schemas:core:2.0:User' } } }));
         assert.ok(schema.attributes.some((a) => a.name === 'userName'));
+      } finally {
+        await admin.close();
+      }
+    });
+
+    it('accounting: usage, the records, the queue history and the APEL summary', async () => {
+      const admin = client({ token: await svc.token('admin', 'dirigo_admin') });
+      try {
+        const usage = await accountingUsage(admin, { interval: 'total', groupBy: 'Site', allOwners: true });
+        assert.equal(usage.interval, 'total');
+        assert.ok(usage.rows.every((r) => typeof r.Jobs === 'number'));
+        assert.match(await accountingCsv(alice, '/accounting/jobs', { interval: 'day' }), /^Time,Group,Jobs,WallHours,CoreHours,CPUHours,CPUEfficiency\r\n/);
+        assert.equal((await alice.GET('/accounting/jobs', { params: { query: { from: 'soon' } } })).response.status, 400);
+        const page = await accountingRecords(alice, { limit: 10 });
+        assert.ok(page.records.every((r) => r.Owner === 'alice'));
+        assert.equal((await accountingQueue(admin, { groupBy: 'Status' })).interval, 'minute');
+        assert.equal((await alice.GET('/accounting/queue', { params: { query: {} } })).response.status, 403);
+        const apel = await admin.GET('/accounting/apel', { params: { query: { month: '2026-11' } }, parseAs: 'text' });
+        assert.match(String(apel.data), /^APEL-summary-job-message: v0\.3\n/);
       } finally {
         await admin.close();
       }

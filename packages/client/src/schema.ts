@@ -1492,6 +1492,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/accounting/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Usage per time bucket and group: jobs, wall, core and CPU hours, CPU efficiency; one's own runs, or with allOwners those one may see */
+        get: operations["getAccountingJobs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/accounting/records": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The usage records (one per run), newest first, in pages: one's own, or with allOwners those one may see */
+        get: operations["listAccountingRecords"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/accounting/queue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The queue's history: mean jobs per bucket by status, group or site (JobAdministrator, JobMonitor) */
+        get: operations["getAccountingQueue"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/accounting/apel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The month's APEL summary message (APEL-summary-job-message v0.3) for WLCG accounting: one summary per site, VO group and processors (JobAdministrator, JobMonitor) */
+        get: operations["getAccountingApel"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/filecatalogue/metadata": {
         parameters: {
             query?: never;
@@ -12060,6 +12128,365 @@ export interface operations {
             };
             /** @description OAuth 2.0-shaped error */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAccountingJobs: {
+        parameters: {
+            query?: {
+                /** @description ISO 8601 date-time; runs that ended at or after it, rounded down to the hour (default: 30 days before `to`) */
+                from?: string;
+                /** @description ISO 8601 date-time; runs that ended before it, rounded up to the hour (default: now) */
+                to?: string;
+                /** @description UTC buckets: hours, days, ISO weeks (from Monday), calendar months, or the whole range (default: the finest of hour, day, week with at most 1000 buckets) */
+                interval?: "hour" | "day" | "week" | "month" | "total";
+                groupBy?: "Owner" | "OwnerGroup" | "Site" | "JobType" | "Status";
+                /** @description only runs whose Owner is this value, or one of these comma-separated values */
+                Owner?: string;
+                /** @description only runs whose OwnerGroup is this value, or one of these comma-separated values */
+                OwnerGroup?: string;
+                /** @description only runs whose Site is this value, or one of these comma-separated values */
+                Site?: string;
+                /** @description only runs whose JobType is this value, or one of these comma-separated values */
+                JobType?: string;
+                /** @description only runs whose final Status (Done, Failed, Killed, Rescheduled) is this value, or one of these comma-separated values */
+                Status?: string;
+                /** @description everyone's runs the caller may see (JobAdministrator, JobMonitor: all; JobSharing: the group's); without it, the caller's own */
+                allOwners?: boolean;
+                /** @description json (the default) or csv; `Accept: text/csv` also asks for CSV */
+                format?: "json" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Sums per bucket and group; as CSV (a header line, then a line per row) with format=csv or Accept: text/csv */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the range used (rounded to hours) */
+                        from: string;
+                        to: string;
+                        interval: string;
+                        groupBy: ("Owner" | "OwnerGroup" | "Site" | "JobType" | "Status") | null;
+                        /** @description oldest bucket first, groups in name order; buckets without runs are left out */
+                        rows: {
+                            /** @description the bucket's start (ISO 8601, UTC); the range's start for `total` */
+                            Time: string;
+                            /** @description the groupBy attribute's value; null without groupBy */
+                            Group: string | null;
+                            /** @description runs that ended in the bucket */
+                            Jobs: number;
+                            /** @description wall-clock time, in hours */
+                            WallHours: number;
+                            /** @description wall-clock time × processors, in hours */
+                            CoreHours: number;
+                            /** @description CPU time, user + system, of the runs whose CPU was measured, in hours */
+                            CPUHours: number;
+                            /** @description CPU time / (wall × processors) of the runs whose CPU was measured; null when none was */
+                            CPUEfficiency: number | null;
+                        }[];
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAccountingRecords: {
+        parameters: {
+            query?: {
+                /** @description ISO 8601 date-time; runs that ended at or after it (default: any time) */
+                from?: string;
+                /** @description ISO 8601 date-time; runs that ended before it (default: any time) */
+                to?: string;
+                /** @description at most this many records (default 100) */
+                limit?: number;
+                /** @description records older than this RecordID: the `next` of the previous page */
+                before?: number;
+                /** @description only runs whose Owner is this value, or one of these comma-separated values */
+                Owner?: string;
+                /** @description only runs whose OwnerGroup is this value, or one of these comma-separated values */
+                OwnerGroup?: string;
+                /** @description only runs whose Site is this value, or one of these comma-separated values */
+                Site?: string;
+                /** @description only runs whose JobType is this value, or one of these comma-separated values */
+                JobType?: string;
+                /** @description only runs whose final Status (Done, Failed, Killed, Rescheduled) is this value, or one of these comma-separated values */
+                Status?: string;
+                /** @description everyone's runs the caller may see (JobAdministrator, JobMonitor: all; JobSharing: the group's); without it, the caller's own */
+                allOwners?: boolean;
+                /** @description json (the default) or csv; `Accept: text/csv` also asks for CSV */
+                format?: "json" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of records and the cursor of the next; as CSV (a header line, then a line per row) with format=csv or Accept: text/csv */
+            200: {
+                headers: {
+                    /** @description CSV only, when there are more: the `before` of the next page */
+                    "X-Next-Before"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description newest first */
+                        records: {
+                            RecordID: number;
+                            JobID: number;
+                            /** @description the run's number: 1 for the job's first, + 1 for each reschedule or retry */
+                            Run: number;
+                            Owner: string;
+                            OwnerGroup: string;
+                            Site: string;
+                            /** @description a Slurm partition, an agent's resource or pilot reference; '' on a local site */
+                            Resource: string;
+                            JobType: string;
+                            /** @description when the payload started; null when it never did */
+                            StartTime: string | null;
+                            EndTime: string;
+                            WallSeconds: number;
+                            /** @description null when nobody measured it */
+                            CPUUserSeconds: number | null;
+                            CPUSystemSeconds: number | null;
+                            /** @description largest resident set, kB; null where not measurable */
+                            MaxRSSKB: number | null;
+                            Processors: number;
+                            /** @description the status the run ended in: Done, Failed, Killed or Rescheduled */
+                            Status: string;
+                            ExitCode: number | null;
+                        }[];
+                        /** @description the `before` of the next page; null on the last */
+                        next: number | null;
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAccountingQueue: {
+        parameters: {
+            query?: {
+                /** @description ISO 8601 date-time; buckets from it (default: a day before `to`) */
+                from?: string;
+                /** @description ISO 8601 date-time; buckets before it (default: now) */
+                to?: string;
+                /** @description the default is the finest still kept for `from` */
+                interval?: "minute" | "hour" | "day";
+                groupBy?: "Status" | "OwnerGroup" | "Site";
+                /** @description only runs whose Status is this value, or one of these comma-separated values */
+                Status?: string;
+                /** @description only runs whose OwnerGroup is this value, or one of these comma-separated values */
+                OwnerGroup?: string;
+                /** @description only runs whose Site is this value, or one of these comma-separated values */
+                Site?: string;
+                /** @description json (the default) or csv; `Accept: text/csv` also asks for CSV */
+                format?: "json" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Mean jobs per bucket and group; as CSV (a header line, then a line per row) with format=csv or Accept: text/csv */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        from: string;
+                        to: string;
+                        interval: "minute" | "hour" | "day";
+                        groupBy: ("Status" | "OwnerGroup" | "Site") | null;
+                        /** @description oldest bucket first; buckets without samples are left out */
+                        rows: {
+                            /** @description the bucket's start (ISO 8601, UTC) */
+                            Time: string;
+                            /** @description the groupBy attribute's value; null without groupBy */
+                            Group: string | null;
+                            /** @description the mean number of jobs over the samples of the bucket */
+                            Jobs: number;
+                        }[];
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service failed */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAccountingApel: {
+        parameters: {
+            query: {
+                /** @description the month, YYYY-MM (UTC) */
+                month: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message, ready for ssmsend (docs/accounting.md "Exports") */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description OAuth 2.0-shaped error */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

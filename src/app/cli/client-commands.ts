@@ -3,6 +3,7 @@
  * both the npm package's `dirigo` (main.ts) and the single executable (client-main.ts) dispatch to.
  */
 import {
+  accountingCommand,
   agentCommand,
   catalogueCommand,
   jobCommand,
@@ -27,6 +28,7 @@ export const clientCommands: CommandTable = {
   catalogue: { run: catalogueCommand, summary: 'file catalogue: ls, stat, meta, search, find, fields, mkdir, register, setmeta, rm, import' },
   sites: { run: sitesCommand, summary: 'sites: status, banned resources and history; ban and unban (SiteManager, JobAdministrator)' },
   pilots: { run: pilotsCommand, summary: 'pilots of agents sites: list, summary, show, logs; drain, stop, revoke (SiteManager, JobAdministrator)' },
+  accounting: { run: accountingCommand, summary: 'usage per time and group (jobs, wall, CPU hours, efficiency), the usage records, the queue history, the APEL summary' },
   registry: { run: registryCommand, summary: 'joining a VO: request a group, list, approve and reject requests (managers, Admin); read and accept the AUP' },
   agent: { run: agentCommand, summary: 'pull-mode job agent for a worker node (takes and runs jobs of an agents site)' },
   login: { run: loginCommand, summary: 'sign in with the device flow and cache the token (OAuth 2.0)' },
