@@ -17,7 +17,8 @@ import { dialects } from '../helpers/dialects.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { oauthConfigWithDefaultGroup } from '../helpers/oauth-kit.ts';
 import { ARTIFACTS, assertAccessible, buildWebApp, openApp, screenshots, signInWithPassword } from '../helpers/web-kit.ts';
-import { recordRuns, sampleQueue, type EndedRunRecord } from '../../src/accounting/index.ts';
+import { recordRuns, type EndedRunRecord } from '../../src/accounting/index.ts';
+import { sampleQueue } from '../../src/accounting/queue-history.ts';
 
 const missing = chromiumMissing('Accounting page suite');
 const HOUR = 3600_000;

@@ -89,6 +89,5 @@ export function timeRange(view: AccountingView, now = Date.now()): { from?: stri
 export function filterQuery(view: AccountingView, only: readonly Dimension[] = DIMENSIONS): [string, string][] {
   const out: [string, string][] = [];
   for (const d of only) if (view.filters[d]?.length) out.push([d, view.filters[d].join(',')]);
-  if (view.allOwners) out.push(['allOwners', 'true']);
   return out;
 }
