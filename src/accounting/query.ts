@@ -149,14 +149,14 @@ async function fromRollups(db: Kysely<Database>, q: UsageQuery, set: GroupingSet
     KEYS[q.interval].size === 'hour'
       ? sql`SELECT hour AS k, ${grp} AS grp, jobs, wall_seconds AS wall, core_seconds AS core, cpu_seconds AS cpu, cpu_core_seconds AS cpu_core FROM usage_hourly WHERE ${and(rolled)}`
       : sql`SELECT ${k} AS k, ${grp} AS grp, sum(jobs) AS jobs, sum(wall_seconds) AS wall, sum(core_seconds) AS core, sum(cpu_seconds) AS cpu, sum(cpu_core_seconds) AS cpu_core
-          FROM usage_hourly WHERE ${and(rolled)} GROUP BY ${k}, ${grp}`;
+          FROM usage_hourly WHERE ${and(rolled)} GROUP BY ${sql.join(q.groupBy ? [k, grp] : [k])}`;
   const { rows } = await sql<KeySums>`
     ${rollup}
     UNION ALL
     SELECT ${pendingK}, ${pendingGrp}, count(*), sum(r.wall_seconds), sum(r.wall_seconds * r.processors), coalesce(sum(r.cpu_user_seconds + r.cpu_system_seconds), 0),
       coalesce(sum(CASE WHEN r.cpu_user_seconds IS NULL THEN 0 ELSE r.wall_seconds * r.processors END), 0)
     FROM usage_pending p CROSS JOIN usage_records r WHERE r.id = p.record_id AND ${and(pending)}
-    GROUP BY ${pendingK}, ${pendingGrp}`.execute(db);
+    GROUP BY ${sql.join(q.groupBy ? [pendingK, pendingGrp] : [pendingK])}`.execute(db);
   return rows;
 }
 

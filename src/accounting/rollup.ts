@@ -29,29 +29,22 @@ export function groupingSetOf(dims: Iterable<Dimension>): GroupingSet | undefine
   return GROUPING_SETS.find((g) => g.name === ordered.join(','));
 }
 
-/** The value of a grouping set's n-th dimension, '' when it has none: one CASE over the sets' names. */
-function nth(n: 0 | 1): RawBuilder<string> {
-  const whens = GROUPING_SETS.filter((g) => g.dims[n] !== undefined).map((g) => sql`WHEN ${sql.lit(g.name)} THEN r.${sql.ref(g.dims[n]!)}`);
-  return sql<string>`CASE gs.name ${sql.join(whens, sql` `)} ELSE '' END`;
-}
-
-/** The 16 sets' names as a table of one column. */
-const SETS_TABLE = sql.join(GROUPING_SETS.map((g) => sql`SELECT ${sql.lit(g.name)} AS name`), sql` UNION ALL `);
-
 /**
- * Upsert-add of `records` (a relation of usage_records rows named r) into usage_hourly. Every record is
- * crossed with the 16 sets and summed once, so the insert names each target row once (an upsert may not
- * touch a row twice).
+ * Upsert-add of the records `from` selects (usage_records rows named r, and the WHERE) into one grouping
+ * set's rows. One statement per set: grouping by plain columns is cheaper than one grouping of every record
+ * crossed with the 16 sets, and each statement names each target row once (an upsert may not touch a row twice).
  */
-function foldInto(records: RawBuilder<unknown>): RawBuilder<unknown> {
+function foldInto(set: GroupingSet, from: RawBuilder<unknown>): RawBuilder<unknown> {
+  const a = set.dims[0] ? sql`r.${sql.ref(set.dims[0])}` : sql`''`;
+  const b = set.dims[1] ? sql`r.${sql.ref(set.dims[1])}` : sql`''`;
+  const by = [sql`r.end_hour`, ...set.dims.map((d) => sql`r.${sql.ref(d)}`)];
   return sql`
     INSERT INTO usage_hourly (grouping_set, hour, a, b, jobs, wall_seconds, core_seconds, cpu_seconds, cpu_core_seconds)
-    SELECT gs.name, r.end_hour, ${nth(0)}, ${nth(1)}, count(*), sum(r.wall_seconds), sum(r.wall_seconds * r.processors),
+    SELECT ${sql.lit(set.name)}, r.end_hour, ${a}, ${b}, count(*), sum(r.wall_seconds), sum(r.wall_seconds * r.processors),
       coalesce(sum(r.cpu_user_seconds + r.cpu_system_seconds), 0),
       coalesce(sum(CASE WHEN r.cpu_user_seconds IS NULL THEN 0 ELSE r.wall_seconds * r.processors END), 0)
-    FROM ${records} CROSS JOIN (${SETS_TABLE}) AS gs
-    WHERE true
-    GROUP BY gs.name, r.end_hour, ${nth(0)}, ${nth(1)}
+    ${from}
+    GROUP BY ${sql.join(by)}
     ON CONFLICT (grouping_set, a, b, hour) DO UPDATE SET
       jobs = usage_hourly.jobs + excluded.jobs,
       wall_seconds = usage_hourly.wall_seconds + excluded.wall_seconds,
@@ -75,8 +68,8 @@ export async function foldUsage(db: Db, batch = 5000): Promise<number> {
           DELETE FROM usage_pending WHERE record_id IN (
             SELECT record_id FROM usage_pending ORDER BY record_id LIMIT ${batch} FOR UPDATE SKIP LOCKED)
           RETURNING record_id),
-        r AS (SELECT u.* FROM usage_records u JOIN taken t ON t.record_id = u.id),
-        folded AS (${foldInto(sql`r`)} RETURNING 1)
+        r AS MATERIALIZED (SELECT u.* FROM usage_records u JOIN taken t ON t.record_id = u.id),
+        ${sql.join(GROUPING_SETS.map((g, i) => sql`${sql.raw(`f${i}`)} AS (${foldInto(g, sql`FROM r`)} RETURNING 1)`))}
         SELECT count(*) AS n FROM taken`.execute(trx);
       return Number(rows[0]?.n ?? 0);
     }
@@ -84,7 +77,9 @@ export async function foldUsage(db: Db, batch = 5000): Promise<number> {
     const last = await sql<{ id: number | null }>`SELECT max(record_id) AS id FROM (SELECT record_id FROM usage_pending ORDER BY record_id LIMIT ${batch})`.execute(trx);
     const upTo = last.rows[0]?.id;
     if (upTo === null || upTo === undefined) return 0;
-    await foldInto(sql`(SELECT u.* FROM usage_records u JOIN usage_pending p ON p.record_id = u.id WHERE p.record_id <= ${upTo}) AS r`).execute(trx);
+    // CROSS JOIN: SQLite reads the pending rows first (it keeps that order), then each record by its id.
+    const from = sql`FROM usage_pending p CROSS JOIN usage_records r WHERE r.id = p.record_id AND p.record_id <= ${upTo}`;
+    for (const g of GROUPING_SETS) await foldInto(g, from).execute(trx);
     const deleted = await sql`DELETE FROM usage_pending WHERE record_id <= ${upTo}`.execute(trx);
     return Number(deleted.numAffectedRows ?? 0);
   });

@@ -16,9 +16,22 @@ import { dialects } from '../helpers/dialects.ts';
 import type { TestService } from '../helpers/service.ts';
 import { scratchDatabase, type ScratchDb } from '../helpers/upgrade-db.ts';
 import { startJobsService, submit, waitForStatus } from '../jobs/helpers.ts';
+import { ConfigError, loadConfig } from '../../src/app/config.ts';
 
 const sh = (script: string) => ({ Executable: '/bin/sh', Arguments: `-c '${script}'` });
 const QUEUE = { sampleSeconds: 60, minuteRetentionDays: 1, hourRetentionDays: 365 };
+
+it('reads the accounting section with every default, so an older config.yaml loads unchanged', () => {
+  const dataDir = process.cwd();
+  const config = loadConfig({ dataDir, env: {}, object: {} });
+  assert.deepEqual(config.accounting, { queue: QUEUE, apel: { vo: '', infrastructure: 'dirigo', submitHost: '', sites: {} } });
+  const set = loadConfig({ dataDir, env: {}, object: { accounting: { queue: { sampleSeconds: 30 }, apel: { vo: 'myvo', sites: { Local: 'UKI-TEST' } } } } });
+  assert.equal(set.accounting.queue.sampleSeconds, 30);
+  assert.equal(set.accounting.queue.hourRetentionDays, 365);
+  assert.deepEqual(set.accounting.apel.sites, { Local: 'UKI-TEST' });
+  assert.throws(() => loadConfig({ dataDir, env: {}, object: { accounting: { queue: { sampleSeconds: 0 } } } }), (e: Error) => e instanceof ConfigError && /accounting\.queue\.sampleSeconds|accounting\/queue\/sampleSeconds/.test(e.message));
+  assert.throws(() => loadConfig({ dataDir, env: {}, object: { accounting: { extra: 1 } } }), ConfigError);
+});
 
 for (const { dialect, skip } of await dialects()) {
   describe(`usage records of jobs run on a local site (${dialect})`, { skip }, () => {
