@@ -61,7 +61,7 @@ export const RecordsQuery = Type.Object({
   from: Type.Optional(instant('runs that ended at or after it (default: any time)')),
   to: Type.Optional(instant('runs that ended before it (default: any time)')),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'at most this many records (default 100)' })),
-  before: Type.Optional(Type.Integer({ minimum: 1, description: 'records older than this RecordID: the `next` of the previous page' })),
+  before: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'records older than this RecordID: the `next` of the previous page' })),
   ...usageFilters,
   format: Type.Optional(Format),
 });

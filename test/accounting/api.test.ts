@@ -6,6 +6,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { apelMessage } from '../../src/accounting/apel.ts';
 import { toCsv, wantsCsv } from '../../src/accounting/csv.ts';
 import { dialects } from '../helpers/dialects.ts';
@@ -130,10 +131,27 @@ for (const { dialect, skip } of await dialects()) {
       await bad('interval=fortnight', /interval/);
       await bad('Owner=,', /^Owner: name a value/);
       await bad('format=xml', /format/);
+      await bad('to=99999-01-01T00:00:00Z', /^to: /);
+      await bad('from=2026-11-01T00:00:00&to=2026-11-02T00:00:00Z', /^from: /);
       const month = await svc.request('/accounting/apel?month=2026-13', { token: admin });
       assert.equal(month.status, 400);
       assert.match(month.json.error_description, /month/);
       assert.equal((await svc.request('/accounting/jobs')).status, 401);
+    });
+
+    it('answers any parameter text with a 2xx or a JSON 4xx, never a 5xx', async () => {
+      const value = fc.oneof(fc.constantFrom('', ',', ' , ', '2026-11-01', '2026-02-30T25:00:00Z', '-1', '1e99', '99999999999999999999', "'; drop table usage_records; --", '\ud800', 'x'.repeat(5000)), fc.string({ maxLength: 20 }));
+      const paths = ['/accounting/jobs', '/accounting/records', '/accounting/queue', '/accounting/apel'];
+      const names = ['from', 'to', 'interval', 'groupBy', 'Owner', 'OwnerGroup', 'Site', 'JobType', 'Status', 'allOwners', 'format', 'limit', 'before', 'month'];
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom(...paths), fc.array(fc.tuple(fc.constantFrom(...names), value), { maxLength: 4 }), async (path, params) => {
+          const query = params.map(([k, v]) => `${k}=${encodeURIComponent(v.toWellFormed())}`).join('&');
+          const res = await svc.request(`${path}?${query}`, { token: admin });
+          assert.ok(res.status < 500, `${path}?${query}: ${res.status} ${res.text}`);
+          if (res.status >= 400) assert.equal(typeof res.json?.error, 'string', res.text);
+        }),
+        { numRuns: 80, seed: 3939 },
+      );
     });
 
     it('pages the records newest first, with the visibility of the usage', async () => {
@@ -157,6 +175,8 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(lines[0], 'RecordID,JobID,Run,Owner,OwnerGroup,Site,Resource,JobType,StartTime,EndTime,WallSeconds,CPUUserSeconds,CPUSystemSeconds,MaxRSSKB,Processors,Status,ExitCode');
       assert.match(lines[1]!, /^\d+,2,1,alice,dirigo_prod,Pool,node1,MCSimulation,2026-10-31T23:30:00.000Z,2026-11-01T00:30:00.000Z,3600,3000,600,1024,2,Done,0$/);
       assert.equal((await svc.request('/accounting/records?limit=0', { token: alice })).status, 400);
+      assert.equal((await svc.request('/accounting/records?before=99999999999999999999', { token: alice })).status, 400);
+      assert.equal((await svc.request('/accounting/records?from=2026-11-02&to=2026-11-01', { token: alice })).status, 400);
     });
 
     it("gives the queue's history to JobAdministrator and JobMonitor only", async () => {
