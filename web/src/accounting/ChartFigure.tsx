@@ -34,7 +34,7 @@ export function ChartFigure<T>({ title, testId, answer, isEmpty, emptyText, desc
           {title}
         </Title>
         {answer?.state === 'error' ? (
-          <Alert color="red" role="alert" title={`${title}: the server refused`} id={descriptionId}>
+          <Alert color="red" role="alert" title={`${title} could not be read`} id={descriptionId}>
             {answer.message}
           </Alert>
         ) : answer?.state !== 'done' ? (
