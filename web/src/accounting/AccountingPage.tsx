@@ -65,10 +65,11 @@ export function AccountingPage({ params }: { params: URLSearchParams }) {
   const mayQueue = properties.includes('JobAdministrator') || properties.includes('JobMonitor');
   const mayAllOwners = mayQueue || properties.includes('JobSharing');
   const measure = MEASURES[view.measure];
-  const viewKey = `${params.toString()}|${now}`;
+  // What the answers depend on (the measure only changes what is drawn from them).
+  const viewKey = JSON.stringify([timeRange(view, now), view.interval, view.filters, view.allOwners]);
   const change = (changes: Changes, replace = false) => updateParams(changes, replace);
 
-  const usage = useAnswer<UsageAnswer>(`usage|${viewKey}`, (signal) => fetchUsage(view, { groupBy: view.groupBy, now }, signal));
+  const usage = useAnswer<UsageAnswer>(`usage|${view.groupBy}|${viewKey}`, (signal) => fetchUsage(view, { groupBy: view.groupBy, now }, signal));
   const statuses = useAnswer<UsageAnswer>(`status|${viewKey}`, (signal) => fetchUsage(view, { groupBy: 'Status', total: true, now }, signal));
   const overall = useAnswer<UsageAnswer>(`overall|${viewKey}`, (signal) => fetchUsage(view, { now }, signal));
   const queue = useAnswer<QueueAnswer>(`queue|${viewKey}|${mayQueue}`, mayQueue ? (signal) => fetchQueue(view, now, signal) : undefined);

@@ -27,9 +27,13 @@ export async function fetchUsage(view: AccountingView, options: { groupBy?: Dime
   return json(unwrap(await api.GET('/accounting/jobs', { params: { query }, signal })));
 }
 
-/** The queue's mean counts per bucket and status; the page's interval mapped to the finest the history keeps. */
+/**
+ * The queue's mean counts per bucket and status, filtered by group and site; the page's interval mapped to
+ * the finest the history keeps. Not by status: the page's status filter names final statuses, the queue
+ * holds active ones.
+ */
 export async function fetchQueue(view: AccountingView, now: number, signal: AbortSignal): Promise<QueueAnswer> {
-  const query: QueueQuery = { ...timeRange(view, now), ...Object.fromEntries(filterQuery(view, ['Status', 'OwnerGroup', 'Site'])), groupBy: 'Status' };
+  const query: QueueQuery = { ...timeRange(view, now), ...Object.fromEntries(filterQuery(view, ['OwnerGroup', 'Site'])), groupBy: 'Status' };
   if (view.interval) query.interval = view.interval === 'hour' ? 'hour' : 'day';
   return json(unwrap(await api.GET('/accounting/queue', { params: { query }, signal })));
 }

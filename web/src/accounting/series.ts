@@ -67,7 +67,7 @@ function bucketOf(ms: number, interval: string): number {
  * the buckets either side of a gap would draw usage where there was none. None for `total` or too many.
  */
 export function bucketsOf(from: string, to: string, interval: string): string[] {
-  if (!(interval in STEP_MS) && interval !== 'month') return [];
+  if (!Object.hasOwn(STEP_MS, interval) && interval !== 'month') return [];
   const out: string[] = [];
   const end = Date.parse(to);
   for (let t = bucketOf(Date.parse(from), interval); t < end && out.length <= MAX_FILLED; ) {

@@ -60,7 +60,7 @@ export function readView(params: URLSearchParams): AccountingView {
     to,
     interval: isOneOf(INTERVALS, interval) ? interval : undefined,
     groupBy: isOneOf(DIMENSIONS, groupBy) ? groupBy : 'OwnerGroup',
-    measure: measure !== null && measure in MEASURES ? (measure as Measure) : 'jobs',
+    measure: measure !== null && Object.hasOwn(MEASURES, measure) ? (measure as Measure) : 'jobs',
     filters,
     allOwners: params.get('allOwners') === 'true',
   };
