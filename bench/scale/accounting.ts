@@ -29,7 +29,7 @@ async function fillRecordsTo(db: Db, dialect: Dialect, have: number, to: number)
   const chunk = 250_000;
   for (let from = have; from < to; from += chunk) {
     const count = Math.min(chunk, to - from);
-    const series = dialect === 'postgres' ? `select generate_series(${from + 1}, ${from + count}) as i` : `with recursive s(i) as (select ${from + 1} union all select i + 1 from s where i < ${from + count}) select i from s`;
+    const series = dialect === 'postgres' ? `select generate_series(${from + 1}::bigint, ${from + count}) as i` : `with recursive s(i) as (select ${from + 1} union all select i + 1 from s where i < ${from + count}) select i from s`;
     // The end in seconds since the epoch: each size's new records spread over the whole year, so that every
     // size answers the same rows and only the history behind them grows.
     const end = `(${H0 * 3600} + ((i - ${have}) * ${YEAR_HOURS * 3600 - 1}) / ${to - have})`;
