@@ -2,8 +2,8 @@
  * `npm run bench -- accounting`: the accounting queries against history (docs/accounting.md "Cost").
  * usage_records grows to each size (generated in SQL: each size's new runs spread over one year, 30 owners in
  * 4 groups, 6 sites, 2 job types, 3 final statuses), the fold builds the rollups, then two queries are
- * timed, interleaved, median of --repeats: a year at hourly resolution grouped by site (everything), and
- * one user's own year by site. A three-dimension query, answered from the records, is timed once per size
+ * timed, interleaved, median of --repeats: a year at hourly resolution grouped by site (everything), the
+ * same by day, and one user's own year by site, hourly. A three-dimension query, answered from the records, is timed once per size
  * for contrast. Prints ms per size and the slope k in t ∝ n^k (first to last size).
  * Usage: node bench/scale/accounting.ts [--records 1000000,10000000] [--repeats 15] [--dialect sqlite|postgres|both]
  */
@@ -29,7 +29,7 @@ async function fillRecordsTo(db: Db, dialect: Dialect, have: number, to: number)
   const chunk = 250_000;
   for (let from = have; from < to; from += chunk) {
     const count = Math.min(chunk, to - from);
-    const series = dialect === 'postgres' ? `select generate_series(${from + 1}, ${from + count}) as i` : `with recursive s(i) as (select ${from + 1} union all select i + 1 from s where i < ${from + count}) select i from s`;
+    const series = dialect === 'postgres' ? `select generate_series(${from + 1}::bigint, ${from + count}) as i` : `with recursive s(i) as (select ${from + 1} union all select i + 1 from s where i < ${from + count}) select i from s`;
     // The end in seconds since the epoch: each size's new records spread over the whole year, so that every
     // size answers the same rows and only the history behind them grows.
     const end = `(${H0 * 3600} + ((i - ${have}) * ${YEAR_HOURS * 3600 - 1}) / ${to - have})`;
@@ -41,7 +41,7 @@ async function fillRecordsTo(db: Db, dialect: Dialect, have: number, to: number)
       .raw(
         `insert into usage_records (job_id, run, owner, owner_group, site, resource, job_type, start_time, end_time, end_hour, wall_seconds,
            cpu_user_seconds, cpu_system_seconds, max_rss_kb, processors, status, exit_code)
-         select i, 1, 'user' || ${owner}, 'group' || (${owner} % 4), 'SITE-' || ((i * 31) % 6), 'partition', case when i % 5 = 0 then 'Production' else 'User' end,
+         select i, 1, 'user' || ${owner}, 'group' || (${owner} % 4), 'SITE-' || ((i / 7) % 6), 'partition', case when i % 5 = 0 then 'Production' else 'User' end,
            ${iso(`${end} - ${wall}`)}, ${iso(end)}, ${end} / 3600, ${wall},
            case when i % 25 = 1 then null else ${wall} * 0.83 end, case when i % 25 = 1 then null else ${wall} * 0.04 end, null,
            case when i % 8 = 0 then 8 else 1 end, ${status}, case when i % 10 = 0 then 1 when i % 25 = 1 then null else 0 end
@@ -67,6 +67,7 @@ async function timed(f: () => Promise<unknown>): Promise<number> {
 
 const QUERIES: { name: string; q: UsageQuery }[] = [
   { name: 'a year, hourly, by site', q: { fromHour: H0, toHour: H0 + YEAR_HOURS, interval: 'hour', groupBy: 'site', filters: {} } },
+  { name: 'a year, daily, by site', q: { fromHour: H0, toHour: H0 + YEAR_HOURS, interval: 'day', groupBy: 'site', filters: {} } },
   { name: "a user's own year, hourly, by site", q: { fromHour: H0, toHour: H0 + YEAR_HOURS, interval: 'hour', groupBy: 'site', filters: { owner: ['user7'] } } },
 ];
 const FALLBACK: UsageQuery = { fromHour: H0, toHour: H0 + YEAR_HOURS, interval: 'month', groupBy: 'site', filters: { owner: ['user7'], job_type: ['User'] } };
