@@ -1,5 +1,6 @@
-import type { Kysely, Migration } from 'kysely';
+import { sql, type Kysely, type Migration } from 'kysely';
 import { withAutoId } from '../kernel/db/portable.ts';
+import { dialectOf } from '../kernel/db/dialect.ts';
 
 export const accountingMigrations: Record<string, Migration> = {
   // Usage records, their hourly rollups and the queue's history (docs/accounting.md).
@@ -58,6 +59,31 @@ export const accountingMigrations: Record<string, Migration> = {
         .addColumn('time', 'bigint', (c) => c.notNull())
         .addColumn('samples', 'integer', (c) => c.notNull())
         .addPrimaryKeyConstraint('queue_history_samples_pk', ['resolution', 'time'])
+        .execute();
+    },
+  },
+  // The rollups' reads (docs/accounting.md "Cost"): a set's time range is an index-only scan of a covering
+  // index; a filter on the set's first dimension (a user's own) reads (set, a, hours), on SQLite the
+  // table itself, clustered on that key (WITHOUT ROWID: no lookup per row). The table is empty or small here.
+  '2026_12_01_0110_accounting_rollup_reads': {
+    async up(db: Kysely<unknown>) {
+      if (dialectOf(db) === 'sqlite') {
+        await sql`CREATE TABLE usage_hourly_clustered (
+          grouping_set varchar(64) NOT NULL, hour integer NOT NULL, a varchar(256) NOT NULL, b varchar(256) NOT NULL,
+          jobs bigint NOT NULL, wall_seconds double precision NOT NULL, core_seconds double precision NOT NULL,
+          cpu_seconds double precision NOT NULL, cpu_core_seconds double precision NOT NULL,
+          CONSTRAINT usage_hourly_pk PRIMARY KEY (grouping_set, a, hour, b)) WITHOUT ROWID`.execute(db);
+        await sql`INSERT INTO usage_hourly_clustered SELECT grouping_set, hour, a, b, jobs, wall_seconds, core_seconds, cpu_seconds, cpu_core_seconds FROM usage_hourly`.execute(db);
+        await db.schema.dropTable('usage_hourly').execute();
+        await sql`ALTER TABLE usage_hourly_clustered RENAME TO usage_hourly`.execute(db);
+      } else {
+        await db.schema.dropIndex('usage_hourly_time').execute();
+        await db.schema.createIndex('usage_hourly_first').on('usage_hourly').columns(['grouping_set', 'a', 'hour']).execute();
+      }
+      await db.schema
+        .createIndex('usage_hourly_cover')
+        .on('usage_hourly')
+        .columns(['grouping_set', 'hour', 'a', 'b', 'jobs', 'wall_seconds', 'core_seconds', 'cpu_seconds', 'cpu_core_seconds'])
         .execute();
     },
   },

@@ -2,12 +2,12 @@
  * Accounting queries (docs/accounting.md "API"): usage per time bucket and group, and the queue's history.
  * Buckets are UTC: hours, days, ISO weeks (from Monday), calendar months, or the whole range (`total`).
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../kernel/db/schema.ts';
+import { DIMENSIONS, type Dimension } from './dimensions.ts';
+import { groupingSetOf, type GroupingSet } from './rollup.ts';
 
-/** The dimensions usage is grouped and filtered by, in the order grouping sets name them. */
-export const DIMENSIONS = ['owner', 'owner_group', 'site', 'job_type', 'status'] as const;
-export type Dimension = (typeof DIMENSIONS)[number];
+export { DIMENSIONS, type Dimension };
 export type UsageInterval = 'hour' | 'day' | 'week' | 'month' | 'total';
 
 export interface UsageQuery {
@@ -50,10 +50,28 @@ export function bucketStart(hour: number, interval: UsageInterval, fromHour: num
   return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
 }
 
-interface HourSums {
-  hour: number;
+/**
+ * Runs are summed in SQL per key of this size (hours, days or ISO weeks since the epoch, integer division
+ * of end_hour), so that a coarse interval reads back few rows; months and the total are days gathered here.
+ */
+const KEYS: Record<UsageInterval, { size: string; startMs: (k: number) => number }> = {
+  hour: { size: 'hour', startMs: (k) => k * HOUR_MS },
+  day: { size: 'day', startMs: (k) => k * 24 * HOUR_MS },
+  // The epoch's day 0 was a Thursday: day d's week starts on day 7·floor((d + 3) / 7) − 3.
+  week: { size: 'week', startMs: (k) => (7 * k - 3) * 24 * HOUR_MS },
+  month: { size: 'day', startMs: (k) => k * 24 * HOUR_MS },
+  total: { size: 'day', startMs: (k) => k * 24 * HOUR_MS },
+};
+
+function keyOf(interval: UsageInterval, hour: RawBuilder<unknown>): RawBuilder<number> {
+  const size = KEYS[interval].size;
+  return size === 'hour' ? sql<number>`${hour}` : size === 'day' ? sql<number>`(${hour} / 24)` : sql<number>`((${hour} / 24 + 3) / 7)`;
+}
+
+interface KeySums {
+  k: number;
   grp: string | null;
-  jobs: number;
+  jobs: number | string;
   wall: number;
   core: number;
   cpu: number;
@@ -62,28 +80,93 @@ interface HourSums {
 
 /** Usage per bucket and group, oldest bucket first, groups in name order. */
 export async function queryUsage(db: Kysely<Database>, q: UsageQuery): Promise<UsageRow[]> {
-  const hours = await hourlySums(db, q);
-  const rows = new Map<string, UsageRow>();
-  for (const h of hours) {
-    const time = new Date(bucketStart(Number(h.hour), q.interval, q.fromHour)).toISOString();
-    const key = `${time}\u0000${h.grp ?? ''}`;
-    let row = rows.get(key);
-    if (!row) rows.set(key, (row = { time, group: q.groupBy ? (h.grp ?? '') : null, jobs: 0, wallSeconds: 0, coreSeconds: 0, cpuSeconds: 0, cpuCoreSeconds: 0 }));
+  const sums = await keySums(db, q);
+  // Bucket start (ms) → group → row: the buckets are few, so sorting them and each one's groups is cheap.
+  const buckets = new Map<number, Map<string, UsageRow>>();
+  const startMs = KEYS[q.interval].startMs;
+  const coarse = q.interval === 'month' || q.interval === 'total';
+  for (const h of sums) {
+    const start = startMs(Number(h.k));
+    const ms = coarse ? bucketStart(start / HOUR_MS, q.interval, q.fromHour) : start;
+    let groups = buckets.get(ms);
+    if (!groups) buckets.set(ms, (groups = new Map()));
+    const grp = h.grp ?? '';
+    let row = groups.get(grp);
+    if (!row) groups.set(grp, (row = { time: '', group: q.groupBy ? grp : null, jobs: 0, wallSeconds: 0, coreSeconds: 0, cpuSeconds: 0, cpuCoreSeconds: 0 }));
     row.jobs += Number(h.jobs);
     row.wallSeconds += Number(h.wall);
     row.coreSeconds += Number(h.core);
     row.cpuSeconds += Number(h.cpu);
     row.cpuCoreSeconds += Number(h.cpu_core);
   }
-  return [...rows.values()].sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : (a.group ?? '') < (b.group ?? '') ? -1 : 1));
+  const out: UsageRow[] = [];
+  for (const ms of [...buckets.keys()].sort((a, b) => a - b)) {
+    const time = new Date(ms).toISOString();
+    const groups = buckets.get(ms)!;
+    const names = groups.size === 1 ? groups.keys() : [...groups.keys()].sort();
+    for (const grp of names) {
+      const row = groups.get(grp)!;
+      row.time = time;
+      out.push(row);
+    }
+  }
+  return out;
 }
 
-/** Sums per hour (and group) straight from the records. */
-async function hourlySums(db: Kysely<Database>, q: UsageQuery): Promise<HourSums[]> {
+/** Sums per key (and group): from the rollups when a grouping set covers the query, else from the records. */
+async function keySums(db: Kysely<Database>, q: UsageQuery): Promise<KeySums[]> {
+  // A filter that allows nothing matches nothing.
+  if (DIMENSIONS.some((d) => q.filters[d]?.length === 0)) return [];
+  const filtered = DIMENSIONS.filter((d) => q.filters[d] !== undefined);
+  const set = groupingSetOf(q.groupBy ? [q.groupBy, ...filtered] : filtered);
+  return set ? fromRollups(db, q, set) : fromRecords(db, q);
+}
+
+/**
+ * The grouping set's rows plus the records still pending, in one statement (one snapshot: a fold running
+ * meanwhile moves records from one side to the other without either being seen twice or missed).
+ */
+async function fromRollups(db: Kysely<Database>, q: UsageQuery, set: GroupingSet): Promise<KeySums[]> {
+  const column = (d: Dimension) => sql.ref(set.dims[0] === d ? 'a' : 'b');
+  const rolled = [sql`grouping_set = ${set.name}`, sql`hour >= ${q.fromHour}`, sql`hour < ${q.toHour}`];
+  const pending = [sql`r.end_hour >= ${q.fromHour}`, sql`r.end_hour < ${q.toHour}`];
+  for (const d of set.dims) {
+    const values = q.filters[d];
+    if (values === undefined) continue;
+    const list = sql.join(values.map((v) => sql`${v}`));
+    rolled.push(sql`${column(d)} IN (${list})`);
+    pending.push(sql`r.${sql.ref(d)} IN (${list})`);
+  }
+  const and = (c: RawBuilder<unknown>[]) => sql.join(c, sql` AND `);
+  const grp = q.groupBy ? column(q.groupBy) : sql`NULL`;
+  const pendingGrp = q.groupBy ? sql`r.${sql.ref(q.groupBy)}` : sql`NULL`;
+  const k = keyOf(q.interval, sql`hour`);
+  const pendingK = keyOf(q.interval, sql`r.end_hour`);
+  // Hourly: the rollup rows as they are (one per hour and group); coarser: summed per key in SQL. The
+  // pending records are found from usage_pending, which the fold keeps short (CROSS JOIN: SQLite takes the
+  // tables in that order, rather than scanning the range's records for the few pending).
+  const rollup =
+    KEYS[q.interval].size === 'hour'
+      ? sql`SELECT hour AS k, ${grp} AS grp, jobs, wall_seconds AS wall, core_seconds AS core, cpu_seconds AS cpu, cpu_core_seconds AS cpu_core FROM usage_hourly WHERE ${and(rolled)}`
+      : sql`SELECT ${k} AS k, ${grp} AS grp, sum(jobs) AS jobs, sum(wall_seconds) AS wall, sum(core_seconds) AS core, sum(cpu_seconds) AS cpu, sum(cpu_core_seconds) AS cpu_core
+          FROM usage_hourly WHERE ${and(rolled)} GROUP BY ${sql.join(q.groupBy ? [k, grp] : [k])}`;
+  const { rows } = await sql<KeySums>`
+    ${rollup}
+    UNION ALL
+    SELECT ${pendingK}, ${pendingGrp}, count(*), sum(r.wall_seconds), sum(r.wall_seconds * r.processors), coalesce(sum(r.cpu_user_seconds + r.cpu_system_seconds), 0),
+      coalesce(sum(CASE WHEN r.cpu_user_seconds IS NULL THEN 0 ELSE r.wall_seconds * r.processors END), 0)
+    FROM usage_pending p CROSS JOIN usage_records r WHERE r.id = p.record_id AND ${and(pending)}
+    GROUP BY ${sql.join(q.groupBy ? [pendingK, pendingGrp] : [pendingK])}`.execute(db);
+  return rows;
+}
+
+/** Sums per key (and group) straight from the records. */
+async function fromRecords(db: Kysely<Database>, q: UsageQuery): Promise<KeySums[]> {
+  const k = keyOf(q.interval, sql`end_hour`);
   let query = db
     .selectFrom('usage_records')
     .select([
-      'end_hour as hour',
+      k.as('k'),
       sql<number>`count(*)`.as('jobs'),
       sql<number>`sum(wall_seconds)`.as('wall'),
       sql<number>`sum(wall_seconds * processors)`.as('core'),
@@ -92,10 +175,10 @@ async function hourlySums(db: Kysely<Database>, q: UsageQuery): Promise<HourSums
     ])
     .where('end_hour', '>=', q.fromHour)
     .where('end_hour', '<', q.toHour)
-    .groupBy('end_hour');
+    .groupBy(k);
   for (const d of DIMENSIONS) {
     const values = q.filters[d];
-    if (values !== undefined) query = query.where(d, 'in', values.length > 0 ? [...values] : ['\u0000']);
+    if (values !== undefined) query = query.where(d, 'in', [...values]);
   }
   if (q.groupBy) query = query.select(sql.ref<string>(q.groupBy).as('grp')).groupBy(q.groupBy);
   const rows = await query.execute();

@@ -72,3 +72,20 @@ export async function recordRuns(trx: Transaction<Database> | Kysely<Database>, 
       .execute();
   }
 }
+
+/**
+ * Records for runs that ended before accounting existed (the upgrade's backfill): inserted as recordRuns
+ * does, except for jobs that have a record already (a run recorded since), so a repeated batch adds nothing.
+ */
+export async function backfillRecords(db: Kysely<Database>, runs: readonly EndedRunRecord[]): Promise<number> {
+  if (runs.length === 0) return 0;
+  const ids = [...new Set(runs.map((r) => r.jobId))];
+  const known = new Set<number>();
+  for (let i = 0; i < ids.length; i += 1000) {
+    const rows = await db.selectFrom('usage_records').select('job_id').where('job_id', 'in', ids.slice(i, i + 1000)).execute();
+    for (const r of rows) known.add(Number(r.job_id));
+  }
+  const missing = runs.filter((r) => !known.has(r.jobId));
+  await recordRuns(db, missing);
+  return missing.length;
+}

@@ -7,8 +7,9 @@ import fp from 'fastify-plugin';
 import { authRoutes, hasGroupRights, requireToken } from '../auth/index.ts';
 import { registryRoutes, scimRoutes } from '../registry/index.ts';
 import { scimAuthenticate } from './scim-auth.ts';
-import { JobEvents, jobsRoutes, Matcher, registryShareOf, removeStaleUploads, sandboxStore, startEventStreams, startJobDuties, userJobsKiller } from '../jobs/index.ts';
+import { JobEvents, jobsRoutes, Matcher, queueCounts, registryShareOf, removeStaleUploads, sandboxStore, startEventStreams, startJobDuties, userJobsKiller } from '../jobs/index.ts';
 import { startScheduling } from '../executors/index.ts';
+import { startAccountingDuties } from '../accounting/index.ts';
 import { agentsRoutes, startAgentDuties, startPilotFactory } from '../agents/index.ts';
 import { catalogueRoutes } from '../catalogue/index.ts';
 import { federationRoutes } from '../federation/index.ts';
@@ -116,6 +117,8 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   await instance.register(jobsRoutes, { ctx, sandboxes, runner, events: startEventStreams(ctx, jobEvents), jobEvents });
   instance.addHook('onReady', () => removeStaleUploads(sandboxes, instance.log));
   startJobDuties(ctx, sandboxes, instance.log, { events: jobEvents, wake: () => runner?.wake() });
+  // Accounting's rollups and queue history; the queue counts are the jobs domain's (accounting never reads its tables).
+  startAccountingDuties(ctx, instance.log, { queueCounts: () => queueCounts(ctx.db) });
   await instance.register(agentsRoutes, { ctx, jobEvents, matcher });
   instance.addHook('onReady', async () => startAgentDuties(ctx, jobEvents, instance.log));
   instance.addHook('onReady', async () => startPilotFactory(ctx, jobEvents, instance.log));

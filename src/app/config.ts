@@ -8,6 +8,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { Type, type Static } from 'typebox';
 import { parseDocument } from 'yaml';
 import { ConfigError, CoreConfigSections, deepFreeze, environment, LOG_LEVELS, validateConfig, type AppConfig, type LogLevel } from '../kernel/config.ts';
+import { AccountingConfigSchema } from '../accounting/index.ts';
 import { CatalogueConfigSchema } from '../catalogue/index.ts';
 import { checkSandboxStore, JobsConfigSchema } from '../jobs/index.ts';
 import { OAuthConfigSchema, TokensConfigSchema } from '../auth/index.ts';
@@ -23,6 +24,7 @@ const ConfigSchema = Type.Object(
     registry: RegistryConfigSchema,
     clients: ClientsConfigSchema,
     jobs: JobsConfigSchema,
+    accounting: AccountingConfigSchema,
     oauth: OAuthConfigSchema,
     identityProviders: IdentityProvidersConfigSchema,
     catalogue: CatalogueConfigSchema,

@@ -10,7 +10,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Db } from '../kernel/db/database.ts';
 import { dialectOf, type Dialect } from '../kernel/db/dialect.ts';
-import { ATTRIBUTES, type AttributeName } from './model.ts';
+import { ATTRIBUTES, FINAL_STATUSES, type AttributeName } from './model.ts';
 import { summaryAnswer, SUMMARY_TOTAL, type Condition, type JobSummaryAnswer } from './search.ts';
 import type { Visibility } from './privileges.ts';
 
@@ -149,4 +149,19 @@ export async function countedSummary(db: Db, visibility: Visibility, conditions:
 export async function countedTotal(db: Db, visibility: Visibility, conditions: readonly Condition[]): Promise<number> {
   const { rows } = await sql<{ n: number | string | null }>`SELECT sum(n) AS n FROM ${COUNTS_AND_DELTAS} ${countedWhere(visibility, conditions)}`.execute(db);
   return Number(rows[0]?.n ?? 0);
+}
+
+
+/**
+ * Active jobs per status, owner group and site, from the counts and the deltas not yet folded: what the
+ * queue history samples, at the same cost whatever the number of jobs.
+ */
+export async function queueCounts(db: Db): Promise<{ status: string; ownerGroup: string; site: string; n: number }[]> {
+  const { rows } = await sql<{ status: string; owner_group: string; site: string; n: number | string }>`
+    SELECT status, owner_group, site, sum(n) AS n FROM ${COUNTS_AND_DELTAS}
+    WHERE status NOT IN (${sql.join([...FINAL_STATUSES].map((s) => sql`${s}`))})
+    GROUP BY status, owner_group, site
+    HAVING sum(n) > 0
+    ORDER BY status, owner_group, site`.execute(db);
+  return rows.map((r) => ({ status: r.status, ownerGroup: r.owner_group, site: r.site, n: Number(r.n) }));
 }

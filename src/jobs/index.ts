@@ -7,6 +7,7 @@
 export { jobsRoutes } from './routes.ts';
 export { userJobsKiller } from './user-jobs-killer.ts';
 export { removeStaleUploads, startJobDuties } from './duties.ts';
+export { queueCounts } from './counts.ts';
 export { startEventStreams } from './event-streams.ts';
 export { checkSandboxStore, JobsConfigSchema, type JobsConfig } from './config-schema.ts';
 export type { AgentSiteConfig, PilotFactoryConfig } from './agent-site-schema.ts';

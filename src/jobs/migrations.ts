@@ -4,6 +4,7 @@ import { dialectOf } from '../kernel/db/dialect.ts';
 import { createJobCounts } from './counts.ts';
 import { createTaskQueueUpkeep } from './matching/queue-upkeep.ts';
 import { createSandboxRegistry } from './sandbox-registry-migration.ts';
+import { backfillUsageRecords } from './accounting-backfill.ts';
 
 export const jobsMigrations: Record<string, Migration> = {
   '2026_11_22_0300_jobs_tables': {
@@ -251,5 +252,9 @@ export const jobsMigrations: Record<string, Migration> = {
   // the service stored those itself, hashing them as they arrived, so they are verified.
   '2026_11_29_0300_jobs_sandboxes': {
     up: createSandboxRegistry,
+  },
+  // A usage record for every job that ended before accounting existed (after the accounting domain's tables, 0100).
+  '2026_12_01_0200_accounting_backfill': {
+    up: backfillUsageRecords,
   },
 };

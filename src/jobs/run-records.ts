@@ -51,9 +51,9 @@ export const recordEndedRuns = {
   },
 
   /** Records the runs of `changed` that `before` found; a run that never started and was only handed back (Rescheduled) consumed nothing and is not recorded. */
-  async after(trx: Transaction<Database>, ending: RunsEnding, changed: readonly number[], at: { now: string; to: JobStatus; set: Updateable<JobTable> | undefined; usage: RunUsage | undefined; resource: string | undefined }): Promise<void> {
+  async after(trx: Transaction<Database>, ending: RunsEnding, changed: readonly number[], at: { now: string; to: JobStatus; set: Updateable<JobTable> | undefined; usage?: RunUsage | undefined; resource?: string | undefined; runOutcome?: { status: JobStatus; exitCode: number } | undefined }): Promise<void> {
     const endTime = typeof at.set?.end_exec_time === 'string' ? at.set.end_exec_time : at.now;
-    const exitCode = typeof at.set?.exit_code === 'number' ? at.set.exit_code : null;
+    const exitCode = at.runOutcome?.exitCode ?? (typeof at.set?.exit_code === 'number' ? at.set.exit_code : null);
     const records: EndedRunRecord[] = [];
     for (const id of changed) {
       const r = ending.get(id);
@@ -70,7 +70,7 @@ export const recordEndedRuns = {
         startTime: r.start_exec_time,
         endTime,
         processors: r.processors,
-        status: at.to,
+        status: at.runOutcome?.status ?? at.to,
         exitCode: exitCode ?? r.exit_code,
         usage: at.usage,
       });

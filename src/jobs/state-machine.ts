@@ -70,6 +70,11 @@ export interface StatusChange {
   usage?: RunUsage;
   /** Where that run ran, for its usage record (a Slurm partition); absent: the job's pilot reference, else ''. */
   resource?: string;
+  /**
+   * How the run this change ends went, when the change says otherwise: a retry or an OnExitHold moves the
+   * job to Rescheduled after a run that failed with `exitCode`, which `set` clears.
+   */
+  runOutcome?: { status: JobStatus; exitCode: number };
 }
 
 type Db = Kysely<Database>;
@@ -124,7 +129,7 @@ export async function changeStatus(db: Db | Transaction<Database>, events: JobEv
         )
         .execute();
       for (const r of rows) changed.push(Number(r.job_id));
-      if (ending) await recordEndedRuns.after(trx, ending, rows.map((r) => Number(r.job_id)), { now, to: change.to, set: change.set, usage: jobIds.length === 1 ? change.usage : undefined, resource: jobIds.length === 1 ? change.resource : undefined });
+      if (ending) await recordEndedRuns.after(trx, ending, rows.map((r) => Number(r.job_id)), { now, to: change.to, set: change.set, ...(jobIds.length === 1 ? { usage: change.usage, resource: change.resource } : {}), runOutcome: change.runOutcome });
     }
     return changed;
   };

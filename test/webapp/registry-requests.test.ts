@@ -117,7 +117,7 @@ for (const { dialect, skip } of await dialects()) {
         // Within the application: a reload would refresh the token, which the new AUP refuses (the sign-in then shows it).
         const nav = page.getByRole('navigation', { name: 'Pages' });
         await nav.getByRole('button', { name: 'Job monitor' }).click();
-        await nav.getByRole('button', { name: 'Account' }).click();
+        await nav.getByRole('button', { name: 'Account', exact: true }).click();
         const aup = page.getByTestId('aup');
         await aup.getByTestId('aup-state').getByText('not accepted').waitFor();
         assert.equal(await aup.getByTestId('aup-text').innerText(), 'Use the service for the experiment only.\nShare no credentials.');

@@ -251,7 +251,7 @@ for (const { dialect, skip } of await dialects()) {
       await page.getByRole('heading', { name: 'Job monitor' }).waitFor();
       assert.equal(await page.getByRole('combobox', { name: 'Group' }).inputValue(), 'dirigo_prod');
 
-      await page.getByRole('button', { name: 'Account' }).click();
+      await page.getByRole('button', { name: 'Account', exact: true }).click();
       const whoami = page.getByTestId('whoami');
       await whoami.getByText('carol', { exact: true }).waitFor();
       await whoami.getByText('dirigo_monitor').waitFor();
@@ -281,7 +281,7 @@ for (const { dialect, skip } of await dialects()) {
       const second = (await refreshed.json()) as Record<string, string>;
       assert.equal(new URLSearchParams(refreshed.request().postData() ?? '').get('refresh_token'), first.refresh_token, 'the refresh presents the token the sign-in gave');
       assert.ok(second.refresh_token && second.refresh_token !== first.refresh_token, 'and receives a new one (rotation)');
-      await page.getByRole('button', { name: 'Account' }).click();
+      await page.getByRole('button', { name: 'Account', exact: true }).click();
       await page.getByTestId('whoami').getByText('alice', { exact: true }).waitFor();
       // A retired refresh token presented again ends the whole grant (RFC 9700 §4.14.2): the application's
       // requests are refused, its refresh too, and it signs in again by itself, back on the same page.

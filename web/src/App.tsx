@@ -2,8 +2,8 @@
  * The frame of every page: header (name, group switch, theme, sign-out), navigation, and the page the
  * address names.
  */
-import { useEffect, useState } from 'react';
-import { ActionIcon, AppShell, Burger, Button, Group, NavLink, Select, Text, Tooltip, UnstyledButton, useComputedColorScheme, useMantineColorScheme } from '@mantine/core';
+import { lazy, Suspense, useEffect, useState } from 'react';
+import { ActionIcon, AppShell, Burger, Button, Group, Loader, NavLink, Select, Text, Tooltip, UnstyledButton, useComputedColorScheme, useMantineColorScheme } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
 import { api, unwrap } from './api.ts';
 import { currentTokens, onTokens, signIn, signOut } from './session.ts';
@@ -19,6 +19,9 @@ import { WorkflowPage } from './workflows/WorkflowPage.tsx';
 import { WorkflowsPage } from './workflows/WorkflowsPage.tsx';
 import { RegistryPage } from './registry/RegistryPage.tsx';
 
+// The Accounting page brings the charts library: loaded when first shown, so the other pages stay light.
+const AccountingPage = lazy(() => import('./accounting/AccountingPage.tsx').then((m) => ({ default: m.AccountingPage })));
+
 const PAGES = [
   { page: '', label: 'Job monitor' },
   { page: 'workflows', label: 'Workflows' },
@@ -27,6 +30,7 @@ const PAGES = [
   { page: 'catalogue', label: 'File catalogue' },
   { page: 'sites', label: 'Sites' },
   { page: 'pilots', label: 'Pilots' },
+  { page: 'accounting', label: 'Accounting' },
   { page: 'registry', label: 'Registry' },
   { page: 'account', label: 'Account' },
 ] as const;
@@ -91,6 +95,12 @@ function Page({ page, params }: { page: string; params: URLSearchParams }) {
       return <SitesPage />;
     case 'pilots':
       return <PilotsPage params={params} />;
+    case 'accounting':
+      return (
+        <Suspense fallback={<Loader size="sm" role="status" aria-label="Loading the Accounting page" />}>
+          <AccountingPage params={params} />
+        </Suspense>
+      );
     case 'account':
       return <AccountPage />;
     default:

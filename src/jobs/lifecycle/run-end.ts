@@ -143,7 +143,7 @@ async function succeed(trx: Trx, events: JobEvents, jobId: number, job: EndingJo
 async function hold(trx: Trx, events: JobEvents, jobId: number, job: EndingJob, run: EndedRun, e: number): Promise<JobStatus | undefined> {
   const from = await throughRunning(trx, events, jobId, job, run);
   if (from === undefined) return undefined;
-  if (!(await step(trx, events, jobId, run, { from, to: JobStatus.Rescheduled, minorStatus: run.minorStatus, ...app(run), ...measured(run), set: { ...run.set, ...RELEASED } }))) return undefined;
+  if (!(await step(trx, events, jobId, run, { from, to: JobStatus.Rescheduled, minorStatus: run.minorStatus, ...app(run), ...measured(run), set: { ...run.set, ...RELEASED }, runOutcome: { status: JobStatus.Failed, exitCode: e } }))) return undefined;
   await thenStep(trx, events, jobId, run, { to: JobStatus.Received, minorStatus: `Held: exit code ${e} (OnExitHold)`, set: { hold_reason: HoldReason.ExitCode } });
   return JobStatus.Received;
 }
@@ -159,7 +159,7 @@ async function retry(trx: Trx, events: JobEvents, jobId: number, job: EndingJob,
   const n = job.retryCounter + 1;
   const banned = policy.banFailedSites ? bannedSitesAfter(job, settings) : undefined;
   const said = `Retry ${n} of ${policy.maxRetries}: exit code ${e} at site ${job.site}${banned ? `; site ${job.site} banned` : ''}`;
-  if (!(await step(trx, events, jobId, run, { from, to: JobStatus.Rescheduled, minorStatus: said, ...app(run), ...measured(run), set: { ...NEW_RUN, retry_counter: n } }))) return undefined;
+  if (!(await step(trx, events, jobId, run, { from, to: JobStatus.Rescheduled, minorStatus: said, ...app(run), ...measured(run), set: { ...NEW_RUN, retry_counter: n }, runOutcome: { status: JobStatus.Failed, exitCode: e } }))) return undefined;
   if (banned) await banSite(trx, jobId, job, banned);
   const delay = Math.min((policy.retryDelay ?? settings.retryDelay) * 2 ** job.retryCounter, settings.maxRetryDelay);
   if (delay === 0) {
