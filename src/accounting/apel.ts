@@ -5,7 +5,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../kernel/db/schema.ts';
-import type { AccountingSettings } from './settings.ts';
+import type { AccountingConfig } from './config-schema.ts';
 
 export interface ApelSummary {
   site: string;
@@ -62,7 +62,7 @@ export async function apelSummaries(db: Kysely<Database>, year: number, month: n
  * The message: a header line, then per summary `Key: value` lines ending with `%%`. Durations are whole
  * seconds; Dirigo runs no benchmark, so the normalised durations equal the raw ones (factor 1).
  */
-export function apelMessage(summaries: readonly ApelSummary[], year: number, month: number, apel: AccountingSettings['apel'], submitHost: string): string {
+export function apelMessage(summaries: readonly ApelSummary[], year: number, month: number, apel: AccountingConfig['apel'], submitHost: string): string {
   const lines = ['APEL-summary-job-message: v0.3'];
   for (const s of summaries) {
     const wall = Math.round(s.wallSeconds);

@@ -4,8 +4,7 @@
  */
 export { accountingMigrations } from './migrations.ts';
 export { backfillRecords, recordRuns, type EndedRunRecord } from './records.ts';
-export { AccountingConfigSchema, type AccountingConfig } from './config-schema.ts';
+export { AccountingConfigSchema } from './config-schema.ts';
 export { startAccountingDuties } from './duties.ts';
-export { queryQueue, queueResolutionFor, type QueueCount, type QueueDimension, type QueueQuery, type QueueResolution, type QueueRow } from './queue-history.ts';
-export { DIMENSIONS, queryUsage, type Dimension, type UsageInterval, type UsageQuery, type UsageRow } from './query.ts';
+export { queryUsage } from './query.ts';
 export { accountingRoutes } from './routes.ts';

@@ -12,11 +12,11 @@ import { errors, SECURITY, type DocumentedExtras } from '../kernel/openapi.ts';
 import type { HandWrittenAnswerTypeProvider } from '../kernel/type-providers.ts';
 import { ApelQuery, QueueAnswer, QueueQuery, RecordsAnswer, RecordsQuery, UsageAnswer, UsageQuery } from './api-schemas.ts';
 import { apelMessage, apelSummaries } from './apel.ts';
+import type { AccountingConfig } from './config-schema.ts';
 import { CSV_MEDIA_TYPE, sendCsv, toCsv, wantsCsv } from './csv.ts';
 import { queryQueue, queueResolutionFor, type QueueDimension, type QueueResolution } from './queue-history.ts';
 import { queryUsage, type Dimension } from './query.ts';
 import { queryRecords } from './records-query.ts';
-import { accountingSettings } from './settings.ts';
 import { hourRange, instantOf, MAX_BUCKETS, timeRange, usageInterval } from './time-range.ts';
 import { matchesNothing, requireMonitor, visibleFilters, type UsageFilters } from './visibility.ts';
 
@@ -63,7 +63,6 @@ export const accountingRoutes: FastifyPluginAsyncTypebox<AccountingRoutesOptions
   const auth = requireToken(ctx);
   // JSON or CSV, written here: the JSON through the documented schema by the response validator in tests.
   const handWritten = app.withTypeProvider<HandWrittenAnswerTypeProvider>();
-  const settings = () => accountingSettings(ctx.config);
 
   handWritten.get(
     '/accounting/jobs',
@@ -182,7 +181,7 @@ export const accountingRoutes: FastifyPluginAsyncTypebox<AccountingRoutesOptions
       const q = request.query;
       const now = Date.now();
       const { fromMs, toMs } = timeRange(q.from, q.to, DAY_MS, now);
-      const resolution = q.interval ?? finestQueueResolution(fromMs, toMs, now, settings().queue);
+      const resolution = q.interval ?? finestQueueResolution(fromMs, toMs, now, ctx.config.accounting.queue);
       const step = RESOLUTION_SECONDS[resolution];
       const from = Math.floor(fromMs / 1000 / step) * step;
       const to = Math.ceil(toMs / 1000 / step) * step;
@@ -216,7 +215,7 @@ export const accountingRoutes: FastifyPluginAsyncTypebox<AccountingRoutesOptions
       requireCapability(principal, 'compute.read');
       requireMonitor(principal, 'the APEL summaries');
       const [year, month] = request.query.month.split('-').map(Number) as [number, number];
-      const apel = settings().apel;
+      const apel = { ...ctx.config.accounting.apel, vo: ctx.config.accounting.apel.vo || 'dirigo' };
       const message = apelMessage(await apelSummaries(ctx.db, year, month), year, month, apel, apel.submitHost || new URL(ctx.publicUrl).host);
       return reply.type('text/plain; charset=utf-8').header('content-disposition', `inline; filename="apel-${request.query.month}.txt"`).send(message);
     },
@@ -226,7 +225,7 @@ export const accountingRoutes: FastifyPluginAsyncTypebox<AccountingRoutesOptions
 const RESOLUTION_SECONDS: Record<QueueResolution, number> = { minute: 60, hour: 3600, day: 86_400 };
 
 /** The finest resolution kept for `from` that gives at most MAX_BUCKETS buckets. */
-function finestQueueResolution(fromMs: number, toMs: number, nowMs: number, retention: { minuteRetentionDays: number; hourRetentionDays: number }): QueueResolution {
+function finestQueueResolution(fromMs: number, toMs: number, nowMs: number, retention: AccountingConfig['queue']): QueueResolution {
   const kept = queueResolutionFor(Math.floor(fromMs / 1000), Math.floor(nowMs / 1000), retention);
   const order: QueueResolution[] = ['minute', 'hour', 'day'];
   return order.slice(order.indexOf(kept)).find((r) => (toMs - fromMs) / 1000 / RESOLUTION_SECONDS[r] <= MAX_BUCKETS) ?? 'day';
