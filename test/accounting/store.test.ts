@@ -1,8 +1,8 @@
 /**
  * The accounting store (docs/accounting.md): a usage record per run written when jobs end on a local site
  * (a retry's two runs, a kill), folded by the service's duty into the rollups; the jobs domain's queue
- * counts; the queue's samples in minute, hour and day buckets with a controlled clock, their means and
- * their retention. Every dialect.
+ * counts, sampled by the service's duty; the queue's samples in minute, hour and day buckets with a
+ * controlled clock, their means and their retention. Every dialect.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,9 +13,9 @@ import { foldUsage } from '../../src/accounting/rollup.ts';
 import { queryQueue, queueResolutionFor, sampleQueue } from '../../src/accounting/queue-history.ts';
 import { foldJobCounts, queueCounts } from '../../src/jobs/counts.ts';
 import { dialects } from '../helpers/dialects.ts';
-import type { TestService } from '../helpers/service.ts';
+import { startTestService, type TestService } from '../helpers/service.ts';
 import { scratchDatabase, type ScratchDb } from '../helpers/upgrade-db.ts';
-import { startJobsService, submit, waitForStatus } from '../jobs/helpers.ts';
+import { submit, waitForStatus } from '../jobs/helpers.ts';
 import { ConfigError, loadConfig } from '../../src/app/config.ts';
 
 const sh = (script: string) => ({ Executable: '/bin/sh', Arguments: `-c '${script}'` });
@@ -38,7 +38,14 @@ for (const { dialect, skip } of await dialects()) {
     let svc: TestService;
     let alice: string;
     before(async () => {
-      svc = await startJobsService(dialect);
+      // The jobs suites' fast scheduler, and a queue sample every second.
+      svc = await startTestService({
+        dialect,
+        config: {
+          jobs: { scheduler: { pollIntervalMs: 50, killGraceMs: 1000, cpuCheckIntervalMs: 100, leaseMs: 5000 }, sites: [{ name: 'Local', type: 'local', slots: 4 }] },
+          accounting: { queue: { sampleSeconds: 1 } },
+        },
+      });
       alice = await svc.token('alice');
     });
     after(() => svc?.close());
@@ -50,6 +57,15 @@ for (const { dialect, skip } of await dialects()) {
       await waitForStatus(svc, alice, done, ['Done']);
       await waitForStatus(svc, alice, retried, ['Failed'], 30000);
       await waitForStatus(svc, alice, killed, ['Running']);
+      // The sampler duty sees the running job in its minute.
+      const now = Math.floor(Date.now() / 1000);
+      const seen = Date.now() + 10_000;
+      for (;;) {
+        const rows = await queryQueue(svc.ctx.db, { from: now - 120, to: now + 120, resolution: 'minute', groupBy: 'status', filters: { site: ['Local'] } });
+        if (rows.some((r) => r.group === 'Running' && r.jobs > 0)) break;
+        assert.ok(Date.now() < seen, `no sample of the running job: ${JSON.stringify(rows)}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
       assert.equal((await svc.request(`/jobs/${killed}`, { method: 'DELETE', token: alice })).status, 200);
       await waitForStatus(svc, alice, killed, ['Killed']);
 
