@@ -16,13 +16,12 @@ import { after, afterEach, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { request } from 'undici';
 import { LocalExecutor } from '../../src/payload/local.ts';
-import { queryUsage } from '../../src/accounting/index.ts';
 import type { ExecutorEvent } from '../../src/payload/executor.ts';
 import { FileSandboxStore } from '../../src/jobs/sandbox-store.ts';
 import { prepareServe, startServe, stopServe, userAgent, flowAToken, type ServeProcess, type ServeSetup } from '../helpers/serve-process.ts';
 import { dialects } from '../helpers/dialects.ts';
-import type { TestService } from '../helpers/service.ts';
-import { startJobsService, submit, waitForStatus } from '../jobs/helpers.ts';
+import { startTestService, type TestService } from '../helpers/service.ts';
+import { submit, waitForStatus } from '../jobs/helpers.ts';
 import { startAgent, type AgentProcess } from '../agents/agent-process.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -77,12 +76,19 @@ for (const { dialect, skip } of await dialects()) {
     const agents: AgentProcess[] = [];
 
     before(async () => {
-      svc = await startJobsService(dialect, {
-        scheduler: { pollIntervalMs: 100 },
-        sites: [
-          { name: 'Local', type: 'local', slots: 2 },
-          { name: 'Pool', type: 'agents', heartbeatIntervalMs: 200 },
-        ],
+      // The queue's history sampled every second, so that the runs below show in it.
+      svc = await startTestService({
+        dialect,
+        config: {
+          jobs: {
+            scheduler: { pollIntervalMs: 100, killGraceMs: 1000, cpuCheckIntervalMs: 100, leaseMs: 5000 },
+            sites: [
+              { name: 'Local', type: 'local', slots: 2 },
+              { name: 'Pool', type: 'agents', heartbeatIntervalMs: 200 },
+            ],
+          },
+          accounting: { queue: { sampleSeconds: 1 } },
+        },
       });
       alice = await svc.token('alice');
     });
@@ -137,16 +143,40 @@ for (const { dialect, skip } of await dialects()) {
       assertBurnt(r);
     });
 
-    test("the accounting query gives each site's CPU as its records measured it", async () => {
-      const hour = Math.floor(Date.now() / 3_600_000);
-      const rows = await queryUsage(svc.ctx.db, { fromHour: hour - 1, toHour: hour + 1, interval: 'total', groupBy: 'site', filters: {} });
-      const records = await svc.ctx.db.selectFrom('usage_records').select(['site', 'cpu_user_seconds', 'cpu_system_seconds']).execute();
+    test("the accounting API gives each site's and group's CPU and wall time as the payloads consumed them; the queue's history shows the runs", async () => {
+      const from = new Date(Date.now() - 3_600_000).toISOString();
+      const to = new Date(Date.now() + 3_600_000).toISOString();
+      const usage = async (groupBy: string) => {
+        const res = await svc.request(`/accounting/jobs?interval=total&groupBy=${groupBy}&from=${from}&to=${to}`, { token: alice });
+        assert.equal(res.status, 200, res.text);
+        return (res.json as { rows: { Group: string; Jobs: number; WallHours: number; CPUHours: number; CPUEfficiency: number | null }[] }).rows;
+      };
+      const records = await svc.ctx.db.selectFrom('usage_records').select(['site', 'owner_group', 'wall_seconds', 'cpu_user_seconds', 'cpu_system_seconds']).execute();
+      const bySite = await usage('Site');
       for (const site of ['Local', 'Pool']) {
-        const expected = records.filter((r) => r.site === site).reduce((sum, r) => sum + Number(r.cpu_user_seconds ?? 0) + Number(r.cpu_system_seconds ?? 0), 0);
-        const row = rows.find((r) => r.group === site);
-        assert.ok(row && expected > 1.4, `${site}: ${JSON.stringify(rows)}`);
-        assert.ok(Math.abs(row.cpuSeconds - expected) < 0.01, `${site}: ${row.cpuSeconds} s, records say ${expected} s`);
+        const mine = records.filter((r) => r.site === site);
+        const measured = mine.filter((r) => r.cpu_user_seconds !== null);
+        const cpu = measured.reduce((sum, r) => sum + Number(r.cpu_user_seconds) + Number(r.cpu_system_seconds), 0);
+        const row = bySite.find((r) => r.Group === site);
+        assert.ok(row, `${site}: ${JSON.stringify(bySite)}`);
+        assert.equal(row.Jobs, mine.length);
+        // Each measured run burnt 1.5 s (the burner); python's start-ups add a little.
+        assert.ok(row.CPUHours * 3600 >= measured.length * 1.45 && row.CPUHours * 3600 < measured.length * 2.5, `${site}: ${row.CPUHours * 3600} s of CPU for ${measured.length} runs of 1.5 s`);
+        assert.ok(Math.abs(row.CPUHours * 3600 - cpu) < 0.01, `${site}: ${row.CPUHours * 3600} s, records say ${cpu} s`);
+        const wall = mine.reduce((sum, r) => sum + Number(r.wall_seconds), 0);
+        assert.ok(Math.abs(row.WallHours * 3600 - wall) < 0.01 && row.WallHours * 3600 >= cpu - 0.1, `${site}: wall ${row.WallHours * 3600} s`);
       }
+      const byGroup = await usage('OwnerGroup');
+      assert.deepEqual(byGroup.map((r) => [r.Group, r.Jobs]), [['dirigo_user', records.length]]);
+      // The sampler saw jobs Running at both sites while they ran.
+      const admin = await svc.token('admin', 'dirigo_admin');
+      const queue = await svc.request(`/accounting/queue?interval=minute&groupBy=Status&from=${from}&to=${to}`, { token: admin });
+      assert.equal(queue.status, 200, queue.text);
+      const running = (queue.json as { rows: { Group: string; Jobs: number }[] }).rows.filter((r) => r.Group === 'Running' && r.Jobs > 0);
+      assert.ok(running.length > 0, `Running in the queue's history: ${queue.text}`);
+      const sites = await svc.request(`/accounting/queue?interval=minute&groupBy=Site&Status=Running&from=${from}&to=${to}`, { token: admin });
+      const seen = new Set((sites.json as { rows: { Group: string; Jobs: number }[] }).rows.filter((r) => r.Jobs > 0).map((r) => r.Group));
+      assert.deepEqual([...seen].sort(), ['Local', 'Pool'], sites.text);
     });
   });
 }

@@ -43,6 +43,19 @@ describe('usage records of Slurm runs', async () => {
           assert.ok(Number(r.wall_seconds) >= cpu - 0.05, `wall ${r.wall_seconds} ≥ cpu ${cpu}`);
         });
       }
+
+      test('the accounting API sums them for the site and the partition: about 1 s of CPU per run', async () => {
+        const from = new Date(Date.now() - 3_600_000).toISOString();
+        const res = await svc.request(`/accounting/jobs?interval=total&groupBy=Site&from=${from}`, { token: alice });
+        assert.equal(res.status, 200, res.text);
+        const [row] = (res.json as { rows: { Group: string; Jobs: number; WallHours: number; CPUHours: number }[] }).rows;
+        assert.equal(row?.Group, 'Slurm', res.text);
+        assert.equal(row.Jobs, 2);
+        assert.ok(row.CPUHours * 3600 >= 1.9 && row.CPUHours * 3600 < 4, `${row.CPUHours * 3600} s of CPU for two runs of 1 s`);
+        assert.ok(row.WallHours >= row.CPUHours, res.text);
+        const records = await svc.request(`/accounting/records?from=${from}`, { token: alice });
+        assert.deepEqual((records.json as { records: { Resource: string }[] }).records.map((r) => r.Resource), ['short', 'short']);
+      });
     });
   }
 });
