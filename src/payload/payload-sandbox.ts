@@ -120,9 +120,16 @@ export class PayloadSandbox {
     }
     if (!bwrap) return `payloads cannot be sandboxed: bwrap is not installed (not found in PATH ${path}); ${FIX}`;
     const failure = await new Promise<string | undefined>((done) => {
-      execFile(bwrap, [...BASE, '--', '/bin/sh', '-c', 'exit 0'], { timeout: 30_000 }, (err, _stdout, stderr) => {
-        done(err ? (stderr.trim() || err.message).split('\n')[0] : undefined);
-      });
+      try {
+        // An empty environment: the empty sandbox needs none, and the server's own (a PATH near ARG_MAX)
+        // must not make the check fail, which would leave the site taking no jobs until a restart.
+        execFile(bwrap, [...BASE, '--', '/bin/sh', '-c', 'exit 0'], { timeout: 30_000, env: {} }, (err, _stdout, stderr) => {
+          done(err ? (stderr.trim() || err.message).split('\n')[0] : undefined);
+        });
+      } catch (err) {
+        // Some spawn failures (E2BIG, EINVAL) are thrown rather than passed to the callback.
+        done((err as Error).message);
+      }
     });
     if (failure) return `payloads cannot be sandboxed: ${bwrap} cannot create its namespaces here (${failure}); ${FIX}`;
     this.#bwrap = bwrap;
