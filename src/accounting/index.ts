@@ -6,5 +6,4 @@ export { accountingMigrations } from './migrations.ts';
 export { backfillRecords, recordRuns, type EndedRunRecord } from './records.ts';
 export { AccountingConfigSchema } from './config-schema.ts';
 export { startAccountingDuties } from './duties.ts';
-export { queryUsage } from './query.ts';
 export { accountingRoutes } from './routes.ts';
