@@ -78,7 +78,13 @@ export const accountingMigrations: Record<string, Migration> = {
         await sql`ALTER TABLE usage_hourly_clustered RENAME TO usage_hourly`.execute(db);
       } else {
         await db.schema.dropIndex('usage_hourly_time').execute();
-        await db.schema.createIndex('usage_hourly_first').on('usage_hourly').columns(['grouping_set', 'a', 'hour']).execute();
+        // Covering, as SQLite's clustered key is: a user's own year (set, a, hour range) is read from the index
+        // alone, not from rows scattered over the heap (at 10M records 170 → 87 ms; docs/accounting.md "Cost").
+        await db.schema
+          .createIndex('usage_hourly_first')
+          .on('usage_hourly')
+          .columns(['grouping_set', 'a', 'hour', 'b', 'jobs', 'wall_seconds', 'core_seconds', 'cpu_seconds', 'cpu_core_seconds'])
+          .execute();
       }
       await db.schema
         .createIndex('usage_hourly_cover')
