@@ -63,6 +63,7 @@ for (const { dialect, skip } of await dialects()) {
         await form.waitFor({ state: 'detached' });
         await page.waitForURL((url) => url.searchParams.get('user') === 'dave');
         const panel = page.getByTestId('user-panel');
+        await panel.getByTestId('user-fields').getByText('Dave Example').waitFor();
         assert.match(await panel.getByTestId('user-fields').innerText(), /Display name\s+Dave Example/);
         assert.equal(await panel.getByTestId('user-dns').innerText(), '/C=CH/O=Test/CN=dave');
         assert.equal(svc.ctx.registry.user('dave')?.email, 'dave@test.example');
@@ -101,6 +102,8 @@ for (const { dialect, skip } of await dialects()) {
         await ask.getByRole('button', { name: 'Suspend dave' }).click();
         await ask.waitFor({ state: 'detached' });
         await panel.getByRole('status').getByText('dave is suspended.').waitFor();
+        // The notice comes with the answer, the fields with the refetch that follows it.
+        await panel.getByTestId('user-fields').getByText('left the experiment').waitFor();
         assert.match(await panel.getByTestId('user-fields').innerText(), /Status\s+suspended\s+Reason\s+left the experiment/i);
         assert.equal(svc.ctx.registry.user('dave')?.status, 'suspended');
         assert.match(svc.ctx.registry.barred('dave') ?? '', /left the experiment/);
