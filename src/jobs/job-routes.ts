@@ -83,7 +83,8 @@ export const jobRoutes: FastifyPluginAsyncTypebox<JobRouteOptions> = async (app,
     async (request, reply) => {
       requireCapability(request.principal!, 'compute.read');
       const row = await service.visibleJob(request.principal!, request.params.jid);
-      reply.header('vary', 'Accept');
+      // Beside `Origin`, which every answer varies by (app/response-stamp.ts).
+      reply.header('vary', 'Origin, Accept');
       if (prefersJdl(request.headers.accept)) {
         reply.type(`${JDL_MEDIA_TYPE}; charset=utf-8`);
         return renderJdl(JSON.parse(row.manifest) as Record<string, unknown>);

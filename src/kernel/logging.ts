@@ -4,7 +4,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
-import { LogController, type FastifyReply, type FastifyServerOptions, type FastifyRequest } from 'fastify';
+import { BufferedOutput } from './log-output.ts';
+import { RequestLogger } from './request-logger.ts';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyServerOptions, type FastifyRequest } from 'fastify';
 
 /** An incoming `X-Request-Id` is kept when it is short and made of characters safe in logs and headers. */
 const VALID_REQUEST_ID = /^[A-Za-z0-9._~:@/+=-]{1,128}$/;
@@ -56,65 +58,69 @@ function principalOf(request: FastifyRequest): string | undefined {
   return principal ? principal.username || `client:${principal.clientId}` : undefined;
 }
 
+/** What pino keeps on a logger that the access line reads: public symbols (`pino.symbols`). */
+interface PinoInternals {
+  [pino.symbols.timeSym]: () => string;
+  [pino.symbols.streamSym]: { write(line: string): unknown; [METADATA]?: boolean };
+}
+/** A destination that reads the last line's fields (pino.multistream) needs pino's own write. */
+const METADATA = Symbol.for('pino.metadata');
+
 /**
  * One access line per request, written when the response is done: method, route, redacted URL, status,
- * duration and principal (the request id comes from the child logger). Fastify's default writes two lines
- * with full serializers, which cost a fifth of the throughput of a small request.
+ * duration and principal (the request id comes from the request's logger). Fastify's default writes two
+ * lines with full serializers, which cost a fifth of the throughput of a small request.
+ *
+ * The info line is written as text, in the form pino gives it (level, time, the logger's bindings and
+ * the request id, then the fields and `msg`): every request pays for it, and pino's generic path (an
+ * object, its serializers and redaction, a walk of its keys) was most of the line's cost. Its fields
+ * need no redaction: the URL is redacted here and the rest are names and numbers.
  */
-class AccessLog extends LogController {
+export class AccessLog extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (!error && !WRITES_INFO.has(request.log.level)) return;
-    const line = {
-      method: request.method,
-      route: request.routeOptions.url ?? 'unmatched',
-      url: redactUrl(request.url),
-      status: reply.statusCode,
-      ms: Math.round(reply.elapsedTime * 10) / 10,
-      principal: principalOf(request),
-    };
-    if (error) request.log.error({ ...line, err: error }, 'request failed after its response');
-    else request.log.info(line, 'request');
+    const route = request.routeOptions.url ?? 'unmatched';
+    const url = redactUrl(request.url);
+    const ms = Math.round(reply.elapsedTime * 10) / 10;
+    const principal = principalOf(request);
+    const log = request.log;
+    const root = log instanceof RequestLogger ? (log.parent as unknown as PinoInternals) : undefined;
+    const stream = root?.[pino.symbols.streamSym];
+    if (error || !root || !stream || stream[METADATA]) {
+      const line = { method: request.method, route, url, status: reply.statusCode, ms, principal };
+      if (error) log.error({ ...line, err: error }, 'request failed after its response');
+      else log.info(line, 'request');
+      return;
+    }
+    const who = principal === undefined ? '' : `,"principal":${JSON.stringify(principal)}`;
+    stream.write(
+      `{"level":30${root[pino.symbols.timeSym]()}${(log as RequestLogger).bindingsText},"method":${JSON.stringify(request.method)},"route":${JSON.stringify(route)},"url":${JSON.stringify(url)},"status":${reply.statusCode},"ms":${ms}${who},"msg":"request"}\n`,
+    );
   }
 }
 
 /** Fastify's options for request ids and logging. */
-export function loggingOptions(level: string, stream?: NodeJS.WritableStream): Pick<FastifyServerOptions, 'logger' | 'genReqId' | 'requestIdHeader' | 'logController'> {
+export function loggingOptions(level: string, stream?: pino.DestinationStream): Pick<FastifyServerOptions, 'logger' | 'genReqId' | 'requestIdHeader' | 'logController' | 'childLoggerFactory'> {
   return {
     logger: loggerOptions(level, stream),
     requestIdHeader: false,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
     logController: new AccessLog({ requestIdLogLabel: 'requestId' }),
+    // A route-level log level needs a real child at once; Dirigo sets none.
+    childLoggerFactory: (logger, bindings, options) =>
+      options.level === undefined ? (new RequestLogger(logger as pino.Logger, String(bindings.requestId)) as unknown as FastifyBaseLogger) : logger.child(bindings, options),
   };
 }
 
-/** How long a log line may wait in the buffer when the service is quiet. */
-const FLUSH_MS = 250;
+/** One per process: every service in it shares standard output. */
+let stdout: BufferedOutput | undefined;
 
-/**
- * Standard output through a 4 KiB buffer: under load one system call carries a dozen lines or more
- * instead of one each; a quiet service's lines wait at most FLUSH_MS; what is left is flushed when the
- * process exits (a kill -9 loses at most that much). Written synchronously, as pino does by default:
- * asynchronous writes cost a thread-pool round trip each. One per process: every service in it shares
- * standard output.
- */
-let stdout: pino.DestinationStream | undefined;
-
-function bufferedStdout(): pino.DestinationStream {
-  if (!stdout) {
-    const destination = pino.destination({ dest: 1, sync: true, minLength: 4096, periodicFlush: FLUSH_MS });
-    // pino flushes at exit only the destinations it writes asynchronously; this one buffers too.
-    process.once('exit', () => destination.flushSync());
-    stdout = destination;
-  }
-  return stdout;
-}
-
-function loggerOptions(level: string, stream?: NodeJS.WritableStream): FastifyServerOptions['logger'] {
+function loggerOptions(level: string, stream?: pino.DestinationStream): FastifyServerOptions['logger'] {
   return {
     level,
-    stream: stream ?? bufferedStdout(),
+    stream: stream ?? (stdout ??= new BufferedOutput(1)),
     // A safety net: no code logs headers, bodies or credentials. Exact paths only: a wildcard path makes
     // every line pay for a walk of its object (a third of the cost of an access line).
     redact: {

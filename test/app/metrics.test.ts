@@ -151,6 +151,22 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(delta('dirigo_login_lockouts_total', { form: 'password' }), 1);
     });
 
+    it('times each request by method, route and status, in cumulative buckets', async () => {
+      const before = await metrics();
+      const at = (text: string, suffix: string, more: Record<string, string> = {}) =>
+        sample(text, `dirigo_http_request_duration_seconds_${suffix}`, { method: 'GET', route: '/healthz', status: '200', ...more }) ?? 0;
+      for (let i = 0; i < 3; i++) assert.equal((await svc.request('/healthz')).status, 200);
+      assert.equal((await svc.request('/jobs/not-a-number')).status, 401);
+      const text = await metrics();
+      assert.equal(at(text, 'count') - at(before, 'count'), 3);
+      assert.equal(at(text, 'bucket', { le: '+Inf' }), at(text, 'count'));
+      assert.ok(at(text, 'sum') > at(before, 'sum'));
+      // Buckets count everything at or below their bound: they never fall as the bound grows.
+      const buckets = ['0.001', '0.01', '0.1', '1', '10'].map((le) => at(text, 'bucket', { le }));
+      assert.deepEqual([...buckets].sort((a, b) => a - b), buckets);
+      assert.ok(sample(text, 'dirigo_http_request_duration_seconds_count', { method: 'GET', route: '/jobs/:jid', status: '401' })! >= 1);
+    });
+
     it('times database queries, and shows the PostgreSQL pool', async () => {
       const text = await metrics();
       assert.ok(sample(text, 'dirigo_db_query_duration_seconds_count', { outcome: 'ok' })! > 0);
