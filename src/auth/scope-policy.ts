@@ -75,8 +75,11 @@ export function grantableScope(ctx: AppContext, username: string, group: string,
   if (!ctx.registry.isMember(username, group)) throw new InvalidScope(`${username} is not a member of group '${group}'`);
   const clientOnly = scopes.find(isClientScope);
   if (clientOnly !== undefined) throw new InvalidScope(`'${clientOnly}' is for a client's own token (client_credentials), not for a user's`);
+  const capabilities = scopes.filter(isCapability);
+  // The policy is read only when capabilities are asked for: most tokens carry their group's rights alone.
+  if (capabilities.length === 0) return scopes;
   const allowed = allowedCapabilities(ctx, username, group);
-  for (const s of scopes.filter(isCapability)) {
+  for (const s of capabilities) {
     if (!allowed.some((a) => covers(a, s))) throw new InvalidScope(`'${s}' is not granted to members of ${group} (capability policy)`);
   }
   return scopes;

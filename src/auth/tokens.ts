@@ -7,6 +7,7 @@ import { jwtVerify, decodeProtectedHeader, errors as joseErrors, type JWTPayload
 import { InvalidToken } from '../kernel/errors.ts';
 import { ID_TOKEN_ALGORITHM, type KeyStore } from './keys.ts';
 import { DEFAULT_SCOPE } from './scopes.ts';
+import { derToJose } from './ecdsa-signature.ts';
 
 const CLOCK_TOLERANCE_S = 30;
 /**
@@ -221,7 +222,7 @@ function signCompact(header: { alg: string; kid: string; typ: string }, claims: 
     header.alg === 'EdDSA'
       ? sign(null, Buffer.from(input), keyObject)
       : header.alg === 'ES256'
-        ? sign('sha256', Buffer.from(input), { key: keyObject, dsaEncoding: 'ieee-p1363' })
+        ? derToJose(sign('sha256', Buffer.from(input), keyObject), 32)
         : sign('sha256', Buffer.from(input), keyObject);
   return `${input}.${signature.toString('base64url')}`;
 }
