@@ -108,6 +108,7 @@ async function jobs(dialect: Dialect): Promise<void> {
         add(curves, 'GET /jobs?startJob= near the end (offset)', n, await median(get(alice, aliceAuth, `/jobs?maxJobs=100&startJob=${Math.max(0, own - 300)}`), (b) => (cursor = (JSON.parse(b) as { nextCursor: string }).nextCursor)));
         add(curves, 'GET /jobs?cursor= near the end (keyset)', n, await median(get(alice, aliceAuth, `/jobs?maxJobs=100&cursor=${encodeURIComponent(cursor)}`)), 10);
         add(curves, 'GET /jobs?allOwners=true (admin, first page)', n, await median(get(admin, adminAuth, '/jobs?maxJobs=100&allOwners=true')), 10);
+        add(curves, 'GET /jobs?Status=Done&allOwners=true (admin, first page)', n, await median(get(admin, adminAuth, '/jobs?maxJobs=100&Status=Done&allOwners=true')), 10);
         add(curves, 'GET /jobs?Status=Waiting (own)', n, await median(get(alice, aliceAuth, '/jobs?maxJobs=100&Status=Waiting')), 10);
         add(curves, 'GET /jobs?MinorStatus= (entries counted to a bound)', n, await median(get(alice, aliceAuth, '/jobs?maxJobs=100&MinorStatus=generated')), 50);
         add(curves, 'GET /jobs/summary?groupBy=Status&groupBy=Site (admin)', n, await median(get(admin, adminAuth, '/jobs/summary?groupBy=Status&groupBy=Site&allOwners=true')), 10);
