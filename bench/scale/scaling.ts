@@ -13,15 +13,10 @@
  *        [--dialect sqlite|postgres|both] [--only jobs|catalogue]
  */
 import { parseArgs } from 'node:util';
-import { rmSync } from 'node:fs';
-import { Agent, request } from 'undici';
-import { migrate, openDatabase } from '../../src/kernel/db/database.ts';
-import { migrations } from '../../src/app/migrations.ts';
-import { foldJobCounts } from '../../src/jobs/counts.ts';
+import { request } from 'undici';
 import { postgresUnavailable } from '../../test/helpers/dialects.ts';
-import { flowAToken, prepareServe, startServe, stopServe, userAgent } from '../../test/helpers/serve-process.ts';
-import { fillJobsTo } from '../lib/fill-jobs.ts';
-import { CAMPAIGNS, FIELDS, generateCatalogue, type Fields } from '../lib/fill-catalogue.ts';
+import { CAMPAIGNS } from '../lib/fill-catalogue.ts';
+import { catalogueSizes, DONE_CURVE, DONE_FIRST_PAGE, jobSizes, median as medianOf, oneRunSearch, SEARCH_CURVE, searchPath } from '../lib/scaling-data.ts';
 import type { Dialect } from '../../src/kernel/db/dialect.ts';
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.
@@ -38,21 +33,7 @@ if (!['sqlite', 'postgres', 'both'].includes(dialectChoice)) throw new Error('--
 
 type Curve = { name: string; target?: number; points: { n: number; ms: number }[] };
 
-/** Median milliseconds of REQUESTS sequential requests, after five that warm caches and the connection. */
-async function median(send: () => Promise<{ statusCode: number; body: { text(): Promise<string> } }>, check?: (body: string) => void): Promise<number> {
-  const ms: number[] = [];
-  for (let i = 0; i < REQUESTS + 5; i++) {
-    const t0 = performance.now();
-    const res = await send();
-    const body = await res.body.text();
-    const t = performance.now() - t0;
-    if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}: ${body.slice(0, 300)}`);
-    if (i === 0) check?.(body);
-    if (i >= 5) ms.push(t);
-  }
-  ms.sort((a, b) => a - b);
-  return ms[Math.floor(ms.length / 2)]!;
-}
+const median = (send: Parameters<typeof medianOf>[1], check?: (body: string) => void) => medianOf(REQUESTS, send, check);
 
 function add(curves: Map<string, Curve>, name: string, n: number, ms: number, target?: number): void {
   let c = curves.get(name);
@@ -79,98 +60,41 @@ function report(title: string, unit: string, curves: Map<string, Curve>): void {
 }
 
 async function jobs(dialect: Dialect): Promise<void> {
-  const setup = await prepareServe(dialect, { scheduler: { enabled: false } });
   const curves = new Map<string, Curve>();
-  try {
-    for (const n of JOBS) {
-      const { db } = openDatabase(setup.databaseUrl, setup.schema ? { schema: setup.schema, poolSize: 2 } : {});
-      const t0 = Date.now();
-      try {
-        await migrate(db, migrations);
-        await fillJobsTo(db, dialect, n);
-        // The counts' deltas of the bulk inserts, folded as the serving instance would within seconds.
-        while ((await foldJobCounts(db, dialect)) > 0);
-      } finally {
-        await db.destroy();
-      }
-      process.stderr.write(`  [${dialect}] ${n.toLocaleString('en')} jobs ready in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
-      const server = await startServe(setup);
-      const alice = userAgent(setup.pki, 'alice', 1);
-      const admin = userAgent(setup.pki, 'admin', 1);
-      try {
-        const aliceAuth = { authorization: `Bearer ${await flowAToken(server.url, alice)}` };
-        const adminAuth = { authorization: `Bearer ${await flowAToken(server.url, admin, 'dirigo_admin')}` };
-        const get = (agent: Agent, auth: Record<string, string>, path: string) => () => request(server.url + path, { headers: auth, dispatcher: agent });
-        const own = Math.floor(n / 3); // alice holds every third job
-        add(curves, 'GET /jobs (own, first page of 100)', n, await median(get(alice, aliceAuth, '/jobs?maxJobs=100')), 10);
-        // The deep page, by offset and through the cursor its answer hands out.
-        let cursor = '';
-        add(curves, 'GET /jobs?startJob= near the end (offset)', n, await median(get(alice, aliceAuth, `/jobs?maxJobs=100&startJob=${Math.max(0, own - 300)}`), (b) => (cursor = (JSON.parse(b) as { nextCursor: string }).nextCursor)));
-        add(curves, 'GET /jobs?cursor= near the end (keyset)', n, await median(get(alice, aliceAuth, `/jobs?maxJobs=100&cursor=${encodeURIComponent(cursor)}`)), 10);
-        add(curves, 'GET /jobs?allOwners=true (admin, first page)', n, await median(get(admin, adminAuth, '/jobs?maxJobs=100&allOwners=true')), 10);
-        add(curves, 'GET /jobs?Status=Waiting (own)', n, await median(get(alice, aliceAuth, '/jobs?maxJobs=100&Status=Waiting')), 10);
-        add(curves, 'GET /jobs?MinorStatus= (entries counted to a bound)', n, await median(get(alice, aliceAuth, '/jobs?maxJobs=100&MinorStatus=generated')), 50);
-        add(curves, 'GET /jobs/summary?groupBy=Status&groupBy=Site (admin)', n, await median(get(admin, adminAuth, '/jobs/summary?groupBy=Status&groupBy=Site&allOwners=true')), 10);
-        const search = () =>
-          request(`${server.url}/jobs/search`, {
-            method: 'POST',
-            headers: { ...adminAuth, 'content-type': 'application/json' },
-            body: JSON.stringify({ allOwners: true, search: [{ parameter: 'JobGroup', operator: 'eq', value: 'g7' }, { parameter: 'Status', operator: 'in', values: ['Done', 'Failed'] }], page: { size: 100 } }),
-            dispatcher: admin,
-          });
-        add(curves, 'POST /jobs/search JobGroup, Status in (first 100)', n, await median(search), 10);
-      } finally {
-        await alice.close();
-        await admin.close();
-        await stopServe(server);
-      }
-    }
-  } finally {
-    await setup.dropSchema?.();
-    rmSync(setup.dataDir, { recursive: true, force: true });
+  for await (const { n, url, alice, admin } of jobSizes(dialect, JOBS)) {
+    const own = Math.floor(n / 3); // alice holds every third job
+    add(curves, 'GET /jobs (own, first page of 100)', n, await median(alice.get('/jobs?maxJobs=100')), 10);
+    // The deep page, by offset and through the cursor its answer hands out.
+    let cursor = '';
+    add(curves, 'GET /jobs?startJob= near the end (offset)', n, await median(alice.get(`/jobs?maxJobs=100&startJob=${Math.max(0, own - 300)}`), (b) => (cursor = (JSON.parse(b) as { nextCursor: string }).nextCursor)));
+    add(curves, 'GET /jobs?cursor= near the end (keyset)', n, await median(alice.get(`/jobs?maxJobs=100&cursor=${encodeURIComponent(cursor)}`)), 10);
+    add(curves, 'GET /jobs?allOwners=true (admin, first page)', n, await median(admin.get('/jobs?maxJobs=100&allOwners=true')), 10);
+    add(curves, DONE_CURVE, n, await median(admin.get(DONE_FIRST_PAGE)), 10);
+    add(curves, 'GET /jobs?Status=Waiting (own)', n, await median(alice.get('/jobs?maxJobs=100&Status=Waiting')), 10);
+    add(curves, 'GET /jobs?MinorStatus= (entries counted to a bound)', n, await median(alice.get('/jobs?maxJobs=100&MinorStatus=generated')), 50);
+    add(curves, 'GET /jobs/summary?groupBy=Status&groupBy=Site (admin)', n, await median(admin.get('/jobs/summary?groupBy=Status&groupBy=Site&allOwners=true')), 10);
+    const search = () =>
+      request(`${url}/jobs/search`, {
+        method: 'POST',
+        headers: { ...admin.auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ allOwners: true, search: [{ parameter: 'JobGroup', operator: 'eq', value: 'g7' }, { parameter: 'Status', operator: 'in', values: ['Done', 'Failed'] }], page: { size: 100 } }),
+        dispatcher: admin.agent,
+      });
+    add(curves, 'POST /jobs/search JobGroup, Status in (first 100)', n, await median(search), 10);
   }
   report(`jobs (${dialect}; median of ${REQUESTS} keep-alive HTTPS requests; k: t ∝ n^k)`, 'jobs', curves);
 }
 
 async function catalogue(dialect: Dialect): Promise<void> {
   const curves = new Map<string, Curve>();
-  for (const files of FILES) {
-    const setup = await prepareServe(dialect, { scheduler: { enabled: false } });
-    const server = await startServe(setup);
-    let agent = userAgent(setup.pki, 'admin', 1);
-    const { db } = openDatabase(setup.databaseUrl, setup.schema ? { schema: setup.schema, poolSize: 2 } : {});
-    try {
-      const auth = { authorization: `Bearer ${await flowAToken(server.url, agent, 'dirigo_admin')}` };
-      for (const [Name, Type, Scope] of FIELDS) {
-        const res = await request(`${server.url}/filecatalogue/metadata`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ Name, Type, Scope }), dispatcher: agent });
-        if (res.statusCode !== 201) throw new Error(await res.body.text());
-        await res.body.dump();
-      }
-      const fields: Fields = {};
-      for (const row of await db.selectFrom('cat_fields').select(['id', 'name']).execute()) fields[row.name] = Number(row.id);
-      const { runsPerCampaign, seconds } = await generateCatalogue(db, dialect, fields, Math.round(files / 10), files);
-      process.stderr.write(`  [${dialect}] ${files.toLocaleString('en')} files ready in ${seconds.toFixed(0)} s\n`);
-      // Loading blocks this process's event loop for minutes (node:sqlite is synchronous): the keep-alive
-      // connection the server closed meanwhile would be written to before its close is seen. A new one.
-      await agent.close();
-      agent = userAgent(setup.pki, 'admin', 1);
-      const get = (path: string) => () => request(server.url + path, { headers: auth, dispatcher: agent });
-      const b64 = Buffer.from('/cat').toString('base64url');
-      const q = (conditions: string) => `/filecatalogue/directory/${b64}/search?${conditions}`;
-      add(curves, 'GET /filecatalogue/metadata (no condition)', files, await median(get('/filecatalogue/metadata')), 50);
-      const mid = Math.floor((CAMPAIGNS * runsPerCampaign) / 2);
-      add(curves, 'GET /filecatalogue/metadata?Run>=&Stream= (answer grows)', files, await median(get(`/filecatalogue/metadata?Run=${encodeURIComponent(`>=|${mid}`)}&Stream=${encodeURIComponent('in|calib')}`)));
-      add(curves, 'search Stream in calib (1/5 of leaves: answer grows)', files, await median(get(q(`Stream=${encodeURIComponent('in|calib')}`))));
-      // One run of one campaign, two streams of five: its leaves (they grow as √directories here).
-      const run = 3 * runsPerCampaign + 1;
-      add(curves, "search Campaign, Run, Stream (one run's leaves)", files, await median(get(q(`Campaign=${encodeURIComponent('in|campaign3')}&Run=${encodeURIComponent(`=|${run}`)}&Stream=${encodeURIComponent('in|physics,calib')}`))), 20);
-    } finally {
-      await db.destroy();
-      await agent.close();
-      await stopServe(server);
-      await setup.dropSchema?.();
-      rmSync(setup.dataDir, { recursive: true, force: true });
-    }
+  for await (const { files, admin, runsPerCampaign } of catalogueSizes(dialect, FILES)) {
+    const q = (conditions: string) => `${searchPath('/cat')}?${conditions}`;
+    add(curves, 'GET /filecatalogue/metadata (no condition)', files, await median(admin.get('/filecatalogue/metadata')), 50);
+    const mid = Math.floor((CAMPAIGNS * runsPerCampaign) / 2);
+    add(curves, 'GET /filecatalogue/metadata?Run>=&Stream= (answer grows)', files, await median(admin.get(`/filecatalogue/metadata?Run=${encodeURIComponent(`>=|${mid}`)}&Stream=${encodeURIComponent('in|calib')}`)));
+    add(curves, 'search Stream in calib (1/5 of leaves: answer grows)', files, await median(admin.get(q(`Stream=${encodeURIComponent('in|calib')}`))));
+    // One run of one campaign, two streams of five: its leaves (they grow as √directories here).
+    add(curves, SEARCH_CURVE, files, await median(admin.get(oneRunSearch(runsPerCampaign))), 10);
   }
   report(`catalogue (${dialect}; one directory per 10 files; median of ${REQUESTS} keep-alive HTTPS requests)`, 'files', curves);
 }

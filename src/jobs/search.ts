@@ -5,6 +5,7 @@
  */
 import { sql, type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import type { Db } from '../kernel/db/database.ts';
+import { dialectOf } from '../kernel/db/dialect.ts';
 import { InvalidRequest } from '../kernel/errors.ts';
 import { ALL_STATUSES, ATTRIBUTES, INTEGER_RANGES, type AttributeName } from './model.ts';
 import type { Operator } from '../protocol/job-attributes.ts';
@@ -90,6 +91,26 @@ export function visible(q: JobsQuery, v: Visibility): JobsQuery {
 export function matching(q: JobsQuery, conditions: readonly Condition[]): JobsQuery {
   const filtered = conditions.reduce((acc, c, i) => acc.where((eb) => conditionSql(eb, c, `search[${i}]`)), q);
   return conditions.some((c) => c.parameter === 'Status') ? filtered : filtered.where('status', '<>', 'Deleted');
+}
+
+/**
+ * PostgreSQL, the jobs of one Status in id order (GET /jobs?Status=Done, one's own or every owner's): for
+ * a common status its planner walks the primary key (or the owner's (owner, job_id) range) backwards and
+ * drops the other statuses as it goes, which reads every newer job first, and the newest jobs are the
+ * active ones (100,000 of them newer than the last Done job: 90 ms for a page). Restricted by `= ANY` of a
+ * one-value array, which the planner does not fold into a constant, and ordered by status first, the page
+ * can only come from the (status, job_id) index, or (owner, status, job_id) for one's own: the next rows of
+ * one range, whatever lies between them. Same rows, same order (one status).
+ * @returns the restricted query with its leading order, or undefined where it does not apply
+ */
+export function oneStatusInIdOrder(db: Db, q: JobsQuery, v: Visibility, conditions: readonly Condition[], keys: readonly Required<SortKey>[]): JobsQuery | undefined {
+  const [c] = conditions;
+  const [key] = keys;
+  if (dialectOf(db) !== 'postgres' || v.kind === 'group' || conditions.length !== 1 || c?.parameter !== 'Status' || keys.length !== 1 || key?.parameter !== 'JobID') return undefined;
+  const values = c.operator === 'eq' && c.value !== undefined ? [c.value] : c.operator === 'in' && c.values ? [...new Set(c.values)] : [];
+  if (values.length !== 1) return undefined;
+  const status = columnValue('Status', values[0], 'search[0]');
+  return q.where(sql<SqlBool>`status = any(${[status]}::text[])`).orderBy('status', key.direction);
 }
 
 /** The expression a sort key orders by: the column, or, when it may be NULL, the column with NULL as the smallest value. */

@@ -14,7 +14,7 @@ import { canTransition } from './state-machine.ts';
 import type { JobEvents } from './lifecycle/job-events.ts';
 import { transitions } from './metrics.ts';
 import { InvalidTransition } from '../kernel/errors.ts';
-import { after, cursorOf, fullSort, matching, sorted, visible, type Condition, type SortKey } from './search.ts';
+import { after, cursorOf, fullSort, matching, oneStatusInIdOrder, sorted, visible, type Condition, type SortKey } from './search.ts';
 import { countable, countedTotal } from './counts.ts';
 import type { JobTable } from './tables.ts';
 import { GroupCommit } from './group-commit.ts';
@@ -258,7 +258,8 @@ export async function listJobs(db: Db, q: ListQuery): Promise<{ entries: number;
  * them through an index.
  */
 function pageQuery(db: Db, q: ListQuery, conditions: readonly Condition[], keys: readonly Required<SortKey>[]) {
-  const base = matching(visible(db.selectFrom('jobs'), q.visibility), conditions);
+  const all = visible(db.selectFrom('jobs'), q.visibility);
+  const base = oneStatusInIdOrder(db, all, q.visibility, conditions, keys) ?? matching(all, conditions);
   const ordered = (from: typeof base) => {
     const q1 = sorted(from, keys);
     return q.cursor === undefined ? q1 : after(q1, keys, q.cursor, 'cursor');

@@ -114,6 +114,37 @@ for (const { dialect, skip } of await dialects()) {
       assert.equal(viaQueryToken.headers['cache-control'], 'no-store');
     });
 
+    it('one Status, one’s own or every owner’s: in id order either way, the same rows by startJob, by cursor and streamed', async () => {
+      const byStatus = async (status: string, order: 'asc' | 'desc', owner?: string) =>
+        (await svc.ctx.db.selectFrom('jobs').select('job_id').where('status', '=', status).$if(owner !== undefined, (q) => q.where('owner', '=', owner!)).orderBy('job_id', order).execute()).map((r) => Number(r.job_id));
+      const cases = [
+        [admin, 'allOwners=true&Status=Waiting', 'Waiting', 'desc', undefined],
+        [admin, 'allOwners=true&Status=Waiting&sort=JobID', 'Waiting', 'asc', undefined],
+        [admin, 'allOwners=true&Status=Killed&sort=-JobID', 'Killed', 'desc', undefined],
+        [alice, 'Status=Waiting', 'Waiting', 'desc', 'alice'],
+      ] as const;
+      for (const [token, query, status, order, owner] of cases) {
+        const expected = await byStatus(status, order, owner);
+        assert.ok(expected.length >= 2, `${query}: the fixture holds several`);
+        const whole = await svc.request(`/jobs?${query}&maxJobs=1000`, { token });
+        assert.deepEqual([ids(whole), whole.json.entries], [expected, expected.length]);
+        const twice = await svc.request(`/jobs?${query}&Status=${status}&maxJobs=1000`, { token });
+        assert.deepEqual(ids(twice), expected, `${query}: a value given twice`);
+        const seen: number[] = [];
+        for (let url = `/jobs?${query}&maxJobs=2`; ; ) {
+          const page = await svc.request(url, { token });
+          seen.push(...ids(page));
+          if (page.json.nextCursor === null) break;
+          url = `/jobs?${query}&maxJobs=2&cursor=${encodeURIComponent(page.json.nextCursor)}`;
+        }
+        assert.deepEqual(seen, expected, `${query}: by cursor`);
+        const offset = await svc.request(`/jobs?${query}&maxJobs=2&startJob=1`, { token });
+        assert.deepEqual(ids(offset), expected.slice(1, 3), `${query}: by startJob`);
+        const streamed = await svc.request(`/jobs/stream?${query}`, { token });
+        assert.deepEqual(streamed.text.trim().split('\n').map((l) => (JSON.parse(l) as { JobID: number }).JobID), expected, `${query}: streamed`);
+      }
+    });
+
     it('allOwners for a JobSharing group member: one’s own jobs and the group’s, paged by offset and by cursor in any order', async () => {
       const aliceProd = await svc.token('alice', 'dirigo_prod');
       const carolProd = await svc.token('carol', 'dirigo_prod');
