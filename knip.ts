@@ -16,8 +16,6 @@ const config: KnipConfig = {
         // Started as child processes by path (bench/peers/peers.ts) or run by hand (bench/profiles/*.md).
         'bench/peers/servers/{bare-fastify,oidc-peer}.ts',
         'bench/lib/profile-top.ts',
-        // Issue 40's bounded reads as rows for the peers bench, which calls it by import once wired in.
-        'bench/lib/flat-rows.ts',
         'test/**/*.ts',
         'web/src/main.tsx',
         // The single executable's entry, bundled by path (scripts/build-executable.ts).

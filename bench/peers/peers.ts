@@ -14,9 +14,15 @@
  *   5. single-job POST /jobs, 16 clients, SQLite and PostgreSQL / slurmrestd job/submit with auth/jwt (goals >= 4, >= 2.5);
  *      and the full listing: one streamed request (GET /jobs/stream, NDJSON) / `squeue`, and page by page
  *      (GET /jobs?maxJobs=100, then cursor) / `squeue` on a line of its own
+ *   6. the bounded catalogue search (Campaign, Run, Stream: one run's leaves) at the largest catalogue / at
+ *      100,000 files, SQLite and PostgreSQL (goal: flat, under 10 ms at the largest)
+ *   7. an administrator's first page of Done jobs (GET /jobs?Status=Done&allOwners=true) at the largest job
+ *      table / at 10,000 jobs, SQLite and PostgreSQL (goal: flat, under 10 ms at the largest)
+ *      Sizes: 1,000,000 files and jobs; `--full`: the issue's 5,000,000 files and 3,000,000 jobs (about 40
+ *      minutes of loading per database).
  *
  * Usage: node bench/peers/peers.ts [--rounds N (5)] [--seconds S per round (2)] [--full (9 rounds of 5 s)]
- *        [--rows 1,2,3,4,5] [--concurrency N (32; row 5: 16)] [--no-postgres] [--list-jobs N (10,000)]
+ *        [--rows 1,2,3,4,5,6,7] [--concurrency N (32; row 5: 16)] [--no-postgres] [--list-jobs N (10,000)]
  *        [--warm S (6): each side's warm-up before its rounds]
  */
 import { readFileSync, rmSync } from 'node:fs';
@@ -28,6 +34,7 @@ import { percentile, runLoad, type LoadOptions } from '../lib/load.ts';
 import { cpuSeconds, startBenchServer } from '../lib/server.ts';
 import { cpuOf, interleave, postgresBackends, printRow, startPeerScript, type Side } from '../lib/peers.ts';
 import { startSlurmPeer } from './servers/slurm-peer.ts';
+import { flatRows } from '../lib/flat-rows.ts';
 import { sql } from 'kysely';
 import { DEMO_CONFIDENTIAL_CLIENT, DEMO_SETUP } from '../../src/app/bootstrap.ts';
 import { openDatabase } from '../../src/kernel/db/database.ts';
@@ -44,7 +51,7 @@ const rounds = Number(values.rounds ?? (values.full ? 9 : 5));
 const durationMs = Number(values.seconds ?? (values.full ? 5 : 2)) * 1000;
 const concurrency = Number(values.concurrency ?? 32);
 const warmMs = Number(values.warm ?? 6) * 1000;
-const rows = new Set(String(values.rows ?? '1,2,3,4,5').split(',').map(Number));
+const rows = new Set(String(values.rows ?? '1,2,3,4,5,6,7').split(',').map(Number));
 const SERVERS = join(import.meta.dirname, 'servers');
 const JOB_CLIENTS = 16;
 /** Jobs in the listing comparison, at least (both sides are topped up to the same number). */
@@ -287,6 +294,28 @@ if (rows.has(5)) {
       rmSync(setup.dataDir, { recursive: true, force: true });
       await slurm.stop();
     }
+  }
+}
+
+if (rows.has(6) || rows.has(7)) {
+  const dialects: Dialect[] = ['sqlite'];
+  if (!values['no-postgres']) {
+    const why = await postgresUnavailable();
+    if (why) process.stdout.write(`SKIP  6, 7. PostgreSQL: skipped: ${why}\n`);
+    else dialects.push('postgres');
+  }
+  const files = rows.has(6) ? (values.full ? [100_000, 5_000_000] : [100_000, 1_000_000]) : [];
+  const jobs = rows.has(7) ? (values.full ? [10_000, 3_000_000] : [10_000, 1_000_000]) : [];
+  const measured = await flatRows({ files, jobs, dialects, requests: 60 });
+  for (const row of measured.filter((r) => r.points.length > 1)) {
+    const [first, last] = [row.points[0]!, row.points.at(-1)!];
+    const slope = Math.log(last.ms / first.ms) / Math.log(last.n / first.n);
+    const ok = last.ms < row.target;
+    results.push(ok);
+    const number = row.name.startsWith('GET /jobs') ? 7 : 6;
+    process.stdout.write(
+      `${ok ? 'PASS' : 'MISS'}  ${number}. ${row.name} (${row.dialect}): ${last.ms.toFixed(2)} ms at ${last.n.toLocaleString('en')} / ${first.ms.toFixed(2)} ms at ${first.n.toLocaleString('en')}: ratio ${(last.ms / first.ms).toFixed(2)}, slope k ${slope.toFixed(2)} (t ∝ n^k; goal < ${row.target} ms at the largest)\n`,
+    );
   }
 }
 
