@@ -15,7 +15,7 @@ const config: KnipConfig = {
         'bench/{load,scale,peers}/*.ts',
         // Started as child processes by path (bench/peers/peers.ts) or run by hand (bench/profiles/*.md).
         'bench/peers/servers/{bare-fastify,oidc-peer}.ts',
-        'bench/lib/profile-top.ts',
+        'bench/lib/{profile-top,stream-micro}.ts',
         'test/**/*.ts',
         'web/src/main.tsx',
         // The single executable's entry, bundled by path (scripts/build-executable.ts).

@@ -23,7 +23,7 @@
  *
  * Usage: node bench/peers/peers.ts [--rounds N (5)] [--seconds S per round (2)] [--full (9 rounds of 5 s)]
  *        [--rows 1,2,3,4,5,6,7] [--concurrency N (32; row 5: 16)] [--no-postgres] [--list-jobs N (10,000)]
- *        [--warm S (6): each side's warm-up before its rounds]
+ *        [--warm S (6): each side's warm-up before its rounds] [--dialects sqlite,postgres (both): the databases of rows 5–7]
  */
 import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -44,7 +44,7 @@ import type { Dialect } from '../../src/kernel/db/dialect.ts';
 
 // Not strict: `npm run bench -- --flag` passes its flags to every bench.
 const { values } = parseArgs({
-  options: { rounds: { type: 'string' }, seconds: { type: 'string' }, full: { type: 'boolean' }, rows: { type: 'string' }, concurrency: { type: 'string' }, 'no-postgres': { type: 'boolean' }, 'list-jobs': { type: 'string' }, warm: { type: 'string' } },
+  options: { rounds: { type: 'string' }, seconds: { type: 'string' }, full: { type: 'boolean' }, rows: { type: 'string' }, concurrency: { type: 'string' }, 'no-postgres': { type: 'boolean' }, 'list-jobs': { type: 'string' }, warm: { type: 'string' }, dialects: { type: 'string' } },
   strict: false,
 });
 const rounds = Number(values.rounds ?? (values.full ? 9 : 5));
@@ -167,8 +167,9 @@ if ([1, 2, 3, 4].some((r) => rows.has(r))) {
 }
 
 if (rows.has(5)) {
-  const dialects: Dialect[] = ['sqlite'];
-  if (!values['no-postgres']) {
+  const wanted = String(values.dialects ?? 'sqlite,postgres').split(',');
+  const dialects: Dialect[] = wanted.includes('sqlite') ? ['sqlite'] : [];
+  if (wanted.includes('postgres') && !values['no-postgres']) {
     const why = await postgresUnavailable();
     if (why) process.stdout.write(`SKIP  5. PostgreSQL: skipped: ${why}\n`);
     else dialects.push('postgres');
@@ -298,8 +299,9 @@ if (rows.has(5)) {
 }
 
 if (rows.has(6) || rows.has(7)) {
-  const dialects: Dialect[] = ['sqlite'];
-  if (!values['no-postgres']) {
+  const wanted = String(values.dialects ?? 'sqlite,postgres').split(',');
+  const dialects: Dialect[] = wanted.includes('sqlite') ? ['sqlite'] : [];
+  if (wanted.includes('postgres') && !values['no-postgres']) {
     const why = await postgresUnavailable();
     if (why) process.stdout.write(`SKIP  6, 7. PostgreSQL: skipped: ${why}\n`);
     else dialects.push('postgres');
